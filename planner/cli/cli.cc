@@ -1,0 +1,86 @@
+#include "cli.h"
+
+#include <exception>
+#include <new>
+#include <ostream>
+
+#include "commands.h"
+
+namespace remat::cli {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidInput: return kExitBadInput;
+    case StatusCode::kNoFit: return kExitNoFit;
+    case StatusCode::kOutOfMemory: return kExitOom;
+    case StatusCode::kInternal: return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+int ReportError(const Status& status, Environment& env) {
+  *env.err << "planner: " << (status.code() == StatusCode::kInternal ? "internal error: " : "error: ")
+           << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+namespace {
+
+void PrintHelp(Environment& env) {
+  *env.out << "remat planner: where to checkpoint a transformer to fit a memory budget, and what "
+              "it costs.\n\n"
+              "usage: planner [plan] --budget SIZE [options] MODEL.json|config.json|PROFILE.json\n"
+              "       planner <command> [options] ...\n\ncommands:\n";
+  for (const Command& c : Commands()) {
+    std::string name = c.name;
+    name.resize(10, ' ');
+    *env.out << "  " << name << c.summary << "\n";
+  }
+  *env.out << "\n'planner <command> --help' shows a command's options. Exit codes: 0 ok, 2 bad "
+              "input, 3 no plan fits, 4 out of memory during a run.\n";
+}
+
+int Dispatch(const std::vector<std::string>& args, Environment& env) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+    PrintHelp(env);
+    return kExitOk;
+  }
+  if (!args.empty() && args[0] == "--version") {
+    *env.out << "remat planner 0.1.0" << (env.runtime ? " (runtime: " + env.runtime->name() + ")"
+                                                      : " (built without the LibTorch runtime)")
+             << "\n";
+    return kExitOk;
+  }
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
+    for (const Command& c : Commands()) {
+      if (args[0] == c.name) return c.run({args.begin() + 1, args.end()}, env);
+    }
+  }
+  return PlanCommand(args, env);
+}
+
+}  // namespace
+
+int Run(const std::vector<std::string>& args, Environment& env) {
+  try {
+    return Dispatch(args, env);
+  } catch (const std::bad_alloc&) {
+    return ReportError(Status::Internal("out of host memory"), env);
+  } catch (const std::exception& e) {
+    return ReportError(Status::Internal(e.what()), env);
+  } catch (...) {
+    return ReportError(Status::Internal("unknown exception"), env);
+  }
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"plan", "plan checkpoints under a budget (the default command)", PlanCommand},
+      {"profile", "print a per-layer profile (--analytic, or measured by the runtime)",
+       ProfileCommand},
+  };
+  return commands;
+}
+
+}  // namespace remat::cli

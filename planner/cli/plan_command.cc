@@ -1,0 +1,159 @@
+// planner [plan] --budget SIZE [--strategy S] [--json] [-o plan.json] INPUT
+#include <ostream>
+
+#include "commands.h"
+#include "job.h"
+#include "remat/io.h"
+#include "remat/plan.h"
+#include "remat/report.h"
+#include "remat/units.h"
+
+namespace remat::cli {
+namespace {
+
+const char kUsage[] = "planner --budget 24GB [--strategy auto] [--json] [-o plan.json] model.json";
+
+std::vector<FlagSpec> PlanFlags() {
+  std::vector<FlagSpec> f = {
+      {"budget", "SIZE", "device memory budget: 24GB (10^9), 24GiB (2^30), MB/MiB/TB/TiB/B"},
+      {"strategy", "NAME",
+       "auto (default), none, uniform, segment, selective, manual, optimal, optimal-single"},
+      {"every", "K", "uniform: checkpoint every K-th block (default: best fit, or round(sqrt N))"},
+      {"segments", "N", "segment: number of equal segments (default: best fit, or round(sqrt N))"},
+      {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
+      {"selective-layers", "LIST", "selective: block indices (default: as many as needed)"},
+      {"slots", "N", "optimal: memory resolution of the solver"},
+      {"json", "", "print the plan as JSON instead of the report"},
+      {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
+      {"help", "", "show this help"},
+  };
+  for (const FlagSpec& j : JobFlags()) f.push_back(j);
+  return f;
+}
+
+Result<PlanOptions> ParseOptions(const Args& args) {
+  PlanOptions o;
+  if (args.Has("budget")) {
+    Result<int64_t> b = ParseBytes(args.Get("budget"));
+    if (!b.ok()) return b.status().WithPrefix("option --budget");
+    o.budget_bytes = *b;
+  }
+  if (args.Has("strategy")) {
+    REMAT_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(args.Get("strategy")));
+  }
+  // A strategy's own flag selects it; contradicting --strategy is an error.
+  auto implies = [&](const char* flag, Strategy s) -> Status {
+    if (!args.Has(flag)) return Status::Ok();
+    if (o.strategy != Strategy::kAuto && o.strategy != s) {
+      return Status::Invalid(std::string("option --") + flag + " applies to --strategy " +
+                             ToString(s) + ", not " + ToString(o.strategy));
+    }
+    o.strategy = s;
+    return Status::Ok();
+  };
+  REMAT_RETURN_IF_ERROR(implies("every", Strategy::kUniform));
+  REMAT_RETURN_IF_ERROR(implies("segments", Strategy::kSegment));
+  REMAT_RETURN_IF_ERROR(implies("checkpoint-layers", Strategy::kManual));
+  REMAT_RETURN_IF_ERROR(implies("selective-layers", Strategy::kSelective));
+  if (o.strategy == Strategy::kManual && !args.Has("checkpoint-layers")) {
+    return Status::Invalid("--strategy manual needs --checkpoint-layers, e.g. 0,4,8");
+  }
+  REMAT_ASSIGN_OR_RETURN(int64_t every, args.GetInt("every", 0, 1, 1 << 20));
+  REMAT_ASSIGN_OR_RETURN(int64_t segments, args.GetInt("segments", 0, 1, 1 << 20));
+  REMAT_ASSIGN_OR_RETURN(int64_t slots, args.GetInt("slots", 0, 2, 1 << 20));
+  o.every = static_cast<int>(every);
+  o.segments = static_cast<int>(segments);
+  o.slots = static_cast<int>(slots);
+  REMAT_ASSIGN_OR_RETURN(o.checkpoint_layers, args.GetIntList("checkpoint-layers"));
+  REMAT_ASSIGN_OR_RETURN(o.selective_layers, args.GetIntList("selective-layers"));
+  return o;
+}
+
+// When nothing fits: the smallest micro-batch that would, keeping the global
+// batch with gradient accumulation.
+std::string SuggestFit(const Job& job, const PlanSet& plans, const PlanOptions& options) {
+  int64_t lowest = plans.chosen.predicted.peak_bytes;
+  std::string lowest_by = ToString(plans.chosen.strategy);
+  for (const Plan& c : plans.candidates) {
+    if (c.predicted.peak_bytes < lowest) {
+      lowest = c.predicted.peak_bytes;
+      lowest_by = ToString(c.strategy);
+    }
+  }
+  std::string msg = "no plan fits in " + FormatBytes(options.budget_bytes) +
+                    ": the smallest peak any strategy reaches is " + FormatBytes(lowest) + " (" +
+                    lowest_by + ")";
+  const int64_t state = job.profile.static_bytes();
+  if (state >= options.budget_bytes) {
+    return msg + "; the model state alone (parameters, gradients, optimizer) needs " +
+           FormatBytes(state) +
+           ": try a 16-bit precision, an optimizer with less state (sgd), or sharding";
+  }
+  if (!job.context.has_config) {
+    return msg + "; a budget of at least " + FormatBytes(lowest) + " would fit";
+  }
+  ModelConfig c = job.context.config;
+  const int64_t global = c.micro_batch * c.grad_accumulation;
+  PlanOptions auto_options = options;
+  auto_options.strategy = Strategy::kAuto;
+  for (int64_t mb = c.micro_batch - 1; mb >= 1; --mb) {
+    c.micro_batch = mb;
+    Result<Profile> p = AnalyticProfile(c, job.analytic);
+    if (!p.ok()) break;
+    Result<PlanSet> s = MakePlan(*p, auto_options);
+    if (s.ok() && s->chosen.fits) {
+      std::string m = msg + "; micro_batch " + std::to_string(mb) + " would fit (" +
+                      ToString(s->chosen.strategy) + ", peak " +
+                      FormatBytes(s->chosen.predicted.peak_bytes) + ")";
+      if (global % mb == 0) {
+        m += " with grad_accumulation " + std::to_string(global / mb) +
+             " to keep the global batch of " + std::to_string(global);
+      }
+      return m;
+    }
+  }
+  return msg + "; even micro_batch 1 does not fit: shorten seq_len or use flash attention";
+}
+
+}  // namespace
+
+int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
+  const std::vector<FlagSpec> flags = PlanFlags();
+  Result<Args> args = Args::Parse(argv, flags);
+  if (!args.ok()) return ReportError(args.status(), env);
+  if (args->Has("help")) {
+    *env.out << "usage: " << kUsage << "\n\n" << FormatFlags(flags);
+    return kExitOk;
+  }
+  Result<std::string> path = InputPath(*args, kUsage);
+  if (!path.ok()) return ReportError(path.status(), env);
+  Result<PlanOptions> options = ParseOptions(*args);
+  if (!options.ok()) return ReportError(options.status(), env);
+  Result<Job> job = LoadJob(*path, *args);
+  if (!job.ok()) return ReportError(job.status(), env);
+  Result<PlanSet> plans = MakePlan(job->profile, *options);
+  if (!plans.ok()) return ReportError(plans.status(), env);
+
+  std::string no_fit;
+  if (!plans->chosen.fits) {
+    no_fit = SuggestFit(*job, *plans, *options);
+    job->context.note = "NO PLAN FITS: " + no_fit;
+  }
+  const bool json = args->Has("json");
+  if (args->Has("o")) {
+    const Status s = WriteFileAtomic(args->Get("o"), PlanToJson(*plans, job->profile, job->context));
+    if (!s.ok()) return ReportError(s, env);
+  }
+  if (json && !args->Has("o")) {
+    *env.out << PlanToJson(*plans, job->profile, job->context);
+  } else {
+    *env.out << FormatPlanText(*plans, job->profile, job->context);
+  }
+  if (!no_fit.empty()) {
+    *env.err << "planner: " << no_fit << "\n";
+    return kExitNoFit;
+  }
+  return kExitOk;
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,61 @@
+// planner profile --analytic INPUT [-o FILE]   (or measured, with the runtime)
+#include <ostream>
+
+#include "commands.h"
+#include "job.h"
+#include "remat/io.h"
+
+namespace remat::cli {
+namespace {
+
+const char kUsage[] = "planner profile --analytic [-o profile.json] model.json";
+
+}  // namespace
+
+int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
+  std::vector<FlagSpec> flags = {
+      {"analytic", "", "derive the profile from the cost model (no hardware needed)"},
+      {"o", "FILE", "write the profile to FILE (atomically) instead of standard output"},
+      {"runtime-device", "DEV", "measured profiles: cpu (default) or cuda"},
+      {"repeats", "N", "measured profiles: timed repetitions per layer (median), default 5"},
+      {"help", "", "show this help"},
+  };
+  for (const FlagSpec& j : JobFlags()) flags.push_back(j);
+  Result<Args> args = Args::Parse(argv, flags);
+  if (!args.ok()) return ReportError(args.status(), env);
+  if (args->Has("help")) {
+    *env.out << "usage: " << kUsage << "\n\n" << FormatFlags(flags);
+    return kExitOk;
+  }
+  Result<std::string> path = InputPath(*args, kUsage);
+  if (!path.ok()) return ReportError(path.status(), env);
+  Result<Job> job = LoadJob(*path, *args);
+  if (!job.ok()) return ReportError(job.status(), env);
+  Profile profile = job->profile;
+  if (!args->Has("analytic") && job->input.kind != PlannerInput::Kind::kProfile) {
+    if (env.runtime == nullptr) {
+      return ReportError(Status::Invalid("measuring a profile needs the LibTorch runtime, and this "
+                                         "planner was built without it; use --analytic, or build "
+                                         "with libtorch-dev installed (see README)"),
+                         env);
+    }
+    MeasureOptions m;
+    m.device = args->Get("runtime-device", "cpu");
+    Result<int64_t> repeats = args->GetInt("repeats", m.repeats, 1, 1000);
+    if (!repeats.ok()) return ReportError(repeats.status(), env);
+    m.repeats = static_cast<int>(*repeats);
+    Result<Profile> measured = env.runtime->Measure(job->input.config, m);
+    if (!measured.ok()) return ReportError(measured.status(), env);
+    profile = *measured;
+  }
+  const std::string text = ProfileToJson(profile);
+  if (args->Has("o")) {
+    const Status s = WriteFileAtomic(args->Get("o"), text);
+    if (!s.ok()) return ReportError(s, env);
+  } else {
+    *env.out << text;
+  }
+  return kExitOk;
+}
+
+}  // namespace remat::cli

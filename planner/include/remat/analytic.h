@@ -1,0 +1,61 @@
+// Analytic cost model: model.json -> per-layer profile.
+//
+// The model is built as a Boost.Graph DAG of ops (residual edges included);
+// each op lists the tensors it saves for backward with their dtypes. The chain
+// of layers is derived from that graph (layer groups whose boundaries carry a
+// single tensor), and activation bytes, workspaces and times are summed per
+// layer. For fp16/bf16 with eager attention and 1-byte dropout masks a
+// transformer block keeps s*b*h*(34 + 5*a*s/h) bytes (Korthikanti et al. 2022).
+#ifndef REMAT_ANALYTIC_H_
+#define REMAT_ANALYTIC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "remat/model_config.h"
+#include "remat/profile.h"
+#include "remat/status.h"
+
+namespace remat {
+
+// A device for the roofline time model: an op takes
+// max(flops / (peak * efficiency), bytes / (bandwidth * efficiency)).
+struct DeviceSpec {
+  std::string name;
+  double tflops_16bit = 0;     // dense bf16/fp16 tensor peak, TFLOP/s
+  double tflops_fp32 = 0;      // fp32 peak (TF32 tensor cores not assumed)
+  double bandwidth_gbps = 0;   // memory bandwidth, GB/s
+  int64_t memory_bytes = 0;    // device memory, bytes
+  double efficiency = 0.5;     // fraction of peak achieved
+};
+
+// "h200", "a100", "rtx4090", "cpu". Lists the accepted names on error.
+Result<DeviceSpec> LookupDevice(std::string_view name);
+std::vector<std::string> DeviceNames();
+
+struct AnalyticOptions {
+  DeviceSpec device;        // default: LookupDevice("a100")
+  double tflops = 0;        // > 0: achieved TFLOP/s for every precision (overrides device)
+};
+
+// Parameter count from the shape (GPT-2 small: 124,439,808 with tied head).
+int64_t ParameterCount(const ModelConfig& config);
+
+// Model-state bytes per parameter for a precision and optimizer (README table).
+struct BytesPerParameter {
+  int weights = 0;
+  int gradients = 0;
+  int optimizer = 0;
+  int total() const { return weights + gradients + optimizer; }
+};
+BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer);
+
+// The analytic profile: one layer per embedding, block, final norm, LM head
+// and loss. Fails with a message if byte arithmetic would overflow.
+Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options);
+
+}  // namespace remat
+
+#endif  // REMAT_ANALYTIC_H_

@@ -1,0 +1,101 @@
+// Profile: the per-layer cost chain every planner strategy works on.
+//
+// A profile is a chain of layers in execution order. Layer i reads tensor x[i]
+// (input_bytes) and produces x[i+1] (output_bytes). It comes either from a
+// model.json through the analytic cost model (source "analytic") or from a
+// file written by the runtime's profiler or by hand. The JSON format is
+// documented in README.md ("Profile format").
+#ifndef REMAT_PROFILE_H_
+#define REMAT_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "remat/status.h"
+
+namespace remat {
+
+// An alternative way to run a layer's forward with grad that keeps less:
+// e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout
+// tensors, and recomputes them during the layer's backward.
+struct SelectiveOption {
+  std::string name;
+  int64_t activation_bytes = 0;     // kept from forward to backward (output included)
+  double extra_recompute_ms = 0;    // added to the layer's backward
+  int64_t recompute_workspace_bytes = 0;  // live during backward while recomputing
+};
+
+struct LayerProfile {
+  std::string name;
+  // "embedding", "block", "norm", "head", "loss" or "" (unknown). Heuristic
+  // strategies (uniform, segment, selective, manual) act on "block" layers
+  // when the chain has any, as HF/Megatron checkpoint decoder layers only.
+  std::string kind;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  int64_t input_bytes = 0;       // |x[i]|
+  int64_t output_bytes = 0;      // |x[i+1]|
+  // Everything the layer keeps from its forward (with grad) until its
+  // backward, its output included. Always >= output_bytes.
+  int64_t activation_bytes = 0;
+  // Transient bytes on top of what is kept, at the forward's peak.
+  int64_t forward_workspace_bytes = 0;
+  // The same for a forward without grad (checkpointed / recompute-only
+  // forward). Defaults to forward_workspace_bytes when absent.
+  int64_t forward_nograd_workspace_bytes = -1;
+  // Transient bytes during backward on top of what is live before it and the
+  // input gradient it produces.
+  int64_t backward_workspace_bytes = 0;
+  std::vector<SelectiveOption> selective;
+
+  int64_t nograd_workspace_bytes() const {
+    return forward_nograd_workspace_bytes >= 0 ? forward_nograd_workspace_bytes
+                                               : forward_workspace_bytes;
+  }
+};
+
+// Memory that lives for the whole step: parameters, their gradients and the
+// optimizer state.
+struct StaticMemory {
+  int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t total() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
+};
+
+struct Profile {
+  std::string model;           // model name
+  std::string source;          // "analytic" or what measured it ("libtorch-cpu", ...)
+  std::string device;          // device the times refer to ("h200", "cpu", ...)
+  int64_t parameters = 0;      // parameter count (0 if unknown)
+  int64_t micro_batch = 0;     // sequences per micro-batch the sizes refer to (0 = unknown)
+  int64_t seq_len = 0;         // tokens per sequence (0 = unknown)
+  StaticMemory static_memory;
+  double optimizer_ms = 0;     // time of the optimizer step
+  std::vector<LayerProfile> layers;
+
+  int64_t static_bytes() const { return static_memory.total(); }
+  int num_layers() const { return static_cast<int>(layers.size()); }
+};
+
+// Checks sizes (non-negative, activation >= output, consistent x[i] between
+// neighbours), times (finite, >= 0) and names. `source` names the file.
+Status ValidateProfile(const Profile& profile, const std::string& source);
+
+// Profile JSON <-> Profile. Parse validates.
+Result<Profile> ParseProfile(std::string_view json_text, const std::string& source);
+std::string ProfileToJson(const Profile& profile);
+
+// Indices of layers heuristics act on: the "block" layers, or all layers if
+// the chain has no block.
+std::vector<int> BlockLayers(const Profile& profile);
+
+// Sum of forward_ms + backward_ms over layers, plus optimizer_ms: the step
+// time with nothing recomputed.
+double BaselineStepMs(const Profile& profile);
+
+}  // namespace remat
+
+#endif  // REMAT_PROFILE_H_

@@ -1,0 +1,78 @@
+// Simulator: replays a schedule against a profile and predicts the memory
+// timeline, the peak (and the op that reaches it) and the step time.
+//
+// Memory model, per op (bytes):
+//   live          = static (parameters + gradients + optimizer state) + live tensors
+//   forward(i)    peak = live + |x[i+1]| (+ |a[i]| with grad) + forward workspace
+//   backward(i)   peak = live + |g[i]| + backward workspace (+ selective recompute workspace)
+//   free(t)       live -= |t|
+// Time: forward/recompute add forward_ms, backward adds backward_ms (plus the
+// selective option's extra_recompute_ms), the optimizer step optimizer_ms.
+// Every figure the planner reports comes from here.
+#ifndef REMAT_SIMULATOR_H_
+#define REMAT_SIMULATOR_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "remat/profile.h"
+#include "remat/schedule.h"
+#include "remat/status.h"
+
+namespace remat {
+
+// Where live bytes come from. A tensor's category is set by the op that wrote it.
+enum class MemoryCategory {
+  kModelState = 0,   // parameters + gradients + optimizer state
+  kActivations,      // x / a written by a first forward
+  kRecomputed,       // x / a written by a recompute
+  kGradients,        // activation gradients g[i]
+  kWorkspace,        // transient bytes inside an op
+  kCount,
+};
+const char* ToString(MemoryCategory c);
+
+struct MemoryByCategory {
+  std::array<int64_t, static_cast<int>(MemoryCategory::kCount)> bytes{};
+  int64_t& operator[](MemoryCategory c) { return bytes[static_cast<int>(c)]; }
+  int64_t operator[](MemoryCategory c) const { return bytes[static_cast<int>(c)]; }
+  int64_t total() const;
+};
+
+// One entry per schedule op, frees included.
+struct TimelinePoint {
+  int op_index = 0;
+  double start_ms = 0;
+  double end_ms = 0;
+  int64_t live_before = 0;  // bytes live when the op starts
+  int64_t peak = 0;         // highest bytes live during the op
+  int64_t live_after = 0;   // bytes live when it ends
+  MemoryByCategory at_peak; // composition of `peak`
+};
+
+struct SimulationResult {
+  std::vector<TimelinePoint> timeline;
+  int64_t peak_bytes = 0;             // max over timeline of peak
+  int peak_op = -1;                   // op index reaching peak_bytes (first one)
+  int64_t static_bytes = 0;           // model state, live throughout
+  int64_t activation_peak_bytes = 0;  // peak_bytes - static_bytes
+  MemoryByCategory at_peak;           // composition of the peak
+  // Bytes attributed to each layer at the peak (x[i+1], a[i] and g[i] are
+  // layer i's); x[0] is attributed to layer 0.
+  std::vector<int64_t> layer_bytes_at_peak;
+  double step_ms = 0;       // sum of all op times
+  double forward_ms = 0;    // first forwards
+  double backward_ms = 0;   // backwards, without selective recompute
+  double recompute_ms = 0;  // recompute ops + selective extra_recompute_ms
+  double optimizer_ms = 0;
+  int recompute_ops = 0;    // number of kRecompute ops
+};
+
+// Replays `schedule` on `profile`. Fails (kInvalidInput) if the schedule is
+// not executable (see ValidateSchedule).
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule);
+
+}  // namespace remat
+
+#endif  // REMAT_SIMULATOR_H_

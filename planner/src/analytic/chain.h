@@ -1,0 +1,38 @@
+// Deriving the layer chain from an OpGraph. Internal to the planner.
+#ifndef REMAT_SRC_ANALYTIC_CHAIN_H_
+#define REMAT_SRC_ANALYTIC_CHAIN_H_
+
+#include <vector>
+
+#include "analytic/op_graph.h"
+#include "remat/profile.h"
+#include "remat/status.h"
+
+namespace remat {
+
+// Roofline: an op takes max(flops / flops_per_ms, bytes / bytes_per_ms).
+struct OpTimeModel {
+  double flops_per_ms = 1;
+  double bytes_per_ms = 1;
+  double Millis(double flops, double bytes) const {
+    return std::max(flops / flops_per_ms, bytes / bytes_per_ms);
+  }
+};
+
+// Groups the graph's ops by layer tag, orders the groups (a Boost topological
+// sort of the contracted graph) and checks they form a chain: each boundary is
+// crossed by exactly one tensor, and no tensor skips a layer. Then, per layer:
+//   activation_bytes  every tensor an op of the layer saves, plus its output,
+//                     minus its input (the previous layer counts that);
+//   workspaces        from replaying the layer's ops with tensor liveness
+//                     (with grad, without grad, and backward);
+//   times             roofline sums of forward and backward op costs;
+//   selective option  "attention_core" when the layer has core ops: drops the
+//                     core's saved internals, recomputes them in backward.
+// `kinds` maps a layer tag to its kind (embedding/block/...).
+Result<std::vector<LayerProfile>> DeriveChain(const OpGraph& graph, const OpTimeModel& time,
+                                              const std::vector<std::pair<std::string, std::string>>& kinds);
+
+}  // namespace remat
+
+#endif  // REMAT_SRC_ANALYTIC_CHAIN_H_

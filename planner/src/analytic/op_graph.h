@@ -1,0 +1,70 @@
+// OpGraph: a model as a DAG of ops (Boost.Graph), with the tensors each op
+// produces, consumes and saves for backward. Internal to the planner.
+//
+// Vertices are ops; an edge u -> v means v consumes a tensor u produced
+// (residual connections are simply tensors with two consumers). Each op is
+// tagged with the layer (chain group) it belongs to; chain.h derives the
+// per-layer chain from the graph.
+#ifndef REMAT_SRC_ANALYTIC_OP_GRAPH_H_
+#define REMAT_SRC_ANALYTIC_OP_GRAPH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+namespace remat {
+
+struct TensorInfo {
+  std::string name;
+  int64_t bytes = 0;
+  bool requires_grad = true;  // false for token ids, dropout masks
+  int producer = -1;          // op index; -1 for graph inputs
+};
+
+struct OpInfo {
+  std::string name;
+  std::string layer;           // chain group ("embedding", "block3", "head", ...)
+  std::vector<int> inputs;     // tensor ids
+  std::vector<int> outputs;    // tensor ids (masks are outputs too)
+  std::vector<int> saved;      // tensor ids kept for backward (inputs or outputs)
+  double forward_flops = 0;
+  double forward_bytes = 0;    // bytes read + written, for the roofline
+  double backward_flops = 0;
+  double backward_bytes = 0;
+  int64_t backward_workspace = 0;  // transient bytes in backward (e.g. a weight gradient)
+  int64_t parameters = 0;      // parameters this op owns
+  bool attention_core = false; // recomputed by the selective option
+};
+
+class OpGraph {
+ public:
+  int AddTensor(std::string name, int64_t bytes, bool requires_grad = true);
+  // Adds the op; sets the producer of its outputs and the graph edges.
+  int AddOp(OpInfo op);
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<OpInfo>& ops() const { return ops_; }
+  // Ops that consume tensor `t`.
+  const std::vector<int>& consumers(int t) const { return consumers_[t]; }
+
+  // Op indices in a topological order (Boost). Fails only on a cycle,
+  // which the builders never make.
+  bool TopologicalOrder(std::vector<int>* order) const;
+
+ private:
+  struct EdgeProps {
+    int tensor = -1;
+  };
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
+                                      boost::no_property, EdgeProps>;
+  Graph graph_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<OpInfo> ops_;
+  std::vector<std::vector<int>> consumers_;
+};
+
+}  // namespace remat
+
+#endif  // REMAT_SRC_ANALYTIC_OP_GRAPH_H_

@@ -1,0 +1,28 @@
+// Builds the OpGraph of one training step of a transformer from a
+// ModelConfig. Internal to the planner.
+#ifndef REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_
+#define REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analytic/op_graph.h"
+#include "remat/model_config.h"
+#include "remat/status.h"
+
+namespace remat {
+
+struct TransformerGraph {
+  OpGraph graph;
+  std::vector<std::pair<std::string, std::string>> kinds;  // layer tag -> kind
+  int64_t parameters = 0;
+};
+
+// Layers: "embedding", "block0".."block{L-1}", "final_norm" (gpt, llama),
+// "head" and "loss". Fails if a byte count would overflow 64 bits.
+Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config);
+
+}  // namespace remat
+
+#endif  // REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_

@@ -1,0 +1,95 @@
+// The chain's forward/backward dependency graph (see schedule.h).
+#include <algorithm>
+#include <string>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "remat/schedule.h"
+
+namespace remat {
+namespace {
+
+struct Vertex {
+  enum Kind { kBatch, kForward, kBackward } kind = kBatch;
+  int layer = -1;
+};
+struct Edge {
+  TensorRef tensor;
+};
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Vertex, Edge>;
+
+void AddUnique(std::vector<TensorRef>* v, TensorRef t) {
+  if (std::find(v->begin(), v->end(), t) == v->end()) v->push_back(t);
+}
+
+}  // namespace
+
+ChainGraph::ChainGraph(int num_layers) : num_layers_(num_layers) {
+  const int L = num_layers;
+  Graph g;
+  const auto batch = boost::add_vertex(Vertex{Vertex::kBatch, -1}, g);
+  std::vector<Graph::vertex_descriptor> fwd(L), bwd(L);
+  for (int i = 0; i < L; ++i) fwd[i] = boost::add_vertex(Vertex{Vertex::kForward, i}, g);
+  for (int i = 0; i < L; ++i) bwd[i] = boost::add_vertex(Vertex{Vertex::kBackward, i}, g);
+  auto producer_of_x = [&](int i) { return i == 0 ? batch : fwd[i - 1]; };
+  for (int i = 0; i < L; ++i) {
+    const TensorRef x_in{TensorKind::kX, i}, x_out{TensorKind::kX, i + 1}, a{TensorKind::kA, i};
+    boost::add_edge(producer_of_x(i), fwd[i], Edge{x_in}, g);   // forward reads its input
+    boost::add_edge(producer_of_x(i), bwd[i], Edge{x_in}, g);   // backward reads its input
+    boost::add_edge(fwd[i], bwd[i], Edge{x_out}, g);            // ... its output (kept)
+    boost::add_edge(fwd[i], bwd[i], Edge{a}, g);                // ... and what it saved
+    if (i + 1 < L) {
+      // The residual stream: backward i+1 produces g[i+1] for backward i.
+      boost::add_edge(bwd[i + 1], bwd[i], Edge{TensorRef{TensorKind::kG, i + 1}}, g);
+    }
+  }
+  forward_reads_.resize(L);
+  forward_writes_.resize(L);
+  backward_reads_.resize(L);
+  backward_writes_.resize(L);
+  for (auto [vi, vend] = boost::vertices(g); vi != vend; ++vi) {
+    const Vertex& v = g[*vi];
+    if (v.kind == Vertex::kBatch) continue;
+    auto& reads = v.kind == Vertex::kForward ? forward_reads_[v.layer] : backward_reads_[v.layer];
+    auto& writes = v.kind == Vertex::kForward ? forward_writes_[v.layer] : backward_writes_[v.layer];
+    for (auto [ei, eend] = boost::in_edges(*vi, g); ei != eend; ++ei) AddUnique(&reads, g[*ei].tensor);
+    for (auto [ei, eend] = boost::out_edges(*vi, g); ei != eend; ++ei) AddUnique(&writes, g[*ei].tensor);
+  }
+  // The last forward's output x[L] has no forward consumer but backward L-1 reads it.
+  if (L > 0) AddUnique(&forward_writes_[L - 1], TensorRef{TensorKind::kX, L});
+}
+
+std::vector<TensorRef> ChainGraph::Reads(const Op& op) const {
+  if (op.layer < 0 || op.layer >= num_layers_) return {};
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute:
+      return forward_reads_[op.layer];
+    case OpKind::kBackward:
+      return backward_reads_[op.layer];
+    default:
+      return {};
+  }
+}
+
+std::vector<TensorRef> ChainGraph::Writes(const Op& op) const {
+  if (op.layer < 0 || op.layer >= num_layers_) return {};
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute: {
+      std::vector<TensorRef> w = forward_writes_[op.layer];
+      if (op.save == SaveMode::kNone) {
+        w.erase(std::remove_if(w.begin(), w.end(),
+                               [](const TensorRef& t) { return t.kind == TensorKind::kA; }),
+                w.end());
+      }
+      return w;
+    }
+    case OpKind::kBackward:
+      return backward_writes_[op.layer];
+    default:
+      return {};
+  }
+}
+
+}  // namespace remat

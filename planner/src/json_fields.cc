@@ -1,0 +1,155 @@
+#include "json_fields.h"
+
+#include <cmath>
+
+namespace remat {
+
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    const size_t at = what.find("parse error");
+    if (at != std::string::npos) what = what.substr(at);
+    return Status::Invalid(source + ": malformed JSON: " + what);
+  } catch (const std::exception& e) {
+    return Status::Invalid(source + ": malformed JSON: " + e.what());
+  }
+}
+
+std::string DescribeJsonValue(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "an array";
+    default: {
+      std::string s = value.dump();
+      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      return s;
+    }
+  }
+}
+
+std::string JoinAlternatives(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += (i + 1 == items.size()) ? " or " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+Status JsonObjectReader::Error(const char* key, const std::string& what) const {
+  return Status::Invalid(where_ + ": field '" + key + "': " + what);
+}
+
+Status JsonObjectReader::Int(const char* key, int64_t* out, bool required, int64_t min,
+                             int64_t max) const {
+  if (!object_.contains(key)) {
+    return required ? Error(key, "missing (required)") : Status::Ok();
+  }
+  const nlohmann::json& v = object_.at(key);
+  const std::string range = max == std::numeric_limits<int64_t>::max()
+                                ? "an integer >= " + std::to_string(min)
+                                : "an integer in [" + std::to_string(min) + ", " +
+                                      std::to_string(max) + "]";
+  int64_t value = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Error(key, "expected " + range + ", got " + DescribeJsonValue(v) + " (too large)");
+    }
+    value = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    value = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18) {
+      return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+    }
+    value = static_cast<int64_t>(d);
+  } else {
+    return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+  }
+  if (value < min || value > max) {
+    return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+  }
+  *out = value;
+  return Status::Ok();
+}
+
+Status JsonObjectReader::Double(const char* key, double* out, bool required, double min,
+                                double max) const {
+  if (!object_.contains(key)) {
+    return required ? Error(key, "missing (required)") : Status::Ok();
+  }
+  const nlohmann::json& v = object_.at(key);
+  char range[96];
+  std::snprintf(range, sizeof range, "a number in [%g, %g]", min, max);
+  if (!v.is_number()) return Error(key, std::string("expected ") + range + ", got " + DescribeJsonValue(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < min || d > max) {
+    return Error(key, std::string("expected ") + range + ", got " + DescribeJsonValue(v));
+  }
+  *out = d;
+  return Status::Ok();
+}
+
+Status JsonObjectReader::String(const char* key, std::string* out, bool required) const {
+  if (!object_.contains(key)) {
+    return required ? Error(key, "missing (required)") : Status::Ok();
+  }
+  const nlohmann::json& v = object_.at(key);
+  if (!v.is_string()) return Error(key, "expected a string, got " + DescribeJsonValue(v));
+  *out = v.get<std::string>();
+  return Status::Ok();
+}
+
+Status JsonObjectReader::Bool(const char* key, bool* out, bool required) const {
+  if (!object_.contains(key)) {
+    return required ? Error(key, "missing (required)") : Status::Ok();
+  }
+  const nlohmann::json& v = object_.at(key);
+  if (!v.is_boolean()) return Error(key, "expected true or false, got " + DescribeJsonValue(v));
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+Status JsonObjectReader::Enum(const char* key, std::string* out,
+                              const std::vector<std::string>& accepted, bool required) const {
+  std::string value;
+  if (!object_.contains(key)) {
+    return required ? Error(key, "missing (required), expected " + JoinAlternatives(accepted))
+                    : Status::Ok();
+  }
+  const nlohmann::json& v = object_.at(key);
+  if (!v.is_string()) {
+    return Error(key, "expected " + JoinAlternatives(accepted) + ", got " + DescribeJsonValue(v));
+  }
+  value = v.get<std::string>();
+  for (const std::string& a : accepted) {
+    if (a == value) {
+      *out = value;
+      return Status::Ok();
+    }
+  }
+  return Error(key, "unknown value " + DescribeJsonValue(v) + ", expected " +
+                        JoinAlternatives(accepted));
+}
+
+Status JsonObjectReader::NoUnknownKeys(const std::vector<std::string>& known) const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    const std::string& k = it.key();
+    if (!k.empty() && k[0] == '_') continue;
+    bool found = false;
+    for (const std::string& n : known) found = found || n == k;
+    if (!found) {
+      return Status::Invalid(where_ + ": unknown field '" + k + "', expected one of " +
+                             JoinAlternatives(known));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace remat

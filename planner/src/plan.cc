@@ -1,0 +1,192 @@
+// Plans from decisions, decision summaries, plan ranking and MakePlan.
+#include "remat/plan.h"
+
+#include <cmath>
+#include <set>
+
+#include "json_fields.h"
+#include "strategies/solvers.h"
+
+namespace remat {
+namespace {
+
+const std::vector<std::string> kStrategyNames = {"auto",      "none",   "uniform",
+                                                 "segment",   "selective", "manual",
+                                                 "optimal",   "optimal-single"};
+
+}  // namespace
+
+const char* ToString(Strategy s) { return kStrategyNames[static_cast<int>(s)].c_str(); }
+
+Result<Strategy> ParseStrategy(std::string_view text) {
+  for (size_t i = 0; i < kStrategyNames.size(); ++i) {
+    if (kStrategyNames[i] == text) return static_cast<Strategy>(i);
+  }
+  return Status::Invalid("unknown strategy '" + std::string(text) + "', expected " +
+                         JoinAlternatives(kStrategyNames));
+}
+
+const char* ToString(LayerDecision d) {
+  switch (d) {
+    case LayerDecision::kKeep: return "keep";
+    case LayerDecision::kCheckpoint: return "checkpoint";
+    case LayerDecision::kRecompute: return "recompute";
+    case LayerDecision::kSelective: return "selective";
+  }
+  return "?";
+}
+
+Result<Schedule> BuildSingleLevelSchedule(const Profile& profile,
+                                          const std::vector<LayerDecision>& decisions,
+                                          const std::vector<int>& selective_option) {
+  const int L = profile.num_layers();
+  if (static_cast<int>(decisions.size()) != L) {
+    return Status::Internal("decisions for " + std::to_string(decisions.size()) +
+                            " layers, profile has " + std::to_string(L));
+  }
+  auto in_segment = [&](int i) {
+    return decisions[i] == LayerDecision::kCheckpoint || decisions[i] == LayerDecision::kRecompute;
+  };
+  auto option_of = [&](int i) {
+    return i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
+               ? selective_option[i]
+               : 0;
+  };
+  std::vector<Op> ops;
+  ops.reserve(4 * L + 1);
+  for (int i = 0; i < L; ++i) {
+    switch (decisions[i]) {
+      case LayerDecision::kKeep:
+        ops.push_back(Op::Forward(i, SaveMode::kAll));
+        break;
+      case LayerDecision::kSelective:
+        if (profile.layers[i].selective.empty()) {
+          return Status::Invalid("layer " + std::to_string(i) + " ('" + profile.layers[i].name +
+                                 "') has no selective option");
+        }
+        ops.push_back(Op::Forward(i, SaveMode::kSelective, option_of(i)));
+        break;
+      case LayerDecision::kRecompute:
+        if (i == 0 || !in_segment(i - 1)) {
+          return Status::Invalid("layer " + std::to_string(i) +
+                                 " is marked recompute but does not follow a checkpointed layer");
+        }
+        [[fallthrough]];
+      case LayerDecision::kCheckpoint:
+        ops.push_back(Op::Forward(i, SaveMode::kNone));
+        break;
+    }
+  }
+  for (int i = L - 1; i >= 0;) {
+    if (!in_segment(i)) {
+      ops.push_back(Op::Backward(i));
+      --i;
+      continue;
+    }
+    int start = i;
+    while (decisions[start] == LayerDecision::kRecompute) --start;
+    for (int j = start; j <= i; ++j) ops.push_back(Op::Recompute(j, SaveMode::kAll));
+    for (int j = i; j >= start; --j) ops.push_back(Op::Backward(j));
+    i = start - 1;
+  }
+  ops.push_back(Op::OptimizerStep());
+  return AddFrees(ops, L);
+}
+
+void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* decisions,
+                        std::vector<int>* selective_option) {
+  const int L = schedule.num_layers;
+  decisions->assign(L, LayerDecision::kKeep);
+  selective_option->assign(L, -1);
+  const ChainGraph graph(L);
+  std::vector<char> x_live(L + 1, 0), forwarded(L, 0), nograd(L, 0);
+  x_live[0] = 1;
+  for (const Op& op : schedule.ops) {
+    if (op.kind == OpKind::kBackward) break;
+    if (op.kind == OpKind::kFree) {
+      if (op.tensor.kind == TensorKind::kX) x_live[op.tensor.index] = 0;
+      continue;
+    }
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kRecompute) continue;
+    for (const TensorRef& t : graph.Writes(op)) {
+      if (t.kind == TensorKind::kX) x_live[t.index] = 1;
+    }
+    if (op.kind != OpKind::kForward || forwarded[op.layer]) continue;
+    forwarded[op.layer] = 1;
+    if (op.save == SaveMode::kSelective) {
+      (*decisions)[op.layer] = LayerDecision::kSelective;
+      (*selective_option)[op.layer] = op.option;
+    } else if (op.save == SaveMode::kNone) {
+      nograd[op.layer] = 1;
+    }
+  }
+  for (int i = 0; i < L; ++i) {
+    if (nograd[i]) {
+      (*decisions)[i] = x_live[i] ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
+    }
+  }
+}
+
+Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
+                                  Schedule schedule, int64_t budget_bytes) {
+  Plan plan;
+  plan.strategy = strategy;
+  plan.parameter = std::move(parameter);
+  plan.budget_bytes = budget_bytes;
+  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
+  plan.fits = budget_bytes <= 0 || plan.predicted.peak_bytes <= budget_bytes;
+  SummarizeDecisions(schedule, &plan.decisions, &plan.selective_option);
+  plan.schedule = std::move(schedule);
+  return plan;
+}
+
+bool BetterPlan(const Plan& a, const Plan& b) {
+  if (a.fits != b.fits) return a.fits;
+  const double ta = a.predicted.step_ms, tb = b.predicted.step_ms;
+  const bool same_time = std::fabs(ta - tb) <= 1e-9 * std::max(1.0, std::max(ta, tb));
+  const int64_t pa = a.predicted.peak_bytes, pb = b.predicted.peak_bytes;
+  if (a.fits) return same_time ? pa < pb : ta < tb;
+  return pa != pb ? pa < pb : ta < tb;
+}
+
+const std::vector<const StrategySolver*>& AllSolvers() { return RegisteredSolvers(); }
+
+const StrategySolver* FindSolver(Strategy strategy) {
+  for (const StrategySolver* s : AllSolvers()) {
+    if (s->strategy() == strategy) return s;
+  }
+  return nullptr;
+}
+
+Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
+  REMAT_RETURN_IF_ERROR(ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
+  PlanSet set;
+  {
+    const StrategySolver* none = FindSolver(Strategy::kNone);
+    REMAT_ASSIGN_OR_RETURN(set.baseline, none->Solve(profile, options));
+  }
+  if (options.strategy != Strategy::kAuto) {
+    const StrategySolver* solver = FindSolver(options.strategy);
+    if (solver == nullptr) {
+      return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
+                             "' is not available in this build");
+    }
+    REMAT_ASSIGN_OR_RETURN(set.chosen, solver->Solve(profile, options));
+    set.candidates.push_back(set.chosen);
+    return set;
+  }
+  set.auto_selected = true;
+  bool have = false;
+  for (const StrategySolver* solver : AllSolvers()) {
+    if (solver->strategy() == Strategy::kManual) continue;  // needs a layer list
+    REMAT_ASSIGN_OR_RETURN(Plan plan, solver->Solve(profile, options));
+    if (!have || BetterPlan(plan, set.chosen)) {
+      set.chosen = plan;
+      have = true;
+    }
+    set.candidates.push_back(std::move(plan));
+  }
+  return set;
+}
+
+}  // namespace remat

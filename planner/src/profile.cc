@@ -1,0 +1,233 @@
+#include "remat/profile.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "json_fields.h"
+#include "json_values.h"
+#include "remat/checked_math.h"
+
+namespace remat {
+namespace {
+
+constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
+
+Status ParseSelective(const nlohmann::json& j, const std::string& where, SelectiveOption* out) {
+  if (!j.is_object()) {
+    return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(j));
+  }
+  JsonObjectReader r(j, where);
+  REMAT_RETURN_IF_ERROR(r.String("name", &out->name, true));
+  REMAT_RETURN_IF_ERROR(r.Int("activation_bytes", &out->activation_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Double("extra_recompute_ms", &out->extra_recompute_ms, true, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(r.Int("recompute_workspace_bytes", &out->recompute_workspace_bytes, false,
+                              0, kMaxBytes));
+  return Status::Ok();
+}
+
+Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfile* out) {
+  if (!j.is_object()) {
+    return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(j));
+  }
+  JsonObjectReader r(j, where);
+  REMAT_RETURN_IF_ERROR(r.String("name", &out->name, true));
+  REMAT_RETURN_IF_ERROR(r.String("kind", &out->kind, false));
+  REMAT_RETURN_IF_ERROR(r.Double("forward_ms", &out->forward_ms, true, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(r.Double("backward_ms", &out->backward_ms, true, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(r.Int("input_bytes", &out->input_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("output_bytes", &out->output_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("activation_bytes", &out->activation_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("forward_workspace_bytes", &out->forward_workspace_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("forward_nograd_workspace_bytes",
+                              &out->forward_nograd_workspace_bytes, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, 0, kMaxBytes));
+  if (j.contains("selective")) {
+    const nlohmann::json& s = j.at("selective");
+    if (!s.is_array()) {
+      return r.Error("selective", "expected an array of options, got " + DescribeJsonValue(s));
+    }
+    for (size_t k = 0; k < s.size(); ++k) {
+      SelectiveOption opt;
+      REMAT_RETURN_IF_ERROR(
+          ParseSelective(s[k], where + ".selective[" + std::to_string(k) + "]", &opt));
+      out->selective.push_back(std::move(opt));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateProfile(const Profile& p, const std::string& source) {
+  if (p.layers.empty()) {
+    return Status::Invalid(source + ": field 'layers': the chain is empty, expected at least one layer");
+  }
+  if (p.layers.size() > (1u << 20)) {
+    return Status::Invalid(source + ": field 'layers': more than 1,048,576 layers");
+  }
+  const StaticMemory& s = p.static_memory;
+  if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0) {
+    return Status::Invalid(source + ": field 'static_bytes': must not be negative");
+  }
+  CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes;
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    const std::string where = source + ": layers[" + std::to_string(i) + "] ('" + l.name + "')";
+    if (l.name.empty()) return Status::Invalid(where + ": field 'name': must not be empty");
+    auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
+    if (!finite(l.forward_ms) || !finite(l.backward_ms)) {
+      return Status::Invalid(where + ": times must be finite and >= 0");
+    }
+    if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < 0 ||
+        l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0) {
+      return Status::Invalid(where + ": byte counts must not be negative");
+    }
+    if (l.activation_bytes < l.output_bytes) {
+      return Status::Invalid(where + ": field 'activation_bytes' (" +
+                             std::to_string(l.activation_bytes) +
+                             ") is smaller than 'output_bytes' (" + std::to_string(l.output_bytes) +
+                             "); activation_bytes includes the layer's output");
+    }
+    if (i > 0 && l.input_bytes != p.layers[i - 1].output_bytes) {
+      return Status::Invalid(where + ": field 'input_bytes' (" + std::to_string(l.input_bytes) +
+                             ") differs from the previous layer's output_bytes (" +
+                             std::to_string(p.layers[i - 1].output_bytes) +
+                             "); a chain passes one tensor from layer to layer");
+    }
+    for (size_t k = 0; k < l.selective.size(); ++k) {
+      const SelectiveOption& o = l.selective[k];
+      if (o.activation_bytes < l.output_bytes) {
+        return Status::Invalid(where + ": selective[" + std::to_string(k) +
+                               "]: activation_bytes is smaller than the layer's output_bytes");
+      }
+      if (!finite(o.extra_recompute_ms)) {
+        return Status::Invalid(where + ": selective[" + std::to_string(k) +
+                               "]: extra_recompute_ms must be finite and >= 0");
+      }
+      total += CheckedInt(o.recompute_workspace_bytes);
+    }
+    total += CheckedInt(l.input_bytes) + l.activation_bytes + l.forward_workspace_bytes +
+             l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
+    if (!total.ok()) {
+      return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Profile> ParseProfile(std::string_view json_text, const std::string& source) {
+  REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
+  if (!doc.is_object()) {
+    return Status::Invalid(source + ": expected a profile object with a 'layers' array, got " +
+                           DescribeJsonValue(doc));
+  }
+  JsonObjectReader r(doc, source);
+  Profile p;
+  REMAT_RETURN_IF_ERROR(r.String("model", &p.model, false));
+  REMAT_RETURN_IF_ERROR(r.String("source", &p.source, false));
+  REMAT_RETURN_IF_ERROR(r.String("device", &p.device, false));
+  REMAT_RETURN_IF_ERROR(r.Int("parameters", &p.parameters, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("micro_batch", &p.micro_batch, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("seq_len", &p.seq_len, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Double("optimizer_ms", &p.optimizer_ms, false, 0, kMaxMs));
+  int64_t static_bytes = 0;
+  REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
+  if (doc.contains("static")) {
+    const nlohmann::json& s = doc.at("static");
+    if (!s.is_object()) return r.Error("static", "expected an object, got " + DescribeJsonValue(s));
+    JsonObjectReader sr(s, source + ": static");
+    REMAT_RETURN_IF_ERROR(sr.Int("parameter_bytes", &p.static_memory.parameter_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(sr.Int("gradient_bytes", &p.static_memory.gradient_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(sr.Int("optimizer_bytes", &p.static_memory.optimizer_bytes, true, 0, kMaxBytes));
+    if (p.static_memory.total() != static_bytes) {
+      return r.Error("static", "parameter_bytes + gradient_bytes + optimizer_bytes = " +
+                                   std::to_string(p.static_memory.total()) +
+                                   " differs from static_bytes = " + std::to_string(static_bytes));
+    }
+  } else {
+    // No breakdown given: attribute all model state to parameters.
+    p.static_memory.parameter_bytes = static_bytes;
+  }
+  if (!doc.contains("layers")) return r.Error("layers", "missing (required)");
+  const nlohmann::json& layers = doc.at("layers");
+  if (!layers.is_array()) {
+    return r.Error("layers", "expected an array of layers, got " + DescribeJsonValue(layers));
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerProfile l;
+    REMAT_RETURN_IF_ERROR(ParseLayer(layers[i], source + ": layers[" + std::to_string(i) + "]", &l));
+    p.layers.push_back(std::move(l));
+  }
+  REMAT_RETURN_IF_ERROR(ValidateProfile(p, source));
+  return p;
+}
+
+nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
+  nlohmann::ordered_json j;
+  j["model"] = p.model;
+  j["source"] = p.source;
+  if (!p.device.empty()) j["device"] = p.device;
+  j["parameters"] = p.parameters;
+  if (p.micro_batch > 0) j["micro_batch"] = p.micro_batch;
+  if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+  j["static_bytes"] = p.static_bytes();
+  j["static"] = {{"parameter_bytes", p.static_memory.parameter_bytes},
+                 {"gradient_bytes", p.static_memory.gradient_bytes},
+                 {"optimizer_bytes", p.static_memory.optimizer_bytes}};
+  j["optimizer_ms"] = p.optimizer_ms;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const LayerProfile& l : p.layers) {
+    nlohmann::ordered_json lj;
+    lj["name"] = l.name;
+    if (!l.kind.empty()) lj["kind"] = l.kind;
+    lj["forward_ms"] = l.forward_ms;
+    lj["backward_ms"] = l.backward_ms;
+    lj["input_bytes"] = l.input_bytes;
+    lj["output_bytes"] = l.output_bytes;
+    lj["activation_bytes"] = l.activation_bytes;
+    lj["forward_workspace_bytes"] = l.forward_workspace_bytes;
+    if (l.forward_nograd_workspace_bytes >= 0) {
+      lj["forward_nograd_workspace_bytes"] = l.forward_nograd_workspace_bytes;
+    }
+    lj["backward_workspace_bytes"] = l.backward_workspace_bytes;
+    if (!l.selective.empty()) {
+      nlohmann::ordered_json opts = nlohmann::ordered_json::array();
+      for (const SelectiveOption& o : l.selective) {
+        nlohmann::ordered_json oj;
+        oj["name"] = o.name;
+        oj["activation_bytes"] = o.activation_bytes;
+        oj["extra_recompute_ms"] = o.extra_recompute_ms;
+        oj["recompute_workspace_bytes"] = o.recompute_workspace_bytes;
+        opts.push_back(oj);
+      }
+      lj["selective"] = opts;
+    }
+    layers.push_back(lj);
+  }
+  j["layers"] = layers;
+  return j;
+}
+
+std::string ProfileToJson(const Profile& p) { return ProfileJsonValue(p).dump(2) + "\n"; }
+
+std::vector<int> BlockLayers(const Profile& p) {
+  std::vector<int> blocks;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    if (p.layers[i].kind == "block") blocks.push_back(i);
+  }
+  if (blocks.empty()) {
+    for (int i = 0; i < p.num_layers(); ++i) blocks.push_back(i);
+  }
+  return blocks;
+}
+
+double BaselineStepMs(const Profile& p) {
+  double ms = p.optimizer_ms;
+  for (const LayerProfile& l : p.layers) ms += l.forward_ms + l.backward_ms;
+  return ms;
+}
+
+}  // namespace remat

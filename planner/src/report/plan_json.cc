@@ -1,0 +1,112 @@
+// plan.json: writing a planning result and reading a plan back.
+#include <nlohmann/json.hpp>
+
+#include "json_fields.h"
+#include "json_values.h"
+#include "remat/report.h"
+
+namespace remat {
+namespace {
+
+nlohmann::ordered_json PredictedJson(const SimulationResult& r) {
+  nlohmann::ordered_json j;
+  j["peak_bytes"] = r.peak_bytes;
+  j["activation_peak_bytes"] = r.activation_peak_bytes;
+  j["static_bytes"] = r.static_bytes;
+  j["step_ms"] = r.step_ms;
+  j["recompute_ms"] = r.recompute_ms;
+  j["forward_ms"] = r.forward_ms;
+  j["backward_ms"] = r.backward_ms;
+  j["optimizer_ms"] = r.optimizer_ms;
+  j["recompute_ops"] = r.recompute_ops;
+  j["peak_op"] = r.peak_op;
+  nlohmann::ordered_json at;
+  for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c) {
+    at[ToString(static_cast<MemoryCategory>(c))] = r.at_peak.bytes[c];
+  }
+  j["at_peak"] = at;
+  return j;
+}
+
+nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
+  nlohmann::ordered_json j;
+  j["strategy"] = ToString(p.strategy);
+  j["parameter"] = p.parameter;
+  j["fits"] = p.fits;
+  j["peak_bytes"] = p.predicted.peak_bytes;
+  j["step_ms"] = p.predicted.step_ms;
+  j["recompute_ms"] = p.predicted.recompute_ms;
+  return j;
+}
+
+}  // namespace
+
+std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx) {
+  const Plan& plan = plans.chosen;
+  nlohmann::ordered_json j;
+  j["fits"] = plan.fits;
+  j["strategy"] = ToString(plan.strategy);
+  j["parameter"] = plan.parameter;
+  j["auto_selected"] = plans.auto_selected;
+  j["budget_bytes"] = plan.budget_bytes;
+  j["model"] = {{"name", profile.model},
+                {"parameters", profile.parameters},
+                {"input", ctx.input_path},
+                {"profile_source", profile.source},
+                {"micro_batch", profile.micro_batch},
+                {"seq_len", profile.seq_len}};
+  j["predicted"] = PredictedJson(plan.predicted);
+  j["baseline"] = PlanSummaryJson(plans.baseline);
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int i = 0; i < profile.num_layers(); ++i) {
+    const LayerProfile& l = profile.layers[i];
+    nlohmann::ordered_json lj;
+    lj["index"] = i;
+    lj["name"] = l.name;
+    if (!l.kind.empty()) lj["kind"] = l.kind;
+    lj["decision"] = ToString(plan.decisions[i]);
+    if (plan.selective_option[i] >= 0) {
+      lj["selective_option"] = l.selective[plan.selective_option[i]].name;
+    }
+    lj["activation_bytes"] = l.activation_bytes;
+    lj["bytes_at_peak"] = plan.predicted.layer_bytes_at_peak[i];
+    layers.push_back(lj);
+  }
+  j["layers"] = layers;
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (const Plan& c : plans.candidates) candidates.push_back(PlanSummaryJson(c));
+  j["candidates"] = candidates;
+  j["schedule"] = ScheduleJsonValue(plan.schedule);
+  j["profile"] = ProfileJsonValue(profile);
+  return j.dump(2) + "\n";
+}
+
+Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source) {
+  REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
+  if (!doc.is_object()) {
+    return Status::Invalid(source + ": expected a plan object (planner --json output), got " +
+                           DescribeJsonValue(doc));
+  }
+  JsonObjectReader r(doc, source);
+  LoadedPlan plan;
+  REMAT_RETURN_IF_ERROR(r.String("strategy", &plan.strategy, true));
+  REMAT_RETURN_IF_ERROR(r.Int("budget_bytes", &plan.budget_bytes, false, 0));
+  if (!doc.contains("profile") || !doc["profile"].is_object()) {
+    return r.Error("profile", "missing: a plan file carries the profile it was made for "
+                              "(write plans with planner --json)");
+  }
+  REMAT_ASSIGN_OR_RETURN(plan.profile, ParseProfile(doc["profile"].dump(), source + ": profile"));
+  plan.model = plan.profile.model;
+  if (!doc.contains("schedule")) return r.Error("schedule", "missing (required)");
+  REMAT_ASSIGN_OR_RETURN(plan.schedule, ParseScheduleJson(doc["schedule"].dump(),
+                                                          plan.profile.num_layers(), source));
+  REMAT_RETURN_IF_ERROR(ValidateSchedule(plan.schedule, plan.profile).WithPrefix(source));
+  if (doc.contains("predicted") && doc["predicted"].is_object()) {
+    JsonObjectReader pr(doc["predicted"], source + ": predicted");
+    REMAT_RETURN_IF_ERROR(pr.Int("peak_bytes", &plan.predicted_peak_bytes, false, 0));
+    REMAT_RETURN_IF_ERROR(pr.Double("step_ms", &plan.predicted_step_ms, false, 0, 1e15));
+  }
+  return plan;
+}
+
+}  // namespace remat

@@ -1,0 +1,144 @@
+// The terminal report of a planning result.
+#include <cstdio>
+#include <sstream>
+
+#include "remat/analytic.h"
+#include "remat/report.h"
+#include "remat/units.h"
+
+namespace remat {
+namespace {
+
+std::string Percent(double part, double whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
+}
+
+std::string Pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+std::string PadLeft(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
+  const SimulationResult& r = plan.predicted;
+  const double base = BaselineStepMs(p);
+  o << "  predicted peak   " << FormatBytes(r.peak_bytes);
+  if (plan.budget_bytes > 0) {
+    o << " of " << FormatBytes(plan.budget_bytes) << " budget ("
+      << Percent(static_cast<double>(r.peak_bytes), static_cast<double>(plan.budget_bytes))
+      << ")  " << (plan.fits ? "FITS" : "DOES NOT FIT");
+  }
+  o << "\n";
+  o << "  activations      " << FormatBytes(r.activation_peak_bytes) << " at peak (model state "
+    << FormatBytes(r.static_bytes) << ")\n";
+  o << "  step time        " << FormatMillis(r.step_ms) << " (recompute " << FormatMillis(r.recompute_ms)
+    << ", +" << Percent(r.step_ms - base, base) << " over no checkpointing)\n";
+  if (r.peak_op >= 0) {
+    o << "  peak reached at  op " << r.peak_op << ": " << DescribeOp(plan.schedule.ops[r.peak_op]);
+    const Op& op = plan.schedule.ops[r.peak_op];
+    if (op.layer >= 0) o << " ('" << p.layers[op.layer].name << "')";
+    o << "\n";
+  }
+}
+
+}  // namespace
+
+std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {
+  std::ostringstream o;
+  const Plan& plan = plans.chosen;
+  const SimulationResult& r = plan.predicted;
+  o << "remat plan for " << (p.model.empty() ? ctx.input_path : p.model) << "\n";
+  o << "  input            " << ctx.input_path << " (" << ctx.input_kind << "; " << p.source
+    << " profile" << (p.device.empty() ? "" : ", times for " + p.device) << ")\n";
+  if (ctx.has_config) {
+    const ModelConfig& c = ctx.config;
+    o << "  model            " << ToString(c.architecture) << ", " << c.layers << " layers, hidden "
+      << c.hidden << ", " << c.heads << " heads, ffn " << c.ffn_hidden << ", vocab " << c.vocab
+      << "\n";
+    o << "  job              seq_len " << c.seq_len << ", micro_batch " << c.micro_batch << ", "
+      << ToString(c.precision) << ", " << ToString(c.optimizer) << ", " << ToString(c.attention)
+      << " attention, dropout " << c.dropout;
+    if (c.grad_accumulation > 1) o << ", grad_accumulation " << c.grad_accumulation;
+    o << "\n";
+  } else if (p.micro_batch > 0) {
+    o << "  job              seq_len " << p.seq_len << ", micro_batch " << p.micro_batch << "\n";
+  }
+  if (p.parameters > 0) o << "  parameters       " << FormatCount(p.parameters) << "\n";
+  if (plan.budget_bytes > 0) {
+    o << "  budget           " << FormatCount(plan.budget_bytes) << " bytes ("
+      << FormatBytes(plan.budget_bytes) << ")\n";
+  } else {
+    o << "  budget           none given (use --budget, e.g. --budget 24GB)\n";
+  }
+  o << "\n";
+
+  const SimulationResult& b = plans.baseline.predicted;
+  o << "Without checkpointing: peak " << FormatBytes(b.peak_bytes) << " (model state "
+    << FormatBytes(b.static_bytes) << " + activations " << FormatBytes(b.activation_peak_bytes)
+    << "), step " << FormatMillis(b.step_ms);
+  if (plan.budget_bytes > 0) o << (plans.baseline.fits ? ", fits" : ", does not fit");
+  o << "\n\n";
+
+  o << "Plan: " << ToString(plan.strategy);
+  if (!plan.parameter.empty()) o << " (" << plan.parameter << ")";
+  if (plans.auto_selected) o << ", chosen by auto as the fastest plan that fits";
+  o << "\n";
+  Summary(o, plan, p);
+  o << "\n";
+
+  o << "Where the memory goes at the peak:\n";
+  const StaticMemory& s = p.static_memory;
+  auto row = [&](const std::string& name, int64_t bytes) {
+    o << "  " << Pad(name, 20) << PadLeft(FormatBytes(bytes), 12) << "  "
+      << PadLeft(Percent(static_cast<double>(bytes), static_cast<double>(r.peak_bytes)), 6) << "\n";
+  };
+  row("parameters", s.parameter_bytes);
+  row("gradients", s.gradient_bytes);
+  row("optimizer state", s.optimizer_bytes);
+  row("activations kept", r.at_peak[MemoryCategory::kActivations]);
+  row("recomputed", r.at_peak[MemoryCategory::kRecomputed]);
+  row("activation grads", r.at_peak[MemoryCategory::kGradients]);
+  row("workspace", r.at_peak[MemoryCategory::kWorkspace]);
+  o << "  " << Pad("total", 20) << PadLeft(FormatBytes(r.peak_bytes), 12) << "\n\n";
+
+  o << "Layers (activation bytes kept from forward to backward; live at the peak):\n";
+  o << "  " << PadLeft("#", 4) << "  " << Pad("layer", 14) << Pad("decision", 12)
+    << PadLeft("activations", 12) << PadLeft("at peak", 12) << PadLeft("fwd", 10)
+    << PadLeft("bwd", 10) << "\n";
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    std::string decision = ToString(plan.decisions[i]);
+    int64_t kept = l.activation_bytes;
+    if (plan.decisions[i] == LayerDecision::kSelective && plan.selective_option[i] >= 0) {
+      kept = l.selective[plan.selective_option[i]].activation_bytes;
+    }
+    o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
+      << PadLeft(FormatBytes(kept), 12) << PadLeft(FormatBytes(r.layer_bytes_at_peak[i]), 12)
+      << PadLeft(FormatMillis(l.forward_ms), 10) << PadLeft(FormatMillis(l.backward_ms), 10)
+      << "\n";
+  }
+  o << "\n";
+
+  if (plans.candidates.size() > 1) {
+    o << "Strategies (best setting of each" << (plan.budget_bytes > 0 ? " under the budget" : "")
+      << "):\n";
+    o << "  " << Pad("strategy", 16) << Pad("setting", 18) << PadLeft("peak", 12)
+      << PadLeft("step", 12) << PadLeft("recompute", 12) << "  fits\n";
+    for (const Plan& c : plans.candidates) {
+      o << "  " << Pad(ToString(c.strategy), 16) << Pad(c.parameter.empty() ? "-" : c.parameter, 18)
+        << PadLeft(FormatBytes(c.predicted.peak_bytes), 12)
+        << PadLeft(FormatMillis(c.predicted.step_ms), 12)
+        << PadLeft(FormatMillis(c.predicted.recompute_ms), 12) << "  "
+        << (c.fits ? "yes" : "no") << "\n";
+    }
+    o << "\n";
+  }
+  if (!ctx.note.empty()) o << ctx.note << "\n";
+  return o.str();
+}
+
+}  // namespace remat

@@ -1,0 +1,268 @@
+#include "remat/schedule.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "json_fields.h"
+#include "json_values.h"
+#include "remat/profile.h"
+
+namespace remat {
+namespace {
+
+// A tensor as an integer key for maps: kind * (L+1) + index.
+int Key(TensorRef t, int num_layers) { return static_cast<int>(t.kind) * (num_layers + 1) + t.index; }
+
+const char* SaveName(SaveMode s) {
+  switch (s) {
+    case SaveMode::kNone: return "none";
+    case SaveMode::kAll: return "all";
+    case SaveMode::kSelective: return "selective";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
+  const ChainGraph graph(num_layers);
+  const int n = static_cast<int>(compute_ops.size());
+  // For each allocation (a write, or x[0] live at start), its last use.
+  struct Alloc {
+    TensorRef tensor;
+    int last_use;  // op position; -1 = before the first op
+  };
+  std::vector<Alloc> allocs;
+  std::map<int, size_t> current;  // tensor key -> index into allocs
+  allocs.push_back({TensorRef{TensorKind::kX, 0}, -1});
+  current[Key({TensorKind::kX, 0}, num_layers)] = 0;
+  for (int p = 0; p < n; ++p) {
+    const Op& op = compute_ops[p];
+    for (const TensorRef& t : graph.Reads(op)) {
+      auto it = current.find(Key(t, num_layers));
+      if (it != current.end()) allocs[it->second].last_use = p;
+    }
+    for (const TensorRef& t : graph.Writes(op)) {
+      current[Key(t, num_layers)] = allocs.size();
+      allocs.push_back({t, p});
+    }
+  }
+  // frees_after[p + 1] lists tensors freed right after op p (index 0: before op 0).
+  std::vector<std::vector<TensorRef>> frees_after(n + 1);
+  for (const Alloc& a : allocs) frees_after[a.last_use + 1].push_back(a.tensor);
+
+  Schedule out;
+  out.num_layers = num_layers;
+  out.ops.reserve(compute_ops.size() + allocs.size());
+  for (const TensorRef& t : frees_after[0]) out.ops.push_back(Op::Free(t));
+  for (int p = 0; p < n; ++p) {
+    out.ops.push_back(compute_ops[p]);
+    for (const TensorRef& t : frees_after[p + 1]) out.ops.push_back(Op::Free(t));
+  }
+  return out;
+}
+
+Status ValidateSchedule(const Schedule& schedule, const Profile& profile) {
+  const int L = profile.num_layers();
+  if (schedule.num_layers != L) {
+    return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
+                           " layers but the profile has " + std::to_string(L));
+  }
+  const ChainGraph graph(L);
+  std::set<int> live = {Key({TensorKind::kX, 0}, L)};
+  std::vector<int> forwards(L, 0), backwards(L, 0);
+  bool stepped = false;
+  for (size_t p = 0; p < schedule.ops.size(); ++p) {
+    const Op& op = schedule.ops[p];
+    const std::string where = "schedule op " + std::to_string(p) + " (" + DescribeOp(op) + ")";
+    if (op.kind == OpKind::kFree) {
+      if (op.tensor.index < 0 || op.tensor.index > L ||
+          (op.tensor.kind != TensorKind::kX && op.tensor.index == L)) {
+        return Status::Invalid(where + ": no such tensor in a " + std::to_string(L) + "-layer chain");
+      }
+      if (live.erase(Key(op.tensor, L)) == 0) {
+        return Status::Invalid(where + ": " + TensorName(op.tensor) + " is not live");
+      }
+      continue;
+    }
+    if (op.kind == OpKind::kOptimizerStep) {
+      if (stepped) return Status::Invalid(where + ": a second optimizer step");
+      stepped = true;
+      continue;
+    }
+    if (op.layer < 0 || op.layer >= L) {
+      return Status::Invalid(where + ": layer out of range, the chain has " + std::to_string(L) +
+                             " layers");
+    }
+    if (stepped) return Status::Invalid(where + ": runs after the optimizer step");
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {
+      if (op.kind == OpKind::kForward && forwards[op.layer] > 0) {
+        return Status::Invalid(where + ": layer already ran forward; a second forward is a recompute");
+      }
+      if (op.kind == OpKind::kRecompute && forwards[op.layer] == 0) {
+        return Status::Invalid(where + ": recompute before the layer's first forward");
+      }
+      if (op.save == SaveMode::kSelective) {
+        const auto& opts = profile.layers[op.layer].selective;
+        if (op.option < 0 || op.option >= static_cast<int>(opts.size())) {
+          return Status::Invalid(where + ": layer '" + profile.layers[op.layer].name + "' has " +
+                                 std::to_string(opts.size()) + " selective options");
+        }
+      }
+      ++forwards[op.layer];
+    }
+    if (op.kind == OpKind::kBackward) {
+      if (backwards[op.layer]++ > 0) return Status::Invalid(where + ": second backward of the layer");
+    }
+    for (const TensorRef& t : graph.Reads(op)) {
+      if (!live.count(Key(t, L))) {
+        return Status::Invalid(where + ": needs " + TensorName(t) + ", which is not live");
+      }
+    }
+    for (const TensorRef& t : graph.Writes(op)) {
+      if (!live.insert(Key(t, L)).second) {
+        return Status::Invalid(where + ": writes " + TensorName(t) + " while it is still live");
+      }
+    }
+  }
+  for (int i = 0; i < L; ++i) {
+    if (backwards[i] == 0) {
+      return Status::Invalid("the schedule never runs the backward of layer " + std::to_string(i) +
+                             " ('" + profile.layers[i].name + "')");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string TensorName(TensorRef t) {
+  const char* k = t.kind == TensorKind::kX ? "x" : t.kind == TensorKind::kA ? "a" : "g";
+  return k + std::to_string(t.index);
+}
+
+Result<TensorRef> ParseTensorName(std::string_view name) {
+  const std::string s(name);
+  auto bad = [&] {
+    return Status::Invalid("bad tensor name '" + s + "', expected x<i>, a<i> or g<i> (e.g. a3)");
+  };
+  if (s.size() < 2 || s.size() > 9) return bad();
+  TensorRef t;
+  if (s[0] == 'x') t.kind = TensorKind::kX;
+  else if (s[0] == 'a') t.kind = TensorKind::kA;
+  else if (s[0] == 'g') t.kind = TensorKind::kG;
+  else return bad();
+  int value = 0;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return bad();
+    value = value * 10 + (s[i] - '0');
+  }
+  t.index = value;
+  return t;
+}
+
+std::string DescribeOp(const Op& op) {
+  const std::string layer = std::to_string(op.layer);
+  auto mode = [&] {
+    switch (op.save) {
+      case SaveMode::kNone: return std::string("no grad");
+      case SaveMode::kAll: return std::string("save");
+      case SaveMode::kSelective: return "selective " + std::to_string(op.option);
+    }
+    return std::string();
+  };
+  switch (op.kind) {
+    case OpKind::kForward: return "forward " + layer + " (" + mode() + ")";
+    case OpKind::kRecompute: return "recompute " + layer + " (" + mode() + ")";
+    case OpKind::kBackward: return "backward " + layer;
+    case OpKind::kFree: return "free " + TensorName(op.tensor);
+    case OpKind::kOptimizerStep: return "optimizer step";
+  }
+  return "?";
+}
+
+nlohmann::ordered_json ScheduleJsonValue(const Schedule& schedule) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const Op& op : schedule.ops) {
+    nlohmann::ordered_json j;
+    switch (op.kind) {
+      case OpKind::kForward:
+      case OpKind::kRecompute:
+        j["op"] = op.kind == OpKind::kForward ? "forward" : "recompute";
+        j["layer"] = op.layer;
+        j["save"] = SaveName(op.save);
+        if (op.save == SaveMode::kSelective) j["option"] = op.option;
+        break;
+      case OpKind::kBackward:
+        j["op"] = "backward";
+        j["layer"] = op.layer;
+        break;
+      case OpKind::kFree:
+        j["op"] = "free";
+        j["tensor"] = TensorName(op.tensor);
+        break;
+      case OpKind::kOptimizerStep:
+        j["op"] = "optimizer_step";
+        break;
+    }
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+std::string ScheduleToJson(const Schedule& schedule) { return ScheduleJsonValue(schedule).dump(); }
+
+Result<Schedule> ParseScheduleJson(std::string_view json_text, int num_layers,
+                                   const std::string& source) {
+  REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
+  if (!doc.is_array()) {
+    return Status::Invalid(source + ": expected an array of schedule ops, got " +
+                           DescribeJsonValue(doc));
+  }
+  Schedule s;
+  s.num_layers = num_layers;
+  const std::vector<std::string> kinds = {"forward", "recompute", "backward", "free",
+                                          "optimizer_step"};
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const std::string where = source + ": schedule[" + std::to_string(i) + "]";
+    if (!doc[i].is_object()) {
+      return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(doc[i]));
+    }
+    JsonObjectReader r(doc[i], where);
+    std::string kind;
+    REMAT_RETURN_IF_ERROR(r.Enum("op", &kind, kinds, true));
+    Op op;
+    if (kind == "free") {
+      std::string name;
+      REMAT_RETURN_IF_ERROR(r.String("tensor", &name, true));
+      Result<TensorRef> t = ParseTensorName(name);
+      if (!t.ok()) return t.status().WithPrefix(where);
+      op = Op::Free(*t);
+    } else if (kind == "optimizer_step") {
+      op = Op::OptimizerStep();
+    } else {
+      int64_t layer = 0;
+      REMAT_RETURN_IF_ERROR(r.Int("layer", &layer, true, 0, std::max(0, num_layers - 1)));
+      if (kind == "backward") {
+        op = Op::Backward(static_cast<int>(layer));
+      } else {
+        std::string save;
+        REMAT_RETURN_IF_ERROR(r.Enum("save", &save, {"none", "all", "selective"}, true));
+        int64_t option = -1;
+        SaveMode mode = save == "none" ? SaveMode::kNone
+                        : save == "all" ? SaveMode::kAll
+                                        : SaveMode::kSelective;
+        if (mode == SaveMode::kSelective) {
+          REMAT_RETURN_IF_ERROR(r.Int("option", &option, true, 0, 1 << 20));
+        }
+        op = kind == "forward" ? Op::Forward(static_cast<int>(layer), mode, static_cast<int>(option))
+                               : Op::Recompute(static_cast<int>(layer), mode, static_cast<int>(option));
+      }
+    }
+    s.ops.push_back(op);
+  }
+  return s;
+}
+
+}  // namespace remat

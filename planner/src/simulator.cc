@@ -1,0 +1,195 @@
+#include "remat/simulator.h"
+
+#include <algorithm>
+
+namespace remat {
+namespace {
+
+struct LiveTensor {
+  bool live = false;
+  int64_t bytes = 0;
+  MemoryCategory category = MemoryCategory::kActivations;
+  int option = -1;  // for a[i]: the selective option it was saved under
+};
+
+int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
+
+int64_t TensorBytes(const Profile& p, TensorRef t, const Op& writer) {
+  const int L = p.num_layers();
+  switch (t.kind) {
+    case TensorKind::kX:
+      return t.index == 0 ? p.layers[0].input_bytes : p.layers[t.index - 1].output_bytes;
+    case TensorKind::kG:
+      return t.index < L ? p.layers[t.index].input_bytes : 0;
+    case TensorKind::kA: {
+      const LayerProfile& l = p.layers[t.index];
+      const int64_t kept = writer.save == SaveMode::kSelective
+                               ? l.selective[writer.option].activation_bytes
+                               : l.activation_bytes;
+      return kept - l.output_bytes;
+    }
+  }
+  return 0;
+}
+
+int LayerOf(TensorRef t) {
+  if (t.kind == TensorKind::kX) return std::max(0, t.index - 1);
+  return t.index;
+}
+
+// Replays the schedule; calls `on_op(index, point)` after each op, with the
+// live table as it is at the op's peak moment available through `live`.
+class Replay {
+ public:
+  Replay(const Profile& p, const Schedule& s) : p_(p), s_(s), graph_(p.num_layers()) {
+    const int L = p.num_layers();
+    live_.resize(3 * (L + 1));
+    cat_[MemoryCategory::kModelState] = p.static_bytes();
+    LiveTensor& x0 = live_[Key({TensorKind::kX, 0}, L)];
+    x0 = {true, p.layers[0].input_bytes, MemoryCategory::kActivations, -1};
+    cat_[MemoryCategory::kActivations] += x0.bytes;
+  }
+
+  // Executes op `i`; fills the point. `pending_` holds the op's writes and
+  // workspace at its peak moment.
+  void Step(int i, TimelinePoint* pt, SimulationResult* r) {
+    const Op& op = s_.ops[i];
+    const int L = p_.num_layers();
+    pt->op_index = i;
+    pt->live_before = cat_.total();
+    pt->start_ms = time_ms_;
+    MemoryByCategory peak = cat_;
+    double ms = 0;
+    switch (op.kind) {
+      case OpKind::kForward:
+      case OpKind::kRecompute: {
+        const LayerProfile& l = p_.layers[op.layer];
+        const MemoryCategory c = op.kind == OpKind::kForward ? MemoryCategory::kActivations
+                                                             : MemoryCategory::kRecomputed;
+        for (const TensorRef& t : graph_.Writes(op)) {
+          LiveTensor& lt = live_[Key(t, L)];
+          lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1};
+          cat_[c] += lt.bytes;
+        }
+        peak = cat_;
+        peak[MemoryCategory::kWorkspace] +=
+            op.save == SaveMode::kNone ? l.nograd_workspace_bytes() : l.forward_workspace_bytes;
+        ms = l.forward_ms;
+        if (op.kind == OpKind::kForward) {
+          r->forward_ms += ms;
+        } else {
+          r->recompute_ms += ms;
+          ++r->recompute_ops;
+        }
+        break;
+      }
+      case OpKind::kBackward: {
+        const LayerProfile& l = p_.layers[op.layer];
+        const LiveTensor& a = live_[Key({TensorKind::kA, op.layer}, L)];
+        int64_t ws = l.backward_workspace_bytes;
+        double extra = 0;
+        if (a.option >= 0) {
+          ws += l.selective[a.option].recompute_workspace_bytes;
+          extra = l.selective[a.option].extra_recompute_ms;
+        }
+        for (const TensorRef& t : graph_.Writes(op)) {
+          LiveTensor& lt = live_[Key(t, L)];
+          lt = {true, TensorBytes(p_, t, op), MemoryCategory::kGradients, -1};
+          cat_[MemoryCategory::kGradients] += lt.bytes;
+        }
+        peak = cat_;
+        peak[MemoryCategory::kWorkspace] += ws;
+        ms = l.backward_ms + extra;
+        r->backward_ms += l.backward_ms;
+        r->recompute_ms += extra;
+        break;
+      }
+      case OpKind::kFree: {
+        LiveTensor& lt = live_[Key(op.tensor, L)];
+        cat_[lt.category] -= lt.bytes;
+        lt = LiveTensor{};
+        break;  // the op's peak is the moment before the free
+
+      }
+      case OpKind::kOptimizerStep:
+        ms = p_.optimizer_ms;
+        r->optimizer_ms += ms;
+        break;
+    }
+    time_ms_ += ms;
+    pt->end_ms = time_ms_;
+    pt->at_peak = peak;
+    pt->peak = peak.total();
+    pt->live_after = cat_.total();
+  }
+
+  const std::vector<LiveTensor>& live() const { return live_; }
+
+ private:
+  const Profile& p_;
+  const Schedule& s_;
+  ChainGraph graph_;
+  std::vector<LiveTensor> live_;
+  MemoryByCategory cat_;
+  double time_ms_ = 0;
+};
+
+}  // namespace
+
+const char* ToString(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::kModelState: return "model_state";
+    case MemoryCategory::kActivations: return "activations";
+    case MemoryCategory::kRecomputed: return "recomputed";
+    case MemoryCategory::kGradients: return "activation_grads";
+    case MemoryCategory::kWorkspace: return "workspace";
+    case MemoryCategory::kCount: break;
+  }
+  return "?";
+}
+
+int64_t MemoryByCategory::total() const {
+  int64_t t = 0;
+  for (int64_t b : bytes) t += b;
+  return t;
+}
+
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule) {
+  REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile));
+  SimulationResult r;
+  r.static_bytes = profile.static_bytes();
+  r.timeline.resize(schedule.ops.size());
+  {
+    Replay replay(profile, schedule);
+    for (size_t i = 0; i < schedule.ops.size(); ++i) {
+      replay.Step(static_cast<int>(i), &r.timeline[i], &r);
+      if (r.timeline[i].peak > r.peak_bytes || r.peak_op < 0) {
+        r.peak_bytes = r.timeline[i].peak;
+        r.peak_op = static_cast<int>(i);
+      }
+    }
+  }
+  if (schedule.ops.empty()) r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
+  r.activation_peak_bytes = r.peak_bytes - r.static_bytes;
+  r.step_ms = r.forward_ms + r.backward_ms + r.recompute_ms + r.optimizer_ms;
+  // Attribute the live tensors at the peak to layers: replay up to the peak op.
+  r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
+  if (r.peak_op >= 0) {
+    r.at_peak = r.timeline[r.peak_op].at_peak;
+    Replay replay(profile, schedule);
+    SimulationResult scratch;
+    TimelinePoint pt;
+    for (int i = 0; i <= r.peak_op; ++i) replay.Step(i, &pt, &scratch);
+    const int L = profile.num_layers();
+    for (int kind = 0; kind < 3; ++kind) {
+      for (int idx = 0; idx <= L; ++idx) {
+        const TensorRef t{static_cast<TensorKind>(kind), idx};
+        const LiveTensor& lt = replay.live()[Key(t, L)];
+        if (lt.live) r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace remat

@@ -1,0 +1,187 @@
+// The strategies users get from HF, DeepSpeed and Megatron today: none,
+// uniform every-k, equal segments, selective attention recompute, and a
+// manual layer list. With a budget each picks its parameter to fit at the
+// lowest simulated step time.
+#include <algorithm>
+#include <set>
+
+#include "strategies/solvers.h"
+
+namespace remat {
+namespace {
+
+class NoneSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kNone; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    return EvaluateDecisions(p, Strategy::kNone, "", std::vector<LayerDecision>(p.num_layers()),
+                             {}, o.budget_bytes);
+  }
+};
+
+// Checkpoint every k-th block boundary: segments of k blocks, each recomputed.
+class UniformSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kUniform; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    const std::vector<int> blocks = BlockLayers(p);
+    const int n = static_cast<int>(blocks.size());
+    if (o.every < 0 || o.every > n) {
+      return Status::Invalid("--every " + std::to_string(o.every) + ": expected 1.." +
+                             std::to_string(n) + " (the model has " + std::to_string(n) +
+                             " blocks)");
+    }
+    auto plan_for = [&](int k) {
+      std::vector<char> start(n);
+      for (int j = 0; j < n; ++j) start[j] = j % k == 0;
+      return EvaluateDecisions(p, Strategy::kUniform, "every " + std::to_string(k),
+                               SegmentDecisions(p.num_layers(), blocks, start), {},
+                               o.budget_bytes);
+    };
+    if (o.every > 0 || o.budget_bytes <= 0) return plan_for(o.every > 0 ? o.every : RoundSqrt(n));
+    Plan best;
+    bool have = false;
+    for (int k = 1; k <= n; ++k) {
+      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(k));
+      KeepBetter(std::move(plan), &best, &have);
+    }
+    return best;
+  }
+};
+
+// n segments of equal length (the first N mod n one block longer), only
+// segment inputs kept: torch.utils.checkpoint_sequential / DeepSpeed.
+class SegmentSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kSegment; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    const std::vector<int> blocks = BlockLayers(p);
+    const int n = static_cast<int>(blocks.size());
+    if (o.segments < 0 || o.segments > n) {
+      return Status::Invalid("--segments " + std::to_string(o.segments) + ": expected 1.." +
+                             std::to_string(n) + " (the model has " + std::to_string(n) +
+                             " blocks)");
+    }
+    auto plan_for = [&](int segs) {
+      std::vector<char> start(n, 0);
+      int pos = 0;
+      for (int s = 0; s < segs; ++s) {
+        start[pos] = 1;
+        pos += n / segs + (s < n % segs ? 1 : 0);
+      }
+      return EvaluateDecisions(p, Strategy::kSegment, std::to_string(segs) + " segments",
+                               SegmentDecisions(p.num_layers(), blocks, start), {},
+                               o.budget_bytes);
+    };
+    if (o.segments > 0 || o.budget_bytes <= 0) {
+      return plan_for(o.segments > 0 ? o.segments : RoundSqrt(n));
+    }
+    Plan best;
+    bool have = false;
+    for (int segs = 1; segs <= n; ++segs) {
+      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(segs));
+      KeepBetter(std::move(plan), &best, &have);
+    }
+    return best;
+  }
+};
+
+// Megatron-style selective recompute: chosen blocks run their selective
+// option 0 (the attention core). With a budget, blocks are added in order of
+// bytes saved per millisecond of extra recompute until the plan fits.
+class SelectiveSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kSelective; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    const int L = p.num_layers();
+    const std::vector<int> blocks = BlockLayers(p);
+    std::vector<int> candidates;
+    if (!o.selective_layers.empty()) {
+      for (int b : o.selective_layers) {
+        if (b < 0 || b >= static_cast<int>(blocks.size())) {
+          return Status::Invalid("selective block " + std::to_string(b) + " out of range 0.." +
+                                 std::to_string(blocks.size() - 1));
+        }
+        if (p.layers[blocks[b]].selective.empty()) {
+          return Status::Invalid("block " + std::to_string(b) + " ('" + p.layers[blocks[b]].name +
+                                 "') has no selective option");
+        }
+        candidates.push_back(blocks[b]);
+      }
+    } else {
+      for (int c : blocks) {
+        if (!p.layers[c].selective.empty()) candidates.push_back(c);
+      }
+      auto saved_per_ms = [&](int c) {
+        const LayerProfile& l = p.layers[c];
+        const double saved = static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
+        return saved / std::max(1e-9, l.selective[0].extra_recompute_ms);
+      };
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int a, int b) { return saved_per_ms(a) > saved_per_ms(b); });
+    }
+    const int total = static_cast<int>(candidates.size());
+    auto plan_for = [&](int m) {
+      std::vector<LayerDecision> d(L, LayerDecision::kKeep);
+      std::vector<int> opt(L, -1);
+      for (int j = 0; j < m; ++j) {
+        d[candidates[j]] = LayerDecision::kSelective;
+        opt[candidates[j]] = 0;
+      }
+      return EvaluateDecisions(p, Strategy::kSelective,
+                               std::to_string(m) + "/" + std::to_string(blocks.size()) + " blocks",
+                               d, opt, o.budget_bytes);
+    };
+    if (!o.selective_layers.empty() || o.budget_bytes <= 0) return plan_for(total);
+    Plan best;
+    bool have = false;
+    for (int m = 0; m <= total; ++m) {
+      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(m));
+      KeepBetter(std::move(plan), &best, &have);
+    }
+    return best;
+  }
+};
+
+// Exactly the listed blocks are checkpointed (each its own segment), as with
+// a torch.utils.checkpoint / HF / Megatron layer list.
+class ManualSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kManual; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    const std::vector<int> blocks = BlockLayers(p);
+    const int n = static_cast<int>(blocks.size());
+    std::vector<LayerDecision> d(p.num_layers(), LayerDecision::kKeep);
+    std::set<int> seen;
+    std::string listed;
+    for (int b : o.checkpoint_layers) {
+      if (b < 0 || b >= n) {
+        return Status::Invalid("--checkpoint-layers: " + std::to_string(b) +
+                               " is out of range, the model has " + std::to_string(n) +
+                               " blocks (0-" + std::to_string(n - 1) + ")");
+      }
+      if (!seen.insert(b).second) {
+        return Status::Invalid("--checkpoint-layers: " + std::to_string(b) + " is listed twice");
+      }
+      d[blocks[b]] = LayerDecision::kCheckpoint;
+      listed += (listed.empty() ? "" : ",") + std::to_string(b);
+    }
+    return EvaluateDecisions(p, Strategy::kManual, "blocks " + (listed.empty() ? "(none)" : listed),
+                             d, {}, o.budget_bytes);
+  }
+};
+
+}  // namespace
+
+const std::vector<const StrategySolver*>& RegisteredSolvers() {
+  static const NoneSolver none;
+  static const UniformSolver uniform;
+  static const SegmentSolver segment;
+  static const SelectiveSolver selective;
+  static const ManualSolver manual;
+  static const std::vector<const StrategySolver*> solvers = {&none, &uniform, &segment, &selective,
+                                                             &manual};
+  return solvers;
+}
+
+}  // namespace remat
