@@ -11,6 +11,7 @@
 #include "remat/input.h"
 #include "remat/io.h"
 #include "remat/model_config.h"
+#include "remat/pareto.h"
 #include "remat/plan.h"
 #include "remat/profile.h"
 #include "remat/report.h"

@@ -1,0 +1,79 @@
+#include "remat/pareto.h"
+
+#include <algorithm>
+
+namespace remat {
+namespace {
+
+std::vector<Strategy> SweptStrategies(const ParetoOptions& options) {
+  if (!options.strategies.empty()) return options.strategies;
+  std::vector<Strategy> s;
+  for (const StrategySolver* solver : AllSolvers()) {
+    if (solver->strategy() != Strategy::kManual) s.push_back(solver->strategy());
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& options) {
+  if (options.points < 2) return Status::Invalid("a Pareto sweep needs at least 2 budgets");
+  const std::vector<Strategy> strategies = SweptStrategies(options);
+  for (Strategy s : strategies) {
+    if (s == Strategy::kAuto || s == Strategy::kManual || FindSolver(s) == nullptr) {
+      return Status::Invalid(std::string("strategy '") + ToString(s) + "' cannot be swept");
+    }
+  }
+  ParetoCurve curve;
+  PlanOptions base;
+  base.slots = options.slots;
+  int64_t lo = options.min_budget, hi = options.max_budget;
+  {
+    PlanOptions o = base;
+    o.strategy = Strategy::kNone;
+    REMAT_ASSIGN_OR_RETURN(PlanSet none, MakePlan(profile, o));
+    curve.none_peak_bytes = none.chosen.predicted.peak_bytes;
+    curve.baseline_step_ms = none.chosen.predicted.step_ms;
+  }
+  if (hi <= 0) hi = curve.none_peak_bytes;
+  if (lo <= 0) {
+    // The lowest peak reachable: ask each strategy for a plan under 1 byte.
+    lo = hi;
+    for (Strategy s : strategies) {
+      PlanOptions o = base;
+      o.strategy = s;
+      o.budget_bytes = 1;
+      REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+      lo = std::min(lo, set.chosen.predicted.peak_bytes);
+    }
+  }
+  if (hi < lo) return Status::Invalid("the sweep's maximum budget is below its minimum");
+  for (int k = 0; k < options.points; ++k) {
+    const int64_t b = lo + static_cast<int64_t>(static_cast<double>(hi - lo) * k / (options.points - 1));
+    curve.budgets.push_back(b);
+  }
+  for (int64_t b : curve.budgets) {
+    for (Strategy s : strategies) {
+      PlanOptions o = base;
+      o.strategy = s;
+      o.budget_bytes = b;
+      REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+      const Plan& p = set.chosen;
+      curve.points.push_back({s, b, p.fits, p.predicted.peak_bytes, p.predicted.step_ms,
+                              p.predicted.recompute_ms, p.parameter});
+    }
+  }
+  return curve;
+}
+
+std::vector<ParetoPoint> Frontier(const ParetoCurve& curve, Strategy strategy) {
+  std::vector<ParetoPoint> out;
+  for (const ParetoPoint& p : curve.points) {
+    if (p.strategy != strategy || !p.fits) continue;
+    if (!out.empty() && p.step_ms >= out.back().step_ms - 1e-12) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace remat
