@@ -96,22 +96,28 @@ std::string SuggestFit(const Job& job, const PlanSet& plans, const PlanOptions& 
   const int64_t global = c.micro_batch * c.grad_accumulation;
   PlanOptions auto_options = options;
   auto_options.strategy = Strategy::kAuto;
-  for (int64_t mb = c.micro_batch - 1; mb >= 1; --mb) {
+  // The largest micro-batch that fits, and the largest one that also divides
+  // the global batch (so gradient accumulation keeps it exactly).
+  std::string fit_any, fit_divisor;
+  for (int64_t mb = c.micro_batch - 1; mb >= 1 && fit_divisor.empty(); --mb) {
     c.micro_batch = mb;
     Result<Profile> p = AnalyticProfile(c, job.analytic);
     if (!p.ok()) break;
     Result<PlanSet> s = MakePlan(*p, auto_options);
-    if (s.ok() && s->chosen.fits) {
-      std::string m = msg + "; micro_batch " + std::to_string(mb) + " would fit (" +
-                      ToString(s->chosen.strategy) + ", peak " +
-                      FormatBytes(s->chosen.predicted.peak_bytes) + ")";
-      if (global % mb == 0) {
-        m += " with grad_accumulation " + std::to_string(global / mb) +
-             " to keep the global batch of " + std::to_string(global);
-      }
-      return m;
+    if (!s.ok() || !s->chosen.fits) continue;
+    const std::string what = "micro_batch " + std::to_string(mb) + " fits (" +
+                             ToString(s->chosen.strategy) + ", peak " +
+                             FormatBytes(s->chosen.predicted.peak_bytes) + ")";
+    if (global % mb == 0) {
+      fit_divisor = what + " with grad_accumulation " + std::to_string(global / mb) +
+                    ", keeping the global batch of " + std::to_string(global);
+    } else if (fit_any.empty()) {
+      fit_any = what;
     }
   }
+  if (!fit_any.empty() && !fit_divisor.empty()) return msg + "; " + fit_any + "; " + fit_divisor;
+  if (!fit_divisor.empty()) return msg + "; " + fit_divisor;
+  if (!fit_any.empty()) return msg + "; " + fit_any;
   return msg + "; even micro_batch 1 does not fit: shorten seq_len or use flash attention";
 }
 
