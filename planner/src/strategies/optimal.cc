@@ -1,0 +1,182 @@
+// The optimal strategies: the multi-level schedule of least step time under
+// the budget (solver/multilevel_dp.h) and the best single-level layer list
+// (solver/single_level_dp.h). Both solve in memory slots, then simulate the
+// schedule they found with exact bytes: every figure comes from Simulate,
+// and a plan reported as fitting simulates within the budget. When nothing
+// fits in slots, they return the exact lowest-peak schedule of their family
+// (fits == false unless slot rounding was all that stood in the way).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "remat/units.h"
+#include "solver/interval_bounds.h"
+#include "solver/multilevel_dp.h"
+#include "solver/op_emitter.h"
+#include "solver/single_level_dp.h"
+#include "strategies/solvers.h"
+
+namespace remat {
+namespace {
+
+using solver::ChainTerms;
+using solver::MemoryUnits;
+
+// Past this the O(L^3) bounds take minutes.
+constexpr int kMaxLayers = 2048;
+// Cost tables beyond this are refused; the default slot count shrinks to fit.
+constexpr int64_t kMaxTableBytes = int64_t{2} << 30;
+// Exact byte arithmetic for the lowest-peak search (sums stay below 2^63).
+constexpr int64_t kByteLimit = int64_t{1} << 60;
+
+Status CheckOptions(const Profile& p, const PlanOptions& o, Strategy s) {
+  if (o.slots < 0 || o.slots == 1) {
+    return Status::Invalid("slots " + std::to_string(o.slots) +
+                           ": the optimal solvers need at least 2 memory slots (0 = default, " +
+                           std::to_string(kDefaultOptimalSlots) + ")");
+  }
+  if (p.num_layers() > kMaxLayers) {
+    return Status::Invalid(std::string("strategy ") + ToString(s) + " handles chains of up to " +
+                           std::to_string(kMaxLayers) + " layers; this one has " +
+                           std::to_string(p.num_layers()) +
+                           ": merge layers in the profile or use uniform/segment");
+  }
+  return Status::Ok();
+}
+
+Result<Plan> KeepEverything(const Profile& p, Strategy s, int64_t budget) {
+  return EvaluateDecisions(p, s, "nothing recomputed", std::vector<LayerDecision>(p.num_layers()),
+                           {}, budget);
+}
+
+// "14 recomputes, up to 3 per layer".
+std::string DescribeRecompute(const Plan& plan) {
+  std::vector<int> per_layer(plan.schedule.num_layers, 0);
+  int total = 0;
+  for (const Op& op : plan.schedule.ops) {
+    if (op.kind == OpKind::kRecompute) ++per_layer[op.layer], ++total;
+  }
+  if (total == 0) return "nothing recomputed";
+  const int most = *std::max_element(per_layer.begin(), per_layer.end());
+  return std::to_string(total) + " recomputes" +
+         (most > 1 ? ", up to " + std::to_string(most) + " per layer" : "");
+}
+
+// "3 segments, 2 selective".
+std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
+  const int segments = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kCheckpoint));
+  const int selective = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kSelective));
+  if (segments == 0 && selective == 0) return "nothing recomputed";
+  std::string out;
+  if (segments > 0) out = std::to_string(segments) + (segments == 1 ? " segment" : " segments");
+  if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
+  return out;
+}
+
+class OptimalSingleSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kOptimalSingle; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
+    auto evaluate = [&](const solver::SingleLevelSolution& sol) {
+      return EvaluateDecisions(p, strategy(), DescribeDecisions(sol.decisions), sol.decisions,
+                               sol.selective_option, o.budget_bytes);
+    };
+    const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    if (activation_budget > 0) {
+      const ChainTerms terms(p, MemoryUnits(activation_budget, OptimalSlots(o)));
+      solver::SingleLevelDp dp(terms);
+      if (auto sol = dp.Solve(nullptr)) {
+        REMAT_ASSIGN_OR_RETURN(Plan plan, evaluate(*sol));
+        if (plan.fits) return plan;
+      }
+    }
+    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
+    return evaluate(solver::SingleLevelDp(exact).LowestPeak());
+  }
+};
+
+class OptimalSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kOptimal; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
+    const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    if (activation_budget > 0) {
+      REMAT_ASSIGN_OR_RETURN(Plan plan, SolveInSlots(p, o, activation_budget));
+      if (plan.fits) return plan;
+    }
+    return LowestPeak(p, o.budget_bytes);
+  }
+
+ private:
+  // The DP's plan, or a non-fitting placeholder when nothing fits in slots.
+  Result<Plan> SolveInSlots(const Profile& p, const PlanOptions& o, int64_t activation_budget) const {
+    int64_t slots = OptimalSlots(o);
+    auto terms = std::make_unique<ChainTerms>(p, MemoryUnits(activation_budget, slots));
+    auto dp = std::make_unique<solver::MultiLevelDp>(*terms);
+    if (dp->table_bytes() > kMaxTableBytes) {
+      if (o.slots > 0) {
+        return Status::Invalid("--slots " + std::to_string(o.slots) + " would need " +
+                               FormatBytes(dp->table_bytes()) + " of solver tables for this " +
+                               std::to_string(p.num_layers()) + "-layer chain (limit " +
+                               FormatBytes(kMaxTableBytes) + "); use fewer slots");
+      }
+      slots = std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / dp->table_bytes());
+      terms = std::make_unique<ChainTerms>(p, MemoryUnits(activation_budget, slots));
+      dp = std::make_unique<solver::MultiLevelDp>(*terms);
+    }
+    std::optional<solver::DpSolution> sol = dp->Solve(nullptr);
+    if (!sol) {
+      Plan none;
+      none.fits = false;
+      return none;
+    }
+    REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(p, strategy(), "",
+                                                           AddFrees(sol->ops, p.num_layers()),
+                                                           o.budget_bytes));
+    plan.parameter = DescribeRecompute(plan);
+    // Say what multi-level buys over the best layer list.
+    Result<Plan> single = FindSolver(Strategy::kOptimalSingle)->Solve(p, o);
+    if (single.ok() && single->fits &&
+        single->predicted.step_ms > plan.predicted.step_ms * (1 + 1e-9)) {
+      plan.parameter += " (single-level: +" +
+                        FormatMillis(single->predicted.step_ms - plan.predicted.step_ms) + ")";
+    }
+    return plan;
+  }
+
+  Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
+    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
+    const solver::IntervalBounds bounds(exact, /*track_choices=*/true);
+    solver::OpEmitter emitter(p.num_layers());
+    solver::EmitInterval(exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
+                         [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); },
+                         &emitter);
+    REMAT_ASSIGN_OR_RETURN(Plan plan,
+                           MakePlanFromSchedule(p, strategy(), "",
+                                                AddFrees(emitter.Finish(), p.num_layers()), budget));
+    plan.parameter = "lowest peak, " + DescribeRecompute(plan);
+    return plan;
+  }
+};
+
+}  // namespace
+
+int OptimalSlots(const PlanOptions& options) {
+  return options.slots > 0 ? options.slots : kDefaultOptimalSlots;
+}
+
+const StrategySolver* OptimalSingleStrategySolver() {
+  static const OptimalSingleSolver solver;
+  return &solver;
+}
+
+const StrategySolver* OptimalStrategySolver() {
+  static const OptimalSolver solver;
+  return &solver;
+}
+
+}  // namespace remat
