@@ -81,7 +81,7 @@ TEST(IntervalModel, FloorIsTheLowestPeakSchedulesSimulatedPeak) {
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     const Profile p = testing::RandomChain(1 + seed % 10, seed);
     const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
-    const IntervalBounds bounds(terms, /*track_choices=*/true);
+    const IntervalBounds bounds(terms, IntervalClasses(p), /*track_choices=*/true);
     OpEmitter emitter(p.num_layers());
     EmitInterval(terms, 0, p.num_layers(), 0,
                  [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); }, &emitter);

@@ -42,6 +42,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   // Sweep from s: forward j reads x[j] (held as x[s] when j == s) and writes
   // x[j+1]; x[j] (j > s) is freed right after.
   sweeps_.resize(L);
+  sweep_step_.resize(L);
   for (int s = 0; s < L; ++s) {
     int64_t peak = -1;
     for (int j = s; j + 1 < L; ++j) {
@@ -51,6 +52,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
         peak = here;
         sweeps_[s].push_back({j + 1, peak});
       }
+      sweep_step_[s].push_back(static_cast<int>(sweeps_[s].size()) - 1);
     }
   }
 

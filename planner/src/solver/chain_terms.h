@@ -45,6 +45,7 @@ class ChainTerms {
   // `profile` must be valid (ValidateProfile) and outlive this object.
   ChainTerms(const Profile& profile, const MemoryUnits& units);
 
+  const Profile& profile() const { return profile_; }
   int num_layers() const { return num_layers_; }
   int64_t slots() const { return units_.slots(); }
   const MemoryUnits& units() const { return units_; }
@@ -63,6 +64,8 @@ class ChainTerms {
 
   // The sweep steps for intervals starting at s, by increasing first_split.
   const std::vector<SweepStep>& sweep(int s) const { return sweeps_[s]; }
+  // Index in sweep(s) of the step that split s' (s < s' < L) falls in.
+  int sweep_step(int s, int split) const { return sweep_step_[s][split - s - 1]; }
   // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
   int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
     return units_.Ceil(x_bytes_[s] + g_bytes_[t] + sweep_bytes);
@@ -82,6 +85,7 @@ class ChainTerms {
   std::vector<KeepMode> modes_;
   std::vector<int64_t> keep_slots_, backward_slots_;
   std::vector<std::vector<SweepStep>> sweeps_;
+  std::vector<std::vector<int>> sweep_step_;
   std::vector<double> forward_prefix_;
 };
 

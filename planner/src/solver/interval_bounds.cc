@@ -1,6 +1,7 @@
 #include "solver/interval_bounds.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace remat::solver {
 
@@ -19,7 +20,8 @@ std::vector<int64_t> KeepAllNeeds(const ChainTerms& terms) {
   return need;
 }
 
-IntervalBounds::IntervalBounds(const ChainTerms& terms, bool track_choices)
+IntervalBounds::IntervalBounds(const ChainTerms& terms, const IntervalClasses& classes,
+                               bool track_choices)
     : num_layers_(terms.num_layers()) {
   const size_t n = static_cast<size_t>(num_layers_ + 1) * (num_layers_ + 1);
   const int64_t cap = terms.slots() + 1;
@@ -29,22 +31,31 @@ IntervalBounds::IntervalBounds(const ChainTerms& terms, bool track_choices)
   if (track_choices) {
     choice_.assign(n, 0);
     time_ms_.assign(n, 0);
-    Compute<true>(terms);
+    Compute<true>(terms, classes);
   } else {
-    Compute<false>(terms);
+    Compute<false>(terms, classes);
   }
 }
 
 template <bool kTrack>
-void IntervalBounds::Compute(const ChainTerms& terms) {
+void IntervalBounds::Compute(const ChainTerms& terms, const IntervalClasses& classes) {
   const int L = num_layers_;
   const int64_t cap = terms.slots() + 1;
+  // The first interval of each class (in solve order) stands for all of it.
+  std::vector<size_t> solved(classes.count(), SIZE_MAX);
   for (int s = L - 1; s >= 0; --s) {
     const int64_t xs = terms.x(s);
     const std::vector<SweepStep>& sweep = terms.sweep(s);
     const int64_t* row = &floor_[Index(s, 0)];
     for (int t = s + 1; t <= L; ++t) {
       const size_t here = Index(s, t);
+      size_t& first = solved[classes.of(s, t)];
+      if (first != SIZE_MAX) {
+        floor_[here] = floor_by_t_[Index(t, s)] = floor_[first];
+        if constexpr (kTrack) choice_[here] = choice_[first], time_ms_[here] = time_ms_[first];
+        continue;
+      }
+      first = here;
       int64_t best = cap;
       int best_choice = 0;
       double best_ms = 0;
@@ -75,7 +86,7 @@ void IntervalBounds::Compute(const ChainTerms& terms) {
             const double ms = terms.ForwardMs(s, sp) + time_ms_[Index(sp, t)] + time_ms_[Index(s, sp)];
             if (need < best || (need == best && ms < best_ms)) {
               best = need;
-              best_choice = sp;
+              best_choice = sp - s;
               best_ms = ms;
             }
           }
@@ -100,7 +111,7 @@ void IntervalBounds::Compute(const ChainTerms& terms) {
 
 IntervalChoice IntervalBounds::LowestPeakChoice(int s, int t) const {
   const int c = choice_[Index(s, t)];
-  return c > 0 ? IntervalChoice{c, 0} : IntervalChoice{0, -c};
+  return c > 0 ? IntervalChoice{s + c, 0} : IntervalChoice{0, -c};
 }
 
 int64_t IntervalBounds::memory_bytes() const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "solver/chain_terms.h"
+#include "solver/interval_classes.h"
 
 namespace remat::solver {
 
@@ -29,10 +30,11 @@ std::vector<int64_t> KeepAllNeeds(const ChainTerms& terms);
 
 class IntervalBounds {
  public:
-  // O(L^3) time, O(L^2) memory. With `track_choices`, also remembers for
-  // each interval a floor-reaching choice of least recompute time (a slower,
-  // scalar pass), for LowestPeakChoice.
-  IntervalBounds(const ChainTerms& terms, bool track_choices);
+  // O(C * L) time for C interval classes (O(L^3) at worst), O(L^2) memory.
+  // With `track_choices`, also remembers for each interval a floor-reaching
+  // choice of least recompute time (a slower, scalar pass), for
+  // LowestPeakChoice. `classes` must describe terms' profile.
+  IntervalBounds(const ChainTerms& terms, const IntervalClasses& classes, bool track_choices);
 
   int64_t floor(int s, int t) const { return floor_[Index(s, t)]; }
   int64_t keep_all(int s, int t) const { return keep_all_[Index(s, t)]; }
@@ -43,14 +45,14 @@ class IntervalBounds {
 
  private:
   template <bool kTrack>
-  void Compute(const ChainTerms& terms);
+  void Compute(const ChainTerms& terms, const IntervalClasses& classes);
   size_t Index(int s, int t) const { return static_cast<size_t>(s) * (num_layers_ + 1) + t; }
 
   int num_layers_;
   std::vector<int64_t> floor_;       // [s][t]
   std::vector<int64_t> floor_by_t_;  // [t][s], for contiguous scans over s
   std::vector<int64_t> keep_all_;    // [s][t]
-  std::vector<int> choice_;          // [s][t]: split, or -mode (track_choices)
+  std::vector<int> choice_;          // [s][t]: split - s, or -mode (track_choices)
   std::vector<double> time_ms_;      // [s][t]: recompute time of that choice
 };
 

@@ -5,36 +5,38 @@
 #include "solver/op_emitter.h"
 
 namespace remat::solver {
+namespace {
+
+// Rows per tile of the solve order (see Solve).
+constexpr int kTileRows = 32;
+
+}  // namespace
 
 MultiLevelDp::MultiLevelDp(const ChainTerms& terms)
-    : terms_(terms), num_layers_(terms.num_layers()), bounds_(terms, /*track_choices=*/false) {
+    : terms_(terms),
+      num_layers_(terms.num_layers()),
+      classes_(terms.profile()),
+      bounds_(terms, classes_, /*track_choices=*/false) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
-  const size_t n = static_cast<size_t>(L + 1) * (L + 1);
-  lo_.assign(n, 1);
-  hi_.assign(n, 0);
-  offset_.assign(n, 0);
+  rows_.assign(classes_.count(), RowRange{});
   for (int s = 0; s < L; ++s) {
     for (int t = s + 1; t <= L; ++t) {
-      const size_t i = Index(s, t);
-      offset_[i] = table_cells_;
+      RowRange& r = rows_[classes_.of(s, t)];
+      if (r.offset >= 0) continue;
+      r.offset = table_cells_;
       if (bounds_.floor(s, t) > M) continue;
-      lo_[i] = static_cast<int>(bounds_.floor(s, t));
-      hi_[i] = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
-      table_cells_ += hi_[i] - lo_[i] + 1;
+      r.lo = static_cast<int>(bounds_.floor(s, t));
+      r.hi = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
+      table_cells_ += r.hi - r.lo + 1;
     }
   }
-}
-
-CostRow MultiLevelDp::Row(int s, int t) const {
-  const size_t i = Index(s, t);
-  return CostRow{lo_[i], hi_[i], table_.data() + offset_[i]};
 }
 
 REMAT_VECTOR_CLONES
 void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const {
   const ChainTerms& T = terms_;
-  const int lo = lo_[Index(s, t)], hi = hi_[Index(s, t)];
+  const int lo = rows_[classes_.of(s, t)].lo, hi = rows_[classes_.of(s, t)].hi;
   const int n = hi - lo + 1;
   std::fill(out, out + n, kNoFit);
 
@@ -43,7 +45,8 @@ void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const
     int64_t need = std::max(T.ForwardNeed(s, t, k), T.backward_need(s, k));
     const float extra = static_cast<float>(T.mode(s, k).extra_ms);
     if (t == s + 1) {
-      if (need <= hi) MinConst(out + (std::max<int64_t>(need, lo) - lo), extra, static_cast<int>(hi - std::max<int64_t>(need, lo) + 1));
+      const int64_t begin = std::max<int64_t>(need, lo);
+      if (begin <= hi) MinConst(out + (begin - lo), extra, static_cast<int>(hi - begin + 1));
       continue;
     }
     const CostRow sub = Row(s + 1, t);
@@ -58,35 +61,37 @@ void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const
   // Split at s': sweep s..s'-1 without grad, then (s', t), then (s, s').
   const int64_t xs = T.x(s);
   const std::vector<SweepStep>& sweep = T.sweep(s);
-  for (size_t r = 0; r < sweep.size() && sweep[r].first_split < t; ++r) {
-    const int64_t sweep_need = T.SweepNeed(s, t, sweep[r].bytes);
-    if (sweep_need > hi) break;  // later steps peak higher still
-    const int end = r + 1 < sweep.size() ? std::min(sweep[r + 1].first_split, t) : t;
-    for (int sp = sweep[r].first_split; sp < end; ++sp) {
-      const float fwd = static_cast<float>(T.ForwardMs(s, sp));
-      if (fwd >= out[0]) return;  // out[0] is the row's maximum; fwd grows with s'
-      const CostRow right = Row(sp, t), left = Row(s, sp);
-      if (right.empty() || left.empty()) continue;
-      const int64_t need = std::max(sweep_need, std::max(xs + right.lo, int64_t{left.lo}));
-      if (need > hi) continue;
-      const int begin = static_cast<int>(std::max<int64_t>(need, lo));
-      if (stats != nullptr) ++stats->splits_total;
-      // Only m whose cost exceeds the split's lower bound can improve.
-      const float bound = (fwd + right.last()) + left.last();
-      const int stop = FirstAtMost(out, begin - lo, n, bound) + lo;
-      if (stop <= begin) continue;
-      if (stats != nullptr) {
-        ++stats->splits_evaluated;
-        stats->cells_updated += stop - begin;
-      }
-      MinShifted2(out, lo, begin, stop, right, static_cast<int>(xs), left, fwd);
+  int64_t* sweep_need = sweep_need_scratch_.data();
+  size_t steps = 0;
+  for (; steps < sweep.size() && sweep[steps].first_split < t; ++steps) {
+    sweep_need[steps] = T.SweepNeed(s, t, sweep[steps].bytes);
+  }
+  const int* right_class = classes_.column(t);
+  const int* left_class = classes_.row(s);
+  for (int sp = s + 1; sp < t; ++sp) {
+    const int64_t swept = sweep_need[T.sweep_step(s, sp)];
+    if (swept > hi) continue;
+    const float fwd = static_cast<float>(T.ForwardMs(s, sp));
+    if (fwd >= out[0]) return;  // out[0] is the row's maximum; fwd grows with s'
+    const CostRow right = RowOf(right_class[sp]), left = RowOf(left_class[sp]);
+    if (right.empty() || left.empty()) continue;
+    const int64_t need = std::max(swept, std::max(xs + right.lo, int64_t{left.lo}));
+    if (need > hi) continue;
+    const int begin = static_cast<int>(std::max<int64_t>(need, lo));
+    // Only m whose cost exceeds the split's lower bound can improve.
+    const float bound = (fwd + right.last()) + left.last();
+    const int stop = FirstAtMost(out, begin - lo, n, bound) + lo;
+    if (stats != nullptr) {
+      stats->split_cells += hi + 1 - begin;
+      stats->split_cells_evaluated += std::max(0, stop - begin);
     }
+    if (stop > begin) MinShifted2(out, lo, begin, stop, right, static_cast<int>(xs), left, fwd);
   }
 }
 
 IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
   const ChainTerms& T = terms_;
-  const int64_t m = std::min<int64_t>(m_in, hi_[Index(s, t)]);
+  const int64_t m = std::min<int64_t>(m_in, rows_[classes_.of(s, t)].hi);
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;
@@ -123,16 +128,28 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
     stats->slots = terms_.slots();
     stats->slot_bytes = terms_.units().slot_bytes();
     stats->table_cells = table_cells_;
+    stats->rows = classes_.count();
     stats->memory_bytes = table_bytes() + bounds_.memory_bytes() +
-                          static_cast<int64_t>(lo_.size() * 2 * sizeof(int) + offset_.size() * sizeof(int64_t));
+                          static_cast<int64_t>(rows_.size() * sizeof(RowRange)) +
+                          classes_.memory_bytes();
   }
-  const CostRow whole{lo_[Index(0, L)], hi_[Index(0, L)], nullptr};
-  if (whole.empty()) return std::nullopt;
+  if (Row(0, L).empty()) return std::nullopt;
   table_.assign(table_cells_, kNoFit);
-  for (int s = L - 1; s >= 0; --s) {
-    for (int t = s + 1; t <= L; ++t) {
-      const size_t i = Index(s, t);
-      if (lo_[i] <= hi_[i]) SolveInterval(s, t, table_.data() + offset_[i], stats);
+  sweep_need_scratch_.assign(L + 1, 0);
+  std::vector<char> solved(classes_.count(), 0);  // the first interval of a class stands for all
+  // Rows s are solved in tiles of kTileRows: within a tile, for each t, the
+  // rows' intervals (s, t) by decreasing s. Interval (s, t) reads the right
+  // parts (s', t), s' > s, and the left parts (s, s'), s' < t: a tile reads
+  // each right part once for all its rows while it is in cache.
+  for (int top = L; top > 0; top -= kTileRows) {
+    const int bottom = std::max(0, top - kTileRows);
+    for (int t = bottom + 1; t <= L; ++t) {
+      for (int s = std::min(top, t) - 1; s >= bottom; --s) {
+        const int c = classes_.of(s, t);
+        if (solved[c] || rows_[c].lo > rows_[c].hi) continue;
+        solved[c] = 1;
+        SolveInterval(s, t, table_.data() + rows_[c].offset, stats);
+      }
     }
   }
   DpSolution solution;

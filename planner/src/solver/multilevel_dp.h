@@ -25,6 +25,7 @@
 #include "solver/chain_terms.h"
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"
+#include "solver/interval_classes.h"
 
 namespace remat::solver {
 
@@ -33,10 +34,10 @@ struct DpStats {
   int64_t slots = 0;             // M
   double slot_bytes = 0;         // bytes per slot
   int64_t table_cells = 0;       // floats in the cost tables
+  int64_t rows = 0;              // distinct interval classes solved
   int64_t memory_bytes = 0;      // cost tables + bounds, the solver's peak heap use
-  int64_t splits_total = 0;      // (s, t, s') triples with a fitting split
-  int64_t splits_evaluated = 0;  // triples not pruned by the bound
-  int64_t cells_updated = 0;     // float updates in split evaluations
+  int64_t split_cells = 0;            // (row, split, slot) triples where the split fits
+  int64_t split_cells_evaluated = 0;  // of those, the ones the bound did not prune
 };
 
 struct DpSolution {
@@ -46,7 +47,8 @@ struct DpSolution {
 
 class MultiLevelDp {
  public:
-  // Computes the interval bounds (O(L^3)). `terms` must outlive this object.
+  // Computes the interval classes and bounds. `terms` must outlive this
+  // object.
   explicit MultiLevelDp(const ChainTerms& terms);
 
   // Bytes Solve will allocate for its cost tables.
@@ -57,18 +59,26 @@ class MultiLevelDp {
   std::optional<DpSolution> Solve(DpStats* stats);
 
  private:
-  CostRow Row(int s, int t) const;
+  CostRow Row(int s, int t) const { return RowOf(classes_.of(s, t)); }
+  CostRow RowOf(int c) const {
+    const RowRange& r = rows_[c];
+    return CostRow{r.lo, r.hi, table_.data() + r.offset};
+  }
   void SolveInterval(int s, int t, float* out, DpStats* stats) const;
   IntervalChoice Choose(int s, int t, int64_t m) const;
-  size_t Index(int s, int t) const { return static_cast<size_t>(s) * (num_layers_ + 1) + t; }
 
   const ChainTerms& terms_;
   int num_layers_;
+  IntervalClasses classes_;
   IntervalBounds bounds_;
-  std::vector<int> lo_, hi_;          // [s][t]: the row's slot range
-  std::vector<int64_t> offset_;       // [s][t]: the row's first cell in table_
+  struct RowRange {
+    int lo = 1, hi = 0;  // slot range; lo > hi: does not fit
+    int64_t offset = -1;  // first cell in table_
+  };
+  std::vector<RowRange> rows_;  // [class]
   int64_t table_cells_ = 0;
   std::vector<float> table_;
+  mutable std::vector<int64_t> sweep_need_scratch_;  // [sweep step] for one interval
 };
 
 }  // namespace remat::solver

@@ -81,14 +81,12 @@ void SingleLevelDp::SolveRow(int s, float* out, DpStats* stats) const {
                                     keep_all_[static_cast<size_t>(s) * (L + 1) + sp]);
       if (need > hi) continue;
       const int begin = static_cast<int>(std::max<int64_t>(need, lo));
-      if (stats != nullptr) ++stats->splits_total;
       const int stop = FirstAtMost(out, begin - lo, n, fwd + sub.last()) + lo;
-      if (stop <= begin) continue;
       if (stats != nullptr) {
-        ++stats->splits_evaluated;
-        stats->cells_updated += stop - begin;
+        stats->split_cells += hi + 1 - begin;
+        stats->split_cells_evaluated += std::max(0, stop - begin);
       }
-      MinShifted(out, lo, begin, stop, sub, static_cast<int>(xs), fwd);
+      if (stop > begin) MinShifted(out, lo, begin, stop, sub, static_cast<int>(xs), fwd);
     }
   }
 }

@@ -150,7 +150,7 @@ class OptimalSolver : public StrategySolver {
 
   Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
-    const solver::IntervalBounds bounds(exact, /*track_choices=*/true);
+    const solver::IntervalBounds bounds(exact, solver::IntervalClasses(p), /*track_choices=*/true);
     solver::OpEmitter emitter(p.num_layers());
     solver::EmitInterval(exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
                          [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); },
