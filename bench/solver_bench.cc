@@ -17,18 +17,15 @@
 // (row, split, slot) updates the branch-and-bound bound skipped.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
 #include "solver/single_level_dp.h"
 #include "testing/chains.h"
+#include "testing/gpt_chain.h"
 
 namespace remat::solver {
 namespace {
@@ -41,34 +38,12 @@ struct Chain {
 
 enum Family { kGpt, kTransformer, kRandom };
 
-Profile GptChain(int layers) {
-  ModelConfig c;
-  c.name = "gpt-bench";
-  c.layers = layers - 4;
-  c.hidden = 768;
-  c.heads = 12;
-  c.ffn_hidden = 3072;
-  c.max_position = 1024;
-  c.vocab = 50257;
-  c.seq_len = 1024;
-  c.micro_batch = 8;
-  c.precision = Precision::kAmpBf16;
-  AnalyticOptions options;
-  options.device = LookupDevice("a100").value();
-  Result<Profile> p = AnalyticProfile(c, options);
-  if (!p.ok()) {
-    std::fprintf(stderr, "%s\n", p.status().message().c_str());
-    std::abort();
-  }
-  return *p;
-}
-
 const Chain& GetChain(Family family, int layers) {
   static std::map<std::pair<Family, int>, std::unique_ptr<Chain>> cache;
   auto& slot = cache[{family, layers}];
   if (!slot) {
     slot = std::make_unique<Chain>();
-    slot->profile = family == kGpt           ? GptChain(layers)
+    slot->profile = family == kGpt           ? testing::GptChain(layers - 4, 8)
                     : family == kTransformer ? testing::TransformerChain(layers - 4, 7)
                                              : testing::RandomChain(layers, 7);
     const ChainTerms exact(slot->profile, MemoryUnits::Bytes(int64_t{1} << 50));

@@ -1,6 +1,21 @@
 #include "solver/chain_terms.h"
 
+#include <map>
+
 namespace remat::solver {
+
+int64_t RecurringKeepBytes(const Profile& profile) {
+  std::map<int64_t, int> count;
+  for (const LayerProfile& l : profile.layers) {
+    ++count[l.input_bytes + l.activation_bytes - l.output_bytes];
+  }
+  int64_t bytes = 0;
+  int most = 1;
+  for (const auto& [b, n] : count) {
+    if (n > most) bytes = b, most = n;
+  }
+  return bytes;
+}
 
 ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     : profile_(profile), units_(units), num_layers_(profile.num_layers()) {
@@ -12,7 +27,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   for (int i = 0; i < L; ++i) x_bytes_[i + 1] = layers[i].output_bytes;
   for (int i = 1; i < L; ++i) g_bytes_[i] = layers[i].input_bytes;
   x_slots_.resize(L + 1);
-  for (int i = 0; i <= L; ++i) x_slots_[i] = units_.Ceil(x_bytes_[i]);
+  for (int i = 0; i <= L; ++i) x_slots_[i] = units_.Slots(x_bytes_[i]);
 
   mode_begin_.assign(L + 1, 0);
   for (int s = 0; s < L; ++s) {
@@ -31,8 +46,8 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     const LayerProfile& l = layers[s];
     for (int k = 0; k < num_modes(s); ++k) {
       const KeepMode& m = mode(s, k);
-      keep_slots_.push_back(units_.Ceil(x_bytes_[s] + m.kept_bytes));
-      backward_slots_.push_back(units_.Ceil(x_bytes_[s] + x_bytes_[s + 1] + m.kept_bytes +
+      keep_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
+      backward_slots_.push_back(units_.Slots(x_bytes_[s] + x_bytes_[s + 1] + m.kept_bytes +
                                             g_bytes_[s + 1] + g_bytes_[s] +
                                             l.backward_workspace_bytes +
                                             m.recompute_workspace_bytes));
@@ -61,7 +76,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
 }
 
 int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
-  return units_.Ceil(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
+  return units_.Slots(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
                      profile_.layers[s].forward_workspace_bytes);
 }
 

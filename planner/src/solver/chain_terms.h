@@ -9,7 +9,7 @@
 //                  solve (s+1, t) while x[s] and a[s] are held, backward s;
 //   split at s':   forward s..s'-1 without grad, keeping only x[s];
 //                  solve (s', t) while x[s] is held; then solve (s, s').
-// Every quantity below is the Ceil (memory_units.h) of the exact bytes live
+// Every quantity below is the slot count (memory_units.h) of the exact bytes live
 // at one moment of these schedules, so a schedule whose checks pass fits.
 #ifndef REMAT_SRC_SOLVER_CHAIN_TERMS_H_
 #define REMAT_SRC_SOLVER_CHAIN_TERMS_H_
@@ -40,6 +40,11 @@ struct SweepStep {
   int64_t bytes = 0;
 };
 
+// The bytes a kept layer holds (input plus what it saves) that recur most
+// often in the chain (a transformer's block), for MemoryUnits' align_bytes;
+// 0 if no two layers hold the same.
+int64_t RecurringKeepBytes(const Profile& profile);
+
 class ChainTerms {
  public:
   // `profile` must be valid (ValidateProfile) and outlive this object.
@@ -68,7 +73,7 @@ class ChainTerms {
   int sweep_step(int s, int split) const { return sweep_step_[s][split - s - 1]; }
   // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
   int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
-    return units_.Ceil(x_bytes_[s] + g_bytes_[t] + sweep_bytes);
+    return units_.Slots(x_bytes_[s] + g_bytes_[t] + sweep_bytes);
   }
 
   // Forward time of layers s..e-1 (ms).

@@ -91,7 +91,10 @@ void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const
 
 IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
   const ChainTerms& T = terms_;
-  const int64_t m = std::min<int64_t>(m_in, rows_[classes_.of(s, t)].hi);
+  // Of the schedules as fast as the best in m_in slots, take one that needs
+  // the fewest: choose at the least m with the same cost.
+  const CostRow row = Row(s, t);
+  const int64_t m = row.lo + FirstAtMost(row.cost, 0, static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1), row.At(m_in));
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;

@@ -94,7 +94,10 @@ void SingleLevelDp::SolveRow(int s, float* out, DpStats* stats) const {
 IntervalChoice SingleLevelDp::Choose(int s, int64_t m_in) const {
   const ChainTerms& T = terms_;
   const int L = num_layers_;
-  const int64_t m = std::min<int64_t>(m_in, hi_[s]);
+  // Of the layer lists as fast as the best in m_in slots, take one that
+  // needs the fewest: choose at the least m with the same cost.
+  const CostRow row = Row(s);
+  const int64_t m = row.lo + FirstAtMost(row.cost, 0, static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1), row.At(m_in));
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;

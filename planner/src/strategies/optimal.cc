@@ -7,6 +7,7 @@
 // (fits == false unless slot rounding was all that stood in the way).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "remat/units.h"
@@ -73,6 +74,47 @@ std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
   return out;
 }
 
+// Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
+// bound on every plan that fits in bytes, so when its schedule simulates
+// within the budget it is the optimum in bytes, ties with any other plan's
+// exact peak included. When it overshoots, the relaxed problem is solved
+// again (kProbes times at most) for lower budgets: lowered by the overshoot
+// until a plan fits, then bisected between the highest budget that fitted
+// and the lowest that overshot. The conservative (round-up) optimum, which
+// always fits, is solved too, and the fastest fitting plan wins.
+// `solve(budget, rounding)` returns the plan found in slots for that
+// activation budget, or nullopt when none fits in them; the result is
+// nullopt when no plan of the family fits at all.
+constexpr int kProbes = 4;
+
+template <typename SolveFn>
+Result<std::optional<Plan>> SolveRelaxedThenConservative(int64_t activation_budget,
+                                                         int64_t static_bytes,
+                                                         const SolveFn& solve) {
+  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> relaxed,
+                         solve(activation_budget, solver::Rounding::kDown));
+  if (!relaxed || relaxed->fits) return relaxed;
+  const int64_t budget = activation_budget + static_bytes;
+  std::optional<Plan> best;
+  int64_t over = budget, under = 0;  // total budgets whose relaxed plan overshot / fitted
+  int64_t next = budget - (relaxed->predicted.peak_bytes - budget);
+  for (int probe = 0; probe < kProbes && next > static_bytes && next < over; ++probe) {
+    REMAT_ASSIGN_OR_RETURN(relaxed, solve(next - static_bytes, solver::Rounding::kDown));
+    if (!relaxed) break;
+    if (relaxed->fits) {
+      under = next;
+      if (!best || BetterPlan(*relaxed, *best)) best = std::move(relaxed);
+      next = under + (over - under) / 2;
+    } else {
+      over = next;
+      next = under > 0 ? under + (over - under) / 2 : next - (relaxed->predicted.peak_bytes - budget);
+    }
+  }
+  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> safe, solve(activation_budget, solver::Rounding::kUp));
+  if (safe && (!best || BetterPlan(*safe, *best))) best = std::move(safe);
+  return best;
+}
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
@@ -84,13 +126,18 @@ class OptimalSingleSolver : public StrategySolver {
                                sol.selective_option, o.budget_bytes);
     };
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    const int64_t align = solver::RecurringKeepBytes(p);
     if (activation_budget > 0) {
-      const ChainTerms terms(p, MemoryUnits(activation_budget, OptimalSlots(o)));
-      solver::SingleLevelDp dp(terms);
-      if (auto sol = dp.Solve(nullptr)) {
+      auto solve = [&](int64_t budget, solver::Rounding r) -> Result<std::optional<Plan>> {
+        const ChainTerms terms(p, MemoryUnits(budget, OptimalSlots(o), r, align));
+        solver::SingleLevelDp dp(terms);
+        std::optional<solver::SingleLevelSolution> sol = dp.Solve(nullptr);
+        if (!sol) return std::optional<Plan>();
         REMAT_ASSIGN_OR_RETURN(Plan plan, evaluate(*sol));
-        if (plan.fits) return plan;
-      }
+        return std::optional<Plan>(std::move(plan));
+      };
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, SolveRelaxedThenConservative(activation_budget, p.static_bytes(), solve));
+      if (plan && plan->fits) return *std::move(plan);
     }
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
     return evaluate(solver::SingleLevelDp(exact).LowestPeak());
@@ -104,48 +151,55 @@ class OptimalSolver : public StrategySolver {
     REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    const int64_t align = solver::RecurringKeepBytes(p);
     if (activation_budget > 0) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, SolveInSlots(p, o, activation_budget));
-      if (plan.fits) return plan;
+      REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
+      auto solve = [&](int64_t budget, solver::Rounding r) -> Result<std::optional<Plan>> {
+        const ChainTerms terms(p, MemoryUnits(budget, slots, r, align));
+        solver::MultiLevelDp dp(terms);
+        std::optional<solver::DpSolution> sol = dp.Solve(nullptr);
+        if (!sol) return std::optional<Plan>();
+        REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(p, strategy(), "",
+                                                               AddFrees(sol->ops, p.num_layers()),
+                                                               o.budget_bytes));
+        return std::optional<Plan>(std::move(plan));
+      };
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, SolveRelaxedThenConservative(activation_budget, p.static_bytes(), solve));
+      if (plan && plan->fits) {
+        plan->parameter = DescribeRecompute(*plan) + VersusSingleLevel(p, o, *plan);
+        return *std::move(plan);
+      }
     }
     return LowestPeak(p, o.budget_bytes);
   }
 
  private:
-  // The DP's plan, or a non-fitting placeholder when nothing fits in slots.
-  Result<Plan> SolveInSlots(const Profile& p, const PlanOptions& o, int64_t activation_budget) const {
-    int64_t slots = OptimalSlots(o);
-    auto terms = std::make_unique<ChainTerms>(p, MemoryUnits(activation_budget, slots));
-    auto dp = std::make_unique<solver::MultiLevelDp>(*terms);
-    if (dp->table_bytes() > kMaxTableBytes) {
-      if (o.slots > 0) {
-        return Status::Invalid("--slots " + std::to_string(o.slots) + " would need " +
-                               FormatBytes(dp->table_bytes()) + " of solver tables for this " +
-                               std::to_string(p.num_layers()) + "-layer chain (limit " +
-                               FormatBytes(kMaxTableBytes) + "); use fewer slots");
-      }
-      slots = std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / dp->table_bytes());
-      terms = std::make_unique<ChainTerms>(p, MemoryUnits(activation_budget, slots));
-      dp = std::make_unique<solver::MultiLevelDp>(*terms);
+  // The requested slots, or for the default, as many as keep the cost
+  // tables within kMaxTableBytes.
+  static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
+                                               int64_t activation_budget) {
+    const int64_t slots = OptimalSlots(o);
+    const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
+    const int64_t table = solver::MultiLevelDp(terms).table_bytes();
+    if (table <= kMaxTableBytes) return slots;
+    if (o.slots > 0) {
+      return Status::Invalid("--slots " + std::to_string(o.slots) + " would need " +
+                             FormatBytes(table) + " of solver tables for this " +
+                             std::to_string(p.num_layers()) + "-layer chain (limit " +
+                             FormatBytes(kMaxTableBytes) + "); use fewer slots");
     }
-    std::optional<solver::DpSolution> sol = dp->Solve(nullptr);
-    if (!sol) {
-      Plan none;
-      none.fits = false;
-      return none;
+    return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
+  }
+
+  // What multi-level buys over the best layer list: " (single-level: +12 ms)".
+  static std::string VersusSingleLevel(const Profile& p, const PlanOptions& o, const Plan& plan) {
+    Result<Plan> single = OptimalSingleStrategySolver()->Solve(p, o);
+    if (!single.ok() || !single->fits ||
+        single->predicted.step_ms <= plan.predicted.step_ms * (1 + 1e-9)) {
+      return "";
     }
-    REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(p, strategy(), "",
-                                                           AddFrees(sol->ops, p.num_layers()),
-                                                           o.budget_bytes));
-    plan.parameter = DescribeRecompute(plan);
-    // Say what multi-level buys over the best layer list.
-    Result<Plan> single = FindSolver(Strategy::kOptimalSingle)->Solve(p, o);
-    if (single.ok() && single->fits &&
-        single->predicted.step_ms > plan.predicted.step_ms * (1 + 1e-9)) {
-      plan.parameter += " (single-level: +" +
-                        FormatMillis(single->predicted.step_ms - plan.predicted.step_ms) + ")";
-    }
-    return plan;
+    return " (single-level: +" + FormatMillis(single->predicted.step_ms - plan.predicted.step_ms) +
+           ")";
   }
 
   Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
