@@ -36,7 +36,12 @@ struct ParetoPoint {
 
 struct ParetoCurve {
   std::vector<int64_t> budgets;    // ascending, evenly spaced
+  std::vector<Strategy> strategies;  // swept, in the order of `points` within a budget
   std::vector<ParetoPoint> points; // budgets x strategies, budget-major
+  // Each swept strategy's plan without a budget (budget_bytes 0): what users
+  // get by default (uniform and segment at round(sqrt N), selective on every
+  // block, the optimal strategies keep everything).
+  std::vector<ParetoPoint> defaults;
   double baseline_step_ms = 0;     // step time without recompute
   int64_t none_peak_bytes = 0;
 };
