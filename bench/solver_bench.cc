@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 
+#include "remat/plan.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
@@ -92,24 +93,54 @@ void SingleLevel(benchmark::State& state, Family family) {
   state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
 }
 
-void Args(benchmark::internal::Benchmark* b) {
+// The whole grid for GPT chains; jittered and random chains at 1024 layers
+// only at 250 slots and the middle budget (O(L^3 M) rows without sharing:
+// about a minute and 0.3 GiB each).
+void Args(benchmark::internal::Benchmark* b, bool distinct_blocks) {
   b->ArgNames({"L", "budget%", "slots"});
   for (int layers : {16, 64, 256, 1024}) {
     for (int percent : {10, 40, 70}) {
       for (int slots : {250, 1000, 4000}) {
-        if (layers == 1024 && slots > 1000) continue;  // tables beyond a few GiB
+        if (distinct_blocks && layers == 1024 && (slots != 250 || percent != 40)) continue;
         b->Args({layers, percent, slots});
       }
     }
   }
   b->Unit(benchmark::kMillisecond);
 }
+void SharedBlocks(benchmark::internal::Benchmark* b) { Args(b, false); }
+void DistinctBlocks(benchmark::internal::Benchmark* b) { Args(b, true); }
 
-BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt)->Apply(Args);
-BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer)->Apply(Args);
-BENCHMARK_CAPTURE(MultiLevel, random, kRandom)->Apply(Args);
-BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(Args);
-BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(Args);
+// What `planner --strategy optimal` costs end to end at the default slots:
+// relaxed DP, probes and conservative DP when needed, the single-level
+// comparison, and the simulations.
+void Strategy(benchmark::State& state, Family family) {
+  const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
+  PlanOptions o;
+  o.strategy = remat::Strategy::kOptimal;
+  o.budget_bytes = c.profile.static_bytes() + Budget(c, static_cast<int>(state.range(1)));
+  bool fits = false;
+  for (auto _ : state) {
+    Result<PlanSet> set = MakePlan(c.profile, o);
+    fits = set.ok() && set->chosen.fits;
+  }
+  state.counters["fits"] = fits;
+}
+void StrategyArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"L", "budget%"});
+  for (int layers : {16, 64, 256}) {
+    for (int percent : {10, 40, 70}) b->Args({layers, percent});
+  }
+  b->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, random, kRandom)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
 
 }  // namespace
 }  // namespace remat::solver

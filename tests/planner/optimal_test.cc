@@ -90,7 +90,9 @@ void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
     const Plan best = SolveAt(p, Strategy::kOptimal, budget);
     if (best.fits) {
       EXPECT_LE(best.predicted.peak_bytes, budget) << p.model;
-      if (previous >= 0) EXPECT_LE(best.predicted.step_ms, previous + 1e-4) << p.model << " " << budget;
+      if (previous >= 0) {
+        EXPECT_LE(best.predicted.step_ms, previous + 1e-4) << p.model << " " << budget;
+      }
       previous = best.predicted.step_ms;
     }
     for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSegment, Strategy::kSelective,
