@@ -155,11 +155,18 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
       }
     }
   }
+  return Reconstruct(terms_.slots());
+}
+
+int64_t MultiLevelDp::floor() const { return bounds_.floor(0, num_layers_); }
+
+DpSolution MultiLevelDp::Reconstruct(int64_t slots) const {
+  const int L = num_layers_;
   DpSolution solution;
-  solution.recompute_ms = Row(0, L).At(terms_.slots());
+  solution.recompute_ms = Row(0, L).At(slots);
   OpEmitter emitter(L);
-  EmitInterval(terms_, 0, L, terms_.slots(),
-               [this](int s, int t, int64_t m) { return Choose(s, t, m); }, &emitter);
+  EmitInterval(terms_, 0, L, slots, [this](int s, int t, int64_t m) { return Choose(s, t, m); },
+               &emitter);
   solution.ops = emitter.Finish();
   return solution;
 }

@@ -54,9 +54,15 @@ class MultiLevelDp {
   // Bytes Solve will allocate for its cost tables.
   int64_t table_bytes() const { return table_cells_ * static_cast<int64_t>(sizeof(float)); }
 
-  // The least-recompute schedule of the whole chain in terms.slots() slots,
-  // or nullopt when no schedule fits. `stats` may be null.
+  // Fills the cost tables and returns the least-recompute schedule of the
+  // whole chain in terms.slots() slots, or nullopt when no schedule fits.
+  // `stats` may be null.
   std::optional<DpSolution> Solve(DpStats* stats);
+  // The fewest slots any schedule of the chain needs.
+  int64_t floor() const;
+  // After a successful Solve: the least-recompute schedule in `slots`
+  // slots, floor() <= slots <= terms.slots(), from the same tables.
+  DpSolution Reconstruct(int64_t slots) const;
 
  private:
   CostRow Row(int s, int t) const { return RowOf(classes_.of(s, t)); }

@@ -189,8 +189,12 @@ std::optional<SingleLevelSolution> SingleLevelDp::Solve(DpStats* stats) {
   for (int s = L - 1; s >= 0; --s) {
     if (lo_[s] <= hi_[s]) SolveRow(s, table_.data() + offset_[s], stats);
   }
-  SingleLevelSolution out = Walk(M, [this](int s, int64_t m) { return Choose(s, m); });
-  out.recompute_ms = Row(0).At(M);
+  return Reconstruct(M);
+}
+
+SingleLevelSolution SingleLevelDp::Reconstruct(int64_t slots) const {
+  SingleLevelSolution out = Walk(slots, [this](int s, int64_t m) { return Choose(s, m); });
+  out.recompute_ms = Row(0).At(slots);
   return out;
 }
 

@@ -40,8 +40,12 @@ class SingleLevelDp {
   int64_t floor() const { return floor_[0]; }
   // The lowest-peak schedule, the fastest among those.
   SingleLevelSolution LowestPeak() const;
-  // The least-recompute schedule within terms.slots(), or nullopt.
+  // Fills the cost tables and returns the least-recompute schedule within
+  // terms.slots(), or nullopt when none fits.
   std::optional<SingleLevelSolution> Solve(DpStats* stats);
+  // After a successful Solve: the least-recompute schedule within `slots`,
+  // floor() <= slots <= terms.slots(), from the same tables.
+  SingleLevelSolution Reconstruct(int64_t slots) const;
 
  private:
   CostRow Row(int s) const;

@@ -6,6 +6,8 @@
 // fits in slots, they return the exact lowest-peak schedule of their family
 // (fits == false unless slot rounding was all that stood in the way).
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,44 +82,73 @@ std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
   return out;
 }
 
+// One solver's DP over slots for a budget (multi-level or single-level):
+// Solve(rounding) fills it, PlanAt(m) reconstructs and simulates its plan in
+// m slots, for floor() <= m <= slots().
+template <typename Dp>
+class SlotPass {
+ public:
+  using ToPlan = std::function<Result<Plan>(const Dp&, int64_t)>;
+  SlotPass(const Profile& p, int64_t activation_budget, int64_t slots, ToPlan to_plan)
+      : profile_(p), budget_(activation_budget), slots_(slots), to_plan_(std::move(to_plan)) {}
+
+  bool Solve(solver::Rounding rounding) {
+    dp_.reset();
+    terms_ = std::make_unique<ChainTerms>(
+        profile_, MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_)));
+    dp_ = std::make_unique<Dp>(*terms_);
+    return dp_->Solve(nullptr).has_value();
+  }
+  int64_t slots() const { return terms_->slots(); }
+  int64_t floor() const { return dp_->floor(); }
+  double slot_bytes() const { return terms_->units().slot_bytes(); }
+  Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
+
+ private:
+  const Profile& profile_;
+  int64_t budget_, slots_;
+  ToPlan to_plan_;
+  std::unique_ptr<ChainTerms> terms_;
+  std::unique_ptr<Dp> dp_;
+};
+
 // Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
 // bound on every plan that fits in bytes, so when its schedule simulates
 // within the budget it is the optimum in bytes, ties with any other plan's
-// exact peak included. When it overshoots, the relaxed problem is solved
-// again (kProbes times at most) for lower budgets: lowered by the overshoot
-// until a plan fits, then bisected between the highest budget that fitted
-// and the lowest that overshot. The conservative (round-up) optimum, which
-// always fits, is solved too, and the fastest fitting plan wins.
-// `solve(budget, rounding)` returns the plan found in slots for that
-// activation budget, or nullopt when none fits in them; the result is
-// nullopt when no plan of the family fits at all.
-constexpr int kProbes = 4;
+// exact peak included. When it overshoots, the same tables give the relaxed
+// optimum for every smaller slot count: up to kProbes of them are tried
+// (lowered by the overshoot until a plan fits, then bisected between the
+// most slots that fitted and the fewest that overshot). The conservative
+// (round-up) optimum, which always fits, is solved too, and the fastest
+// fitting plan wins. nullopt: no plan of the family fits at all.
+constexpr int kProbes = 8;
 
-template <typename SolveFn>
-Result<std::optional<Plan>> SolveRelaxedThenConservative(int64_t activation_budget,
-                                                         int64_t static_bytes,
-                                                         const SolveFn& solve) {
-  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> relaxed,
-                         solve(activation_budget, solver::Rounding::kDown));
-  if (!relaxed || relaxed->fits) return relaxed;
-  const int64_t budget = activation_budget + static_bytes;
+template <typename Dp>
+Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
+  if (!pass.Solve(solver::Rounding::kDown)) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.slots()));
+  if (plan.fits) return std::optional<Plan>(std::move(plan));
+  auto lowered = [&](int64_t m, const Plan& p) {
+    const double over = static_cast<double>(p.predicted.peak_bytes - p.budget_bytes);
+    return m - std::max<int64_t>(1, static_cast<int64_t>(std::ceil(over / pass.slot_bytes())));
+  };
   std::optional<Plan> best;
-  int64_t over = budget, under = 0;  // total budgets whose relaxed plan overshot / fitted
-  int64_t next = budget - (relaxed->predicted.peak_bytes - budget);
-  for (int probe = 0; probe < kProbes && next > static_bytes && next < over; ++probe) {
-    REMAT_ASSIGN_OR_RETURN(relaxed, solve(next - static_bytes, solver::Rounding::kDown));
-    if (!relaxed) break;
-    if (relaxed->fits) {
+  int64_t over = pass.slots(), under = -1, next = lowered(over, plan);
+  for (int probe = 0; probe < kProbes && next >= pass.floor() && next > under && next < over;
+       ++probe) {
+    REMAT_ASSIGN_OR_RETURN(plan, pass.PlanAt(next));
+    if (plan.fits) {
       under = next;
-      if (!best || BetterPlan(*relaxed, *best)) best = std::move(relaxed);
-      next = under + (over - under) / 2;
+      if (!best || BetterPlan(plan, *best)) best = plan;
     } else {
       over = next;
-      next = under > 0 ? under + (over - under) / 2 : next - (relaxed->predicted.peak_bytes - budget);
     }
+    next = under >= 0 ? under + (over - under) / 2 : lowered(next, plan);
   }
-  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> safe, solve(activation_budget, solver::Rounding::kUp));
-  if (safe && (!best || BetterPlan(*safe, *best))) best = std::move(safe);
+  if (pass.Solve(solver::Rounding::kUp)) {
+    REMAT_ASSIGN_OR_RETURN(Plan safe, pass.PlanAt(pass.slots()));
+    if (safe.fits && (!best || BetterPlan(safe, *best))) best = std::move(safe);
+  }
   return best;
 }
 
@@ -132,18 +163,12 @@ class OptimalSingleSolver : public StrategySolver {
                                sol.selective_option, o.budget_bytes);
     };
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
-    const int64_t align = solver::RecurringKeepBytes(p);
     if (activation_budget > 0) {
-      auto solve = [&](int64_t budget, solver::Rounding r) -> Result<std::optional<Plan>> {
-        const ChainTerms terms(p, MemoryUnits(budget, OptimalSlots(o), r, align));
-        solver::SingleLevelDp dp(terms);
-        std::optional<solver::SingleLevelSolution> sol = dp.Solve(nullptr);
-        if (!sol) return std::optional<Plan>();
-        REMAT_ASSIGN_OR_RETURN(Plan plan, evaluate(*sol));
-        return std::optional<Plan>(std::move(plan));
-      };
-      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, SolveRelaxedThenConservative(activation_budget, p.static_bytes(), solve));
-      if (plan && plan->fits) return *std::move(plan);
+      SlotPass<solver::SingleLevelDp> pass(
+          p, activation_budget, OptimalSlots(o),
+          [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (plan) return *std::move(plan);
     }
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
     return evaluate(solver::SingleLevelDp(exact).LowestPeak());
@@ -157,21 +182,16 @@ class OptimalSolver : public StrategySolver {
     REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
-    const int64_t align = solver::RecurringKeepBytes(p);
     if (activation_budget > 0) {
       REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
-      auto solve = [&](int64_t budget, solver::Rounding r) -> Result<std::optional<Plan>> {
-        const ChainTerms terms(p, MemoryUnits(budget, slots, r, align));
-        solver::MultiLevelDp dp(terms);
-        std::optional<solver::DpSolution> sol = dp.Solve(nullptr);
-        if (!sol) return std::optional<Plan>();
-        REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(p, strategy(), "",
-                                                               AddFrees(sol->ops, p.num_layers()),
-                                                               o.budget_bytes));
-        return std::optional<Plan>(std::move(plan));
-      };
-      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, SolveRelaxedThenConservative(activation_budget, p.static_bytes(), solve));
-      if (plan && plan->fits) {
+      SlotPass<solver::MultiLevelDp> pass(
+          p, activation_budget, slots, [&](const solver::MultiLevelDp& dp, int64_t m) {
+            return MakePlanFromSchedule(p, strategy(), "",
+                                        AddFrees(dp.Reconstruct(m).ops, p.num_layers()),
+                                        o.budget_bytes);
+          });
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (plan) {
         plan->parameter = DescribeRecompute(*plan) + VersusSingleLevel(p, o, *plan);
         return *std::move(plan);
       }
