@@ -85,7 +85,10 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
 
   o << "Plan: " << ToString(plan.strategy);
   if (!plan.parameter.empty()) o << " (" << plan.parameter << ")";
-  if (plans.auto_selected) o << ", chosen by auto as the fastest plan that fits";
+  if (plans.auto_selected) {
+    o << (plan.fits ? ", chosen by auto as the fastest plan that fits"
+                    : ": nothing fits, this is the plan with the lowest peak");
+  }
   o << "\n";
   Summary(o, plan, p);
   o << "\n";

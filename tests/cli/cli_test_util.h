@@ -1,0 +1,67 @@
+// Running the CLI in-process, and scratch files for its tests.
+#ifndef REMAT_TESTS_CLI_CLI_TEST_UTIL_H_
+#define REMAT_TESTS_CLI_CLI_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace remat::cli {
+
+struct Captured {
+  int code = 0;
+  std::string out, err;
+};
+
+inline Captured RunCli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  Environment env;
+  env.out = &out;
+  env.err = &err;
+  const int code = Run(args, env);
+  return {code, out.str(), err.str()};
+}
+
+// A fresh directory under $TMPDIR, removed when the object goes away.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                       std::string("/remat_test_XXXXXX");
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
+  }
+  ~ScratchDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  std::string Write(const std::string& name, const std::string& content) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << content;
+    return p;
+  }
+  std::string Path(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+const char kExample[] = REMAT_SOURCE_DIR "/examples/gpt2-small.json";
+
+}  // namespace remat::cli
+
+#endif  // REMAT_TESTS_CLI_CLI_TEST_UTIL_H_

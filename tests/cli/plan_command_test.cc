@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace remat::cli {
+namespace {
+
+TEST(PlanCommand, PrintsTheReportWithParsedBudget) {
+  const Captured c = RunCli({"--budget", "24GB", kExample});
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("24,000,000,000 bytes (22.35 GiB)"), std::string::npos);
+  EXPECT_NE(c.out.find("Without checkpointing: peak"), std::string::npos);
+  EXPECT_NE(c.out.find("Where the memory goes at the peak"), std::string::npos);
+  EXPECT_NE(c.out.find("optimizer state"), std::string::npos);
+  EXPECT_NE(c.out.find("FITS"), std::string::npos);
+  EXPECT_TRUE(c.err.empty()) << c.err;
+}
+
+TEST(PlanCommand, JsonHasTheDocumentedFields) {
+  const Captured c = RunCli({"plan", "--budget", "24GB", "--strategy", "selective", "--json", kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  EXPECT_EQ(j["strategy"], "selective");
+  EXPECT_EQ(j["budget_bytes"], 24'000'000'000);
+  EXPECT_EQ(j["model"]["name"], "gpt2-small");
+  EXPECT_EQ(j["model"]["parameters"], 124'439'808);
+  for (const char* k : {"peak_bytes", "activation_peak_bytes", "static_bytes", "step_ms",
+                        "recompute_ms"}) {
+    EXPECT_TRUE(j["predicted"].contains(k)) << k;
+  }
+  EXPECT_LE(j["predicted"]["peak_bytes"].get<int64_t>(), 24'000'000'000);
+  ASSERT_EQ(j["layers"].size(), 16u);
+  EXPECT_EQ(j["layers"][1]["name"], "block0");
+  for (const auto& l : j["layers"]) {
+    const std::string d = l["decision"];
+    EXPECT_TRUE(d == "keep" || d == "checkpoint" || d == "selective" || d == "recompute") << d;
+  }
+  EXPECT_GT(j["schedule"].size(), 32u);
+}
+
+TEST(PlanCommand, ManualLayersAndOutputFile) {
+  ScratchDir dir;
+  const std::string out = dir.Path("plan.json");
+  const Captured c = RunCli({"--budget", "80GiB", "--checkpoint-layers", "0,4,8", "-o", out, kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
+  EXPECT_EQ(j["strategy"], "manual");
+  EXPECT_EQ(j["budget_bytes"], int64_t{80} << 30);
+  int checkpoints = 0;
+  for (const auto& l : j["layers"]) checkpoints += l["decision"] == "checkpoint";
+  EXPECT_EQ(checkpoints, 3);
+  EXPECT_EQ(j["layers"][5]["decision"], "checkpoint");  // block4
+}
+
+TEST(PlanCommand, NoPlanFitsExitsThreeAndSuggestsAMicroBatch) {
+  const Captured c = RunCli({"--budget", "6GB", kExample});
+  EXPECT_EQ(c.code, 3);
+  EXPECT_NE(c.err.find("no plan fits in"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("the smallest peak any strategy reaches is"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("micro_batch"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("grad_accumulation"), std::string::npos) << c.err;
+  const Captured tiny = RunCli({"--budget", "1GB", kExample});
+  EXPECT_EQ(tiny.code, 3);
+  EXPECT_NE(tiny.err.find("model state alone"), std::string::npos) << tiny.err;
+}
+
+TEST(ProfileCommand, AnalyticProfileFeedsBackIntoThePlanner) {
+  ScratchDir dir;
+  const std::string profile = dir.Path("gpt2.json");
+  ASSERT_EQ(RunCli({"profile", "--analytic", "-o", profile, kExample}).code, 0);
+  const Captured from_model = RunCli({"--budget", "24GB", "--json", kExample});
+  const Captured from_profile = RunCli({"--budget", "24GB", "--json", profile});
+  ASSERT_EQ(from_profile.code, 0) << from_profile.err;
+  const auto a = nlohmann::json::parse(from_model.out), b = nlohmann::json::parse(from_profile.out);
+  EXPECT_EQ(a["predicted"]["peak_bytes"], b["predicted"]["peak_bytes"]);
+  EXPECT_EQ(a["strategy"], b["strategy"]);
+  const Captured printed = RunCli({"profile", "--analytic", kExample});
+  EXPECT_NE(printed.out.find("\"source\": \"analytic\""), std::string::npos);
+}
+
+TEST(Cli, HelpAndUnknownCommands) {
+  EXPECT_EQ(RunCli({"--help"}).code, 0);
+  EXPECT_NE(RunCli({"--help"}).out.find("profile"), std::string::npos);
+  EXPECT_EQ(RunCli({"plan", "--help"}).code, 0);
+  const Captured typo = RunCli({"--bugdet", "24GB", kExample});
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("did you mean --budget?"), std::string::npos) << typo.err;
+}
+
+}  // namespace
+}  // namespace remat::cli

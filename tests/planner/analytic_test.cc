@@ -1,0 +1,212 @@
+#include "remat/analytic.h"
+
+#include <gtest/gtest.h>
+
+namespace remat {
+namespace {
+
+ModelConfig Gpt3LayerShape(Precision precision, AttentionImpl attention) {
+  ModelConfig c;
+  c.name = "gpt3-175b-layer";
+  c.architecture = Architecture::kGpt;
+  c.layers = 1;
+  c.hidden = 12288;
+  c.heads = 96;
+  c.ffn_hidden = 4 * 12288;
+  c.vocab = 50257;
+  c.seq_len = 2048;
+  c.max_position = 2048;
+  c.micro_batch = 1;
+  c.precision = precision;
+  c.attention = attention;
+  c.dropout = 0.1;
+  return c;
+}
+
+const LayerProfile& Block(const Profile& p) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.kind == "block") return l;
+  }
+  static LayerProfile none;
+  return none;
+}
+
+// Korthikanti et al. 2022, table 2: s*b*h*(34 + 5*a*s/h) bytes per layer.
+TEST(Analytic, ReproducesKorthikantiPerLayerActivations) {
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    Result<Profile> prof = AnalyticProfile(Gpt3LayerShape(p, AttentionImpl::kEager), {});
+    ASSERT_TRUE(prof.ok()) << prof.status().message();
+    const LayerProfile& block = Block(*prof);
+    EXPECT_EQ(block.activation_bytes, 2'868'903'936);
+    // Selective recompute of the attention core leaves 34*s*b*h.
+    ASSERT_EQ(block.selective.size(), 1u);
+    EXPECT_EQ(block.selective[0].name, "attention_core");
+    EXPECT_EQ(block.selective[0].activation_bytes, int64_t{34} * 2048 * 12288);
+    EXPECT_GT(block.selective[0].extra_recompute_ms, 0);
+    // What is dropped is rematerialized during the backward.
+    EXPECT_GE(block.selective[0].recompute_workspace_bytes, int64_t{5} * 96 * 2048 * 2048);
+  }
+}
+
+TEST(Analytic, FlashAttentionDropsTheQuadraticTerms) {
+  Result<Profile> prof = AnalyticProfile(Gpt3LayerShape(Precision::kBf16, AttentionImpl::kFlash), {});
+  ASSERT_TRUE(prof.ok());
+  EXPECT_EQ(Block(*prof).activation_bytes, int64_t{34} * 2048 * 12288);
+  EXPECT_TRUE(Block(*prof).selective.empty());  // nothing left to recompute selectively
+}
+
+TEST(Analytic, Fp32DoublesEverythingButTheMasks) {
+  Result<Profile> prof = AnalyticProfile(Gpt3LayerShape(Precision::kFp32, AttentionImpl::kEager), {});
+  ASSERT_TRUE(prof.ok());
+  const int64_t sbh = int64_t{2048} * 12288, as2b = int64_t{96} * 2048 * 2048;
+  // 16-bit: 32 sbh of values + 2 sbh of masks; 4 as^2b of values + 1 as^2b mask.
+  EXPECT_EQ(Block(*prof).activation_bytes, 2 * 32 * sbh + 2 * sbh + 2 * 4 * as2b + as2b);
+}
+
+TEST(Analytic, NoDropoutNoMasks) {
+  ModelConfig c = Gpt3LayerShape(Precision::kBf16, AttentionImpl::kEager);
+  c.dropout = 0;
+  Result<Profile> prof = AnalyticProfile(c, {});
+  ASSERT_TRUE(prof.ok());
+  const int64_t sbh = int64_t{2048} * 12288, as2b = int64_t{96} * 2048 * 2048;
+  // Without dropout the attention probabilities feed attn@v directly.
+  EXPECT_EQ(Block(*prof).activation_bytes, 32 * sbh + 2 * as2b);
+}
+
+ModelConfig Gpt2Small() {
+  ModelConfig c;
+  c.name = "gpt2";
+  c.layers = 12;
+  c.hidden = 768;
+  c.heads = 12;
+  c.ffn_hidden = 3072;
+  c.vocab = 50257;
+  c.seq_len = 1024;
+  c.max_position = 1024;
+  return c;
+}
+
+TEST(Analytic, ParameterCounts) {
+  EXPECT_EQ(ParameterCount(Gpt2Small()), 124'439'808);
+
+  ModelConfig llama;
+  llama.architecture = Architecture::kLlama;
+  llama.layers = 32;
+  llama.hidden = 4096;
+  llama.heads = 32;
+  llama.ffn_hidden = 11008;
+  llama.vocab = 32000;
+  llama.seq_len = 2048;
+  llama.tie_embeddings = false;
+  EXPECT_EQ(ParameterCount(llama), 6'738'415'616);
+
+  // RobertaForMaskedLM shapes: roberta-base has 124,697,433 parameters.
+  ModelConfig roberta;
+  roberta.architecture = Architecture::kBert;
+  roberta.layers = 12;
+  roberta.hidden = 768;
+  roberta.heads = 12;
+  roberta.ffn_hidden = 3072;
+  roberta.vocab = 50265;
+  roberta.seq_len = 512;
+  roberta.max_position = 514;
+  EXPECT_EQ(ParameterCount(roberta), 124'697'433);
+  roberta.layers = 6;  // distilroberta-base
+  EXPECT_EQ(ParameterCount(roberta), 82'170'201);
+}
+
+TEST(Analytic, ModelStateBytesPerParameter) {
+  EXPECT_EQ(ModelStatePerParameter(Precision::kFp32, Optimizer::kAdamW).total(), 16);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kAmpBf16, Optimizer::kAdamW).total(), 16);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kAmpFp16, Optimizer::kAdamW).total(), 16);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kBf16, Optimizer::kAdamW).total(), 8);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kFp32, Optimizer::kSgd).total(), 8);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kFp32, Optimizer::kSgdMomentum).total(), 12);
+  EXPECT_EQ(ModelStatePerParameter(Precision::kBf16, Optimizer::kNone).total(), 4);
+}
+
+TEST(Analytic, ChainHasEveryLayerAndLogitsAreLargest) {
+  ModelConfig c = Gpt2Small();
+  c.micro_batch = 8;
+  Result<Profile> p = AnalyticProfile(c, {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->num_layers(), 12 + 4);
+  EXPECT_EQ(p->layers.front().name, "embedding");
+  EXPECT_EQ(p->layers[1].name, "block0");
+  EXPECT_EQ(p->layers[13].name, "final_norm");
+  EXPECT_EQ(p->layers[14].name, "head");
+  EXPECT_EQ(p->layers[15].name, "loss");
+  EXPECT_EQ(p->parameters, 124'439'808);
+  EXPECT_EQ(p->static_bytes(), 16 * int64_t{124'439'808});
+  EXPECT_EQ(p->layers[0].input_bytes, int64_t{8} * 1024 * 8);  // int64 token ids
+  // The logits (s*b*V fp32) are the largest single tensor in the chain.
+  const int64_t logits = int64_t{1024} * 8 * 50257 * 4;
+  EXPECT_EQ(p->layers[14].output_bytes, logits);
+  for (const LayerProfile& l : p->layers) EXPECT_LE(l.output_bytes, logits);
+  for (const LayerProfile& l : p->layers) {
+    EXPECT_GT(l.forward_ms, 0) << l.name;
+    EXPECT_GT(l.backward_ms, l.forward_ms) << l.name;
+  }
+}
+
+TEST(Analytic, TimesFollowTheDevice) {
+  ModelConfig c = Gpt2Small();
+  AnalyticOptions a100, h200, slow;
+  a100.device = *LookupDevice("a100");
+  h200.device = *LookupDevice("h200");
+  slow.tflops = 1.0;
+  const Profile pa = *AnalyticProfile(c, a100), ph = *AnalyticProfile(c, h200);
+  EXPECT_LT(ph.layers[1].forward_ms, pa.layers[1].forward_ms);
+  EXPECT_GT(AnalyticProfile(c, slow)->layers[1].forward_ms, pa.layers[1].forward_ms);
+  EXPECT_FALSE(LookupDevice("tpu").ok());
+  EXPECT_NE(LookupDevice("tpu").status().message().find("h200"), std::string::npos);
+}
+
+TEST(Analytic, AbsurdSizesAreRejectedNotWrapped) {
+  ModelConfig c = Gpt2Small();
+  c.seq_len = 1 << 24;
+  c.max_position = 1 << 24;
+  c.micro_batch = 1 << 24;
+  c.heads = 1 << 10;
+  c.hidden = 1 << 20;
+  Result<Profile> p = AnalyticProfile(c, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(p.status().message().find("overflow"), std::string::npos);
+}
+
+TEST(Analytic, LargeButRealModelsDoNotOverflow) {
+  // A 175B-parameter model at 32k tokens: byte counts far beyond 2^32.
+  ModelConfig c = Gpt3LayerShape(Precision::kBf16, AttentionImpl::kEager);
+  c.layers = 96;
+  c.seq_len = 32768;
+  c.max_position = 32768;
+  c.micro_batch = 4;
+  Result<Profile> p = AnalyticProfile(c, {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const int64_t s = 32768, b = 4, h = 12288, a = 96;
+  EXPECT_EQ(Block(*p).activation_bytes, s * b * h * 34 + 5 * a * s * s * b);
+}
+
+TEST(Analytic, EveryArchitectureAndPrecisionBuildsAValidChain) {
+  for (Architecture arch : {Architecture::kGpt, Architecture::kBert, Architecture::kLlama}) {
+    for (Precision prec : {Precision::kFp32, Precision::kBf16, Precision::kFp16,
+                           Precision::kAmpBf16, Precision::kAmpFp16}) {
+      for (AttentionImpl attn : {AttentionImpl::kEager, AttentionImpl::kFlash}) {
+        ModelConfig c = Gpt2Small();
+        c.architecture = arch;
+        c.precision = prec;
+        c.attention = attn;
+        c.layers = 2;
+        Result<Profile> p = AnalyticProfile(c, {});
+        ASSERT_TRUE(p.ok()) << ToString(arch) << " " << ToString(prec) << ": "
+                            << p.status().message();
+        EXPECT_TRUE(ValidateProfile(*p, "test").ok());
+        EXPECT_EQ(BlockLayers(*p).size(), 2u);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat

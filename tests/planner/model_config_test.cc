@@ -1,0 +1,105 @@
+#include "remat/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "remat/input.h"
+
+namespace remat {
+namespace {
+
+constexpr char kMinimal[] =
+    R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})";
+
+TEST(ModelConfig, DefaultsAreDocumented) {
+  Result<ModelConfig> c = ParseModelConfig(kMinimal, "m.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->name, "model");
+  EXPECT_EQ(c->architecture, Architecture::kGpt);
+  EXPECT_EQ(c->ffn_hidden, 256);
+  EXPECT_EQ(c->micro_batch, 1);
+  EXPECT_EQ(c->max_position, 32);
+  EXPECT_EQ(c->grad_accumulation, 1);
+  EXPECT_EQ(c->precision, Precision::kFp32);
+  EXPECT_EQ(c->optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(c->attention, AttentionImpl::kEager);
+  EXPECT_DOUBLE_EQ(c->dropout, 0.1);
+  EXPECT_TRUE(c->tie_embeddings);
+  Result<ModelConfig> llama = ParseModelConfig(
+      R"({"architecture":"llama","layers":1,"hidden":4096,"heads":32,"vocab":10,"seq_len":8})", "m");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(llama->ffn_hidden, 11008);
+  EXPECT_FALSE(llama->tie_embeddings);
+}
+
+TEST(ModelConfig, RoundTripsThroughJson) {
+  ModelConfig c = *ParseModelConfig(kMinimal, "m.json");
+  c.precision = Precision::kAmpBf16;
+  Result<ModelConfig> back = ParseModelConfig(ModelConfigToJson(c), "m.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(ModelConfigToJson(*back), ModelConfigToJson(c));
+}
+
+std::string Error(const std::string& json) {
+  Result<ModelConfig> c = ParseModelConfig(json, "model.json");
+  EXPECT_FALSE(c.ok()) << json;
+  return c.ok() ? "" : c.status().message();
+}
+
+TEST(ModelConfig, BadInputSaysFileFieldAndWhatIsAccepted) {
+  EXPECT_EQ(Error(R"({"layers": 2, "hidden": 64, "heads": 5, "vocab": 100, "seq_len": 32})"),
+            "model.json: field 'heads': 5 does not divide hidden = 64 (head size must be a whole "
+            "number)");
+  EXPECT_EQ(Error(R"({"layers": 0, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})"),
+            "model.json: field 'layers': expected an integer in [1, 65536], got 0");
+  EXPECT_EQ(Error(R"({"hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})"),
+            "model.json: field 'layers': missing (required)");
+  std::string m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
+                            "precision": "fp8"})");
+  EXPECT_NE(m.find("unknown value \"fp8\", expected fp32, bf16, fp16, amp_bf16 or amp_fp16"),
+            std::string::npos) << m;
+  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "micro_bach": 4})");
+  EXPECT_NE(m.find("unknown field 'micro_bach'"), std::string::npos) << m;
+  m = Error(R"({"layers": "12", "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
+  EXPECT_NE(m.find("got \"12\""), std::string::npos) << m;
+  m = Error(R"({"layers": 2.5, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
+  EXPECT_NE(m.find("'layers'"), std::string::npos) << m;
+  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "dropout": 1.5})");
+  EXPECT_NE(m.find("'dropout'"), std::string::npos) << m;
+  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 64, "max_position": 32})");
+  EXPECT_NE(m.find("'max_position'"), std::string::npos) << m;
+  m = Error(R"({"layers": 99999999999999999999, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
+  EXPECT_NE(m.find("'layers'"), std::string::npos) << m;
+  EXPECT_NE(Error("{\"layers\": 2,").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(Error("[]").find("expected a JSON object"), std::string::npos);
+}
+
+TEST(HfConfig, Gpt2AndLlama) {
+  Result<ModelConfig> gpt2 = ParseHfConfig(R"({"model_type":"gpt2","n_layer":12,"n_embd":768,
+      "n_head":12,"n_inner":null,"n_positions":1024,"vocab_size":50257,"resid_pdrop":0.1})",
+                                           "config.json");
+  ASSERT_TRUE(gpt2.ok()) << gpt2.status().message();
+  EXPECT_EQ(gpt2->ffn_hidden, 3072);
+  EXPECT_EQ(gpt2->seq_len, 1024);
+  Result<ModelConfig> llama = ParseHfConfig(R"({"model_type":"llama","num_hidden_layers":32,
+      "hidden_size":4096,"num_attention_heads":32,"intermediate_size":11008,
+      "max_position_embeddings":2048,"vocab_size":32000,"torch_dtype":"bfloat16"})", "config.json");
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  EXPECT_EQ(llama->architecture, Architecture::kLlama);
+  EXPECT_EQ(llama->precision, Precision::kAmpBf16);
+  Result<ModelConfig> t5 = ParseHfConfig(R"({"model_type":"t5"})", "config.json");
+  ASSERT_FALSE(t5.ok());
+  EXPECT_NE(t5.status().message().find("unsupported value \"t5\""), std::string::npos);
+}
+
+TEST(PlannerInput, DetectsTheKindOfFile) {
+  EXPECT_EQ(ParsePlannerInput(kMinimal, "m")->kind, PlannerInput::Kind::kModel);
+  EXPECT_EQ(ParsePlannerInput(R"({"model_type":"gpt2","n_layer":1,"n_embd":8,"n_head":2,
+      "n_positions":16,"vocab_size":10})", "c")->kind, PlannerInput::Kind::kHfConfig);
+  EXPECT_EQ(ParsePlannerInput(R"({"static_bytes":0,"layers":[{"name":"a","forward_ms":1,
+      "backward_ms":1,"input_bytes":1,"output_bytes":1,"activation_bytes":1,
+      "forward_workspace_bytes":0,"backward_workspace_bytes":0}]})", "p")->kind,
+            PlannerInput::Kind::kProfile);
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,74 @@
+#include "remat/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/chains.h"
+
+namespace remat {
+namespace {
+
+TEST(Profile, JsonRoundTrip) {
+  const Profile p = testing::TransformerChain(3);
+  Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ProfileToJson(*back), ProfileToJson(p));
+  EXPECT_EQ(back->layers[1].selective.size(), 1u);
+  EXPECT_EQ(back->static_bytes(), p.static_bytes());
+}
+
+TEST(Profile, MinimalHandWrittenChain) {
+  Result<Profile> p = ParseProfile(R"({"static_bytes": 100, "layers": [
+      {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,
+       "activation_bytes":30,"forward_workspace_bytes":0,"backward_workspace_bytes":0,
+       "measured_by":"hand"}]})", "chain.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->static_memory.parameter_bytes, 100);  // no breakdown given
+  EXPECT_EQ(p->layers[0].nograd_workspace_bytes(), 0);
+}
+
+std::string Message(const char* json) {
+  Result<Profile> p = ParseProfile(json, "x.json");
+  EXPECT_FALSE(p.ok()) << json;
+  return p.ok() ? "" : p.status().message();
+}
+
+TEST(Profile, BadInputNamesFileAndField) {
+  const char* layer_ok = R"("forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,
+                            "forward_workspace_bytes":0,"backward_workspace_bytes":0)";
+  EXPECT_NE(Message(R"({"static_bytes": 1, "layers": []})").find("empty"), std::string::npos);
+  EXPECT_NE(Message(R"({"layers": []})").find("'static_bytes': missing"), std::string::npos);
+  EXPECT_NE(Message(R"({"static_bytes": 1, "layers": [{"name":"a"}]})").find("layers[0]"),
+            std::string::npos);
+  std::string m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") +
+                           layer_ok + R"(,"activation_bytes":5}]})").c_str());
+  EXPECT_NE(m.find("activation_bytes"), std::string::npos) << m;
+  m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
+               R"(,"activation_bytes":-5}]})").c_str());
+  EXPECT_NE(m.find("x.json: layers[0]: field 'activation_bytes'"), std::string::npos) << m;
+  m = Message(R"({"static_bytes": 1, "layers": [
+      {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,
+       "activation_bytes":10,"forward_workspace_bytes":0,"backward_workspace_bytes":0},
+      {"name":"b","forward_ms":1,"backward_ms":2,"input_bytes":11,"output_bytes":10,
+       "activation_bytes":10,"forward_workspace_bytes":0,"backward_workspace_bytes":0}]})");
+  EXPECT_NE(m.find("previous layer's output_bytes"), std::string::npos) << m;
+  EXPECT_NE(Message("{\"static_bytes\": 1, \"layers\": [").find("malformed JSON"),
+            std::string::npos);
+  EXPECT_NE(Message("[1,2]").find("expected a profile object"), std::string::npos);
+  m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
+               R"(,"activation_bytes":"lots"}]})").c_str());
+  EXPECT_NE(m.find("got \"lots\""), std::string::npos) << m;
+  m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
+               R"(,"activation_bytes":4611686018427387903},{"name":"b",)" + layer_ok +
+               R"(,"activation_bytes":4611686018427387903}]})").c_str());
+  EXPECT_NE(m.find("4 EiB"), std::string::npos) << m;
+}
+
+TEST(Profile, BlockLayersPreferBlocks) {
+  EXPECT_EQ(BlockLayers(testing::TransformerChain(3)), (std::vector<int>{1, 2, 3}));
+  Profile plain = testing::UniformChain(3);
+  for (LayerProfile& l : plain.layers) l.kind.clear();
+  EXPECT_EQ(BlockLayers(plain), (std::vector<int>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace remat
