@@ -2,31 +2,20 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "cli.h"
+#include "cli_test_util.h"
 
 namespace remat::cli {
 namespace {
 
-struct Output {
-  int code;
-  std::string out, err;
-};
-
-Output Pareto(std::vector<std::string> args) {
+Captured Pareto(std::vector<std::string> args) {
   args.insert(args.begin(), "pareto");
-  args.push_back(REMAT_SOURCE_DIR "/examples/gpt2-small.json");
-  std::ostringstream out, err;
-  Environment env;
-  env.out = &out;
-  env.err = &err;
-  const int code = Run(args, env);
-  return {code, out.str(), err.str()};
+  args.push_back(kExample);
+  return RunCli(args);
 }
 
 TEST(ParetoCommand, PrintsATableWithEveryStrategy) {
-  const Output o = Pareto({"--points", "3"});
+  const Captured o = Pareto({"--points", "3"});
   ASSERT_EQ(o.code, 0) << o.err;
   for (const char* s : {"none", "uniform", "segment", "selective", "optimal-single", "optimal"}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
@@ -35,7 +24,7 @@ TEST(ParetoCommand, PrintsATableWithEveryStrategy) {
 }
 
 TEST(ParetoCommand, JsonHasAPointPerBudgetAndStrategy) {
-  const Output o = Pareto({"--points", "4", "--strategies", "uniform,optimal", "--json"});
+  const Captured o = Pareto({"--points", "4", "--strategies", "uniform,optimal", "--json"});
   ASSERT_EQ(o.code, 0) << o.err;
   const nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["budgets"].size(), 4u);
@@ -56,7 +45,7 @@ TEST(ParetoCommand, RejectsBadFlags) {
            {{"--strategies", "fastest"}, "unknown strategy 'fastest'"},
            {{"--min-budget", "30GB", "--max-budget", "20GB"}, "above --max-budget"},
        }) {
-    const Output o = Pareto(args);
+    const Captured o = Pareto(args);
     EXPECT_EQ(o.code, 2) << args[0];
     EXPECT_NE(o.err.find(message), std::string::npos) << o.err;
   }
