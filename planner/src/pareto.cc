@@ -72,6 +72,15 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
     REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, 0));
     curve.defaults.push_back(std::move(p));
   }
+  for (const ParetoPoint& d : curve.defaults) {
+    ParetoPoint best = d;
+    for (Strategy s : strategies) {
+      REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, d.peak_bytes));
+      if (p.fits && p.step_ms < best.step_ms * (1 - 1e-12)) best = std::move(p);
+    }
+    best.budget_bytes = d.peak_bytes;
+    curve.best_at_default_peaks.push_back(std::move(best));
+  }
   return curve;
 }
 

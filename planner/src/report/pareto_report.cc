@@ -1,6 +1,7 @@
 // `planner pareto` output: the overhead-versus-peak table and its JSON.
 #include "remat/pareto_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -66,10 +67,21 @@ std::string FormatParetoText(const ParetoCurve& c, const Profile& p) {
     for (size_t k = 0; k < n; ++k) o << Cell(Point(c, c.points[b * n + k]), kWidth);
     o << "\n";
   }
-  o << "\nWithout a budget (each strategy's default):\n";
-  for (const ParetoPoint& d : c.defaults) {
-    o << "  " << ToString(d.strategy) << std::string(16 - std::string(ToString(d.strategy)).size(), ' ')
-      << Point(c, d) << (d.parameter.empty() ? "" : "  (" + d.parameter + ")") << "\n";
+  o << "\nEach strategy without a budget (its default), and the fastest plan within the same peak:\n";
+  for (size_t i = 0; i < c.defaults.size(); ++i) {
+    const ParetoPoint& d = c.defaults[i];
+    const ParetoPoint& best = c.best_at_default_peaks[i];
+    std::string line = "  " + std::string(ToString(d.strategy));
+    line.resize(18, ' ');
+    line += Point(c, d) + (d.parameter.empty() ? "" : " (" + d.parameter + ")");
+    line.resize(std::max<size_t>(line.size() + 2, 58), ' ');
+    if (best.strategy == d.strategy) {
+      line += "already the fastest";
+    } else {
+      line += "-> " + std::string(ToString(best.strategy)) + " " +
+              Fixed("%+.1f%%", OverheadPct(c, best.step_ms)) + " " + FormatBytes(best.peak_bytes);
+    }
+    o << line << "\n";
   }
   return o.str();
 }
@@ -98,7 +110,11 @@ std::string ParetoToJson(const ParetoCurve& c, const Profile& p) {
     j["frontier"][ToString(s)] = f;
   }
   j["defaults"] = nlohmann::ordered_json::array();
-  for (const ParetoPoint& d : c.defaults) j["defaults"].push_back(PointJson(c, d));
+  for (size_t i = 0; i < c.defaults.size(); ++i) {
+    nlohmann::ordered_json d = PointJson(c, c.defaults[i]);
+    d["best_at_peak"] = PointJson(c, c.best_at_default_peaks[i]);
+    j["defaults"].push_back(d);
+  }
   return j.dump(2) + "\n";
 }
 
