@@ -150,6 +150,19 @@ TEST(Optimal, LowestPeakWhenNothingFits) {
   EXPECT_FALSE(SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes - 1).fits);
 }
 
+TEST(Optimal, TooLongChainsAreAnErrorByNameAndSkippedByAuto) {
+  const Profile p = testing::UniformChain(2049);
+  PlanOptions o;
+  o.strategy = Strategy::kOptimal;
+  Result<PlanSet> named = MakePlan(p, o);
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("up to 2048 layers"), std::string::npos);
+  o.strategy = Strategy::kAuto;
+  Result<PlanSet> any = MakePlan(p, o);
+  ASSERT_TRUE(any.ok()) << any.status().message();
+  EXPECT_TRUE(any->chosen.fits);
+}
+
 TEST(Optimal, RejectsBadSlotCounts) {
   const Profile p = testing::TransformerChain(2);
   for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {

@@ -38,7 +38,7 @@ Status CheckOptions(const Profile& p, const PlanOptions& o, Strategy s) {
                            ": the optimal solvers need at least 2 memory slots (0 = default, " +
                            std::to_string(kDefaultOptimalSlots) + ")");
   }
-  if (p.num_layers() > kMaxLayers) {
+  if (p.num_layers() > kMaxLayers && o.strategy != Strategy::kAuto) {
     return Status::Invalid(std::string("strategy ") + ToString(s) + " handles chains of up to " +
                            std::to_string(kMaxLayers) + " layers; this one has " +
                            std::to_string(p.num_layers()) +
@@ -47,10 +47,16 @@ Status CheckOptions(const Profile& p, const PlanOptions& o, Strategy s) {
   return Status::Ok();
 }
 
-Result<Plan> KeepEverything(const Profile& p, Strategy s, int64_t budget) {
-  return EvaluateDecisions(p, s, "nothing recomputed", std::vector<LayerDecision>(p.num_layers()),
-                           {}, budget);
+Result<Plan> KeepEverything(const Profile& p, Strategy s, int64_t budget,
+                            const std::string& parameter = "nothing recomputed") {
+  return EvaluateDecisions(p, s, parameter, std::vector<LayerDecision>(p.num_layers()), {}, budget);
 }
+
+// For `auto` on a chain too long to solve: keeping everything, which is
+// the optimum when it fits and never chosen by auto when it does not.
+bool TooLongForAuto(const Profile& p) { return p.num_layers() > kMaxLayers; }
+const std::string kNotSolved =
+    "not solved: chain longer than " + std::to_string(kMaxLayers) + " layers";
 
 // "14 recomputes, up to 3 per layer, 5 selective".
 std::string DescribeRecompute(const Plan& plan) {
@@ -157,6 +163,7 @@ class OptimalSingleSolver : public StrategySolver {
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
     REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     auto evaluate = [&](const solver::SingleLevelSolution& sol) {
       return EvaluateDecisions(p, strategy(), DescribeDecisions(sol.decisions), sol.decisions,
@@ -180,6 +187,7 @@ class OptimalSolver : public StrategySolver {
   Strategy strategy() const override { return Strategy::kOptimal; }
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
     REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
     if (activation_budget > 0) {
