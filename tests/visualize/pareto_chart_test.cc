@@ -15,8 +15,7 @@ TEST(ParetoChart, DrawsEachFrontierTheChosenPlanAndTheBudget) {
   const std::string svg = ParetoChart(f.pareto, f.plans.chosen);
   EXPECT_EQ(testing::XmlProblem(svg), "");
   int points = 0;
-  for (Strategy s :
-       {Strategy::kNone, Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+  for (Strategy s : f.pareto.strategies) {
     const std::vector<ParetoPoint> front = Frontier(f.pareto, s);
     if (front.empty()) continue;
     points += static_cast<int>(front.size());
