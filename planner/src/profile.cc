@@ -23,6 +23,8 @@ Status ParseSelective(const nlohmann::json& j, const std::string& where, Selecti
   REMAT_RETURN_IF_ERROR(r.Double("extra_recompute_ms", &out->extra_recompute_ms, true, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Int("recompute_workspace_bytes", &out->recompute_workspace_bytes, false,
                               0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("forward_workspace_bytes", &out->forward_workspace_bytes, false, 0,
+                              kMaxBytes));
   return Status::Ok();
 }
 
@@ -201,6 +203,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
         oj["activation_bytes"] = o.activation_bytes;
         oj["extra_recompute_ms"] = o.extra_recompute_ms;
         oj["recompute_workspace_bytes"] = o.recompute_workspace_bytes;
+        if (o.forward_workspace_bytes >= 0) oj["forward_workspace_bytes"] = o.forward_workspace_bytes;
         opts.push_back(oj);
       }
       lj["selective"] = opts;

@@ -73,7 +73,9 @@ class Replay {
         }
         peak = cat_;
         peak[MemoryCategory::kWorkspace] +=
-            op.save == SaveMode::kNone ? l.nograd_workspace_bytes() : l.forward_workspace_bytes;
+            op.save == SaveMode::kNone ? l.nograd_workspace_bytes()
+            : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
+                                              : l.forward_workspace_bytes;
         ms = l.forward_ms;
         if (op.kind == OpKind::kForward) {
           r->forward_ms += ms;

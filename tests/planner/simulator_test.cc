@@ -105,6 +105,12 @@ TEST(Simulator, SelectiveOptionKeepsLessAndPaysInBackward) {
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 207, 225}));
   EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 280, 180}));
   EXPECT_DOUBLE_EQ(r->recompute_ms, 0.25);
+
+  // The option's own forward workspace (its dropped tensors are transient).
+  p.layers[1].selective[0].forward_workspace_bytes = 50;
+  Result<SimulationResult> own = Simulate(p, s);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(Peaks(*own, s, OpKind::kForward), (std::vector<int64_t>{160, 250, 225}));
 }
 
 TEST(Simulator, RejectsSchedulesThatCannotRun) {

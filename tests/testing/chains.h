@@ -68,6 +68,7 @@ inline Profile TransformerChain(int n, uint32_t seed = 1) {
     o.activation_bytes = x + (act - x) * 6 / 10;
     o.extra_recompute_ms = 0.3;
     o.recompute_workspace_bytes = (act - x) * 4 / 10;
+    o.forward_workspace_bytes = act / 10 + (act - x) * 4 / 10;  // dropped bytes become transient
     l->selective.push_back(o);
   }
   add("final_norm", "norm", x, x, 2 * x, 0.05, 0.1);
@@ -103,6 +104,7 @@ inline Profile RandomChain(int n, uint32_t seed) {
       o.activation_bytes = l.output_bytes + (l.activation_bytes - l.output_bytes) / 2;
       o.extra_recompute_ms = l.forward_ms / 3;
       o.recompute_workspace_bytes = (l.activation_bytes - l.output_bytes) / 2;
+      if (rng() % 2) o.forward_workspace_bytes = l.forward_workspace_bytes + o.recompute_workspace_bytes;
       l.selective.push_back(o);
     }
     p.layers.push_back(l);

@@ -25,6 +25,12 @@ struct SelectiveOption {
   int64_t activation_bytes = 0;     // kept from forward to backward (output included)
   double extra_recompute_ms = 0;    // added to the layer's backward
   int64_t recompute_workspace_bytes = 0;  // live during backward while recomputing
+  // Transient bytes at the peak of the layer's forward under this option, on
+  // top of what it keeps. The option's dropped tensors are transients of its
+  // forward (e.g. the s x s scores of an attention core run without grad),
+  // so this can exceed the layer's forward_workspace_bytes. -1: the same as
+  // the layer's.
+  int64_t forward_workspace_bytes = -1;
 };
 
 struct LayerProfile {
@@ -50,6 +56,13 @@ struct LayerProfile {
   int64_t backward_workspace_bytes = 0;
   std::vector<SelectiveOption> selective;
 
+  // Forward workspace under a save mode: option -1 is the full forward.
+  int64_t forward_workspace_for(int option) const {
+    if (option >= 0 && selective[option].forward_workspace_bytes >= 0) {
+      return selective[option].forward_workspace_bytes;
+    }
+    return forward_workspace_bytes;
+  }
   int64_t nograd_workspace_bytes() const {
     return forward_nograd_workspace_bytes >= 0 ? forward_nograd_workspace_bytes
                                                : forward_workspace_bytes;

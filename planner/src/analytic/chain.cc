@@ -206,6 +206,14 @@ Result<std::vector<LayerProfile>> DeriveChain(
       for (int t : dropped) opt.activation_bytes -= tensors[t].bytes;
       for (int op : core) opt.extra_recompute_ms += time.Millis(ops[op].forward_flops, ops[op].forward_bytes);
       opt.recompute_workspace_bytes = ReplayForward(g, core, dropped);
+      // The forward under this option keeps everything but `dropped`: those
+      // become transients of the forward (the core runs without grad).
+      std::set<int> kept_selectively;
+      for (int t : saved) {
+        if (!dropped.count(t)) kept_selectively.insert(t);
+      }
+      opt.forward_workspace_bytes = std::max<int64_t>(
+          0, ReplayForward(g, gops, kept_selectively) - opt.activation_bytes);
       if (!dropped.empty()) l.selective.push_back(opt);
     }
     chain.push_back(std::move(l));

@@ -33,12 +33,13 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   for (int s = 0; s < L; ++s) {
     const LayerProfile& l = layers[s];
     mode_begin_[s] = static_cast<int>(modes_.size());
-    modes_.push_back({SaveMode::kAll, -1, l.activation_bytes - l.output_bytes, 0, 0});
+    modes_.push_back({SaveMode::kAll, -1, l.activation_bytes - l.output_bytes, 0, 0,
+                      l.forward_workspace_bytes});
     for (size_t k = 0; k < l.selective.size(); ++k) {
       const SelectiveOption& o = l.selective[k];
       modes_.push_back({SaveMode::kSelective, static_cast<int>(k),
                         o.activation_bytes - l.output_bytes, o.recompute_workspace_bytes,
-                        o.extra_recompute_ms});
+                        o.extra_recompute_ms, l.forward_workspace_for(static_cast<int>(k))});
     }
   }
   mode_begin_[L] = static_cast<int>(modes_.size());
@@ -77,7 +78,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
 
 int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
   return units_.Slots(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
-                     profile_.layers[s].forward_workspace_bytes);
+                     mode(s, k).forward_workspace_bytes);
 }
 
 }  // namespace remat::solver

@@ -30,6 +30,7 @@ struct KeepMode {
   int64_t kept_bytes = 0;          // |a[s]| under this mode (output excluded)
   int64_t recompute_workspace_bytes = 0;
   double extra_ms = 0;             // added to the layer's backward
+  int64_t forward_workspace_bytes = 0;  // transient at this mode's forward peak
 };
 
 // A stretch of split points with the same sweep peak: for splits s' from

@@ -11,12 +11,14 @@ namespace {
 // do not matter; backward_ms is the same in every schedule but kept so that
 // classes only ever join truly identical layers).
 using LayerKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, double, double,
-                            std::vector<std::tuple<int64_t, double, int64_t>>>;
+                            std::vector<std::tuple<int64_t, double, int64_t, int64_t>>>;
 
 LayerKey KeyOf(const LayerProfile& l) {
-  std::vector<std::tuple<int64_t, double, int64_t>> options;
-  for (const SelectiveOption& o : l.selective) {
-    options.emplace_back(o.activation_bytes, o.extra_recompute_ms, o.recompute_workspace_bytes);
+  std::vector<std::tuple<int64_t, double, int64_t, int64_t>> options;
+  for (int k = 0; k < static_cast<int>(l.selective.size()); ++k) {
+    const SelectiveOption& o = l.selective[k];
+    options.emplace_back(o.activation_bytes, o.extra_recompute_ms, o.recompute_workspace_bytes,
+                         l.forward_workspace_for(k));
   }
   return {l.input_bytes, l.output_bytes, l.activation_bytes, l.forward_workspace_bytes,
           l.nograd_workspace_bytes(), l.backward_workspace_bytes, l.forward_ms, l.backward_ms,
