@@ -1,5 +1,6 @@
 #include "remat/profile.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -65,8 +66,11 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (p.layers.empty()) {
     return Status::Invalid(source + ": field 'layers': the chain is empty, expected at least one layer");
   }
-  if (p.layers.size() > (1u << 20)) {
-    return Status::Invalid(source + ": field 'layers': more than 1,048,576 layers");
+  // model.json allows 1024 blocks; the strategies' searches grow with the
+  // square of the chain, so a much longer chain would plan for hours.
+  if (p.layers.size() > 2048) {
+    return Status::Invalid(source + ": field 'layers': " + std::to_string(p.layers.size()) +
+                           " layers, at most 2048 are supported");
   }
   const StaticMemory& s = p.static_memory;
   if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0) {
@@ -109,7 +113,13 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
       }
       total += CheckedInt(o.recompute_workspace_bytes);
     }
-    total += CheckedInt(l.input_bytes) + l.activation_bytes + l.forward_workspace_bytes +
+    // Bounds everything the simulator can hold live at once, so its sums
+    // cannot overflow: x[i] and g[i] (input_bytes each), what the layer keeps
+    // (a selective option's activations replace the layer's: the larger
+    // counts) and every workspace.
+    int64_t kept = l.activation_bytes;
+    for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
+    total += CheckedInt(l.input_bytes) * 2 + kept + l.forward_workspace_bytes +
              l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     if (!total.ok()) {
       return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
