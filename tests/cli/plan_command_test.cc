@@ -54,6 +54,17 @@ TEST(PlanCommand, ManualLayersAndOutputFile) {
   EXPECT_EQ(j["layers"][5]["decision"], "checkpoint");  // block4
 }
 
+// The suggestion bisects over micro-batches: walking down one by one from
+// 100,000 planned 100,000 times (hours).
+TEST(PlanCommand, NoFitWithAHugeMicroBatchStillSuggestsOne) {
+  const Captured c = RunCli({"--budget", "3GB", "--micro-batch", "100000", kExample});
+  EXPECT_EQ(c.code, 3);
+  EXPECT_NE(c.err.find("micro_batch 1 fits (uniform, peak 2.61 GiB) with grad_accumulation "
+                       "100000, keeping the global batch of 100000"),
+            std::string::npos)
+      << c.err;
+}
+
 TEST(PlanCommand, NoPlanFitsExitsThreeAndSuggestsAMicroBatch) {
   const Captured c = RunCli({"--budget", "6GB", kExample});
   EXPECT_EQ(c.code, 3);
