@@ -14,6 +14,10 @@ namespace {
 
 constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
 
+// The same range ParseProfile accepts, so that every valid profile (an
+// analytic one included) can be written and read back.
+bool TimeOk(double ms) { return std::isfinite(ms) && ms >= 0 && ms <= kMaxMs; }
+
 Status ParseSelective(const nlohmann::json& j, const std::string& where, SelectiveOption* out) {
   if (!j.is_object()) {
     return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(j));
@@ -76,14 +80,18 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0) {
     return Status::Invalid(source + ": field 'static_bytes': must not be negative");
   }
+  if (!TimeOk(p.optimizer_ms)) {
+    return Status::Invalid(source + ": field 'optimizer_ms': must be in [0, 1e12] ms");
+  }
   CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
     const std::string where = source + ": layers[" + std::to_string(i) + "] ('" + l.name + "')";
     if (l.name.empty()) return Status::Invalid(where + ": field 'name': must not be empty");
-    auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
-    if (!finite(l.forward_ms) || !finite(l.backward_ms)) {
-      return Status::Invalid(where + ": times must be finite and >= 0");
+    if (!TimeOk(l.forward_ms) || !TimeOk(l.backward_ms)) {
+      return Status::Invalid(where + ": times must be in [0, 1e12] ms, got forward " +
+                             std::to_string(l.forward_ms) + ", backward " +
+                             std::to_string(l.backward_ms));
     }
     if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < 0 ||
         l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0) {
@@ -107,9 +115,9 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
         return Status::Invalid(where + ": selective[" + std::to_string(k) +
                                "]: activation_bytes is smaller than the layer's output_bytes");
       }
-      if (!finite(o.extra_recompute_ms)) {
+      if (!TimeOk(o.extra_recompute_ms)) {
         return Status::Invalid(where + ": selective[" + std::to_string(k) +
-                               "]: extra_recompute_ms must be finite and >= 0");
+                               "]: extra_recompute_ms must be in [0, 1e12] ms");
       }
       total += CheckedInt(o.recompute_workspace_bytes);
     }

@@ -23,6 +23,7 @@ void WriteCatalogueFiles(const ScratchDir& dir) {
   dir.Write("overflow.json",
             R"({"name": "wide", "layers": 1, "hidden": 64, "heads": 1, "vocab": 128,
                 "seq_len": 16777216, "micro_batch": 4096})");
+  dir.Write("tiny.json", R"({"name": "tiny", "layers": 2, )" + model + "}");
   dir.Write("nan.json", R"({"layers": 2, "hidden": NaN, "heads": 4, "vocab": 10, "seq_len": 8})");
   dir.Write("empty.json", "");
   dir.Write("array.json", "[1, 2]");
@@ -131,6 +132,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"vocab_1e30", {"{dir}/vocab_1e30.json"}, "field 'vocab'"},
         Case{"bytes_overflow", {"{dir}/overflow.json"},
              "wide: the model's byte counts overflow 64-bit arithmetic"},
+        Case{"time_overflow", {"--tflops", "0.000001", "--seq-len", "16777216", "{dir}/tiny.json"},
+             "tiny: layers[1] ('block0'): times must be in [0, 1e12] ms"},
         Case{"deep_nesting", {"{dir}/deep.json"}, "deep.json: malformed JSON: nested deeper than 64"},
         Case{"newline_in_key", {"{dir}/newline_key.json"}, "unknown field 'la\\nyers'"},
         Case{"seq_len_huge", {"--seq-len", "99999999999", kExample}, "option --seq-len"},

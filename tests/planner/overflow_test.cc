@@ -105,6 +105,26 @@ TEST(Overflow, InputsAndTheirGradientsCountTwice) {
   EXPECT_GT(plans->chosen.predicted.peak_bytes, 0);
 }
 
+// An analytic profile whose times exceed what a profile file may hold was
+// written by `planner profile --analytic` and then refused as input.
+TEST(Overflow, AbsurdTimesAreRejectedSoProfilesReadBack) {
+  ModelConfig c = Gpt3(1 << 24, AttentionImpl::kEager);
+  c.layers = 1;
+  c.hidden = 64;
+  c.heads = 4;
+  c.ffn_hidden = 256;
+  c.vocab = 100;
+  AnalyticOptions slow;
+  slow.tflops = 1e-6;
+  Result<Profile> p = AnalyticProfile(c, slow);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("times must be in [0, 1e12] ms"), std::string::npos)
+      << p.status().message();
+  Result<Profile> fast = AnalyticProfile(c, AnalyticOptions{});
+  ASSERT_TRUE(fast.ok()) << fast.status().message();
+  EXPECT_TRUE(ParseProfile(ProfileToJson(*fast), "p.json").ok());
+}
+
 TEST(Overflow, ModelFieldsHaveUpperBounds) {
   ModelConfig c = Gpt3(2048, AttentionImpl::kFlash);
   ASSERT_TRUE(ValidateModelConfig(c, "m.json").ok());
