@@ -103,6 +103,9 @@ void SetBeforeRenameHookForTesting(std::function<void(const std::string&)> hook)
 Result<std::string> ReadTextFile(const std::string& path) {
   struct stat st;
   if (path.empty()) return Status::Invalid("no input file given");
+  if (path.find('\0') != std::string::npos) {
+    return Status::Invalid(path.substr(0, path.find('\0')) + "...: the path contains a NUL byte");
+  }
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Invalid(path + ": no such file");
     return Status::Invalid(path + ": cannot read: " + std::strerror(errno));
@@ -127,6 +130,9 @@ Status WriteFileAtomic(const std::string& path, const std::string& content) {
     return std::cout ? Status::Ok() : Status::Invalid("cannot write to standard output");
   }
   if (path.empty()) return Status::Invalid("empty output path");
+  if (path.find('\0') != std::string::npos) {
+    return Status::Invalid(path.substr(0, path.find('\0')) + "...: the path contains a NUL byte");
+  }
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) {

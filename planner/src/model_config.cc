@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "json_values.h"
 
 namespace remat {
 namespace {
@@ -145,7 +146,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;
   j["tie_embeddings"] = c.tie_embeddings;
-  return j.dump(2) + "\n";
+  return DumpDocument(j);
 }
 
 }  // namespace remat

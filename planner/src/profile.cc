@@ -229,7 +229,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
   return j;
 }
 
-std::string ProfileToJson(const Profile& p) { return ProfileJsonValue(p).dump(2) + "\n"; }
+std::string ProfileToJson(const Profile& p) { return DumpDocument(ProfileJsonValue(p)); }
 
 std::vector<int> BlockLayers(const Profile& p) {
   std::vector<int> blocks;

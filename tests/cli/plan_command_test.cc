@@ -65,6 +65,18 @@ TEST(PlanCommand, NoFitWithAHugeMicroBatchStillSuggestsOne) {
       << c.err;
 }
 
+// Found by the CLI fuzzer: a Latin-1 file name ended in "internal error"
+// when the plan JSON was written.
+TEST(PlanCommand, ANonUtf8FileNameIsFine) {
+  ScratchDir dir;
+  const std::string in = dir.Write("caf\xe9.json", ReadAll(kExample));
+  const std::string out = dir.Path("plan.json");
+  const Captured c = RunCli({"--budget", "24GB", "-o", out, in});
+  EXPECT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
+  EXPECT_NE(j["model"]["input"].get<std::string>().find("caf\xef\xbf\xbd.json"), std::string::npos);
+}
+
 TEST(PlanCommand, NoPlanFitsExitsThreeAndSuggestsAMicroBatch) {
   const Captured c = RunCli({"--budget", "6GB", kExample});
   EXPECT_EQ(c.code, 3);

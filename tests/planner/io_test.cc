@@ -161,6 +161,17 @@ TEST(WriteFileAtomic, LeavesAnInstalledHandlerAlone) {
   EXPECT_EQ(dir.Names(), std::set<std::string>{"plan.json"});
 }
 
+// A std::string path can hold a NUL the file system would cut at.
+TEST(ReadTextFile, RejectsAPathWithANulByte) {
+  ScratchDir dir;
+  Put(dir.Path("a.json"), "{}");
+  const std::string path = dir.Path("a.json") + std::string(1, '\0') + "b";
+  EXPECT_NE(ReadTextFile(path).status().message().find("the path contains a NUL byte"),
+            std::string::npos);
+  EXPECT_FALSE(WriteFileAtomic(path, "x").ok());
+  EXPECT_EQ(ReadAll(dir.Path("a.json")), "{}");
+}
+
 TEST(ReadTextFile, NamesThePathAndWhatIsWrong) {
   ScratchDir dir;
   EXPECT_NE(ReadTextFile(dir.Path("nope.json")).status().message().find("nope.json: no such file"),

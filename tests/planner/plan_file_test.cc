@@ -48,6 +48,20 @@ TEST(PlanFile, RoundTrips) {
   EXPECT_TRUE(CheckPlanMatchesProfile(*plan, p, "plan.json").ok());
 }
 
+// Found by the CLI fuzzer: a file name that is not UTF-8 (Linux allows any
+// bytes) made PlanToJson throw (nlohmann type_error 316), an internal error.
+TEST(PlanFile, ANonUtf8InputPathIsWrittenWithAReplacementCharacter) {
+  const Profile p = ProfileOf(SmallGpt());
+  ReportContext ctx;
+  ctx.input_path = "caf\xe9.json";
+  const std::string text = PlanToJson(*MakePlan(p, PlanOptions{}), p, ctx);
+  EXPECT_EQ(nlohmann::json::parse(text)["model"]["input"], "caf\xef\xbf\xbd.json");
+  EXPECT_TRUE(ParsePlanJson(text, "plan.json").ok());
+  Profile named = p;
+  named.model = "\xff";
+  EXPECT_TRUE(ParseProfile(ProfileToJson(named), "p.json").ok());
+}
+
 struct BadPlan {
   const char* name;
   std::function<std::string(nlohmann::json&, const std::string& text)> make;

@@ -9,7 +9,8 @@
 namespace remat {
 
 // Reads a whole regular file. Errors name the path and say what is wrong:
-// missing, a directory, unreadable, larger than 256 MiB.
+// missing, a directory, unreadable, larger than 256 MiB, a NUL byte in the
+// path (the file system would see a different, shorter name).
 Result<std::string> ReadTextFile(const std::string& path);
 
 // Writes `content` to a temporary file beside `path` ("<path>.tmp.<pid>.<n>"),
