@@ -6,7 +6,8 @@
 # BUILD_DIR is configured with CXX=clang++ -DREMAT_FUZZ=ON (see docs/fuzzing.md).
 # WORK_DIR (default BUILD_DIR/fuzz/work) keeps each target's growing corpus,
 # its log and any crash input (crash-*, timeout-*, leak-*). Targets run
-# FUZZ_JOBS at a time (default 2). Exit status 1 if any target failed.
+# FUZZ_JOBS at a time (default 2); FUZZ_TARGETS="cli units" picks some.
+# Exit status 1 if any target failed.
 set -euo pipefail
 
 build=$(realpath "${1:?usage: fuzz/run.sh BUILD_DIR [SECONDS] [WORK_DIR]}")
@@ -14,7 +15,7 @@ seconds=${2:-30}
 work=$(realpath -m "${3:-$build/fuzz/work}")
 jobs=${FUZZ_JOBS:-2}
 here=$(cd "$(dirname "$0")" && pwd)
-targets=(model_config hf_config profile plan_json schedule units cli)
+read -r -a targets <<< "${FUZZ_TARGETS:-model_config hf_config profile plan_json schedule units cli}"
 
 mkdir -p "$work"
 "$build/bin/fuzz/remat_fuzz_seeds" "$work/seeds" "$here/../examples"
