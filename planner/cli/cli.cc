@@ -79,6 +79,8 @@ const std::vector<Command>& Commands() {
       {"plan", "plan checkpoints under a budget (the default command)", PlanCommand},
       {"profile", "print a per-layer profile (--analytic, or measured by the runtime)",
        ProfileCommand},
+      {"pareto", "step time against peak memory for each strategy over a range of budgets",
+       ParetoCommand},
   };
   return commands;
 }

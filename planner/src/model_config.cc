@@ -21,8 +21,8 @@ const std::vector<std::string> kKnownKeys = {
 // Generous limits: anything above is a typo, and keeps byte arithmetic far
 // from overflow (see checked_math.h for the rest). Published models have up
 // to ~200 blocks; the strategies' budget searches grow with the square of the
-// chain (1024 blocks plan in tens of seconds, 65536 would take days).
-constexpr int64_t kMaxLayers = 1024;
+// chain (4096 blocks plan in about 25 s, 65536 would take hours).
+constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxWidth = 1 << 20;
 constexpr int64_t kMaxTokens = 1 << 24;
 

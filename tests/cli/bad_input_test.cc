@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"missing_value", {kExample, "--budget"}, "needs a value"},
         // Wrong types.
         Case{"layers_string", {"{dir}/layers_string.json"},
-             "layers_string.json: field 'layers': expected an integer in [1, 1024], got \"12\""},
+             "layers_string.json: field 'layers': expected an integer in [1, 4096], got \"12\""},
         Case{"layers_float", {"{dir}/layers_float.json"}, "field 'layers': expected an integer"},
         Case{"dropout_type", {"{dir}/dropout_type.json"},
              "field 'dropout': expected a number in [0, 0.999999], got \"high\""},
@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"json_array", {"{dir}/array.json"}, "array.json: expected a JSON object"},
         Case{"empty_file", {"{dir}/empty.json"}, "empty.json: malformed JSON"},
         // Zero, NaN, inf, negative, absurdly large.
-        Case{"zero_layers", {"{dir}/layers_zero.json"}, "field 'layers': expected an integer in [1, 1024], got 0"},
+        Case{"zero_layers", {"{dir}/layers_zero.json"}, "field 'layers': expected an integer in [1, 4096], got 0"},
         Case{"nan", {"{dir}/nan.json"}, "nan.json: malformed JSON"},
         Case{"layers_huge", {"{dir}/layers_huge.json"}, "field 'layers'"},
         Case{"vocab_1e30", {"{dir}/vocab_1e30.json"}, "field 'vocab'"},

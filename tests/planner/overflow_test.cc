@@ -143,10 +143,10 @@ TEST(Overflow, ModelFieldsHaveUpperBounds) {
   }
 }
 
-TEST(Overflow, ChainsLongerThan2048LayersAreRejected) {
-  const Status s = ValidateProfile(testing::UniformChain(2049), "long.json");
+TEST(Overflow, ChainsLongerThan8192LayersAreRejected) {
+  const Status s = ValidateProfile(testing::UniformChain(8193), "long.json");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("long.json: field 'layers': 2049 layers, at most 2048"),
+  EXPECT_NE(s.message().find("long.json: field 'layers': 8193 layers, at most 8192"),
             std::string::npos)
       << s.message();
 }
