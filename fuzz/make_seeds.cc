@@ -110,6 +110,12 @@ const char* const kCli[] = {
     "--help",
     "--version",
     "profile\n--help",
+    "--budget\n1MB\n--strategy\noptimal\n--slots\n64\ntiny.json",
+    "--budget\n1MB\n--strategy\noptimal-single\nbert.json",
+    "--budget\n1MB\n--report\nreport.html\n--trace\ntrace.json\ntiny.json",
+    "--budget\n1MB\n--format\nmd\n--pareto-points\n3\nllama.json",
+    "pareto\n--points\n4\n--strategies\nuniform,optimal\ntiny.json",
+    "pareto\n--min-budget\n100KB\n--max-budget\n2MB\n--json\n-o\np.json\nprofile.json",
 };
 
 int Main(const std::string& out, const std::string& examples) {
