@@ -1,5 +1,6 @@
 // planner [plan] --budget SIZE [--strategy S] [--format text|json|md] [-o plan.json]
 //                [--report report.html] [--trace trace.json] INPUT
+#include <optional>
 #include <ostream>
 
 #include "commands.h"
@@ -126,33 +127,56 @@ std::string SuggestFit(const Job& job, const PlanSet& plans, const PlanOptions& 
   if (!job.context.has_config) {
     return msg + "; a budget of at least " + FormatBytes(lowest) + " would fit";
   }
-  ModelConfig c = job.context.config;
+  const ModelConfig& c = job.context.config;
   const int64_t global = c.micro_batch * c.grad_accumulation;
   PlanOptions auto_options = options;
   auto_options.strategy = Strategy::kAuto;
-  // The largest micro-batch that fits, and the largest one that also divides
-  // the global batch (so gradient accumulation keeps it exactly).
-  std::string fit_any, fit_divisor;
-  for (int64_t mb = c.micro_batch - 1; mb >= 1 && fit_divisor.empty(); --mb) {
-    c.micro_batch = mb;
-    Result<Profile> p = AnalyticProfile(c, job.analytic);
-    if (!p.ok()) break;
+  // The plan auto picks at micro-batch `mb`, if one fits.
+  auto fitting_plan = [&](int64_t mb) -> std::optional<Plan> {
+    ModelConfig m = c;
+    m.micro_batch = mb;
+    Result<Profile> p = AnalyticProfile(m, job.analytic);
+    if (!p.ok()) return std::nullopt;
     Result<PlanSet> s = MakePlan(*p, auto_options);
-    if (!s.ok() || !s->chosen.fits) continue;
-    const std::string what = "micro_batch " + std::to_string(mb) + " fits (" +
-                             ToString(s->chosen.strategy) + ", peak " +
-                             FormatBytes(s->chosen.predicted.peak_bytes) + ")";
-    if (global % mb == 0) {
-      fit_divisor = what + " with grad_accumulation " + std::to_string(global / mb) +
-                    ", keeping the global batch of " + std::to_string(global);
-    } else if (fit_any.empty()) {
-      fit_any = what;
+    if (!s.ok() || !s->chosen.fits) return std::nullopt;
+    return s->chosen;
+  };
+  // Every tensor grows with the micro-batch, so whether a plan fits is
+  // monotone in it: bisect for the largest micro-batch that fits (walking
+  // down one by one from --micro-batch 100000 would plan 100,000 times).
+  int64_t lo = 0, hi = c.micro_batch;  // lo fits (0: none does), hi does not
+  std::optional<Plan> lo_plan;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    std::optional<Plan> p = fitting_plan(mid);
+    if (p) {
+      lo = mid;
+      lo_plan = std::move(p);
+    } else {
+      hi = mid;
     }
   }
-  if (!fit_any.empty() && !fit_divisor.empty()) return msg + "; " + fit_any + "; " + fit_divisor;
-  if (!fit_divisor.empty()) return msg + "; " + fit_divisor;
-  if (!fit_any.empty()) return msg + "; " + fit_any;
-  return msg + "; even micro_batch 1 does not fit: shorten seq_len or use flash attention";
+  if (lo == 0) {
+    return msg + "; even micro_batch 1 does not fit: shorten seq_len or use flash attention";
+  }
+  auto fits_text = [](int64_t mb, const Plan& p) {
+    return "micro_batch " + std::to_string(mb) + " fits (" + ToString(p.strategy) + ", peak " +
+           FormatBytes(p.predicted.peak_bytes) + ")";
+  };
+  // The largest fitting micro-batch that divides the global batch, so that
+  // gradient accumulation keeps it exactly.
+  int64_t divisor = lo;
+  while (global % divisor != 0) --divisor;
+  const std::optional<Plan> divisor_plan = divisor == lo ? lo_plan : fitting_plan(divisor);
+  std::string fit_divisor;
+  if (divisor_plan) {
+    fit_divisor = fits_text(divisor, *divisor_plan) + " with grad_accumulation " +
+                  std::to_string(global / divisor) + ", keeping the global batch of " +
+                  std::to_string(global);
+  }
+  if (divisor == lo) return msg + "; " + fit_divisor;
+  const std::string fit_any = fits_text(lo, *lo_plan);
+  return fit_divisor.empty() ? msg + "; " + fit_any : msg + "; " + fit_any + "; " + fit_divisor;
 }
 
 }  // namespace

@@ -3,8 +3,44 @@
 #include <cmath>
 
 namespace remat {
+namespace {
+
+// remat's files nest five levels at most (plan -> profile -> layers -> layer
+// -> selective). Deeper documents are rejected before parsing, so that no
+// recursive walk over a document (dump, copy, comparison) can exhaust the
+// stack: a plan.json of 300,000 '[' used to crash ParsePlanJson.
+constexpr int kMaxJsonDepth = 64;
+
+// The byte offset where nesting first exceeds kMaxJsonDepth, or npos.
+size_t TooDeepAt(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
 
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source) {
+  const size_t deep = TooDeepAt(text);
+  if (deep != std::string_view::npos) {
+    return Status::Invalid(source + ": malformed JSON: nested deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels at byte " +
+                           std::to_string(deep) + "; not a remat file");
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -14,7 +50,13 @@ Result<nlohmann::json> ParseJson(std::string_view text, const std::string& sourc
     if (at != std::string::npos) what = what.substr(at);
     return Status::Invalid(source + ": malformed JSON: " + what);
   } catch (const std::exception& e) {
-    return Status::Invalid(source + ": malformed JSON: " + e.what());
+    // e.g. "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    if (what.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) {
+      what = what.substr(bracket + 2);
+    }
+    return Status::Invalid(source + ": malformed JSON: " + what);
   }
 }
 

@@ -16,6 +16,7 @@
 namespace remat {
 
 // Parses JSON text; errors read "<source>: malformed JSON: <where and why>".
+// Documents nested deeper than 64 levels are rejected (no remat file comes close).
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source);
 
 // A short rendering of a JSON value for messages ("-3", "\"fp8\"", "an array").

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "json_values.h"
 
 namespace remat {
 namespace {
@@ -18,8 +19,10 @@ const std::vector<std::string> kKnownKeys = {
     "tie_embeddings"};
 
 // Generous limits: anything above is a typo, and keeps byte arithmetic far
-// from overflow (see checked_math.h for the rest).
-constexpr int64_t kMaxLayers = 1 << 16;
+// from overflow (see checked_math.h for the rest). Published models have up
+// to ~200 blocks; the strategies' budget searches grow with the square of the
+// chain (4096 blocks plan in about 25 s, 65536 would take hours).
+constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxWidth = 1 << 20;
 constexpr int64_t kMaxTokens = 1 << 24;
 
@@ -96,20 +99,26 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   auto bad = [&](const char* field, const std::string& what) {
     return Status::Invalid(source + ": field '" + field + "': " + what);
   };
-  if (c.layers < 1 || c.layers > kMaxLayers) return bad("layers", "expected an integer in [1, 65536]");
-  if (c.hidden < 1 || c.hidden > kMaxWidth) return bad("hidden", "expected an integer in [1, 1048576]");
-  if (c.heads < 1) return bad("heads", "expected a positive integer");
+  auto in_range = [&](const char* field, int64_t v, int64_t max) {
+    return v >= 1 && v <= max ? Status::Ok()
+                              : bad(field, "expected an integer in [1, " + std::to_string(max) +
+                                               "], got " + std::to_string(v));
+  };
+  REMAT_RETURN_IF_ERROR(in_range("layers", c.layers, kMaxLayers));
+  REMAT_RETURN_IF_ERROR(in_range("hidden", c.hidden, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(in_range("heads", c.heads, kMaxWidth));
   if (c.hidden % c.heads != 0) {
     return bad("heads", std::to_string(c.heads) + " does not divide hidden = " +
                             std::to_string(c.hidden) + " (head size must be a whole number)");
   }
-  if (c.ffn_hidden < 1) return bad("ffn_hidden", "expected a positive integer");
-  if (c.vocab < 1) return bad("vocab", "expected a positive integer");
-  if (c.seq_len < 1 || c.seq_len > kMaxTokens) return bad("seq_len", "expected an integer in [1, 16777216]");
-  if (c.micro_batch < 1 || c.micro_batch > kMaxTokens) {
-    return bad("micro_batch", "expected an integer in [1, 16777216]");
+  REMAT_RETURN_IF_ERROR(in_range("ffn_hidden", c.ffn_hidden, 16 * kMaxWidth));
+  REMAT_RETURN_IF_ERROR(in_range("vocab", c.vocab, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(in_range("seq_len", c.seq_len, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(in_range("micro_batch", c.micro_batch, kMaxTokens));
+  if (c.max_position > kMaxTokens) {  // 0 is fine for llama (no learned positions)
+    return bad("max_position", "expected an integer in [1, " + std::to_string(kMaxTokens) + "]");
   }
-  if (c.grad_accumulation < 1) return bad("grad_accumulation", "expected a positive integer");
+  REMAT_RETURN_IF_ERROR(in_range("grad_accumulation", c.grad_accumulation, kMaxTokens));
   if (c.architecture != Architecture::kLlama && c.max_position < c.seq_len) {
     return bad("max_position", std::to_string(c.max_position) + " is smaller than seq_len = " +
                                    std::to_string(c.seq_len) +
@@ -137,7 +146,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;
   j["tie_embeddings"] = c.tie_embeddings;
-  return j.dump(2) + "\n";
+  return DumpDocument(j);
 }
 
 }  // namespace remat

@@ -1,5 +1,6 @@
 #include "remat/profile.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,10 @@ namespace remat {
 namespace {
 
 constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
+
+// The same range ParseProfile accepts, so that every valid profile (an
+// analytic one included) can be written and read back.
+bool TimeOk(double ms) { return std::isfinite(ms) && ms >= 0 && ms <= kMaxMs; }
 
 Status ParseSelective(const nlohmann::json& j, const std::string& where, SelectiveOption* out) {
   if (!j.is_object()) {
@@ -67,21 +72,29 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (p.layers.empty()) {
     return Status::Invalid(source + ": field 'layers': the chain is empty, expected at least one layer");
   }
-  if (p.layers.size() > (1u << 20)) {
-    return Status::Invalid(source + ": field 'layers': more than 1,048,576 layers");
+  // model.json allows 4096 blocks; the strategies' searches grow with the
+  // square of the chain (8192 layers plan in about 2 minutes under a tight
+  // budget), so a much longer chain would plan for hours.
+  if (p.layers.size() > 8192) {
+    return Status::Invalid(source + ": field 'layers': " + std::to_string(p.layers.size()) +
+                           " layers, at most 8192 are supported");
   }
   const StaticMemory& s = p.static_memory;
   if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0) {
     return Status::Invalid(source + ": field 'static_bytes': must not be negative");
+  }
+  if (!TimeOk(p.optimizer_ms)) {
+    return Status::Invalid(source + ": field 'optimizer_ms': must be in [0, 1e12] ms");
   }
   CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
     const std::string where = source + ": layers[" + std::to_string(i) + "] ('" + l.name + "')";
     if (l.name.empty()) return Status::Invalid(where + ": field 'name': must not be empty");
-    auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
-    if (!finite(l.forward_ms) || !finite(l.backward_ms)) {
-      return Status::Invalid(where + ": times must be finite and >= 0");
+    if (!TimeOk(l.forward_ms) || !TimeOk(l.backward_ms)) {
+      return Status::Invalid(where + ": times must be in [0, 1e12] ms, got forward " +
+                             std::to_string(l.forward_ms) + ", backward " +
+                             std::to_string(l.backward_ms));
     }
     if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < 0 ||
         l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0) {
@@ -105,13 +118,19 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
         return Status::Invalid(where + ": selective[" + std::to_string(k) +
                                "]: activation_bytes is smaller than the layer's output_bytes");
       }
-      if (!finite(o.extra_recompute_ms)) {
+      if (!TimeOk(o.extra_recompute_ms)) {
         return Status::Invalid(where + ": selective[" + std::to_string(k) +
-                               "]: extra_recompute_ms must be finite and >= 0");
+                               "]: extra_recompute_ms must be in [0, 1e12] ms");
       }
       total += CheckedInt(o.recompute_workspace_bytes);
     }
-    total += CheckedInt(l.input_bytes) + l.activation_bytes + l.forward_workspace_bytes +
+    // Bounds everything the simulator can hold live at once, so its sums
+    // cannot overflow: x[i] and g[i] (input_bytes each), what the layer keeps
+    // (a selective option's activations replace the layer's: the larger
+    // counts) and every workspace.
+    int64_t kept = l.activation_bytes;
+    for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
+    total += CheckedInt(l.input_bytes) * 2 + kept + l.forward_workspace_bytes +
              l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     if (!total.ok()) {
       return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
@@ -214,7 +233,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
   return j;
 }
 
-std::string ProfileToJson(const Profile& p) { return ProfileJsonValue(p).dump(2) + "\n"; }
+std::string ProfileToJson(const Profile& p) { return DumpDocument(ProfileJsonValue(p)); }
 
 std::vector<int> BlockLayers(const Profile& p) {
   std::vector<int> blocks;

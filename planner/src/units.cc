@@ -92,7 +92,10 @@ std::string FormatBytes(int64_t bytes) {
 }
 
 std::string FormatCount(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
+  // Negated as unsigned: -INT64_MIN does not fit in int64.
+  const uint64_t magnitude =
+      value < 0 ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  std::string digits = std::to_string(magnitude);
   std::string out;
   int n = 0;
   for (auto it = digits.rbegin(); it != digits.rend(); ++it) {

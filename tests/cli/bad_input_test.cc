@@ -1,5 +1,7 @@
 // Bad input: exit code 2, one clear line naming the file/field/value, no
 // output file written, a previous output file left intact.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
@@ -7,11 +9,57 @@
 namespace remat::cli {
 namespace {
 
+// The inputs the catalogue names, beside the ones written inline above.
+void WriteCatalogueFiles(const ScratchDir& dir) {
+  const std::string model = R"("hidden": 64, "heads": 4, "vocab": 10, "seq_len": 8)";
+  dir.Write("layers_string.json", R"({"layers": "12", )" + model + "}");
+  dir.Write("layers_float.json", R"({"layers": 2.5, )" + model + "}");
+  dir.Write("layers_zero.json", R"({"layers": 0, )" + model + "}");
+  dir.Write("layers_huge.json", R"({"layers": 99999999999999999999, )" + model + "}");
+  dir.Write("dropout_type.json", R"({"layers": 2, "dropout": "high", )" + model + "}");
+  dir.Write("typo.json", R"({"layer": 2, )" + model + "}");
+  dir.Write("vocab_1e30.json",
+            R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 1e30, "seq_len": 8})");
+  dir.Write("overflow.json",
+            R"({"name": "wide", "layers": 1, "hidden": 64, "heads": 1, "vocab": 128,
+                "seq_len": 16777216, "micro_batch": 4096})");
+  dir.Write("tiny.json", R"({"name": "tiny", "layers": 2, )" + model + "}");
+  dir.Write("nan.json", R"({"layers": 2, "hidden": NaN, "heads": 4, "vocab": 10, "seq_len": 8})");
+  dir.Write("empty.json", "");
+  dir.Write("array.json", "[1, 2]");
+  dir.Write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  dir.Write("newline_key.json", "{\"la\\nyers\": 2}");
+  dir.Write("hf_t5.json", R"({"model_type": "t5", "num_layers": 6})");
+  dir.Write("hf_missing.json", R"({"model_type": "gpt2", "n_embd": 64})");
+  const std::string layer =
+      R"("kind": "block", "forward_ms": 1, "backward_ms": 2, "input_bytes": 10,
+         "output_bytes": 10, "forward_workspace_bytes": 0, "backward_workspace_bytes": 0)";
+  auto profile = [&](const std::string& layers) {
+    return R"({"model": "p", "static_bytes": 100, "layers": [)" + layers + "]}";
+  };
+  dir.Write("profile_empty.json", profile(""));
+  dir.Write("profile_ok.json", profile(R"({"name": "l0", "activation_bytes": 30, )" + layer + "}"));
+  dir.Write("profile_truncated.json", profile(R"({"name": "l0", )" + layer).substr(0, 90));
+  dir.Write("profile_negative.json",
+            profile(R"({"name": "l0", "activation_bytes": -5, )" + layer + "}"));
+  dir.Write("profile_inf.json",
+            profile(R"({"name": "l0", "activation_bytes": 30, "forward_ms": 1e999, )" + layer + "}"));
+  dir.Write("profile_chain.json",
+            profile(R"({"name": "l0", "activation_bytes": 30, )" + layer + R"(}, {"name": "l1",
+                "activation_bytes": 30, "kind": "block", "forward_ms": 1, "backward_ms": 2,
+                "input_bytes": 12, "output_bytes": 10, "forward_workspace_bytes": 0,
+                "backward_workspace_bytes": 0})"));
+  dir.Write("profile_4eib.json",
+            profile(R"({"name": "l0", "activation_bytes": 4611686018427387904, )" + layer + "}"));
+}
+
 struct Case {
   const char* name;
   std::vector<std::string> args;  // "{dir}" is replaced by the scratch directory
   const char* expect;             // substring of the error line
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class BadInput : public ::testing::TestWithParam<Case> {};
 
@@ -25,6 +73,7 @@ TEST_P(BadInput, ExitsTwoWithOneClearLineAndWritesNothing) {
   dir.Write("precision.json",
             R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 8, "precision": "fp8"})");
   dir.Write("zero.json", R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 0})");
+  WriteCatalogueFiles(dir);
   const std::string out = dir.Write("out.json", "previous plan");
   std::vector<std::string> args = {"-o", out};
   for (std::string a : GetParam().args) {
@@ -66,8 +115,70 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"two_inputs", {kExample, kExample}, "expected one input file"},
         Case{"device", {"--device", "tpu", kExample}, "unknown device 'tpu'"},
         Case{"micro_batch", {"--micro-batch", "0", kExample}, "--micro-batch"},
-        Case{"missing_value", {kExample, "--budget"}, "needs a value"}),
+        Case{"missing_value", {kExample, "--budget"}, "needs a value"},
+        // Wrong types.
+        Case{"layers_string", {"{dir}/layers_string.json"},
+             "layers_string.json: field 'layers': expected an integer in [1, 4096], got \"12\""},
+        Case{"layers_float", {"{dir}/layers_float.json"}, "field 'layers': expected an integer"},
+        Case{"dropout_type", {"{dir}/dropout_type.json"},
+             "field 'dropout': expected a number in [0, 0.999999], got \"high\""},
+        Case{"unknown_field", {"{dir}/typo.json"}, "typo.json: unknown field 'layer'"},
+        Case{"json_array", {"{dir}/array.json"}, "array.json: expected a JSON object"},
+        Case{"empty_file", {"{dir}/empty.json"}, "empty.json: malformed JSON"},
+        // Zero, NaN, inf, negative, absurdly large.
+        Case{"zero_layers", {"{dir}/layers_zero.json"}, "field 'layers': expected an integer in [1, 4096], got 0"},
+        Case{"nan", {"{dir}/nan.json"}, "nan.json: malformed JSON"},
+        Case{"layers_huge", {"{dir}/layers_huge.json"}, "field 'layers'"},
+        Case{"vocab_1e30", {"{dir}/vocab_1e30.json"}, "field 'vocab'"},
+        Case{"bytes_overflow", {"{dir}/overflow.json"},
+             "wide: the model's byte counts overflow 64-bit arithmetic"},
+        Case{"time_overflow", {"--tflops", "0.000001", "--seq-len", "16777216", "{dir}/tiny.json"},
+             "tiny: layers[1] ('block0'): times must be in [0, 1e12] ms"},
+        Case{"deep_nesting", {"{dir}/deep.json"}, "deep.json: malformed JSON: nested deeper than 64"},
+        Case{"newline_in_key", {"{dir}/newline_key.json"}, "unknown field 'la\\nyers'"},
+        Case{"seq_len_huge", {"--seq-len", "99999999999", kExample}, "option --seq-len"},
+        Case{"tflops_nan", {"--tflops", "nan", kExample}, "option --tflops"},
+        Case{"budget_too_large", {"--budget", "99999999999TiB", kExample}, "is too large"},
+        Case{"budget_nan", {"--budget", "nanGB", kExample}, "bad byte quantity 'nanGB'"},
+        Case{"budget_empty", {"--budget", "", kExample}, "empty byte quantity"},
+        Case{"budget_zero", {"--budget", "0GB", kExample}, "must be positive"},
+        // Profiles.
+        Case{"profile_empty", {"{dir}/profile_empty.json"}, "the chain is empty"},
+        Case{"profile_truncated", {"{dir}/profile_truncated.json"},
+             "profile_truncated.json: malformed JSON"},
+        Case{"profile_negative", {"{dir}/profile_negative.json"},
+             "layers[0]: field 'activation_bytes': expected an integer in [0, "},
+        Case{"profile_inf", {"{dir}/profile_inf.json"}, "number overflow parsing '1e999'"},
+        Case{"profile_chain", {"{dir}/profile_chain.json"},
+             "layers[1] ('l1'): field 'input_bytes' (12) differs from the previous layer's"},
+        Case{"profile_4eib", {"{dir}/profile_4eib.json"}, "byte counts add up past 4 EiB"},
+        Case{"profile_override", {"--micro-batch", "2", "{dir}/profile_ok.json"},
+             "profile_ok.json is a profile"},
+        // Hugging Face config.json.
+        Case{"hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},
+        Case{"hf_missing", {"{dir}/hf_missing.json"}, "hf_missing.json: missing 'n_layer'"},
+        // Files and flags.
+        Case{"not_regular", {"/dev/null"}, "/dev/null: not a regular file"},
+        Case{"unknown_flag", {"--budgte", "24GB", kExample}, "unknown option '--budgte' (did you mean --budget?)"},
+        Case{"strategy_empty", {"--strategy", "", kExample}, "unknown strategy ''"},
+        Case{"output_twice", {"-o", "{dir}/other.json", kExample}, "option -o is given twice"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// chmod 000 stops everyone but root; as root the case cannot be made.
+TEST(BadInput, UnreadableFile) {
+  ScratchDir dir;
+  const std::string in = dir.Write("secret.json", "{}");
+  const std::string out = dir.Write("out.json", "previous plan");
+  ASSERT_EQ(::chmod(in.c_str(), 0), 0);
+  if (::access(in.c_str(), R_OK) == 0) {
+    GTEST_SKIP() << "running as root: a chmod 000 file is still readable";
+  }
+  const Captured c = RunCli({"-o", out, "--budget", "24GB", in});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_EQ(c.err, "planner: error: " + in + ": cannot read: Permission denied\n");
+  EXPECT_TRUE(c.out.empty());
+  EXPECT_EQ(ReadAll(out), "previous plan");
+}
 
 }  // namespace
 }  // namespace remat::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "testing/scratch_dir.h"
 
 namespace remat::cli {
 
@@ -28,28 +29,7 @@ inline Captured RunCli(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
-// A fresh directory under $TMPDIR, removed when the object goes away.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                       std::string("/remat_test_XXXXXX");
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~ScratchDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  std::string Write(const std::string& name, const std::string& content) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p) << content;
-    return p;
-  }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using remat::testing::ScratchDir;
 
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

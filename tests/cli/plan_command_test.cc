@@ -54,6 +54,29 @@ TEST(PlanCommand, ManualLayersAndOutputFile) {
   EXPECT_EQ(j["layers"][5]["decision"], "checkpoint");  // block4
 }
 
+// The suggestion bisects over micro-batches: walking down one by one from
+// 100,000 planned 100,000 times (hours).
+TEST(PlanCommand, NoFitWithAHugeMicroBatchStillSuggestsOne) {
+  const Captured c = RunCli({"--budget", "3GB", "--micro-batch", "100000", kExample});
+  EXPECT_EQ(c.code, 3);
+  EXPECT_NE(c.err.find("; micro_batch 1 fits ("), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("with grad_accumulation 100000, keeping the global batch of 100000"),
+            std::string::npos)
+      << c.err;
+}
+
+// Found by the CLI fuzzer: a Latin-1 file name ended in "internal error"
+// when the plan JSON was written.
+TEST(PlanCommand, ANonUtf8FileNameIsFine) {
+  ScratchDir dir;
+  const std::string in = dir.Write("caf\xe9.json", ReadAll(kExample));
+  const std::string out = dir.Path("plan.json");
+  const Captured c = RunCli({"--budget", "24GB", "-o", out, in});
+  EXPECT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
+  EXPECT_NE(j["model"]["input"].get<std::string>().find("caf\xef\xbf\xbd.json"), std::string::npos);
+}
+
 TEST(PlanCommand, NoPlanFitsExitsThreeAndSuggestsAMicroBatch) {
   const Captured c = RunCli({"--budget", "6GB", kExample});
   EXPECT_EQ(c.code, 3);

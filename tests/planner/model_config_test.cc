@@ -50,7 +50,7 @@ TEST(ModelConfig, BadInputSaysFileFieldAndWhatIsAccepted) {
             "model.json: field 'heads': 5 does not divide hidden = 64 (head size must be a whole "
             "number)");
   EXPECT_EQ(Error(R"({"layers": 0, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})"),
-            "model.json: field 'layers': expected an integer in [1, 65536], got 0");
+            "model.json: field 'layers': expected an integer in [1, 4096], got 0");
   EXPECT_EQ(Error(R"({"hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})"),
             "model.json: field 'layers': missing (required)");
   std::string m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,

@@ -94,7 +94,9 @@ struct Profile {
 };
 
 // Checks sizes (non-negative, activation >= output, consistent x[i] between
-// neighbours), times (finite, >= 0) and names. `source` names the file.
+// neighbours), times (in [0, 1e12] ms) and names, and that all the bytes the
+// simulator could hold live at once add up to at most kMaxBytes (4 EiB), so
+// no sum over the profile overflows. `source` names the file.
 Status ValidateProfile(const Profile& profile, const std::string& source);
 
 // Profile JSON <-> Profile. Parse validates.

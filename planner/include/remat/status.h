@@ -2,11 +2,13 @@
 //
 // Every function that can fail on user input returns a Status or a Result<T>.
 // Messages are written for the person who typed the command: what was wrong,
-// where (file, field), and what would be accepted. No exception crosses a
-// public remat API.
+// where (file, field), and what would be accepted. A message is always one
+// line: control characters it quotes from the input (a key or file name with
+// a newline) are escaped. No exception crosses a public remat API.
 #ifndef REMAT_STATUS_H_
 #define REMAT_STATUS_H_
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,7 +37,8 @@ class Status {
   static Status OutOfMemory(std::string message) {
     return Status(StatusCode::kOutOfMemory, std::move(message));
   }
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(OneLine(std::move(message))) {}
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -48,6 +51,28 @@ class Status {
   }
 
  private:
+  // "\n", "\t" and "\xNN" for control characters.
+  static std::string OneLine(std::string m) {
+    bool clean = true;
+    for (unsigned char c : m) clean = clean && c >= 0x20 && c != 0x7f;
+    if (clean) return m;
+    std::string out;
+    for (unsigned char c : m) {
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20 || c == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        out += hex;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out;
+  }
+
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };

@@ -50,6 +50,14 @@ class Builder {
   }
 
   bool overflow() const { return overflow_; }
+
+  // Sums the bytes of every tensor and workspace in the graph. The chain
+  // derivation adds up subsets of them (activations, workspace peaks), so a
+  // total within kMaxBytes means none of its int64 sums can overflow.
+  void Count(int64_t bytes) {
+    total_bytes_ += CheckedInt(bytes);
+    if (!total_bytes_.ok()) overflow_ = true;
+  }
   int64_t tokens() const { return tokens_; }
   void Layer(const std::string& tag, const std::string& kind) {
     layer_ = tag;
@@ -68,6 +76,7 @@ class Builder {
 
   T Tensor(const std::string& name, int64_t elems, int elem_bytes, bool requires_grad = true) {
     const int64_t bytes = Mul({elems, elem_bytes});
+    Count(bytes);
     return T{out_->graph.AddTensor(layer_ + "." + name, bytes, requires_grad), elems, elem_bytes};
   }
 
@@ -95,7 +104,10 @@ class Builder {
     op.backward_workspace = bwd_workspace;
     op.parameters = params;
     op.attention_core = core;
-    out_->parameters += params;
+    Count(bwd_workspace);
+    parameters_ += CheckedInt(params);
+    if (!parameters_.ok()) overflow_ = true;
+    out_->parameters = parameters_.ok() ? parameters_.value() : 0;
     out_->graph.AddOp(std::move(op));
   }
 
@@ -202,6 +214,8 @@ class Builder {
   std::string layer_;
   int64_t tokens_ = 0;
   bool overflow_ = false;
+  CheckedInt total_bytes_{0};
+  CheckedInt parameters_{0};
   std::map<int, T> casts_;
 };
 
@@ -292,8 +306,10 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& c) {
   B.Op("nll", {logp}, {loss}, {}, static_cast<double>(n), 1.0);
 
   if (B.overflow()) {
-    return Status::Invalid("the model's byte counts overflow 64-bit arithmetic (seq_len * "
-                           "micro_batch * hidden or heads * seq_len^2 is absurdly large)");
+    return Status::Invalid(
+        c.name + ": the model's byte counts overflow 64-bit arithmetic (seq_len * micro_batch * "
+        "hidden or heads * seq_len^2 * micro_batch is absurdly large; the tensors of one step "
+        "must add up to at most 4 EiB)");
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_values.h"
 #include "remat/units.h"
 
 namespace remat {
@@ -115,7 +116,7 @@ std::string ParetoToJson(const ParetoCurve& c, const Profile& p) {
     d["best_at_peak"] = PointJson(c, c.best_at_default_peaks[i]);
     j["defaults"].push_back(d);
   }
-  return j.dump(2) + "\n";
+  return DumpDocument(j);
 }
 
 }  // namespace remat

@@ -78,7 +78,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["candidates"] = candidates;
   j["schedule"] = ScheduleJsonValue(plan.schedule);
   j["profile"] = ProfileJsonValue(profile);
-  return j.dump(2) + "\n";
+  return DumpDocument(j);
 }
 
 Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source) {

@@ -68,7 +68,10 @@ class MultiLevelDp {
   CostRow Row(int s, int t) const { return RowOf(classes_.of(s, t)); }
   CostRow RowOf(int c) const {
     const RowRange& r = rows_[c];
-    return CostRow{r.lo, r.hi, table_.data() + r.offset};
+    // No pointer arithmetic into an empty table (before Solve fills it) or
+    // with a row's offset -1: both are undefined behaviour (UBSan).
+    const float* cost = table_.empty() || r.offset < 0 ? nullptr : table_.data() + r.offset;
+    return CostRow{r.lo, r.hi, cost};
   }
   void SolveInterval(int s, int t, float* out, DpStats* stats) const;
   IntervalChoice Choose(int s, int t, int64_t m) const;
