@@ -34,6 +34,12 @@ struct GradSummary {
   }
 };
 
+// Everything measured about one layer.
+struct LayerSamples {
+  GradSummary full, selective;
+  int64_t nograd_workspace = 0;
+};
+
 class Profiler {
  public:
   Profiler(const ModelConfig& config, const MeasureOptions& options, const Timing& timing,
@@ -47,7 +53,11 @@ class Profiler {
     return t.defined() ? meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes())) : 0;
   }
   GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
-  Status MeasureLayer(int layer, at::Tensor* x, LayerProfile* out);
+  // One repetition of every measurement of `layer` on its input `x`,
+  // recorded in `out` when `timed`.
+  void MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out);
+  LayerProfile Summarize(int layer, const LayerSamples& samples, const at::Tensor& input,
+                         const at::Tensor& output) const;
 
   const ModelConfig& config_;
   const MeasureOptions& options_;
@@ -81,63 +91,52 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
   return s;
 }
 
-Status Profiler::MeasureLayer(int layer, at::Tensor* x, LayerProfile* out) {
-  const std::string name = model_->layer_name(layer);
-  const bool block = model_->layer_kind(layer) == LayerKind::kBlock;
-  const int reps = options_.warmup + options_.repeats;
-  GradSummary full, selective;
-  std::vector<double> nograd_ms;
-  int64_t nograd_workspace = 0;
-  at::Tensor output;
-  const Status status = CatchTorchErrors("profiling layer '" + name + "'", meter_, [&] {
-    for (int r = 0; r < reps; ++r) {
-      const bool timed = r >= options_.warmup;
-      const GradSample s = MeasureGrad(layer, *x, false);
-      if (timed) full.Add(s);
-      if (block) {
-        const GradSample sel = MeasureGrad(layer, *x, true);
-        if (timed) selective.Add(sel);
-      }
-      output = at::Tensor();
-      const int64_t before = meter_.current_bytes();
-      meter_.ResetPeak();
-      const DeviceClock clock(timing_);
-      output = ForwardNoGrad(*model_, layer, *x, batch_, SeedsFor(options_.seed, 0, layer));
-      if (timed) {
-        nograd_ms.push_back(clock.ElapsedMs());
-        nograd_workspace =
-            std::max(nograd_workspace, meter_.peak_bytes() - before - Bytes(output));
-      }
-    }
-  });
-  REMAT_RETURN_IF_ERROR(status);
-  out->name = name;
-  switch (model_->layer_kind(layer)) {
-    case LayerKind::kEmbedding: out->kind = "embedding"; break;
-    case LayerKind::kBlock: out->kind = "block"; break;
-    case LayerKind::kFinalNorm: out->kind = "norm"; break;
-    case LayerKind::kHead: out->kind = "head"; break;
-    case LayerKind::kLoss: out->kind = "loss"; break;
+void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out) {
+  const GradSample full = MeasureGrad(layer, x, false);
+  if (timed) out->full.Add(full);
+  if (model_->layer_kind(layer) == LayerKind::kBlock) {
+    const GradSample selective = MeasureGrad(layer, x, true);
+    if (timed) out->selective.Add(selective);
   }
-  out->forward_ms = Median(full.forward_ms);
-  out->backward_ms = Median(full.backward_ms);
-  out->input_bytes = Bytes(*x);
-  out->output_bytes = Bytes(output);
-  out->activation_bytes = std::max(full.kept, out->output_bytes);
-  out->forward_workspace_bytes = std::max<int64_t>(0, full.forward_workspace);
-  out->forward_nograd_workspace_bytes = std::max<int64_t>(0, nograd_workspace);
-  out->backward_workspace_bytes = std::max<int64_t>(0, full.backward_workspace);
-  if (block) {
+  const int64_t before = meter_.current_bytes();
+  meter_.ResetPeak();
+  const at::Tensor output =
+      ForwardNoGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer));
+  if (timed) {
+    out->nograd_workspace =
+        std::max(out->nograd_workspace, meter_.peak_bytes() - before - Bytes(output));
+  }
+}
+
+LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Tensor& input,
+                                 const at::Tensor& output) const {
+  LayerProfile l;
+  l.name = model_->layer_name(layer);
+  switch (model_->layer_kind(layer)) {
+    case LayerKind::kEmbedding: l.kind = "embedding"; break;
+    case LayerKind::kBlock: l.kind = "block"; break;
+    case LayerKind::kFinalNorm: l.kind = "norm"; break;
+    case LayerKind::kHead: l.kind = "head"; break;
+    case LayerKind::kLoss: l.kind = "loss"; break;
+  }
+  l.forward_ms = Median(m.full.forward_ms);
+  l.backward_ms = Median(m.full.backward_ms);
+  l.input_bytes = Bytes(input);
+  l.output_bytes = Bytes(output);
+  l.activation_bytes = std::max(m.full.kept, l.output_bytes);
+  l.forward_workspace_bytes = std::max<int64_t>(0, m.full.forward_workspace);
+  l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
+  l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
+  if (l.kind == "block") {
     SelectiveOption opt;
     opt.name = "attention_core";
-    opt.activation_bytes = std::max(selective.kept, out->output_bytes);
-    opt.extra_recompute_ms = Median(selective.core_ms);
+    opt.activation_bytes = std::max(m.selective.kept, l.output_bytes);
+    opt.extra_recompute_ms = Median(m.selective.core_ms);
     opt.recompute_workspace_bytes =
-        std::max<int64_t>(0, selective.backward_workspace - full.backward_workspace);
-    out->selective.push_back(opt);
+        std::max<int64_t>(0, m.selective.backward_workspace - m.full.backward_workspace);
+    l.selective.push_back(opt);
   }
-  *x = output;
-  return Status::Ok();
+  return l;
 }
 
 Status Profiler::Run(Profile* out) {
@@ -164,13 +163,28 @@ Status Profiler::Run(Profile* out) {
     batch_ = model_->MakeBatch(options_.seed, 0);
   }));
   const int64_t settled = meter_.current_bytes();
-  at::Tensor x = batch_;
-  for (int layer = 0; layer < model_->num_layers(); ++layer) {
-    LayerProfile l;
-    REMAT_RETURN_IF_ERROR(MeasureLayer(layer, &x, &l));
-    p.layers.push_back(std::move(l));
+  // Every layer's input: the batch run forward without grad.
+  const int L = model_->num_layers();
+  std::vector<at::Tensor> x(L + 1);
+  x[0] = batch_;
+  REMAT_RETURN_IF_ERROR(CatchTorchErrors("profiling (inputs)", meter_, [&] {
+    for (int i = 0; i < L; ++i) {
+      x[i + 1] = ForwardNoGrad(*model_, i, x[i], batch_, SeedsFor(options_.seed, 0, i));
+    }
+  }));
+  // Round robin over the layers, so that every layer's repetitions spread
+  // over the whole run and see the same machine (a shared CPU's load
+  // changes by the second).
+  std::vector<LayerSamples> samples(L);
+  for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+    for (int i = 0; i < L; ++i) {
+      REMAT_RETURN_IF_ERROR(
+          CatchTorchErrors("profiling layer '" + model_->layer_name(i) + "'", meter_,
+                           [&] { MeasureRound(i, x[i], r >= options_.warmup, &samples[i]); }));
+    }
   }
-  x = at::Tensor();
+  for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
+  x.clear();
   // What libraries keep after first use (cuBLAS workspaces on CUDA; nothing
   // on CPU) stays for the whole run: count it with the parameters.
   p.static_memory.parameter_bytes += std::max<int64_t>(0, meter_.current_bytes() - settled);
