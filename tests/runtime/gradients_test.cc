@@ -93,6 +93,21 @@ TEST_F(Gradients, Manual) {
   ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kManual, {0, 2, 3}));
 }
 
+// The optimal solver's lowest-peak schedule recomputes layers several times,
+// at several levels. Skipped in a tree without the solver.
+TEST_F(Gradients, OptimalLowestPeak) {
+  if (FindSolver(Strategy::kOptimal) == nullptr) {
+    GTEST_SKIP() << "this build has no optimal solver";
+  }
+  PlanOptions o;
+  o.strategy = Strategy::kOptimal;
+  o.budget_bytes = 1;  // nothing fits: the solver returns its lowest-peak plan
+  Result<PlanSet> plans = MakePlan(profile_, o);
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  EXPECT_GT(plans->chosen.predicted.recompute_ops, profile_.num_layers() - 4);
+  ExpectSameAsNone(plans->chosen.schedule);
+}
+
 // Blocks 0-3 are chain layers 1-4. Outer segment: x1 kept, layers 1-4 run
 // without grad. In backward the segment is replayed in two levels: layers
 // 1-2 recomputed without grad to rebuild x3 (a checkpoint inside the
