@@ -10,6 +10,7 @@ packages=(
   libgtest-dev           # unit tests
   libbenchmark-dev       # benchmarks
   libtorch-dev           # runtime: execute plans on a real transformer (CPU)
+  zlib1g-dev             # PNG checks in the report's browser test
   libopenblas0-pthread   # fast BLAS for LibTorch (the default reference BLAS is ~15x slower)
 )
 # Extra packages a caller asks for (e.g. chromium for the browser test).

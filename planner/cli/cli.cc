@@ -80,6 +80,8 @@ const std::vector<Command>& Commands() {
       {"profile", "print a per-layer profile (--analytic, or measured by the runtime)",
        ProfileCommand},
       {"train", "run training steps with a plan on LibTorch; predicted vs measured", TrainCommand},
+      {"pareto", "step time against peak memory for each strategy over a range of budgets",
+       ParetoCommand},
   };
   return commands;
 }

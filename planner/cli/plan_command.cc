@@ -1,4 +1,5 @@
-// planner [plan] --budget SIZE [--strategy S] [--json] [-o plan.json] INPUT
+// planner [plan] --budget SIZE [--strategy S] [--format text|json|md] [-o plan.json]
+//                [--report report.html] [--trace trace.json] INPUT
 #include <ostream>
 
 #include "commands.h"
@@ -7,11 +8,14 @@
 #include "remat/plan.h"
 #include "remat/report.h"
 #include "remat/units.h"
+#include "report_files.h"
 
 namespace remat::cli {
 namespace {
 
-const char kUsage[] = "planner --budget 24GB [--strategy auto] [--json] [-o plan.json] model.json";
+const char kUsage[] =
+    "planner --budget 24GB [--strategy auto] [--format text|json|md] [-o plan.json] "
+    "[--report report.html] [--trace trace.json] model.json";
 
 std::vector<FlagSpec> PlanFlags() {
   std::vector<FlagSpec> f = {
@@ -23,12 +27,42 @@ std::vector<FlagSpec> PlanFlags() {
       {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
       {"selective-layers", "LIST", "selective: block indices (default: as many as needed)"},
       {"slots", "N", "optimal: memory resolution of the solver"},
-      {"json", "", "print the plan as JSON instead of the report"},
+      {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
+      {"json", "", "the same as --format json"},
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
-      {"help", "", "show this help"},
   };
+  for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
+  f.push_back({"help", "", "show this help"});
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
   return f;
+}
+
+enum class Format { kText, kJson, kMarkdown };
+
+Result<Format> ParseFormat(const Args& args) {
+  const std::string f = args.Get("format", args.Has("json") ? "json" : "text");
+  if (args.Has("json") && f != "json") {
+    return Status::Invalid("--json is --format json; it contradicts --format " + f);
+  }
+  if (f == "text") return Format::kText;
+  if (f == "json") return Format::kJson;
+  if (f == "md" || f == "markdown") {
+    if (!kHaveVisualize) return Status::Invalid("--format md needs the visualize library");
+    return Format::kMarkdown;
+  }
+  return Status::Invalid("option --format: expected text, json or md, got '" + f + "'");
+}
+
+// What goes to standard output.
+Result<std::string> RenderOutput(Format format, const PlanSet& plans, const Job& job,
+                                 const std::string& command) {
+  switch (format) {
+    case Format::kJson: return PlanToJson(plans, job.profile, job.context);
+    case Format::kMarkdown:
+      return MarkdownSummary(plans, job.profile, job.context, nullptr, command);
+    case Format::kText: break;
+  }
+  return FormatPlanText(plans, job.profile, job.context);
 }
 
 Result<PlanOptions> ParseOptions(const Args& args) {
@@ -135,6 +169,11 @@ int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!path.ok()) return ReportError(path.status(), env);
   Result<PlanOptions> options = ParseOptions(*args);
   if (!options.ok()) return ReportError(options.status(), env);
+  Result<Format> format = ParseFormat(*args);
+  if (!format.ok()) return ReportError(format.status(), env);
+  Result<ReportFileOptions> files = ParseReportFileOptions(*args);
+  if (!files.ok()) return ReportError(files.status(), env);
+  files->pareto_slots = options->slots;
   Result<Job> job = LoadJob(*path, *args);
   if (!job.ok()) return ReportError(job.status(), env);
   Result<PlanSet> plans = MakePlan(job->profile, *options);
@@ -145,16 +184,19 @@ int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     no_fit = SuggestFit(*job, *plans, *options);
     job->context.note = "NO PLAN FITS: " + no_fit;
   }
-  const bool json = args->Has("json");
   if (args->Has("o")) {
     const Status s = WriteFileAtomic(args->Get("o"), PlanToJson(*plans, job->profile, job->context));
     if (!s.ok()) return ReportError(s, env);
   }
-  if (json && !args->Has("o")) {
-    *env.out << PlanToJson(*plans, job->profile, job->context);
-  } else {
-    *env.out << FormatPlanText(*plans, job->profile, job->context);
-  }
+  const std::string command = CommandLine(argv);
+  const Status written =
+      WriteReportFiles(*files, *plans, job->profile, job->context, nullptr, command);
+  if (!written.ok()) return ReportError(written, env);
+  // With -o the plan JSON goes to the file and the terminal gets the report.
+  const Format shown = *format == Format::kJson && args->Has("o") ? Format::kText : *format;
+  Result<std::string> out = RenderOutput(shown, *plans, *job, command);
+  if (!out.ok()) return ReportError(out.status(), env);
+  *env.out << *out;
   if (!no_fit.empty()) {
     *env.err << "planner: " << no_fit << "\n";
     return kExitNoFit;

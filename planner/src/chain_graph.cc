@@ -1,5 +1,7 @@
 // The chain's forward/backward dependency graph (see schedule.h).
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -57,10 +59,24 @@ ChainGraph::ChainGraph(int num_layers) : num_layers_(num_layers) {
   }
   // The last forward's output x[L] has no forward consumer but backward L-1 reads it.
   if (L > 0) AddUnique(&forward_writes_[L - 1], TensorRef{TensorKind::kX, L});
+  // A forward without grad keeps nothing for backward: it writes only its output.
+  forward_nograd_writes_ = forward_writes_;
+  for (auto& w : forward_nograd_writes_) {
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [](const TensorRef& t) { return t.kind == TensorKind::kA; }),
+            w.end());
+  }
 }
 
-std::vector<TensorRef> ChainGraph::Reads(const Op& op) const {
-  if (op.layer < 0 || op.layer >= num_layers_) return {};
+const ChainGraph& ChainGraph::For(int num_layers) {
+  thread_local std::map<int, std::unique_ptr<ChainGraph>> cache;
+  std::unique_ptr<ChainGraph>& g = cache[num_layers];
+  if (!g) g = std::make_unique<ChainGraph>(num_layers);
+  return *g;
+}
+
+const std::vector<TensorRef>& ChainGraph::Reads(const Op& op) const {
+  if (op.layer < 0 || op.layer >= num_layers_) return none_;
   switch (op.kind) {
     case OpKind::kForward:
     case OpKind::kRecompute:
@@ -68,27 +84,21 @@ std::vector<TensorRef> ChainGraph::Reads(const Op& op) const {
     case OpKind::kBackward:
       return backward_reads_[op.layer];
     default:
-      return {};
+      return none_;
   }
 }
 
-std::vector<TensorRef> ChainGraph::Writes(const Op& op) const {
-  if (op.layer < 0 || op.layer >= num_layers_) return {};
+const std::vector<TensorRef>& ChainGraph::Writes(const Op& op) const {
+  if (op.layer < 0 || op.layer >= num_layers_) return none_;
   switch (op.kind) {
     case OpKind::kForward:
-    case OpKind::kRecompute: {
-      std::vector<TensorRef> w = forward_writes_[op.layer];
-      if (op.save == SaveMode::kNone) {
-        w.erase(std::remove_if(w.begin(), w.end(),
-                               [](const TensorRef& t) { return t.kind == TensorKind::kA; }),
-                w.end());
-      }
-      return w;
-    }
+    case OpKind::kRecompute:
+      return op.save == SaveMode::kNone ? forward_nograd_writes_[op.layer]
+                                        : forward_writes_[op.layer];
     case OpKind::kBackward:
       return backward_writes_[op.layer];
     default:
-      return {};
+      return none_;
   }
 }
 

@@ -25,6 +25,7 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
     }
   }
   ParetoCurve curve;
+  curve.strategies = strategies;
   PlanOptions base;
   base.slots = options.slots;
   int64_t lo = options.min_budget, hi = options.max_budget;
@@ -52,16 +53,33 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
     const int64_t b = lo + static_cast<int64_t>(static_cast<double>(hi - lo) * k / (options.points - 1));
     curve.budgets.push_back(b);
   }
+  auto point = [&](Strategy s, int64_t b) -> Result<ParetoPoint> {
+    PlanOptions o = base;
+    o.strategy = s;
+    o.budget_bytes = b;
+    REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+    const Plan& p = set.chosen;
+    return ParetoPoint{s, b, p.fits, p.predicted.peak_bytes, p.predicted.step_ms,
+                       p.predicted.recompute_ms, p.parameter};
+  };
   for (int64_t b : curve.budgets) {
     for (Strategy s : strategies) {
-      PlanOptions o = base;
-      o.strategy = s;
-      o.budget_bytes = b;
-      REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
-      const Plan& p = set.chosen;
-      curve.points.push_back({s, b, p.fits, p.predicted.peak_bytes, p.predicted.step_ms,
-                              p.predicted.recompute_ms, p.parameter});
+      REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, b));
+      curve.points.push_back(std::move(p));
     }
+  }
+  for (Strategy s : strategies) {
+    REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, 0));
+    curve.defaults.push_back(std::move(p));
+  }
+  for (const ParetoPoint& d : curve.defaults) {
+    ParetoPoint best = d;
+    for (Strategy s : strategies) {
+      REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, d.peak_bytes));
+      if (p.fits && p.step_ms < best.step_ms * (1 - 1e-12)) best = std::move(p);
+    }
+    best.budget_bytes = d.peak_bytes;
+    curve.best_at_default_peaks.push_back(std::move(best));
   }
   return curve;
 }

@@ -98,7 +98,7 @@ void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* de
   const int L = schedule.num_layers;
   decisions->assign(L, LayerDecision::kKeep);
   selective_option->assign(L, -1);
-  const ChainGraph graph(L);
+  const ChainGraph& graph = ChainGraph::For(L);
   std::vector<char> x_live(L + 1, 0), forwarded(L, 0), nograd(L, 0);
   x_live[0] = 1;
   for (const Op& op : schedule.ops) {

@@ -1,7 +1,5 @@
 #include "remat/schedule.h"
 
-#include <map>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,9 +10,6 @@
 
 namespace remat {
 namespace {
-
-// A tensor as an integer key for maps: kind * (L+1) + index.
-int Key(TensorRef t, int num_layers) { return static_cast<int>(t.kind) * (num_layers + 1) + t.index; }
 
 const char* SaveName(SaveMode s) {
   switch (s) {
@@ -28,7 +23,7 @@ const char* SaveName(SaveMode s) {
 }  // namespace
 
 Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
-  const ChainGraph graph(num_layers);
+  const ChainGraph& graph = ChainGraph::For(num_layers);
   const int n = static_cast<int>(compute_ops.size());
   // For each allocation (a write, or x[0] live at start), its last use.
   struct Alloc {
@@ -36,17 +31,17 @@ Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
     int last_use;  // op position; -1 = before the first op
   };
   std::vector<Alloc> allocs;
-  std::map<int, size_t> current;  // tensor key -> index into allocs
+  std::vector<int> current(graph.num_tensors(), -1);  // tensor -> index into allocs
   allocs.push_back({TensorRef{TensorKind::kX, 0}, -1});
-  current[Key({TensorKind::kX, 0}, num_layers)] = 0;
+  current[graph.TensorIndex({TensorKind::kX, 0})] = 0;
   for (int p = 0; p < n; ++p) {
     const Op& op = compute_ops[p];
     for (const TensorRef& t : graph.Reads(op)) {
-      auto it = current.find(Key(t, num_layers));
-      if (it != current.end()) allocs[it->second].last_use = p;
+      const int a = current[graph.TensorIndex(t)];
+      if (a >= 0) allocs[a].last_use = p;
     }
     for (const TensorRef& t : graph.Writes(op)) {
-      current[Key(t, num_layers)] = allocs.size();
+      current[graph.TensorIndex(t)] = static_cast<int>(allocs.size());
       allocs.push_back({t, p});
     }
   }
@@ -71,61 +66,75 @@ Status ValidateSchedule(const Schedule& schedule, const Profile& profile) {
     return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
                            " layers but the profile has " + std::to_string(L));
   }
-  const ChainGraph graph(L);
-  std::set<int> live = {Key({TensorKind::kX, 0}, L)};
+  return ValidateSchedule(schedule, profile, ChainGraph::For(L));
+}
+
+Status ValidateSchedule(const Schedule& schedule, const Profile& profile, const ChainGraph& graph) {
+  const int L = profile.num_layers();
+  if (schedule.num_layers != L || graph.num_layers() != L) {
+    return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
+                           " layers but the profile has " + std::to_string(L));
+  }
+  std::vector<char> live(graph.num_tensors(), 0);
+  live[graph.TensorIndex({TensorKind::kX, 0})] = 1;
   std::vector<int> forwards(L, 0), backwards(L, 0);
   bool stepped = false;
   for (size_t p = 0; p < schedule.ops.size(); ++p) {
     const Op& op = schedule.ops[p];
-    const std::string where = "schedule op " + std::to_string(p) + " (" + DescribeOp(op) + ")";
+    // Built only when reporting an error: validation runs in solver loops.
+    auto where = [&] { return "schedule op " + std::to_string(p) + " (" + DescribeOp(op) + ")"; };
     if (op.kind == OpKind::kFree) {
       if (op.tensor.index < 0 || op.tensor.index > L ||
           (op.tensor.kind != TensorKind::kX && op.tensor.index == L)) {
-        return Status::Invalid(where + ": no such tensor in a " + std::to_string(L) + "-layer chain");
+        return Status::Invalid(where() + ": no such tensor in a " + std::to_string(L) + "-layer chain");
       }
-      if (live.erase(Key(op.tensor, L)) == 0) {
-        return Status::Invalid(where + ": " + TensorName(op.tensor) + " is not live");
+      char& slot = live[graph.TensorIndex(op.tensor)];
+      if (!slot) {
+        return Status::Invalid(where() + ": " + TensorName(op.tensor) + " is not live");
       }
+      slot = 0;
       continue;
     }
     if (op.kind == OpKind::kOptimizerStep) {
-      if (stepped) return Status::Invalid(where + ": a second optimizer step");
+      if (stepped) return Status::Invalid(where() + ": a second optimizer step");
       stepped = true;
       continue;
     }
     if (op.layer < 0 || op.layer >= L) {
-      return Status::Invalid(where + ": layer out of range, the chain has " + std::to_string(L) +
+      return Status::Invalid(where() + ": layer out of range, the chain has " + std::to_string(L) +
                              " layers");
     }
-    if (stepped) return Status::Invalid(where + ": runs after the optimizer step");
+    if (stepped) return Status::Invalid(where() + ": runs after the optimizer step");
     if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {
       if (op.kind == OpKind::kForward && forwards[op.layer] > 0) {
-        return Status::Invalid(where + ": layer already ran forward; a second forward is a recompute");
+        return Status::Invalid(where() + ": layer already ran forward; a second forward is a recompute");
       }
       if (op.kind == OpKind::kRecompute && forwards[op.layer] == 0) {
-        return Status::Invalid(where + ": recompute before the layer's first forward");
+        return Status::Invalid(where() + ": recompute before the layer's first forward");
       }
       if (op.save == SaveMode::kSelective) {
         const auto& opts = profile.layers[op.layer].selective;
         if (op.option < 0 || op.option >= static_cast<int>(opts.size())) {
-          return Status::Invalid(where + ": layer '" + profile.layers[op.layer].name + "' has " +
+          return Status::Invalid(where() + ": layer '" + profile.layers[op.layer].name + "' has " +
                                  std::to_string(opts.size()) + " selective options");
         }
       }
       ++forwards[op.layer];
     }
     if (op.kind == OpKind::kBackward) {
-      if (backwards[op.layer]++ > 0) return Status::Invalid(where + ": second backward of the layer");
+      if (backwards[op.layer]++ > 0) return Status::Invalid(where() + ": second backward of the layer");
     }
     for (const TensorRef& t : graph.Reads(op)) {
-      if (!live.count(Key(t, L))) {
-        return Status::Invalid(where + ": needs " + TensorName(t) + ", which is not live");
+      if (!live[graph.TensorIndex(t)]) {
+        return Status::Invalid(where() + ": needs " + TensorName(t) + ", which is not live");
       }
     }
     for (const TensorRef& t : graph.Writes(op)) {
-      if (!live.insert(Key(t, L)).second) {
-        return Status::Invalid(where + ": writes " + TensorName(t) + " while it is still live");
+      char& slot = live[graph.TensorIndex(t)];
+      if (slot) {
+        return Status::Invalid(where() + ": writes " + TensorName(t) + " while it is still live");
       }
+      slot = 1;
     }
   }
   for (int i = 0; i < L; ++i) {

@@ -41,7 +41,7 @@ int LayerOf(TensorRef t) {
 // live table as it is at the op's peak moment available through `live`.
 class Replay {
  public:
-  Replay(const Profile& p, const Schedule& s) : p_(p), s_(s), graph_(p.num_layers()) {
+  Replay(const Profile& p, const Schedule& s, const ChainGraph& g) : p_(p), s_(s), graph_(g) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
     cat_[MemoryCategory::kModelState] = p.static_bytes();
@@ -128,7 +128,7 @@ class Replay {
  private:
   const Profile& p_;
   const Schedule& s_;
-  ChainGraph graph_;
+  const ChainGraph& graph_;
   std::vector<LiveTensor> live_;
   MemoryByCategory cat_;
   double time_ms_ = 0;
@@ -155,12 +155,17 @@ int64_t MemoryByCategory::total() const {
 }
 
 Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule) {
-  REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile));
+  if (schedule.num_layers != profile.num_layers()) {
+    return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
+                           " layers but the profile has " + std::to_string(profile.num_layers()));
+  }
+  const ChainGraph& graph = ChainGraph::For(profile.num_layers());
+  REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile, graph));
   SimulationResult r;
   r.static_bytes = profile.static_bytes();
   r.timeline.resize(schedule.ops.size());
   {
-    Replay replay(profile, schedule);
+    Replay replay(profile, schedule, graph);
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
       replay.Step(static_cast<int>(i), &r.timeline[i], &r);
       if (r.timeline[i].peak > r.peak_bytes || r.peak_op < 0) {
@@ -176,7 +181,7 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
     r.at_peak = r.timeline[r.peak_op].at_peak;
-    Replay replay(profile, schedule);
+    Replay replay(profile, schedule, graph);
     SimulationResult scratch;
     TimelinePoint pt;
     for (int i = 0; i <= r.peak_op; ++i) replay.Step(i, &pt, &scratch);

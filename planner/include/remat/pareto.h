@@ -36,7 +36,15 @@ struct ParetoPoint {
 
 struct ParetoCurve {
   std::vector<int64_t> budgets;    // ascending, evenly spaced
+  std::vector<Strategy> strategies;  // swept, in the order of `points` within a budget
   std::vector<ParetoPoint> points; // budgets x strategies, budget-major
+  // Each swept strategy's plan without a budget (budget_bytes 0): what users
+  // get by default (uniform and segment at round(sqrt N), selective on every
+  // block, the optimal strategies keep everything).
+  std::vector<ParetoPoint> defaults;
+  // For each default, the fastest plan of any swept strategy within that
+  // default's peak: what the same memory buys.
+  std::vector<ParetoPoint> best_at_default_peaks;
   double baseline_step_ms = 0;     // step time without recompute
   int64_t none_peak_bytes = 0;
 };

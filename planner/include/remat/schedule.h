@@ -82,16 +82,24 @@ struct Schedule {
 class ChainGraph {
  public:
   explicit ChainGraph(int num_layers);
+  // The graph of an L-layer chain, built once per thread and length and kept:
+  // schedules are built and simulated in solver loops.
+  static const ChainGraph& For(int num_layers);
   int num_layers() const { return num_layers_; }
   // Tensors the op reads / writes. A forward without grad writes only x[i+1].
-  // Frees and the optimizer step read and write nothing.
-  std::vector<TensorRef> Reads(const Op& op) const;
-  std::vector<TensorRef> Writes(const Op& op) const;
+  // Frees, the optimizer step and out-of-range layers read and write nothing.
+  const std::vector<TensorRef>& Reads(const Op& op) const;
+  const std::vector<TensorRef>& Writes(const Op& op) const;
+
+  // A dense index for a tensor of this chain, in [0, num_tensors()).
+  int TensorIndex(TensorRef t) const { return static_cast<int>(t.kind) * (num_layers_ + 1) + t.index; }
+  int num_tensors() const { return 3 * (num_layers_ + 1); }
 
  private:
   int num_layers_;
-  std::vector<std::vector<TensorRef>> forward_reads_, forward_writes_;
+  std::vector<std::vector<TensorRef>> forward_reads_, forward_writes_, forward_nograd_writes_;
   std::vector<std::vector<TensorRef>> backward_reads_, backward_writes_;
+  std::vector<TensorRef> none_;
 };
 
 // Liveness pass: returns `compute_ops` with a kFree inserted after the last
@@ -104,6 +112,7 @@ Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers);
 // backward, backward order allows the gradient to flow (g[i+1] live), and
 // selective options exist in `profile`.
 Status ValidateSchedule(const Schedule& schedule, const Profile& profile);
+Status ValidateSchedule(const Schedule& schedule, const Profile& profile, const ChainGraph& graph);
 
 // "x3", "a0", "g12" and back.
 std::string TensorName(TensorRef t);

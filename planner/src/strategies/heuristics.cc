@@ -179,8 +179,9 @@ const std::vector<const StrategySolver*>& RegisteredSolvers() {
   static const SegmentSolver segment;
   static const SelectiveSolver selective;
   static const ManualSolver manual;
-  static const std::vector<const StrategySolver*> solvers = {&none, &uniform, &segment, &selective,
-                                                             &manual};
+  static const std::vector<const StrategySolver*> solvers = {
+      &none, &uniform, &segment, &selective, &manual, OptimalSingleStrategySolver(),
+      OptimalStrategySolver()};
   return solvers;
 }
 

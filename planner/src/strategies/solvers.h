@@ -29,6 +29,17 @@ std::vector<LayerDecision> SegmentDecisions(int num_layers, const std::vector<in
 
 int RoundSqrt(int n);
 
+// The optimal strategies (optimal.cc).
+const StrategySolver* OptimalStrategySolver();        // multi-level
+const StrategySolver* OptimalSingleStrategySolver();  // best single-level layer list
+
+// Memory slots the optimal solvers use when PlanOptions::slots is 0: enough
+// that slot rounding does not cost the optimum a win over uniform at uniform's
+// own peak (tests/planner/optimal_strategy_test.cc).
+inline constexpr int kDefaultOptimalSlots = 2048;
+// The slot count for `options` (its slots, or the default).
+int OptimalSlots(const PlanOptions& options);
+
 }  // namespace remat
 
 #endif  // REMAT_SRC_STRATEGIES_SOLVERS_H_

@@ -1,0 +1,146 @@
+// Solve time and solver memory of the optimal DPs.
+//
+//   build/bin/solver_bench --benchmark_min_time=0.2
+//
+// Arguments: chain length L, budget position (percent of the way from the
+// lowest reachable peak to the keep-everything peak, activation bytes), and
+// memory slots M. Chains:
+//   gpt:         the analytic GPT-2-small profile (remat/analytic.h) with L-4
+//                identical blocks, micro-batch 8: embedding, blocks, final
+//                norm, LM head, loss (what `planner` plans for a model.json);
+//   transformer: testing::TransformerChain, block sizes jittered so that no
+//                two blocks are alike (no interval classes to share);
+//   random:      testing::RandomChain, every size and time random.
+// Timed: classes, bounds, DP and schedule reconstruction, not the final
+// simulation. Counters: the solver's heap (tables, bounds, classes; MiB), the
+// cost-table cells (millions), the distinct rows solved, and the share of
+// (row, split, slot) updates the branch-and-bound bound skipped.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+
+#include "remat/plan.h"
+#include "solver/chain_terms.h"
+#include "solver/interval_bounds.h"
+#include "solver/multilevel_dp.h"
+#include "solver/single_level_dp.h"
+#include "testing/chains.h"
+#include "testing/gpt_chain.h"
+
+namespace remat::solver {
+namespace {
+
+struct Chain {
+  Profile profile;
+  int64_t lowest = 0;     // lowest activation peak (bytes)
+  int64_t keep_all = 0;   // activation peak keeping everything
+};
+
+enum Family { kGpt, kTransformer, kRandom };
+
+const Chain& GetChain(Family family, int layers) {
+  static std::map<std::pair<Family, int>, std::unique_ptr<Chain>> cache;
+  auto& slot = cache[{family, layers}];
+  if (!slot) {
+    slot = std::make_unique<Chain>();
+    slot->profile = family == kGpt           ? testing::GptChain(layers - 4, 8)
+                    : family == kTransformer ? testing::TransformerChain(layers - 4, 7)
+                                             : testing::RandomChain(layers, 7);
+    const ChainTerms exact(slot->profile, MemoryUnits::Bytes(int64_t{1} << 50));
+    slot->lowest = IntervalBounds(exact, IntervalClasses(slot->profile), false).floor(0, layers);
+    slot->keep_all = KeepAllNeeds(exact)[static_cast<size_t>(layers)];
+  }
+  return *slot;
+}
+
+int64_t Budget(const Chain& c, int percent) {
+  return c.lowest + (c.keep_all - c.lowest) * percent / 100;
+}
+
+void MultiLevel(benchmark::State& state, Family family) {
+  const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
+  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
+                                                state.range(2)));
+  DpStats stats;
+  bool found = false;
+  for (auto _ : state) {
+    MultiLevelDp dp(terms);
+    std::optional<DpSolution> sol = dp.Solve(&stats);
+    found = sol.has_value();
+    benchmark::DoNotOptimize(sol);
+  }
+  state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
+  state.counters["cells_M"] = static_cast<double>(stats.table_cells) / 1e6;
+  state.counters["rows"] = static_cast<double>(stats.rows);
+  state.counters["pruned_%"] =
+      stats.split_cells ? 100.0 - 100.0 * static_cast<double>(stats.split_cells_evaluated) /
+                                      static_cast<double>(stats.split_cells)
+                        : 0;
+  state.counters["fits"] = found;
+}
+
+void SingleLevel(benchmark::State& state, Family family) {
+  const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
+  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
+                                                state.range(2)));
+  DpStats stats;
+  for (auto _ : state) {
+    SingleLevelDp dp(terms);
+    auto sol = dp.Solve(&stats);
+    benchmark::DoNotOptimize(sol);
+  }
+  state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
+}
+
+// The whole grid for GPT chains; jittered and random chains at 1024 layers
+// only at 250 slots and the middle budget (O(L^3 M) rows without sharing:
+// about a minute and 0.3 GiB each).
+void Args(benchmark::internal::Benchmark* b, bool distinct_blocks) {
+  b->ArgNames({"L", "budget%", "slots"});
+  for (int layers : {16, 64, 256, 1024}) {
+    for (int percent : {10, 40, 70}) {
+      for (int slots : {250, 1000, 4000}) {
+        if (distinct_blocks && layers == 1024 && (slots != 250 || percent != 40)) continue;
+        b->Args({layers, percent, slots});
+      }
+    }
+  }
+  b->Unit(benchmark::kMillisecond);
+}
+void SharedBlocks(benchmark::internal::Benchmark* b) { Args(b, false); }
+void DistinctBlocks(benchmark::internal::Benchmark* b) { Args(b, true); }
+
+// What `planner --strategy optimal` costs end to end at the default slots:
+// relaxed DP, probes and conservative DP when needed, the single-level
+// comparison, and the simulations.
+void Strategy(benchmark::State& state, Family family) {
+  const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
+  PlanOptions o;
+  o.strategy = remat::Strategy::kOptimal;
+  o.budget_bytes = c.profile.static_bytes() + Budget(c, static_cast<int>(state.range(1)));
+  bool fits = false;
+  for (auto _ : state) {
+    Result<PlanSet> set = MakePlan(c.profile, o);
+    fits = set.ok() && set->chosen.fits;
+  }
+  state.counters["fits"] = fits;
+}
+void StrategyArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"L", "budget%"});
+  for (int layers : {16, 64, 256}) {
+    for (int percent : {10, 40, 70}) b->Args({layers, percent});
+  }
+  b->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, random, kRandom)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
+
+}  // namespace
+}  // namespace remat::solver

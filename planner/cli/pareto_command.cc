@@ -1,0 +1,100 @@
+// planner pareto [--points N] [--min-budget SIZE] [--max-budget SIZE]
+//                [--strategies LIST] [--slots N] [--json] [-o FILE] INPUT
+#include <ostream>
+#include <sstream>
+
+#include "commands.h"
+#include "job.h"
+#include "remat/io.h"
+#include "remat/pareto.h"
+#include "remat/pareto_report.h"
+#include "remat/units.h"
+
+namespace remat::cli {
+namespace {
+
+const char kUsage[] = "planner pareto [--points 12] [--json] model.json";
+
+std::vector<FlagSpec> ParetoFlags() {
+  std::vector<FlagSpec> f = {
+      {"points", "N", "budgets in the sweep, evenly spaced (default 12, 2..1000)"},
+      {"min-budget", "SIZE", "lowest budget (default: the lowest peak any strategy reaches)"},
+      {"max-budget", "SIZE", "highest budget (default: the peak without checkpointing)"},
+      {"strategies", "LIST",
+       "strategies to sweep, e.g. uniform,optimal (default: all but auto and manual)"},
+      {"slots", "N", "optimal strategies: memory resolution of the solver"},
+      {"json", "", "print the sweep as JSON instead of the table"},
+      {"o", "FILE", "write the JSON to FILE (written atomically)"},
+      {"help", "", "show this help"},
+  };
+  for (const FlagSpec& j : JobFlags()) f.push_back(j);
+  return f;
+}
+
+Result<ParetoOptions> ParseOptions(const Args& args) {
+  ParetoOptions o;
+  REMAT_ASSIGN_OR_RETURN(int64_t points, args.GetInt("points", o.points, 2, 1000));
+  REMAT_ASSIGN_OR_RETURN(int64_t slots, args.GetInt("slots", 0, 2, 1 << 20));
+  o.points = static_cast<int>(points);
+  o.slots = static_cast<int>(slots);
+  for (const char* flag : {"min-budget", "max-budget"}) {
+    if (!args.Has(flag)) continue;
+    Result<int64_t> b = ParseBytes(args.Get(flag));
+    if (!b.ok()) return b.status().WithPrefix(std::string("option --") + flag);
+    (std::string(flag) == "min-budget" ? o.min_budget : o.max_budget) = *b;
+  }
+  if (o.min_budget > 0 && o.max_budget > 0 && o.min_budget > o.max_budget) {
+    return Status::Invalid("option --min-budget is above --max-budget");
+  }
+  if (args.Has("strategies")) {
+    std::stringstream list(args.Get("strategies"));
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      Result<Strategy> s = ParseStrategy(name);
+      if (!s.ok()) return s.status().WithPrefix("option --strategies");
+      if (*s == Strategy::kAuto || *s == Strategy::kManual) {
+        return Status::Invalid("option --strategies: '" + name +
+                               "' cannot be swept (auto picks among the others; manual needs a "
+                               "layer list)");
+      }
+      o.strategies.push_back(*s);
+    }
+    if (o.strategies.empty()) return Status::Invalid("option --strategies: the list is empty");
+  }
+  return o;
+}
+
+}  // namespace
+
+int ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
+  const std::vector<FlagSpec> flags = ParetoFlags();
+  Result<Args> args = Args::Parse(argv, flags);
+  if (!args.ok()) return ReportError(args.status(), env);
+  if (args->Has("help")) {
+    *env.out << "usage: " << kUsage << "\n\n"
+             << "Predicted step time against peak memory for each strategy over a range of "
+                "budgets.\n\n"
+             << FormatFlags(flags);
+    return kExitOk;
+  }
+  Result<std::string> path = InputPath(*args, kUsage);
+  if (!path.ok()) return ReportError(path.status(), env);
+  Result<ParetoOptions> options = ParseOptions(*args);
+  if (!options.ok()) return ReportError(options.status(), env);
+  Result<Job> job = LoadJob(*path, *args);
+  if (!job.ok()) return ReportError(job.status(), env);
+  Result<ParetoCurve> curve = ParetoSweep(job->profile, *options);
+  if (!curve.ok()) return ReportError(curve.status(), env);
+  if (args->Has("o")) {
+    const Status s = WriteFileAtomic(args->Get("o"), ParetoToJson(*curve, job->profile));
+    if (!s.ok()) return ReportError(s, env);
+  }
+  if (args->Has("json") && !args->Has("o")) {
+    *env.out << ParetoToJson(*curve, job->profile);
+  } else {
+    *env.out << FormatParetoText(*curve, job->profile);
+  }
+  return kExitOk;
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,83 @@
+#include "solver/chain_terms.h"
+
+#include <map>
+
+namespace remat::solver {
+
+int64_t RecurringKeepBytes(const Profile& profile) {
+  std::map<int64_t, int> count;
+  for (const LayerProfile& l : profile.layers) {
+    ++count[l.input_bytes + l.activation_bytes - l.output_bytes];
+  }
+  int64_t bytes = 0;
+  int most = 1;
+  for (const auto& [b, n] : count) {
+    if (n > most) bytes = b, most = n;
+  }
+  return bytes;
+}
+
+ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
+    : profile_(profile), units_(units), num_layers_(profile.num_layers()) {
+  const int L = num_layers_;
+  const auto& layers = profile.layers;
+  x_bytes_.assign(L + 1, 0);
+  g_bytes_.assign(L + 1, 0);
+  x_bytes_[0] = layers[0].input_bytes;
+  for (int i = 0; i < L; ++i) x_bytes_[i + 1] = layers[i].output_bytes;
+  for (int i = 1; i < L; ++i) g_bytes_[i] = layers[i].input_bytes;
+  x_slots_.resize(L + 1);
+  for (int i = 0; i <= L; ++i) x_slots_[i] = units_.Slots(x_bytes_[i]);
+
+  mode_begin_.assign(L + 1, 0);
+  for (int s = 0; s < L; ++s) {
+    const LayerProfile& l = layers[s];
+    mode_begin_[s] = static_cast<int>(modes_.size());
+    modes_.push_back({SaveMode::kAll, -1, l.activation_bytes - l.output_bytes, 0, 0});
+    for (size_t k = 0; k < l.selective.size(); ++k) {
+      const SelectiveOption& o = l.selective[k];
+      modes_.push_back({SaveMode::kSelective, static_cast<int>(k),
+                        o.activation_bytes - l.output_bytes, o.recompute_workspace_bytes,
+                        o.extra_recompute_ms});
+    }
+  }
+  mode_begin_[L] = static_cast<int>(modes_.size());
+  for (int s = 0; s < L; ++s) {
+    const LayerProfile& l = layers[s];
+    for (int k = 0; k < num_modes(s); ++k) {
+      const KeepMode& m = mode(s, k);
+      keep_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
+      backward_slots_.push_back(units_.Slots(x_bytes_[s] + x_bytes_[s + 1] + m.kept_bytes +
+                                            g_bytes_[s + 1] + g_bytes_[s] +
+                                            l.backward_workspace_bytes +
+                                            m.recompute_workspace_bytes));
+    }
+  }
+
+  // Sweep from s: forward j reads x[j] (held as x[s] when j == s) and writes
+  // x[j+1]; x[j] (j > s) is freed right after.
+  sweeps_.resize(L);
+  sweep_step_.resize(L);
+  for (int s = 0; s < L; ++s) {
+    int64_t peak = -1;
+    for (int j = s; j + 1 < L; ++j) {
+      const int64_t here = (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] +
+                           layers[j].nograd_workspace_bytes();
+      if (here > peak) {
+        peak = here;
+        sweeps_[s].push_back({j + 1, peak});
+      }
+      sweep_step_[s].push_back(static_cast<int>(sweeps_[s].size()) - 1);
+    }
+  }
+
+  forward_prefix_.assign(L + 1, 0);
+  for (int i = 0; i < L; ++i) forward_prefix_[i + 1] = forward_prefix_[i] + layers[i].forward_ms;
+}
+
+int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
+  return units_.Slots(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
+                     profile_.layers[s].forward_workspace_bytes);
+}
+
+}  // namespace remat::solver

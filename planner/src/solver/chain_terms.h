@@ -1,0 +1,99 @@
+// The simulator's memory and time model of a chain, as the terms the optimal
+// solvers' dynamic programs add and compare (in memory slots).
+//
+// The solvers work on intervals (s, t) of layers s..t-1 (0 <= s < t <= L):
+// on entry x[s] and the gradient g[t] are live (g[0] and g[L] do not exist:
+// zero bytes); on exit the backwards of s..t-1 have run and g[s] is live.
+// An interval is solved by one of (see simulator.h for the per-op peaks):
+//   keep, mode k:  forward s with grad (save all, or selective option k-1),
+//                  solve (s+1, t) while x[s] and a[s] are held, backward s;
+//   split at s':   forward s..s'-1 without grad, keeping only x[s];
+//                  solve (s', t) while x[s] is held; then solve (s, s').
+// Every quantity below is the slot count (memory_units.h) of the exact bytes live
+// at one moment of these schedules, so a schedule whose checks pass fits.
+#ifndef REMAT_SRC_SOLVER_CHAIN_TERMS_H_
+#define REMAT_SRC_SOLVER_CHAIN_TERMS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "remat/profile.h"
+#include "remat/schedule.h"
+#include "solver/memory_units.h"
+
+namespace remat::solver {
+
+// One way to run a layer's forward with grad.
+struct KeepMode {
+  SaveMode save = SaveMode::kAll;
+  int option = -1;                 // selective option index (save == kSelective)
+  int64_t kept_bytes = 0;          // |a[s]| under this mode (output excluded)
+  int64_t recompute_workspace_bytes = 0;
+  double extra_ms = 0;             // added to the layer's backward
+};
+
+// A stretch of split points with the same sweep peak: for splits s' from
+// `first_split` up to the next step's first_split, the no-grad forwards
+// s..s'-1 peak at `bytes` on top of x[s] and g[t].
+struct SweepStep {
+  int first_split = 0;
+  int64_t bytes = 0;
+};
+
+// The bytes a kept layer holds (input plus what it saves) that recur most
+// often in the chain (a transformer's block), for MemoryUnits' align_bytes;
+// 0 if no two layers hold the same.
+int64_t RecurringKeepBytes(const Profile& profile);
+
+class ChainTerms {
+ public:
+  // `profile` must be valid (ValidateProfile) and outlive this object.
+  ChainTerms(const Profile& profile, const MemoryUnits& units);
+
+  const Profile& profile() const { return profile_; }
+  int num_layers() const { return num_layers_; }
+  int64_t slots() const { return units_.slots(); }
+  const MemoryUnits& units() const { return units_; }
+
+  // Slots held by x[s] while the rest of an interval starting at s runs.
+  int64_t x(int s) const { return x_slots_[s]; }
+
+  int num_modes(int s) const { return mode_begin_[s + 1] - mode_begin_[s]; }
+  const KeepMode& mode(int s, int k) const { return modes_[mode_begin_[s] + k]; }
+  // Slots held by x[s] and a[s] (mode k) while (s+1, t) runs.
+  int64_t keep(int s, int k) const { return keep_slots_[mode_begin_[s] + k]; }
+  // Peak of backward s after a keep of mode k.
+  int64_t backward_need(int s, int k) const { return backward_slots_[mode_begin_[s] + k]; }
+  // Peak of forward s with grad (mode k) in interval (s, t).
+  int64_t ForwardNeed(int s, int t, int k) const;
+
+  // The sweep steps for intervals starting at s, by increasing first_split.
+  const std::vector<SweepStep>& sweep(int s) const { return sweeps_[s]; }
+  // Index in sweep(s) of the step that split s' (s < s' < L) falls in.
+  int sweep_step(int s, int split) const { return sweep_step_[s][split - s - 1]; }
+  // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
+  int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
+    return units_.Slots(x_bytes_[s] + g_bytes_[t] + sweep_bytes);
+  }
+
+  // Forward time of layers s..e-1 (ms).
+  double ForwardMs(int s, int e) const { return forward_prefix_[e] - forward_prefix_[s]; }
+  double forward_ms(int s) const { return profile_.layers[s].forward_ms; }
+
+ private:
+  const Profile& profile_;
+  MemoryUnits units_;
+  int num_layers_;
+  std::vector<int64_t> x_bytes_, g_bytes_;  // |x[i]|, |g[i]| for i in [0, L]
+  std::vector<int64_t> x_slots_;
+  std::vector<int> mode_begin_;
+  std::vector<KeepMode> modes_;
+  std::vector<int64_t> keep_slots_, backward_slots_;
+  std::vector<std::vector<SweepStep>> sweeps_;
+  std::vector<std::vector<int>> sweep_step_;
+  std::vector<double> forward_prefix_;
+};
+
+}  // namespace remat::solver
+
+#endif  // REMAT_SRC_SOLVER_CHAIN_TERMS_H_

@@ -1,0 +1,270 @@
+// The optimal strategies: the multi-level schedule of least step time under
+// the budget (solver/multilevel_dp.h) and the best single-level layer list
+// (solver/single_level_dp.h). Both solve in memory slots, then simulate the
+// schedule they found with exact bytes: every figure comes from Simulate,
+// and a plan reported as fitting simulates within the budget. When nothing
+// fits in slots, they return the exact lowest-peak schedule of their family
+// (fits == false unless slot rounding was all that stood in the way).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "remat/units.h"
+#include "solver/interval_bounds.h"
+#include "solver/multilevel_dp.h"
+#include "solver/op_emitter.h"
+#include "solver/single_level_dp.h"
+#include "strategies/solvers.h"
+
+namespace remat {
+namespace {
+
+using solver::ChainTerms;
+using solver::MemoryUnits;
+
+// Past this the O(L^3) bounds take minutes.
+constexpr int kMaxLayers = 2048;
+// Cost tables beyond this are refused; the default slot count shrinks to fit.
+constexpr int64_t kMaxTableBytes = int64_t{2} << 30;
+// Exact byte arithmetic for the lowest-peak search (sums stay below 2^63).
+constexpr int64_t kByteLimit = int64_t{1} << 60;
+
+Status CheckOptions(const Profile& p, const PlanOptions& o, Strategy s) {
+  if (o.slots < 0 || o.slots == 1) {
+    return Status::Invalid("slots " + std::to_string(o.slots) +
+                           ": the optimal solvers need at least 2 memory slots (0 = default, " +
+                           std::to_string(kDefaultOptimalSlots) + ")");
+  }
+  if (p.num_layers() > kMaxLayers && o.strategy != Strategy::kAuto) {
+    return Status::Invalid(std::string("strategy ") + ToString(s) + " handles chains of up to " +
+                           std::to_string(kMaxLayers) + " layers; this one has " +
+                           std::to_string(p.num_layers()) +
+                           ": merge layers in the profile or use uniform/segment");
+  }
+  return Status::Ok();
+}
+
+Result<Plan> KeepEverything(const Profile& p, Strategy s, int64_t budget,
+                            const std::string& parameter = "nothing recomputed") {
+  return EvaluateDecisions(p, s, parameter, std::vector<LayerDecision>(p.num_layers()), {}, budget);
+}
+
+// For `auto` on a chain too long to solve: keeping everything, which is
+// the optimum when it fits and never chosen by auto when it does not.
+bool TooLongForAuto(const Profile& p) { return p.num_layers() > kMaxLayers; }
+const std::string kNotSolved =
+    "not solved: chain longer than " + std::to_string(kMaxLayers) + " layers";
+
+// "14 recomputes, up to 3 per layer, 5 selective".
+std::string DescribeRecompute(const Plan& plan) {
+  std::vector<int> per_layer(plan.schedule.num_layers, 0);
+  int total = 0;
+  for (const Op& op : plan.schedule.ops) {
+    if (op.kind == OpKind::kRecompute) ++per_layer[op.layer], ++total;
+  }
+  const int selective = static_cast<int>(
+      std::count(plan.decisions.begin(), plan.decisions.end(), LayerDecision::kSelective));
+  std::string out;
+  if (total > 0) {
+    const int most = *std::max_element(per_layer.begin(), per_layer.end());
+    out = std::to_string(total) + (total == 1 ? " recompute" : " recomputes") +
+          (most > 1 ? ", up to " + std::to_string(most) + " per layer" : "");
+  }
+  if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
+  return out.empty() ? "nothing recomputed" : out;
+}
+
+// "3 segments, 2 selective".
+std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
+  const int segments = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kCheckpoint));
+  const int selective = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kSelective));
+  if (segments == 0 && selective == 0) return "nothing recomputed";
+  std::string out;
+  if (segments > 0) out = std::to_string(segments) + (segments == 1 ? " segment" : " segments");
+  if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
+  return out;
+}
+
+// One solver's DP over slots for a budget (multi-level or single-level):
+// Solve(rounding) fills it, PlanAt(m) reconstructs and simulates its plan in
+// m slots, for floor() <= m <= slots().
+template <typename Dp>
+class SlotPass {
+ public:
+  using ToPlan = std::function<Result<Plan>(const Dp&, int64_t)>;
+  SlotPass(const Profile& p, int64_t activation_budget, int64_t slots, ToPlan to_plan)
+      : profile_(p), budget_(activation_budget), slots_(slots), to_plan_(std::move(to_plan)) {}
+
+  bool Solve(solver::Rounding rounding) {
+    dp_.reset();
+    terms_ = std::make_unique<ChainTerms>(
+        profile_, MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_)));
+    dp_ = std::make_unique<Dp>(*terms_);
+    return dp_->Solve(nullptr).has_value();
+  }
+  int64_t slots() const { return terms_->slots(); }
+  int64_t floor() const { return dp_->floor(); }
+  double slot_bytes() const { return terms_->units().slot_bytes(); }
+  Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
+
+ private:
+  const Profile& profile_;
+  int64_t budget_, slots_;
+  ToPlan to_plan_;
+  std::unique_ptr<ChainTerms> terms_;
+  std::unique_ptr<Dp> dp_;
+};
+
+// Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
+// bound on every plan that fits in bytes, so when its schedule simulates
+// within the budget it is the optimum in bytes, ties with any other plan's
+// exact peak included. When it overshoots, the same tables give the relaxed
+// optimum for every smaller slot count: up to kProbes of them are tried
+// (lowered by the overshoot until a plan fits, then bisected between the
+// most slots that fitted and the fewest that overshot). The conservative
+// (round-up) optimum, which always fits, is solved too, and the fastest
+// fitting plan wins. nullopt: no plan of the family fits at all.
+constexpr int kProbes = 8;
+
+template <typename Dp>
+Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
+  if (!pass.Solve(solver::Rounding::kDown)) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.slots()));
+  if (plan.fits) return std::optional<Plan>(std::move(plan));
+  auto lowered = [&](int64_t m, const Plan& p) {
+    const double over = static_cast<double>(p.predicted.peak_bytes - p.budget_bytes);
+    return m - std::max<int64_t>(1, static_cast<int64_t>(std::ceil(over / pass.slot_bytes())));
+  };
+  std::optional<Plan> best;
+  int64_t over = pass.slots(), under = -1, next = lowered(over, plan);
+  for (int probe = 0; probe < kProbes && next >= pass.floor() && next > under && next < over;
+       ++probe) {
+    REMAT_ASSIGN_OR_RETURN(plan, pass.PlanAt(next));
+    if (plan.fits) {
+      under = next;
+      if (!best || BetterPlan(plan, *best)) best = plan;
+    } else {
+      over = next;
+    }
+    next = under >= 0 ? under + (over - under) / 2 : lowered(next, plan);
+  }
+  if (pass.Solve(solver::Rounding::kUp)) {
+    REMAT_ASSIGN_OR_RETURN(Plan safe, pass.PlanAt(pass.slots()));
+    if (safe.fits && (!best || BetterPlan(safe, *best))) best = std::move(safe);
+  }
+  return best;
+}
+
+class OptimalSingleSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kOptimalSingle; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
+    if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
+    auto evaluate = [&](const solver::SingleLevelSolution& sol) {
+      return EvaluateDecisions(p, strategy(), DescribeDecisions(sol.decisions), sol.decisions,
+                               sol.selective_option, o.budget_bytes);
+    };
+    const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    if (activation_budget > 0) {
+      SlotPass<solver::SingleLevelDp> pass(
+          p, activation_budget, OptimalSlots(o),
+          [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (plan) return *std::move(plan);
+    }
+    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
+    return evaluate(solver::SingleLevelDp(exact).LowestPeak());
+  }
+};
+
+class OptimalSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kOptimal; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
+    if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
+    if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
+    const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    if (activation_budget > 0) {
+      REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
+      SlotPass<solver::MultiLevelDp> pass(
+          p, activation_budget, slots, [&](const solver::MultiLevelDp& dp, int64_t m) {
+            return MakePlanFromSchedule(p, strategy(), "",
+                                        AddFrees(dp.Reconstruct(m).ops, p.num_layers()),
+                                        o.budget_bytes);
+          });
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (plan) {
+        plan->parameter = DescribeRecompute(*plan) + VersusSingleLevel(p, o, *plan);
+        return *std::move(plan);
+      }
+    }
+    return LowestPeak(p, o.budget_bytes);
+  }
+
+ private:
+  // The requested slots, or for the default, as many as keep the cost
+  // tables within kMaxTableBytes.
+  static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
+                                               int64_t activation_budget) {
+    const int64_t slots = OptimalSlots(o);
+    const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
+    const int64_t table = solver::MultiLevelDp(terms).table_bytes();
+    if (table <= kMaxTableBytes) return slots;
+    if (o.slots > 0) {
+      return Status::Invalid("--slots " + std::to_string(o.slots) + " would need " +
+                             FormatBytes(table) + " of solver tables for this " +
+                             std::to_string(p.num_layers()) + "-layer chain (limit " +
+                             FormatBytes(kMaxTableBytes) + "); use fewer slots");
+    }
+    return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
+  }
+
+  // What multi-level buys over the best layer list: " (single-level: +12 ms)".
+  static std::string VersusSingleLevel(const Profile& p, const PlanOptions& o, const Plan& plan) {
+    Result<Plan> single = OptimalSingleStrategySolver()->Solve(p, o);
+    if (!single.ok() || !single->fits ||
+        single->predicted.step_ms <= plan.predicted.step_ms * (1 + 1e-9)) {
+      return "";
+    }
+    return " (single-level: +" + FormatMillis(single->predicted.step_ms - plan.predicted.step_ms) +
+           ")";
+  }
+
+  Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
+    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
+    const solver::IntervalBounds bounds(exact, solver::IntervalClasses(p), /*track_choices=*/true);
+    solver::OpEmitter emitter(p.num_layers());
+    solver::EmitInterval(exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
+                         [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); },
+                         &emitter);
+    REMAT_ASSIGN_OR_RETURN(Plan plan,
+                           MakePlanFromSchedule(p, strategy(), "",
+                                                AddFrees(emitter.Finish(), p.num_layers()), budget));
+    plan.parameter = "lowest peak, " + DescribeRecompute(plan);
+    return plan;
+  }
+};
+
+}  // namespace
+
+int OptimalSlots(const PlanOptions& options) {
+  return options.slots > 0 ? options.slots : kDefaultOptimalSlots;
+}
+
+const StrategySolver* OptimalSingleStrategySolver() {
+  static const OptimalSingleSolver solver;
+  return &solver;
+}
+
+const StrategySolver* OptimalStrategySolver() {
+  static const OptimalSolver solver;
+  return &solver;
+}
+
+}  // namespace remat

@@ -1,0 +1,95 @@
+// The solvers' memory and time model (solver/chain_terms.h) against the
+// simulator: for arbitrary interval choices, the peak the model predicts is
+// the simulated peak, to the byte.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "remat/simulator.h"
+#include "solver/chain_terms.h"
+#include "solver/interval_bounds.h"
+#include "solver/op_emitter.h"
+#include "testing/chains.h"
+
+namespace remat::solver {
+namespace {
+
+class RandomChoices {
+ public:
+  RandomChoices(const ChainTerms& terms, uint32_t seed) : terms_(terms), rng_(seed) {}
+
+  IntervalChoice operator()(int s, int t, int64_t) const {
+    auto it = chosen_.find({s, t});
+    if (it != chosen_.end()) return it->second;
+    IntervalChoice c;
+    if (t > s + 1 && rng_() % 2) {
+      c.split = s + 1 + static_cast<int>(rng_() % (t - s - 1));
+    } else {
+      c.mode = static_cast<int>(rng_() % terms_.num_modes(s));
+    }
+    return chosen_[{s, t}] = c;
+  }
+
+  // The model's peak (bytes, on exact units) of interval (s, t) under the choices.
+  int64_t Need(int s, int t) const {
+    const IntervalChoice c = (*this)(s, t, 0);
+    if (c.split == 0) {
+      int64_t need = std::max(terms_.ForwardNeed(s, t, c.mode), terms_.backward_need(s, c.mode));
+      if (t > s + 1) need = std::max(need, terms_.keep(s, c.mode) + Need(s + 1, t));
+      return need;
+    }
+    int64_t sweep_bytes = 0;
+    for (const SweepStep& step : terms_.sweep(s)) {
+      if (step.first_split <= c.split) sweep_bytes = step.bytes;
+    }
+    return std::max({terms_.SweepNeed(s, t, sweep_bytes), terms_.x(s) + Need(c.split, t),
+                     Need(s, c.split)});
+  }
+
+  double RecomputeMs(int s, int t) const {
+    const IntervalChoice c = (*this)(s, t, 0);
+    if (c.split == 0) {
+      return terms_.mode(s, c.mode).extra_ms + (t > s + 1 ? RecomputeMs(s + 1, t) : 0);
+    }
+    return terms_.ForwardMs(s, c.split) + RecomputeMs(c.split, t) + RecomputeMs(s, c.split);
+  }
+
+ private:
+  const ChainTerms& terms_;
+  mutable std::mt19937 rng_;
+  mutable std::map<std::pair<int, int>, IntervalChoice> chosen_;
+};
+
+TEST(IntervalModel, PredictsTheSimulatedPeakAndRecomputeTime) {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    const Profile p = seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
+                                    : testing::RandomChain(1 + seed % 12, seed);
+    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
+    const RandomChoices choices(terms, seed);
+    OpEmitter emitter(p.num_layers());
+    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
+    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
+    Result<SimulationResult> sim = Simulate(p, schedule);
+    ASSERT_TRUE(sim.ok()) << sim.status().message();
+    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
+    EXPECT_NEAR(sim->recompute_ms, choices.RecomputeMs(0, p.num_layers()), 1e-9) << p.model;
+  }
+}
+
+TEST(IntervalModel, FloorIsTheLowestPeakSchedulesSimulatedPeak) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const Profile p = testing::RandomChain(1 + seed % 10, seed);
+    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
+    const IntervalBounds bounds(terms, IntervalClasses(p), /*track_choices=*/true);
+    OpEmitter emitter(p.num_layers());
+    EmitInterval(terms, 0, p.num_layers(), 0,
+                 [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); }, &emitter);
+    Result<SimulationResult> sim = Simulate(p, AddFrees(emitter.Finish(), p.num_layers()));
+    ASSERT_TRUE(sim.ok());
+    EXPECT_EQ(sim->activation_peak_bytes, bounds.floor(0, p.num_layers())) << p.model;
+  }
+}
+
+}  // namespace
+}  // namespace remat::solver

@@ -1,0 +1,87 @@
+// optimal-single against the brute force over every single-level plan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "remat/plan.h"
+#include "testing/brute_force.h"
+#include "testing/chains.h"
+
+namespace remat {
+namespace {
+
+// Budgets to test a chain at: every distinct peak some plan reaches (the
+// tightest budgets there are), one byte below each, and the extremes.
+std::vector<int64_t> BudgetsFor(const std::vector<testing::SimulatedDecisions>& plans, size_t max) {
+  std::vector<int64_t> peaks;
+  for (const auto& s : plans) peaks.push_back(s.peak_bytes);
+  std::sort(peaks.begin(), peaks.end());
+  peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
+  std::vector<int64_t> budgets;
+  const size_t step = std::max<size_t>(1, peaks.size() / max);
+  for (size_t i = 0; i < peaks.size(); i += step) {
+    budgets.push_back(peaks[i]);
+    budgets.push_back(peaks[i] - 1);
+  }
+  budgets.push_back(peaks.back());
+  budgets.push_back(peaks.back() * 2);
+  return budgets;
+}
+
+Plan SolveAt(const Profile& p, Strategy s, int64_t budget) {
+  PlanOptions o;
+  o.strategy = s;
+  o.budget_bytes = budget;
+  o.slots = 1 << 22;  // one-byte slots: exact
+  Result<PlanSet> set = MakePlan(p, o);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  return set.ok() ? set->chosen : Plan{};
+}
+
+void ExpectMatchesBruteForce(const Profile& p, size_t budgets) {
+  const auto plans = testing::AllSingleLevelPlans(p);
+  ASSERT_FALSE(plans.empty());
+  for (int64_t budget : BudgetsFor(plans, budgets)) {
+    const double best = testing::BestStepMs(plans, budget);
+    const Plan plan = SolveAt(p, Strategy::kOptimalSingle, budget);
+    EXPECT_EQ(plan.fits, best >= 0) << p.model << " budget " << budget;
+    if (best >= 0 && plan.fits) {
+      EXPECT_LE(plan.predicted.peak_bytes, budget);
+      EXPECT_NEAR(plan.predicted.step_ms, best, 1e-4) << p.model << " budget " << budget;
+    }
+    // Its plan is a layer list: rebuilding it from the decisions gives the same schedule.
+    Result<Schedule> rebuilt = BuildSingleLevelSchedule(p, plan.decisions, plan.selective_option);
+    ASSERT_TRUE(rebuilt.ok());
+    EXPECT_EQ(rebuilt->ops.size(), plan.schedule.ops.size());
+  }
+}
+
+TEST(OptimalSingle, EqualsBruteForceOnRandomChains) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    ExpectMatchesBruteForce(testing::RandomChain(2 + seed % 6, seed), 12);
+  }
+}
+
+TEST(OptimalSingle, EqualsBruteForceOnATenLayerChain) {
+  Profile p = testing::RandomChain(10, 100);
+  for (LayerProfile& l : p.layers) l.selective.clear();  // 11k plans instead of ~100k
+  ExpectMatchesBruteForce(p, 10);
+}
+
+TEST(OptimalSingle, EqualsBruteForceOnATransformerChain) {
+  ExpectMatchesBruteForce(testing::TransformerChain(4, 7), 12);
+}
+
+TEST(OptimalSingle, LowestPeakWhenNothingFits) {
+  const Profile p = testing::RandomChain(6, 3);
+  const auto plans = testing::AllSingleLevelPlans(p);
+  int64_t lowest = plans[0].peak_bytes;
+  for (const auto& s : plans) lowest = std::min(lowest, s.peak_bytes);
+  const Plan plan = SolveAt(p, Strategy::kOptimalSingle, lowest - 1);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_EQ(plan.predicted.peak_bytes, lowest);
+  EXPECT_TRUE(SolveAt(p, Strategy::kOptimalSingle, lowest).fits);
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,182 @@
+// The multi-level optimum: revolve's forward counts, and never costlier than
+// any other strategy at the same budget.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "remat/plan.h"
+#include "testing/brute_force.h"
+#include "testing/chains.h"
+
+namespace remat {
+namespace {
+
+Plan SolveAt(const Profile& p, Strategy s, int64_t budget, int slots = 1 << 22) {
+  PlanOptions o;
+  o.strategy = s;
+  o.budget_bytes = budget;
+  o.slots = slots;
+  Result<PlanSet> set = MakePlan(p, o);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  return set.ok() ? set->chosen : Plan{};
+}
+
+// Griewank & Walther: the fewest forward steps to reverse l steps with s
+// snapshots is t(l, s) = r*l - C(s+r, s+1), r the least with C(s+r, s) >= l.
+int64_t Binomial(int64_t n, int64_t k) {
+  if (k < 0 || k > n) return 0;
+  int64_t b = 1;
+  for (int64_t i = 1; i <= k; ++i) b = b * (n - k + i) / i;
+  return b;
+}
+int64_t RevolveForwards(int64_t l, int64_t s) {
+  int64_t r = 0;
+  while (Binomial(s + r, s) < l) ++r;
+  return r * l - Binomial(s + r, s + 1);
+}
+
+// Revolve's setting in our memory model. Every x[i] is 1 byte and a layer's
+// tape a[i] is A = 100 bytes, too big to hold two: a layer's forward with
+// grad must come right before its backward (revolve's taped adjoint step),
+// and every other forward runs without grad (revolve's advance). At a
+// backward, live memory is the checkpoints held, x[i] among them, plus
+// x[i+1] (1) + a[i] (A) + g[i+1] (1) + g[i] (1). The end layers' missing
+// g[0] / g[L] is made up by 1 byte of backward workspace so that every
+// backward costs the same. So a budget of A + 3 + h bytes holds h
+// checkpoints at a backward: the reversed step's input (revolve's working
+// state) and s = h - 1 snapshots, x[0] included as in revolve. The
+// recompute ops are then exactly revolve's forward steps (each layer's one
+// first forward is either an advance or, for the last layer, its tape).
+Profile RevolveChain(int layers) {
+  Profile p = testing::UniformChain(layers, 1, 101, 1.0, 2.0);
+  p.layers.front().backward_workspace_bytes = 1;
+  p.layers.back().backward_workspace_bytes = 1;
+  return p;
+}
+
+TEST(Optimal, ReproducesRevolvesForwardCounts) {
+  for (int s = 1; s <= 5; ++s) {
+    for (int l : {1, 2, 3, 5, 8, 13, 21, 30, 40}) {
+      const Profile p = RevolveChain(l);
+      const Plan plan = SolveAt(p, Strategy::kOptimal, 100 + 3 + s + 1);
+      ASSERT_TRUE(plan.fits) << "l=" << l << " s=" << s;
+      EXPECT_EQ(plan.predicted.recompute_ops, RevolveForwards(l, s)) << "l=" << l << " s=" << s;
+      EXPECT_DOUBLE_EQ(plan.predicted.recompute_ms, static_cast<double>(RevolveForwards(l, s)));
+    }
+  }
+}
+
+TEST(Optimal, RevolveChainNeedsASnapshot) {
+  // s = 0: only the working state; two layers cannot be reversed.
+  EXPECT_FALSE(SolveAt(RevolveChain(2), Strategy::kOptimal, 100 + 3 + 1).fits);
+  EXPECT_TRUE(SolveAt(RevolveChain(1), Strategy::kOptimal, 100 + 3 + 1).fits);
+}
+
+// Budgets from below the lowest peak to above keep-everything.
+std::vector<int64_t> SweepBudgets(const Profile& p, int n) {
+  const int64_t lo = SolveAt(p, Strategy::kOptimal, 1).predicted.peak_bytes;
+  const int64_t hi = SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes;
+  std::vector<int64_t> b = {lo - 1};
+  for (int i = 0; i <= n; ++i) b.push_back(lo + (hi - lo) * i / n);
+  b.push_back(hi + 1);
+  return b;
+}
+
+void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
+  const auto plans = brute_force ? testing::AllSingleLevelPlans(p)
+                                 : std::vector<testing::SimulatedDecisions>{};
+  double previous = -1;
+  for (int64_t budget : SweepBudgets(p, budgets)) {
+    const Plan best = SolveAt(p, Strategy::kOptimal, budget);
+    if (best.fits) {
+      EXPECT_LE(best.predicted.peak_bytes, budget) << p.model;
+      if (previous >= 0) {
+        EXPECT_LE(best.predicted.step_ms, previous + 1e-4) << p.model << " " << budget;
+      }
+      previous = best.predicted.step_ms;
+    }
+    for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSegment, Strategy::kSelective,
+                       Strategy::kOptimalSingle}) {
+      const Plan other = SolveAt(p, s, budget);
+      if (!other.fits) continue;
+      EXPECT_TRUE(best.fits) << p.model << " " << ToString(s) << " fits in " << budget;
+      EXPECT_LE(best.predicted.step_ms, other.predicted.step_ms + 1e-4)
+          << p.model << " vs " << ToString(s) << " at " << budget;
+    }
+    const double single = testing::BestStepMs(plans, budget);
+    if (single >= 0) {
+      EXPECT_TRUE(best.fits);
+      EXPECT_LE(best.predicted.step_ms, single + 1e-4) << p.model << " at " << budget;
+    }
+  }
+}
+
+TEST(Optimal, NeverCostlierThanSingleLevelOrHeuristicsOnRandomChains) {
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    ExpectNeverCostlier(testing::RandomChain(1 + seed % 8, seed), /*brute_force=*/true, 24);
+  }
+}
+
+TEST(Optimal, NeverCostlierOnTransformerChains) {
+  ExpectNeverCostlier(testing::TransformerChain(3, 3), /*brute_force=*/true, 16);
+  ExpectNeverCostlier(testing::TransformerChain(12, 4), /*brute_force=*/false, 12);
+}
+
+TEST(Optimal, BeatsSingleLevelWhereMultiLevelHelps) {
+  // 10 layers, 2 snapshots: revolve needs 20 forwards; one level needs more.
+  const Profile p = RevolveChain(10);
+  const int64_t budget = 100 + 3 + 3;
+  const Plan multi = SolveAt(p, Strategy::kOptimal, budget);
+  const Plan single = SolveAt(p, Strategy::kOptimalSingle, budget);
+  ASSERT_TRUE(multi.fits);
+  EXPECT_EQ(multi.predicted.recompute_ops, 20);
+  EXPECT_TRUE(!single.fits || single.predicted.step_ms > multi.predicted.step_ms);
+}
+
+TEST(Optimal, KeepsEverythingWithoutABudget) {
+  const Profile p = testing::TransformerChain(6);
+  const Plan plan = SolveAt(p, Strategy::kOptimal, 0);
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.predicted.recompute_ops, 0);
+  EXPECT_EQ(plan.predicted.peak_bytes, SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes);
+}
+
+TEST(Optimal, LowestPeakWhenNothingFits) {
+  const Profile p = testing::TransformerChain(6);
+  const Plan lowest = SolveAt(p, Strategy::kOptimal, 1);
+  EXPECT_FALSE(lowest.fits);
+  const Plan at = SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes, 0);
+  EXPECT_TRUE(at.fits);  // with default slots too: the exact lowest-peak plan fits
+  EXPECT_FALSE(SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes - 1).fits);
+}
+
+TEST(Optimal, TooLongChainsAreAnErrorByNameAndSkippedByAuto) {
+  const Profile p = testing::UniformChain(2049);
+  PlanOptions o;
+  o.strategy = Strategy::kOptimal;
+  Result<PlanSet> named = MakePlan(p, o);
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("up to 2048 layers"), std::string::npos);
+  o.strategy = Strategy::kAuto;
+  Result<PlanSet> any = MakePlan(p, o);
+  ASSERT_TRUE(any.ok()) << any.status().message();
+  EXPECT_TRUE(any->chosen.fits);
+}
+
+TEST(Optimal, RejectsBadSlotCounts) {
+  const Profile p = testing::TransformerChain(2);
+  for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {
+    for (int slots : {1, -5}) {
+      PlanOptions o;
+      o.strategy = s;
+      o.budget_bytes = 1 << 20;
+      o.slots = slots;
+      Result<PlanSet> set = MakePlan(p, o);
+      ASSERT_FALSE(set.ok());
+      EXPECT_NE(set.status().message().find("at least 2 memory slots"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat

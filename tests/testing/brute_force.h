@@ -1,0 +1,67 @@
+// Oracles for the optimal solvers: every single-level plan of a small chain,
+// simulated.
+#ifndef REMAT_TESTS_TESTING_BRUTE_FORCE_H_
+#define REMAT_TESTS_TESTING_BRUTE_FORCE_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "remat/plan.h"
+#include "strategies/solvers.h"
+
+namespace remat::testing {
+
+struct SimulatedDecisions {
+  std::vector<LayerDecision> decisions;
+  std::vector<int> selective_option;
+  int64_t peak_bytes = 0;
+  double step_ms = 0;
+};
+
+// Every decision vector BuildSingleLevelSchedule accepts: per layer keep,
+// checkpoint, recompute (after a checkpointed or recomputed layer) or each
+// selective option. Grows like ~3.4^L with one selective option per layer.
+inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p) {
+  const int L = p.num_layers();
+  std::vector<SimulatedDecisions> out;
+  std::vector<LayerDecision> d(L);
+  std::vector<int> opt(L, -1);
+  std::function<void(int)> walk = [&](int i) {
+    if (i == L) {
+      Result<Plan> plan = EvaluateDecisions(p, Strategy::kManual, "", d, opt, 0);
+      if (plan.ok()) out.push_back({d, opt, plan->predicted.peak_bytes, plan->predicted.step_ms});
+      return;
+    }
+    opt[i] = -1;
+    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint, LayerDecision::kRecompute}) {
+      if (c == LayerDecision::kRecompute &&
+          (i == 0 || (d[i - 1] != LayerDecision::kCheckpoint && d[i - 1] != LayerDecision::kRecompute))) {
+        continue;
+      }
+      d[i] = c;
+      walk(i + 1);
+    }
+    for (int k = 0; k < static_cast<int>(p.layers[i].selective.size()); ++k) {
+      d[i] = LayerDecision::kSelective;
+      opt[i] = k;
+      walk(i + 1);
+    }
+    opt[i] = -1;
+  };
+  walk(0);
+  return out;
+}
+
+// The least step time among `plans` within `budget` bytes; < 0 if none fits.
+inline double BestStepMs(const std::vector<SimulatedDecisions>& plans, int64_t budget) {
+  double best = -1;
+  for (const SimulatedDecisions& s : plans) {
+    if (s.peak_bytes <= budget && (best < 0 || s.step_ms < best)) best = s.step_ms;
+  }
+  return best;
+}
+
+}  // namespace remat::testing
+
+#endif  // REMAT_TESTS_TESTING_BRUTE_FORCE_H_

@@ -1,0 +1,23 @@
+// Step time against peak memory for every strategy (ParetoSweep), with the
+// chosen plan and the budget marked.
+#ifndef REMAT_VISUALIZE_PARETO_CHART_H_
+#define REMAT_VISUALIZE_PARETO_CHART_H_
+
+#include <string>
+
+#include "remat/pareto.h"
+#include "remat/plan.h"
+
+namespace remat::viz {
+
+// An <svg id="pareto">: x peak memory (binary unit), y step time (ms). Each
+// swept strategy's frontier (Frontier()) is a <path class="frontier
+// frontier-<name>">; its points are <g class="point" data-strategies="...">,
+// one per position, with a ring per further strategy reaching the same point.
+// The chosen plan is a <circle class="chosen">, the budget a vertical <line
+// class="budget">, the step time without recompute a <line class="baseline">.
+std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen);
+
+}  // namespace remat::viz
+
+#endif  // REMAT_VISUALIZE_PARETO_CHART_H_

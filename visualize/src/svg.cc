@@ -1,0 +1,112 @@
+#include "svg.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace remat::viz {
+
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "0";
+  const double rounded = std::round(v * 100.0) / 100.0;
+  if (rounded == 0) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", rounded);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string EscapeXml(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+PathData& PathData::MoveTo(double x, double y) {
+  d_ += "M" + Num(x) + " " + Num(y);
+  return *this;
+}
+
+PathData& PathData::LineTo(double x, double y) {
+  d_ += "L" + Num(x) + " " + Num(y);
+  return *this;
+}
+
+PathData& PathData::Close() {
+  d_ += "Z";
+  return *this;
+}
+
+SvgWriter::SvgWriter(double width, double height, const std::string& id, const std::string& label) {
+  Attrs attrs = {
+      {"xmlns", "http://www.w3.org/2000/svg"},
+      {"viewBox", "0 0 " + Num(width) + " " + Num(height)},
+      {"width", width},
+      {"role", "img"},
+      {"font-family", "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"},
+      {"font-size", 12}};
+  if (!id.empty()) attrs.emplace_back("id", id);
+  if (!label.empty()) attrs.emplace_back("aria-label", label);
+  Open("svg", attrs);
+}
+
+void SvgWriter::StartTag(const std::string& tag, const Attrs& attrs) {
+  out_ += "<" + tag;
+  for (const Attr& a : attrs) out_ += " " + a.name + "=\"" + EscapeXml(a.value) + "\"";
+}
+
+void SvgWriter::Open(const std::string& tag, const Attrs& attrs) {
+  StartTag(tag, attrs);
+  out_ += ">";
+  open_.push_back(tag);
+}
+
+void SvgWriter::Close() {
+  if (open_.empty()) return;
+  out_ += "</" + open_.back() + ">";
+  open_.pop_back();
+  out_ += "\n";
+}
+
+void SvgWriter::Empty(const std::string& tag, const Attrs& attrs) {
+  StartTag(tag, attrs);
+  out_ += "/>\n";
+}
+
+void SvgWriter::Text(double x, double y, std::string_view text, const Attrs& attrs) {
+  Attrs all = {{"x", x}, {"y", y}};
+  all.insert(all.end(), attrs.begin(), attrs.end());
+  StartTag("text", all);
+  out_ += ">" + EscapeXml(text) + "</text>\n";
+}
+
+void SvgWriter::Title(std::string_view text) { out_ += "<title>" + EscapeXml(text) + "</title>"; }
+
+std::string SvgWriter::Finish() {
+  while (!open_.empty()) Close();
+  return std::move(out_);
+}
+
+}  // namespace remat::viz

@@ -1,0 +1,28 @@
+// The memory timeline of a plan: live bytes over the step's time, stacked by
+// category, with the phases, the budget, the peak and an optional measured
+// run overlaid.
+#ifndef REMAT_VISUALIZE_TIMELINE_CHART_H_
+#define REMAT_VISUALIZE_TIMELINE_CHART_H_
+
+#include <string>
+
+#include "remat/plan.h"
+#include "remat/profile.h"
+#include "remat/runtime_api.h"
+
+namespace remat::viz {
+
+// An <svg id="memory-timeline">. x: time in the step (ms, the simulator's op
+// start/end); y: memory in the largest binary unit the peak reaches. Each
+// timed op is drawn at its peak composition (TimelinePoint::at_peak), one
+// <path class="series series-<category>"> per category. The budget is
+// <line class="budget">, the peak <circle class="peak-marker"> labelled with
+// the op. `measured` (may be null) is drawn as <path class="series-measured">
+// at the predicted ops' times (samples matched by op_index) with its peak
+// and the error against the prediction. The root carries data-plot-top,
+// data-plot-bottom and data-y-max-bytes so tests can check positions.
+std::string TimelineChart(const Plan& plan, const Profile& profile, const TrainResult* measured);
+
+}  // namespace remat::viz
+
+#endif  // REMAT_VISUALIZE_TIMELINE_CHART_H_
