@@ -44,28 +44,28 @@ Status CheckPlanMatchesModel(const LoadedPlan& plan, const Job& job, const std::
                              " -o profile.json, then planner --budget SIZE -o plan.json "
                              "profile.json)";
   if (!same) {
-    return Status::Invalid(plan_path + " is for another model: its chain has " +
-                           std::to_string(theirs.num_layers()) + " layers (" +
-                           ChainSummary(theirs) + "), " + model_path + " has " +
-                           std::to_string(mine.num_layers()) + " (" + ChainSummary(mine) + ")" +
-                           remake);
+    return Status::Invalid(
+        plan_path + " is for another model: its chain has " + std::to_string(theirs.num_layers()) +
+        " layers (" + ChainSummary(theirs) + "), " + model_path + " has " +
+        std::to_string(mine.num_layers()) + " (" + ChainSummary(mine) + ")" + remake);
   }
   const ModelConfig& c = job.input.config;
   if ((theirs.micro_batch > 0 && theirs.micro_batch != c.micro_batch) ||
       (theirs.seq_len > 0 && theirs.seq_len != c.seq_len)) {
-    return Status::Invalid(plan_path + " was made for micro_batch " +
-                           std::to_string(theirs.micro_batch) + ", seq_len " +
-                           std::to_string(theirs.seq_len) + "; " + model_path + " has micro_batch " +
-                           std::to_string(c.micro_batch) + ", seq_len " +
-                           std::to_string(c.seq_len) + remake);
+    return Status::Invalid(
+        plan_path + " was made for micro_batch " + std::to_string(theirs.micro_batch) +
+        ", seq_len " + std::to_string(theirs.seq_len) + "; " + model_path + " has micro_batch " +
+        std::to_string(c.micro_batch) + ", seq_len " + std::to_string(c.seq_len) + remake);
   }
   for (size_t k = 0; k < plan.schedule.ops.size(); ++k) {
     const Op& op = plan.schedule.ops[k];
     if (op.save != SaveMode::kSelective) continue;
     const std::string& name = theirs.layers[op.layer].selective[op.option].name;
     if (name != "attention_core") {
-      return Status::Invalid(plan_path + ": schedule[" + std::to_string(k) + "] uses selective "
-                             "option '" + name + "'; the runtime implements 'attention_core'");
+      return Status::Invalid(plan_path + ": schedule[" + std::to_string(k) +
+                             "] uses selective "
+                             "option '" +
+                             name + "'; the runtime implements 'attention_core'");
     }
   }
   return Status::Ok();
@@ -115,7 +115,7 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!job.ok()) return ReportError(job.status(), env);
   if (!job->context.has_config) {
     return ReportError(Status::Invalid(*path + " is a profile; train builds the model, so it needs "
-                                       "the model.json the profile was measured from"),
+                                               "the model.json the profile was measured from"),
                        env);
   }
   const std::string plan_path = args->Get("plan");
@@ -141,8 +141,7 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   const bool json = args->Has("json");
   if (!json) {
     *env.out << "training " << job->input.config.name << " with " << plan_path << " ("
-             << c.plan.strategy << "), " << options.steps << " steps on " << options.device
-             << "\n";
+             << c.plan.strategy << "), " << options.steps << " steps on " << options.device << "\n";
     options.on_step = [&env](const StepRecord& s) { *env.out << FormatStepLine(s) << std::flush; };
   }
   Result<TrainResult> measured = env.runtime->Train(job->input.config, c.plan.schedule, options);

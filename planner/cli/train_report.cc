@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "remat/units.h"
 
@@ -32,9 +31,7 @@ double PercentOf(int64_t measured, int64_t predicted) {
   return predicted > 0 ? 100.0 * static_cast<double>(measured - predicted) / predicted : 0;
 }
 
-double Ratio(double measured, double predicted) {
-  return predicted > 0 ? measured / predicted : 0;
-}
+double Ratio(double measured, double predicted) { return predicted > 0 ? measured / predicted : 0; }
 
 int MeasuredPeakOp(const TrainResult& r) {
   int best = -1;
@@ -76,12 +73,12 @@ std::string FormatTrainText(const TrainComparison& c) {
   if (c.memory_limit_bytes > 0) o << " under a " << FormatBytes(c.memory_limit_bytes) << " limit";
   o << "\n\n";
   o << "                 " << Pad("predicted", 18) << Pad("measured", 18) << "difference\n";
-  o << "  peak memory    " << Pad(FormatBytes(p.peak_bytes), 18) << Pad(FormatBytes(m.peak_bytes), 18)
-    << Fixed(PercentOf(m.peak_bytes, p.peak_bytes), "%+.2f%%") << " ("
-    << SignedBytes(m.peak_bytes - p.peak_bytes) << ")\n";
+  o << "  peak memory    " << Pad(FormatBytes(p.peak_bytes), 18)
+    << Pad(FormatBytes(m.peak_bytes), 18) << Fixed(PercentOf(m.peak_bytes, p.peak_bytes), "%+.2f%%")
+    << " (" << SignedBytes(m.peak_bytes - p.peak_bytes) << ")\n";
   o << "  model state    " << Pad(FormatBytes(p.static_bytes), 18)
-    << Pad(FormatBytes(m.model_state_bytes), 18) << SignedBytes(m.model_state_bytes - p.static_bytes)
-    << "\n";
+    << Pad(FormatBytes(m.model_state_bytes), 18)
+    << SignedBytes(m.model_state_bytes - p.static_bytes) << "\n";
   o << "  step time      " << Pad(FormatMillis(p.step_ms), 18) << Pad(FormatMillis(m.step_ms), 18)
     << "x" << Fixed(Ratio(m.step_ms, p.step_ms), "%.3f") << " (median of steps 2..)\n";
   o << "  recompute      " << Pad(FormatMillis(p.recompute_ms), 18)

@@ -15,9 +15,9 @@ namespace remat::cli {
 
 struct TrainComparison {
   std::string plan_path;
-  LoadedPlan plan;              // profile + schedule the prediction comes from
-  SimulationResult predicted;   // Simulate(plan.profile, plan.schedule)
-  TrainResult measured;         // the runtime's run of plan.schedule
+  LoadedPlan plan;             // profile + schedule the prediction comes from
+  SimulationResult predicted;  // Simulate(plan.profile, plan.schedule)
+  TrainResult measured;        // the runtime's run of plan.schedule
   int64_t memory_limit_bytes = 0;
 };
 

@@ -5,14 +5,14 @@
 // DataPtr's context and raw_deleter() is set, as oneDNN's raw_allocate
 // requires. Works with LibTorch 1.13 (const allocate) and 2.x (non-const
 // allocate, copy_data): both signatures are declared, the base class picks.
-#include <atomic>
-#include <cstring>
-#include <mutex>
-
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
 
 #include "memory_meter.h"
 

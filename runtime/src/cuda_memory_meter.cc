@@ -1,9 +1,9 @@
 // The CUDA meter: the caching allocator's device statistics. Compiled with
 // REMAT_HAVE_CUDA_TORCH only when building against a CUDA LibTorch; other
 // builds get a MakeCudaMeter that says why there is none.
-#include "memory_meter.h"
-
 #include <algorithm>
+
+#include "memory_meter.h"
 
 #ifdef REMAT_HAVE_CUDA_TORCH
 #include <ATen/cuda/CUDAContext.h>

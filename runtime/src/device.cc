@@ -1,12 +1,11 @@
 #include "device.h"
 
+#include <ATen/Parallel.h>
 #include <time.h>
+#include <torch/cuda.h>
 
 #include <chrono>
 #include <cstdlib>
-
-#include <ATen/Parallel.h>
-#include <torch/cuda.h>
 
 #include "memory_meter.h"
 
@@ -48,15 +47,17 @@ Result<ClockKind> ParseClock(const std::string& name, const c10::Device& device)
     return Status::Invalid("unknown clock '" + name + "', expected wall or thread");
   }
   if (!device.is_cpu()) {
-    return Status::Invalid("--clock thread times CPU runs only; GPU work is timed on the wall "
-                           "clock");
+    return Status::Invalid(
+        "--clock thread times CPU runs only; GPU work is timed on the wall "
+        "clock");
   }
   const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
   if (at::get_num_threads() != 1 || blas == nullptr || std::string(blas) != "1") {
-    return Status::Invalid("--clock thread counts the calling thread's CPU time, so the work must "
-                           "stay on it: run with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 "
-                           "(LibTorch has " + std::to_string(at::get_num_threads()) +
-                           " intra-op threads)");
+    return Status::Invalid(
+        "--clock thread counts the calling thread's CPU time, so the work must "
+        "stay on it: run with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 "
+        "(LibTorch has " +
+        std::to_string(at::get_num_threads()) + " intra-op threads)");
   }
   return ClockKind::kThreadCpu;
 }

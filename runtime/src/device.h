@@ -3,9 +3,9 @@
 #ifndef REMAT_RUNTIME_SRC_DEVICE_H_
 #define REMAT_RUNTIME_SRC_DEVICE_H_
 
-#include <string>
-
 #include <c10/core/Device.h>
+
+#include <string>
 
 #include "remat/status.h"
 

@@ -39,8 +39,9 @@ Status GptModel::Supports(const ModelConfig& c) {
                            ToString(c.architecture) + "' can be planned (analytic) but not run");
   }
   if (c.attention != AttentionImpl::kEager) {
-    return Status::Invalid("the runtime implements eager attention only (attention: \"eager\"); "
-                           "\"flash\" can be planned but not run");
+    return Status::Invalid(
+        "the runtime implements eager attention only (attention: \"eager\"); "
+        "\"flash\" can be planned but not run");
   }
   if (c.precision != Precision::kFp32 && c.precision != Precision::kBf16 &&
       c.precision != Precision::kFp16) {
@@ -125,11 +126,16 @@ void GptModel::ZeroGrad() {
 
 std::string GptModel::layer_name(int layer) const {
   switch (layer_kind(layer)) {
-    case LayerKind::kEmbedding: return "embedding";
-    case LayerKind::kBlock: return "block" + std::to_string(layer - 1);
-    case LayerKind::kFinalNorm: return "final_norm";
-    case LayerKind::kHead: return "head";
-    case LayerKind::kLoss: return "loss";
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kBlock:
+      return "block" + std::to_string(layer - 1);
+    case LayerKind::kFinalNorm:
+      return "final_norm";
+    case LayerKind::kHead:
+      return "head";
+    case LayerKind::kLoss:
+      return "loss";
   }
   return "?";
 }
@@ -154,7 +160,7 @@ at::Tensor GptModel::MakeBatch(uint64_t seed, int64_t step) const {
     const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(V));
     const int64_t stride = 1 + static_cast<int64_t>(rng() % 7);
     for (int64_t t = 0; t < s; ++t) {
-      ids[i * s + t] = (start + t * stride) % V;            // inputs
+      ids[i * s + t] = (start + t * stride) % V;                // inputs
       ids[b * s + i * s + t] = (start + (t + 1) * stride) % V;  // targets
     }
   }
@@ -205,8 +211,8 @@ at::Tensor GptModel::Prologue(int layer, const at::Tensor& x) const {
 
 at::Tensor GptModel::AttentionCore(int /*layer*/, const at::Tensor& heads,
                                    const DropoutSeeds& seeds) const {
-  const int64_t b = config_.micro_batch, s = config_.seq_len, a = config_.heads,
-                h = config_.hidden, d = h / a;
+  const int64_t b = config_.micro_batch, s = config_.seq_len, a = config_.heads, h = config_.hidden,
+                d = h / a;
   // Intermediates are dropped as soon as they are consumed, so that a forward
   // without grad holds as little as it can.
   at::Tensor context;

@@ -15,11 +15,11 @@
 #ifndef REMAT_RUNTIME_SRC_GPT_MODEL_H_
 #define REMAT_RUNTIME_SRC_GPT_MODEL_H_
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "remat/model_config.h"
 #include "remat/status.h"

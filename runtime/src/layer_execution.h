@@ -19,14 +19,14 @@ namespace remat::runtime {
 
 // What a forward with grad keeps until the layer's backward.
 struct SavedLayer {
-  int layer = -1;            // -1: nothing saved
-  at::Tensor input;          // the leaf the forward read (the batch for the embedding)
-  at::Tensor output;         // the layer's output, carrying its autograd graph
+  int layer = -1;     // -1: nothing saved
+  at::Tensor input;   // the leaf the forward read (the batch for the embedding)
+  at::Tensor output;  // the layer's output, carrying its autograd graph
   // Selective forward (attention core recomputed in backward):
   bool selective = false;
-  at::Tensor heads;          // prologue output with its graph; the core's input
-  at::Tensor context;        // the epilogue's context leaf (core output, no graph)
-  DropoutSeeds seeds;        // to redraw the core's dropout mask
+  at::Tensor heads;    // prologue output with its graph; the core's input
+  at::Tensor context;  // the epilogue's context leaf (core output, no graph)
+  DropoutSeeds seeds;  // to redraw the core's dropout mask
 
   bool live() const { return layer >= 0; }
 };

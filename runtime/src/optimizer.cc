@@ -1,9 +1,9 @@
 #include "optimizer.h"
 
+#include <c10/core/GradMode.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <c10/core/GradMode.h>
 
 namespace remat::runtime {
 namespace {

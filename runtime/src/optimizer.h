@@ -9,17 +9,17 @@
 #ifndef REMAT_RUNTIME_SRC_OPTIMIZER_H_
 #define REMAT_RUNTIME_SRC_OPTIMIZER_H_
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "remat/model_config.h"
 
 namespace remat::runtime {
 
 struct OptimizerSettings {
-  double lr = 1e-3;            // AdamW; SGD uses 10x this
+  double lr = 1e-3;  // AdamW; SGD uses 10x this
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;

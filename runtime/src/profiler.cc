@@ -6,8 +6,8 @@
 
 #include "device.h"
 #include "gpt_model.h"
-#include "median.h"
 #include "layer_execution.h"
+#include "median.h"
 #include "optimizer.h"
 #include "torch_errors.h"
 
@@ -113,11 +113,21 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   LayerProfile l;
   l.name = model_->layer_name(layer);
   switch (model_->layer_kind(layer)) {
-    case LayerKind::kEmbedding: l.kind = "embedding"; break;
-    case LayerKind::kBlock: l.kind = "block"; break;
-    case LayerKind::kFinalNorm: l.kind = "norm"; break;
-    case LayerKind::kHead: l.kind = "head"; break;
-    case LayerKind::kLoss: l.kind = "loss"; break;
+    case LayerKind::kEmbedding:
+      l.kind = "embedding";
+      break;
+    case LayerKind::kBlock:
+      l.kind = "block";
+      break;
+    case LayerKind::kFinalNorm:
+      l.kind = "norm";
+      break;
+    case LayerKind::kHead:
+      l.kind = "head";
+      break;
+    case LayerKind::kLoss:
+      l.kind = "loss";
+      break;
   }
   l.forward_ms = Median(m.full.forward_ms);
   l.backward_ms = Median(m.full.backward_ms);

@@ -32,12 +32,13 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const GptModel& model) 
       return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
                              "): no such layer");
     }
-    if (op.save == SaveMode::kSelective && (op.kind == OpKind::kForward ||
-                                            op.kind == OpKind::kRecompute)) {
+    if (op.save == SaveMode::kSelective &&
+        (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute)) {
       if (model.layer_kind(op.layer) != LayerKind::kBlock || op.option != 0) {
         return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
                                "): the runtime's only selective option is 0 (attention_core) "
-                               "of a block; layer '" + model.layer_name(op.layer) + "'");
+                               "of a block; layer '" +
+                               model.layer_name(op.layer) + "'");
       }
     }
   }
@@ -47,7 +48,7 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const GptModel& model) 
 const at::Tensor& ScheduleExecutor::Live(const at::Tensor& t, const char* kind, int index) const {
   if (!t.defined()) {
     throw std::invalid_argument(std::string("needs ") + kind + std::to_string(index) +
-                        ", which is not live");
+                                ", which is not live");
   }
   return t;
 }
@@ -66,12 +67,14 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
       const int i = op.layer;
       const at::Tensor& x = Live(x_[i], "x", i);
       Live(x_[0], "x", 0);  // the loss layer reads its targets from the batch
-      if (x_[i + 1].defined()) throw std::invalid_argument("writes x" + std::to_string(i + 1) + ", which is live");
+      if (x_[i + 1].defined())
+        throw std::invalid_argument("writes x" + std::to_string(i + 1) + ", which is live");
       const DropoutSeeds seeds = SeedsFor(seed_, step, i);
       if (op.save == SaveMode::kNone) {
         x_[i + 1] = ForwardNoGrad(model_, i, x, x_[0], seeds);
       } else {
-        if (a_[i].live()) throw std::invalid_argument("writes a" + std::to_string(i) + ", which is live");
+        if (a_[i].live())
+          throw std::invalid_argument("writes a" + std::to_string(i) + ", which is live");
         a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective);
         x_[i + 1] = a_[i].output.detach();
       }
@@ -80,7 +83,8 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
     }
     case OpKind::kBackward: {
       const int i = op.layer;
-      if (!a_[i].live()) throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
+      if (!a_[i].live())
+        throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
       Live(x_[i + 1], "x", i + 1);
       const at::Tensor grad_output = i + 1 < L ? Live(g_[i + 1], "g", i + 1) : at::Tensor();
       double core_ms = 0;
@@ -92,9 +96,15 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
     case OpKind::kFree: {
       const int k = op.tensor.index;
       switch (op.tensor.kind) {
-        case TensorKind::kX: x_[k] = at::Tensor(); break;
-        case TensorKind::kG: g_[k] = at::Tensor(); break;
-        case TensorKind::kA: a_[k] = SavedLayer(); break;
+        case TensorKind::kX:
+          x_[k] = at::Tensor();
+          break;
+        case TensorKind::kG:
+          g_[k] = at::Tensor();
+          break;
+        case TensorKind::kA:
+          a_[k] = SavedLayer();
+          break;
       }
       break;
     }
@@ -121,8 +131,8 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
     sample.live_before = meter_.current_bytes();
     meter_.ResetPeak();
     const DeviceClock clock(timing_);
-    std::string where =
-        "step " + std::to_string(step + 1) + ", schedule op " + std::to_string(k) + " (" + DescribeOp(op);
+    std::string where = "step " + std::to_string(step + 1) + ", schedule op " + std::to_string(k) +
+                        " (" + DescribeOp(op);
     if (op.layer >= 0 && op.layer < L) where += ", layer '" + model_.layer_name(op.layer) + "'";
     where += ")";
     const Status status = CatchTorchErrors(where, meter_, [&] { RunOp(op, step, &result); });

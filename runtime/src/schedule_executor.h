@@ -10,10 +10,10 @@
 #ifndef REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
 #define REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "device.h"
 #include "gpt_model.h"
@@ -26,12 +26,12 @@
 namespace remat::runtime {
 
 struct StepResult {
-  double loss = 0;           // the loss layer's output (first forward)
-  double ms = 0;             // all ops, device synchronized
-  double recompute_ms = 0;   // recompute ops + attention cores recomputed in backward
-  int64_t peak_bytes = 0;    // highest bytes in use during the step
+  double loss = 0;                  // the loss layer's output (first forward)
+  double ms = 0;                    // all ops, device synchronized
+  double recompute_ms = 0;          // recompute ops + attention cores recomputed in backward
+  int64_t peak_bytes = 0;           // highest bytes in use during the step
   int64_t reserved_peak_bytes = 0;  // CUDA caching allocator reserve; 0 on CPU
-  std::vector<OpSample> ops;  // one per schedule op
+  std::vector<OpSample> ops;        // one per schedule op
 };
 
 class ScheduleExecutor {

@@ -3,12 +3,12 @@
 #ifndef REMAT_RUNTIME_SRC_TORCH_ERRORS_H_
 #define REMAT_RUNTIME_SRC_TORCH_ERRORS_H_
 
+#include <c10/util/Exception.h>
+
 #include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
-
-#include <c10/util/Exception.h>
 
 #include "memory_meter.h"
 #include "remat/status.h"

@@ -1,10 +1,10 @@
 // remat::Runtime on LibTorch: Measure (the profiler) and Train (the executor).
 #include "remat/runtime/torch_runtime.h"
 
+#include <torch/version.h>
+
 #include <algorithm>
 #include <memory>
-
-#include <torch/version.h>
 
 #include "device.h"
 #include "gpt_model.h"
@@ -92,9 +92,9 @@ class TorchRuntime final : public Runtime {
     std::vector<double> step_ms, recompute_ms;
     for (int step = 0; step < options.steps; ++step) {
       at::Tensor batch;
-      REMAT_RETURN_IF_ERROR(CatchTorchErrors(
-          "step " + std::to_string(step + 1) + ", making the batch", meter,
-          [&] { batch = model->MakeBatch(options.seed, step); }));
+      REMAT_RETURN_IF_ERROR(
+          CatchTorchErrors("step " + std::to_string(step + 1) + ", making the batch", meter,
+                           [&] { batch = model->MakeBatch(options.seed, step); }));
       REMAT_ASSIGN_OR_RETURN(StepResult s, executor.RunStep(schedule, std::move(batch), step));
       const StepRecord record{step + 1, s.loss, s.peak_bytes, s.ms, s.recompute_ms};
       result.steps.push_back(record);

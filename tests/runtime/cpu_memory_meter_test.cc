@@ -1,7 +1,6 @@
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <gtest/gtest.h>
 
 #include "gpt_model.h"
 #include "memory_meter.h"

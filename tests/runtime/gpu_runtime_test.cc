@@ -1,8 +1,7 @@
 // The runtime on a CUDA device (label "gpu"). Skipped, saying why, where
 // LibTorch has no CUDA or no GPU is visible.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include "memory_meter.h"
@@ -13,10 +12,10 @@
 namespace remat::runtime {
 namespace {
 
-#define REMAT_REQUIRE_GPU()                                                                \
-  do {                                                                                     \
-    Result<std::unique_ptr<MemoryMeter>> m = MakeCudaMeter(0);                              \
-    if (!m.ok()) GTEST_SKIP() << "no GPU for this test: " << m.status().message();          \
+#define REMAT_REQUIRE_GPU()                                                        \
+  do {                                                                             \
+    Result<std::unique_ptr<MemoryMeter>> m = MakeCudaMeter(0);                     \
+    if (!m.ok()) GTEST_SKIP() << "no GPU for this test: " << m.status().message(); \
   } while (0)
 
 TEST(GpuMeter, CountsCachingAllocatorBytes) {

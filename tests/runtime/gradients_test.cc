@@ -1,9 +1,8 @@
 // Every strategy's schedule gives the gradients of running without
 // checkpointing (fp32, dropout 0.1): recomputation redraws the same dropout
 // masks and the block-wise backward composes to the whole model's.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "gpt_model.h"
 #include "memory_meter.h"
@@ -72,18 +71,22 @@ TEST_F(Gradients, AnotherDropoutDrawChangesThem) {
   GptModel model(config_, at::Device(at::kCPU), 7);
   model.AllocateGradients();
   ScheduleExecutor executor(model, nullptr, CpuMeter(), 8);
-  ASSERT_TRUE(executor
-                  .RunStep(testing::PlannerSchedule(profile_, Strategy::kNone),
-                           model.MakeBatch(7, 3), 3)
-                  .ok());
+  ASSERT_TRUE(
+      executor
+          .RunStep(testing::PlannerSchedule(profile_, Strategy::kNone), model.MakeBatch(7, 3), 3)
+          .ok());
   StepGradients other;
   for (const at::Tensor& p : model.parameters()) other.grads.push_back(p.grad().clone());
   EXPECT_GT(MaxAbsDiff(other, reference_), 1e-4);
 }
 
-TEST_F(Gradients, Uniform) { ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kUniform)); }
+TEST_F(Gradients, Uniform) {
+  ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kUniform));
+}
 
-TEST_F(Gradients, Segment) { ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kSegment)); }
+TEST_F(Gradients, Segment) {
+  ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kSegment));
+}
 
 TEST_F(Gradients, Selective) {
   ExpectSameAsNone(testing::PlannerSchedule(profile_, Strategy::kSelective));
@@ -115,15 +118,29 @@ TEST_F(Gradients, OptimalLowestPeak) {
 // backward, then layers 1-2 recomputed with grad and run backward.
 TEST_F(Gradients, MultiLevelRecomputeInsideASegment) {
   using S = SaveMode;
-  const std::vector<Op> ops = {
-      Op::Forward(0, S::kAll),   Op::Forward(1, S::kNone),  Op::Forward(2, S::kNone),
-      Op::Forward(3, S::kNone),  Op::Forward(4, S::kNone),  Op::Forward(5, S::kAll),
-      Op::Forward(6, S::kAll),   Op::Forward(7, S::kAll),   Op::Backward(7),
-      Op::Backward(6),           Op::Backward(5),           Op::Recompute(1, S::kNone),
-      Op::Recompute(2, S::kNone), Op::Recompute(3, S::kAll), Op::Recompute(4, S::kSelective, 0),
-      Op::Backward(4),           Op::Backward(3),           Op::Recompute(1, S::kAll),
-      Op::Recompute(2, S::kAll), Op::Backward(2),           Op::Backward(1),
-      Op::Backward(0),           Op::OptimizerStep()};
+  const std::vector<Op> ops = {Op::Forward(0, S::kAll),
+                               Op::Forward(1, S::kNone),
+                               Op::Forward(2, S::kNone),
+                               Op::Forward(3, S::kNone),
+                               Op::Forward(4, S::kNone),
+                               Op::Forward(5, S::kAll),
+                               Op::Forward(6, S::kAll),
+                               Op::Forward(7, S::kAll),
+                               Op::Backward(7),
+                               Op::Backward(6),
+                               Op::Backward(5),
+                               Op::Recompute(1, S::kNone),
+                               Op::Recompute(2, S::kNone),
+                               Op::Recompute(3, S::kAll),
+                               Op::Recompute(4, S::kSelective, 0),
+                               Op::Backward(4),
+                               Op::Backward(3),
+                               Op::Recompute(1, S::kAll),
+                               Op::Recompute(2, S::kAll),
+                               Op::Backward(2),
+                               Op::Backward(1),
+                               Op::Backward(0),
+                               Op::OptimizerStep()};
   const Schedule schedule = AddFrees(ops, profile_.num_layers());
   const Status valid = ValidateSchedule(schedule, profile_);
   ASSERT_TRUE(valid.ok()) << valid.message();

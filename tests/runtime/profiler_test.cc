@@ -1,8 +1,9 @@
+#include "profiler.h"
+
 #include <gtest/gtest.h>
 
 #include "device.h"
 #include "memory_meter.h"
-#include "profiler.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

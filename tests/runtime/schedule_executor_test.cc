@@ -1,8 +1,9 @@
+#include "schedule_executor.h"
+
 #include <gtest/gtest.h>
 
 #include "gpt_model.h"
 #include "memory_meter.h"
-#include "schedule_executor.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

@@ -6,9 +6,8 @@
 
 #include <algorithm>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_test_util.h"
 #include "remat/runtime/torch_runtime.h"
@@ -96,9 +95,10 @@ TEST_F(TrainCommand, JsonReportComparesPredictedAndMeasured) {
 
 TEST_F(TrainCommand, RefusesAPlanForAnotherModel) {
   const std::string plan = PlanFile("none");
-  const std::string other = dir_.Write(
-      "other.json", std::string(kTinyModel).replace(std::string(kTinyModel).find("\"layers\": 6"),
-                                                    11, "\"layers\": 3"));
+  const std::string other =
+      dir_.Write("other.json",
+                 std::string(kTinyModel)
+                     .replace(std::string(kTinyModel).find("\"layers\": 6"), 11, "\"layers\": 3"));
   const Captured c = RunWithRuntime({"train", "--plan", plan, other});
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("is for another model: its chain has 10 layers (embedding, "
@@ -108,7 +108,8 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherModel) {
 }
 
 TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
-  const Captured c = RunWithRuntime({"train", "--plan", PlanFile("none"), "--micro-batch", "3", model_});
+  const Captured c =
+      RunWithRuntime({"train", "--plan", PlanFile("none"), "--micro-batch", "3", model_});
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("was made for micro_batch 2, seq_len 32"), std::string::npos) << c.err;
 }
