@@ -1,10 +1,13 @@
-// planner train --plan plan.json [--steps N] [--memory-limit SIZE] [--json] model.json
+// planner train --plan plan.json [--steps N] [--memory-limit SIZE] [--json]
+//               [--report report.html] [--trace trace.json] model.json
 #include <ostream>
 
 #include "commands.h"
 #include "job.h"
 #include "remat/io.h"
+#include "remat/plan.h"
 #include "remat/units.h"
+#include "report_files.h"
 #include "train_report.h"
 
 namespace remat::cli {
@@ -12,7 +15,7 @@ namespace {
 
 const char kUsage[] =
     "planner train --plan plan.json [--steps 20] [--memory-limit 2GB] [--json] "
-    "[--runtime-device cpu|cuda] model.json";
+    "[--runtime-device cpu|cuda] [--report report.html] [--trace trace.json] model.json";
 
 // "embedding, block0..block3, final_norm, head, loss"
 std::string ChainSummary(const Profile& p) {
@@ -71,6 +74,20 @@ Status CheckPlanMatchesModel(const LoadedPlan& plan, const Job& job, const std::
   return Status::Ok();
 }
 
+// The plan file as the reports' PlanSet: its schedule simulated on its
+// profile, with that profile's no-checkpointing baseline.
+Result<PlanSet> PlanSetOf(const LoadedPlan& plan) {
+  PlanSet set;
+  REMAT_ASSIGN_OR_RETURN(const Strategy strategy, ParseStrategy(plan.strategy));
+  REMAT_ASSIGN_OR_RETURN(set.chosen, MakePlanFromSchedule(plan.profile, strategy, "", plan.schedule,
+                                                          plan.budget_bytes));
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  REMAT_ASSIGN_OR_RETURN(set.baseline, FindSolver(Strategy::kNone)->Solve(plan.profile, none));
+  set.candidates.push_back(set.chosen);
+  return set;
+}
+
 }  // namespace
 
 int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
@@ -84,6 +101,7 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
       {"clock", "C", "wall (default) or thread (CPU time of the thread, as planner profile)"},
       {"help", "", "show this help"},
   };
+  for (const FlagSpec& r : ReportFileFlags()) flags.push_back(r);
   for (const FlagSpec& j : JobFlags()) flags.push_back(j);
   Result<Args> args = Args::Parse(argv, flags);
   if (!args.ok()) return ReportError(args.status(), env);
@@ -91,6 +109,8 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
     *env.out << "usage: " << kUsage << "\n\n" << FormatFlags(flags);
     return kExitOk;
   }
+  Result<ReportFileOptions> files = ParseReportFileOptions(*args);
+  if (!files.ok()) return ReportError(files.status(), env);
   Result<std::string> path = InputPath(*args, kUsage);
   if (!path.ok()) return ReportError(path.status(), env);
   if (!args->Has("plan")) {
@@ -129,9 +149,9 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   c.plan = std::move(*plan);
   const Status matches = CheckPlanMatchesModel(c.plan, *job, plan_path, *path);
   if (!matches.ok()) return ReportError(matches, env);
-  Result<SimulationResult> predicted = Simulate(c.plan.profile, c.plan.schedule);
-  if (!predicted.ok()) return ReportError(predicted.status().WithPrefix(plan_path), env);
-  c.predicted = std::move(*predicted);
+  Result<PlanSet> plans = PlanSetOf(c.plan);
+  if (!plans.ok()) return ReportError(plans.status().WithPrefix(plan_path), env);
+  c.predicted = plans->chosen.predicted;
   if (env.runtime == nullptr) {
     return ReportError(Status::Invalid("train needs the LibTorch runtime, and this planner was "
                                        "built without it (install libtorch-dev and rebuild)"),
@@ -148,6 +168,11 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!measured.ok()) return ReportError(measured.status(), env);
   c.measured = std::move(*measured);
   *env.out << (json ? TrainReportJson(c) : FormatTrainText(c));
+  std::vector<std::string> with_command = {"train"};
+  with_command.insert(with_command.end(), argv.begin(), argv.end());
+  const Status written = WriteReportFiles(*files, *plans, c.plan.profile, job->context, &c.measured,
+                                          CommandLine(with_command));
+  if (!written.ok()) return ReportError(written, env);
   return kExitOk;
 }
 

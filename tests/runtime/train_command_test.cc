@@ -93,6 +93,17 @@ TEST_F(TrainCommand, JsonReportComparesPredictedAndMeasured) {
   }
 }
 
+TEST_F(TrainCommand, WritesTheReportsWithTheMeasuredRun) {
+  const std::string html = dir_.Path("report.html"), trace = dir_.Path("trace.json");
+  const Captured c =
+      RunWithRuntime({"train", "--plan", PlanFile("uniform"), "--steps", "2", "--report", html,
+                      "--trace", trace, "--pareto-points", "0", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(ReadAll(html).find("Measured peak"), std::string::npos);
+  EXPECT_NE(ReadAll(html).find("planner train --plan"), std::string::npos);
+  EXPECT_NE(ReadAll(trace).find("measured"), std::string::npos);
+}
+
 TEST_F(TrainCommand, RefusesAPlanForAnotherModel) {
   const std::string plan = PlanFile("none");
   const std::string other =
