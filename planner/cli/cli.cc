@@ -79,6 +79,7 @@ const std::vector<Command>& Commands() {
       {"plan", "plan checkpoints under a budget (the default command)", PlanCommand},
       {"profile", "print a per-layer profile (--analytic, or measured by the runtime)",
        ProfileCommand},
+      {"train", "run training steps with a plan on LibTorch; predicted vs measured", TrainCommand},
       {"pareto", "step time against peak memory for each strategy over a range of budgets",
        ParetoCommand},
   };

@@ -20,6 +20,7 @@ const std::vector<Command>& Commands();
 
 int PlanCommand(const std::vector<std::string>& args, Environment& env);
 int ProfileCommand(const std::vector<std::string>& args, Environment& env);
+int TrainCommand(const std::vector<std::string>& args, Environment& env);
 int ParetoCommand(const std::vector<std::string>& args, Environment& env);
 
 }  // namespace remat::cli

@@ -8,7 +8,8 @@
 namespace remat::cli {
 namespace {
 
-const char kUsage[] = "planner profile --analytic [-o profile.json] model.json";
+const char kUsage[] =
+    "planner profile [--analytic] [--runtime-device cpu|cuda] [-o profile.json] model.json";
 
 }  // namespace
 
@@ -18,6 +19,8 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
       {"o", "FILE", "write the profile to FILE (atomically) instead of standard output"},
       {"runtime-device", "DEV", "measured profiles: cpu (default) or cuda"},
       {"repeats", "N", "measured profiles: timed repetitions per layer (median), default 5"},
+      {"clock", "C", "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
+                     "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) flags.push_back(j);
@@ -44,6 +47,7 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
     Result<int64_t> repeats = args->GetInt("repeats", m.repeats, 1, 1000);
     if (!repeats.ok()) return ReportError(repeats.status(), env);
     m.repeats = static_cast<int>(*repeats);
+    m.clock = args->Get("clock", "wall");
     Result<Profile> measured = env.runtime->Measure(job->input.config, m);
     if (!measured.ok()) return ReportError(measured.status(), env);
     profile = *measured;

@@ -5,6 +5,7 @@
 #define REMAT_RUNTIME_API_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,20 +17,29 @@
 namespace remat {
 
 struct MeasureOptions {
-  std::string device = "cpu";  // "cpu" or "cuda"
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int warmup = 2;              // untimed repetitions per layer
   int repeats = 5;             // timed repetitions (median taken)
-  uint64_t seed = 0;
+  uint64_t seed = 0;           // weights, batch and dropout
+  // "wall" (elapsed, device synchronized) or "thread" (CPU time of the
+  // calling thread: CPU runs with one thread, robust to a busy machine).
+  std::string clock = "wall";
 };
+
+struct StepRecord;
 
 struct TrainOptions {
-  std::string device = "cpu";
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int steps = 5;
   int64_t memory_limit_bytes = 0;  // 0: no cap; else allocations past it fail like an OOM
-  uint64_t seed = 0;
+  uint64_t seed = 0;               // weights, batches and dropout
+  std::string clock = "wall";      // as MeasureOptions::clock
+  // Called after each step (e.g. to print progress); may be empty.
+  std::function<void(const StepRecord&)> on_step;
 };
 
-// One schedule op as executed: time and memory (tensor bytes in use).
+// One schedule op as executed: time and memory (tensor bytes in use, model
+// state included, as the simulator's timeline counts them).
 struct OpSample {
   int op_index = 0;
   double ms = 0;
@@ -39,21 +49,22 @@ struct OpSample {
 };
 
 struct StepRecord {
-  int step = 0;
+  int step = 0;             // 1-based
   double loss = 0;
   int64_t peak_bytes = 0;
   double step_ms = 0;
-  double recompute_ms = 0;
+  double recompute_ms = 0;  // recompute ops + attention cores recomputed in backward
 };
 
 struct TrainResult {
-  std::string device;
+  std::string device;           // "cpu" or the GPU's name
   std::vector<StepRecord> steps;
   std::vector<OpSample> ops;    // per op of the last step
   int64_t peak_bytes = 0;       // max over steps
   int64_t reserved_peak_bytes = 0;  // CUDA caching allocator reserve (0 on CPU)
-  double step_ms = 0;           // median over steps after the first
-  double recompute_ms = 0;      // median recompute time
+  int64_t model_state_bytes = 0;    // measured parameters + gradients + optimizer state
+  double step_ms = 0;           // median over steps after the first (the only one if 1)
+  double recompute_ms = 0;      // median recompute time, same steps
 };
 
 class Runtime {
@@ -62,7 +73,10 @@ class Runtime {
   virtual std::string name() const = 0;
   // Measures a per-layer profile of the model (times, activation bytes, workspaces).
   virtual Result<Profile> Measure(const ModelConfig& config, const MeasureOptions& options) = 0;
-  // Runs training steps executing `schedule`, which must be for `config`'s chain.
+  // Runs training steps executing `schedule`, which must be for `config`'s
+  // chain (selective ops use option 0, the attention core). Hitting
+  // options.memory_limit_bytes returns kOutOfMemory naming the op, the bytes
+  // asked for, the bytes in use and the limit.
   virtual Result<TrainResult> Train(const ModelConfig& config, const Schedule& schedule,
                                     const TrainOptions& options) = 0;
 };

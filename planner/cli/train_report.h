@@ -1,0 +1,36 @@
+// What `planner train` reports: a line per step, then the plan's prediction
+// (the simulator on the plan's profile and schedule) against what the
+// runtime measured, overall and op by op. One comparison, two renderings
+// (text and JSON).
+#ifndef REMAT_CLI_TRAIN_REPORT_H_
+#define REMAT_CLI_TRAIN_REPORT_H_
+
+#include <string>
+
+#include "remat/report.h"
+#include "remat/runtime_api.h"
+#include "remat/simulator.h"
+
+namespace remat::cli {
+
+struct TrainComparison {
+  std::string plan_path;
+  LoadedPlan plan;             // profile + schedule the prediction comes from
+  SimulationResult predicted;  // Simulate(plan.profile, plan.schedule)
+  TrainResult measured;        // the runtime's run of plan.schedule
+  int64_t memory_limit_bytes = 0;
+};
+
+// "step   3  loss 4.1234  peak 12.34 MiB  time 123.4 ms"
+std::string FormatStepLine(const StepRecord& step);
+
+// The predicted-vs-measured report (after the step lines).
+std::string FormatTrainText(const TrainComparison& c);
+
+// The same as JSON: plan, device, steps, predicted, measured, difference and
+// ops (per schedule op: predicted and measured peak and time).
+std::string TrainReportJson(const TrainComparison& c);
+
+}  // namespace remat::cli
+
+#endif  // REMAT_CLI_TRAIN_REPORT_H_

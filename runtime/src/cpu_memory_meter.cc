@@ -1,0 +1,134 @@
+// The CPU meter: a c10::Allocator wrapper that counts exact tensor bytes.
+//
+// Each block carries a 64-byte header holding its size, so the deleter knows
+// what to subtract without a lookup table. The pointer handed out equals the
+// DataPtr's context and raw_deleter() is set, as oneDNN's raw_allocate
+// requires. Works with LibTorch 1.13 (const allocate) and 2.x (non-const
+// allocate, copy_data): both signatures are declared, the base class picks.
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "memory_meter.h"
+
+namespace remat::runtime {
+namespace {
+
+constexpr size_t kHeader = 64;  // keeps c10's 64-byte alignment
+
+struct Counters {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> limit{0};
+  std::mutex oom_mutex;
+  std::optional<OomEvent> oom;
+};
+
+Counters& counters() {
+  static Counters* c = new Counters();  // never destroyed: frees may run at exit
+  return *c;
+}
+
+void RaisePeak(Counters& c, int64_t now) {
+  int64_t seen = c.peak.load(std::memory_order_relaxed);
+  while (now > seen && !c.peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+  }
+}
+
+void DeleteBlock(void* ptr) {
+  if (ptr == nullptr) return;
+  char* base = static_cast<char*>(ptr) - kHeader;
+  int64_t bytes = 0;
+  std::memcpy(&bytes, base, sizeof(bytes));
+  counters().current.fetch_sub(bytes, std::memory_order_relaxed);
+  c10::free_cpu(base);
+}
+
+c10::DataPtr AllocateBlock(size_t n) {
+  const c10::Device cpu(c10::DeviceType::CPU);
+  if (n == 0) return {nullptr, nullptr, &DeleteBlock, cpu};
+  Counters& c = counters();
+  const int64_t bytes = static_cast<int64_t>(n);
+  const int64_t now = c.current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  const int64_t limit = c.limit.load(std::memory_order_relaxed);
+  if (limit > 0 && now > limit) {
+    c.current.fetch_sub(bytes, std::memory_order_relaxed);
+    const int64_t in_use = now - bytes;
+    {
+      std::lock_guard<std::mutex> lock(c.oom_mutex);
+      c.oom = OomEvent{bytes, in_use, limit};
+    }
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "remat memory limit: cannot allocate ", bytes,
+                     " bytes with ", in_use, " in use (limit ", limit, ")");
+  }
+  RaisePeak(c, now);
+  char* base = nullptr;
+  try {
+    base = static_cast<char*>(c10::alloc_cpu(n + kHeader));
+  } catch (...) {
+    c.current.fetch_sub(bytes, std::memory_order_relaxed);
+    throw;
+  }
+  std::memcpy(base, &bytes, sizeof(bytes));
+  void* data = base + kHeader;
+  return {data, data, &DeleteBlock, cpu};
+}
+
+class MeteringCpuAllocator final : public c10::Allocator {
+ public:
+  // LibTorch 1.13 declares `allocate(size_t) const`, 2.x `allocate(size_t)`;
+  // whichever is virtual in the base is overridden, the other is unused.
+  c10::DataPtr allocate(size_t n) const { return AllocateBlock(n); }
+  c10::DataPtr allocate(size_t n) { return AllocateBlock(n); }
+  c10::DeleterFnPtr raw_deleter() const override { return &DeleteBlock; }
+  // Pure virtual in LibTorch 2.x; unused by 1.13.
+  void copy_data(void* dest, const void* src, std::size_t count) const {
+    std::memcpy(dest, src, count);
+  }
+};
+
+class CpuMeterImpl final : public MemoryMeter {
+ public:
+  CpuMeterImpl() {
+    static MeteringCpuAllocator allocator;
+    c10::SetCPUAllocator(&allocator, /*priority=*/100);
+    installed_ = c10::GetCPUAllocator() == &allocator;
+  }
+  std::string name() const override {
+    return installed_ ? "cpu allocator meter" : "cpu allocator meter (NOT INSTALLED)";
+  }
+  int64_t current_bytes() const override { return counters().current.load(); }
+  int64_t peak_bytes() const override { return counters().peak.load(); }
+  void ResetPeak() override { counters().peak.store(counters().current.load()); }
+  Status SetLimit(int64_t bytes) override {
+    if (!installed_) {
+      return Status::Internal("the metering CPU allocator could not be registered");
+    }
+    counters().limit.store(bytes > 0 ? bytes : 0);
+    return Status::Ok();
+  }
+  int64_t limit_bytes() const override { return counters().limit.load(); }
+  std::optional<OomEvent> TakeOom() override {
+    std::lock_guard<std::mutex> lock(counters().oom_mutex);
+    std::optional<OomEvent> e = counters().oom;
+    counters().oom.reset();
+    return e;
+  }
+
+ private:
+  bool installed_ = false;
+};
+
+}  // namespace
+
+MemoryMeter& CpuMeter() {
+  static CpuMeterImpl* meter = new CpuMeterImpl();
+  return *meter;
+}
+
+}  // namespace remat::runtime

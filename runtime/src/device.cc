@@ -1,0 +1,86 @@
+#include "device.h"
+
+#include <ATen/Parallel.h>
+#include <time.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "memory_meter.h"
+
+namespace remat::runtime {
+
+Result<c10::Device> ParseDevice(const std::string& name) {
+  if (name == "cpu") return c10::Device(c10::DeviceType::CPU);
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    int index = 0;
+    if (name.size() > 5) {
+      const std::string digits = name.substr(5);
+      if (digits.empty() || digits.size() > 3 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        return Status::Invalid("bad device '" + name + "', expected cpu, cuda or cuda:N");
+      }
+      index = std::stoi(digits);
+    }
+    // MakeCudaMeter explains what is missing (a CUDA build, a visible GPU).
+    REMAT_ASSIGN_OR_RETURN(std::unique_ptr<MemoryMeter> probe, MakeCudaMeter(index));
+    (void)probe;
+    return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  return Status::Invalid("unknown device '" + name + "', expected cpu, cuda or cuda:N");
+}
+
+void Synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+std::string DeviceDescription(const c10::Device& device) {
+  if (!device.is_cuda()) return "cpu";
+  Result<std::string> name = CudaDeviceName(device.index());
+  return name.ok() ? *name : "cuda";
+}
+
+Result<ClockKind> ParseClock(const std::string& name, const c10::Device& device) {
+  if (name == "wall") return ClockKind::kWall;
+  if (name != "thread") {
+    return Status::Invalid("unknown clock '" + name + "', expected wall or thread");
+  }
+  if (!device.is_cpu()) {
+    return Status::Invalid(
+        "--clock thread times CPU runs only; GPU work is timed on the wall "
+        "clock");
+  }
+  const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
+  if (at::get_num_threads() != 1 || blas == nullptr || std::string(blas) != "1") {
+    return Status::Invalid(
+        "--clock thread counts the calling thread's CPU time, so the work must "
+        "stay on it: run with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 "
+        "(LibTorch has " +
+        std::to_string(at::get_num_threads()) + " intra-op threads)");
+  }
+  return ClockKind::kThreadCpu;
+}
+
+DeviceClock::DeviceClock(const Timing& timing) : timing_(timing) {
+  Synchronize(timing_.device);
+  start_ms_ = Now();
+}
+
+double DeviceClock::ElapsedMs() const {
+  Synchronize(timing_.device);
+  return Now() - start_ms_;
+}
+
+double DeviceClock::Now() const {
+  if (timing_.clock == ClockKind::kThreadCpu) {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace remat::runtime

@@ -1,0 +1,76 @@
+#include "layer_execution.h"
+
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "device.h"
+
+namespace remat::runtime {
+namespace {
+
+// The layer's input as a leaf of its own graph (the batch is used as is).
+at::Tensor InputLeaf(int layer, const at::Tensor& x) {
+  if (layer == 0) return x;
+  return x.detach().requires_grad_(true);
+}
+
+}  // namespace
+
+at::Tensor ForwardNoGrad(const GptModel& model, int layer, const at::Tensor& x,
+                         const at::Tensor& batch, const DropoutSeeds& seeds) {
+  c10::NoGradGuard no_grad;
+  return model.Forward(layer, x, batch, seeds);
+}
+
+SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x,
+                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective) {
+  c10::AutoGradMode grad(true);
+  SavedLayer s;
+  s.input = InputLeaf(layer, x);
+  if (!selective) {
+    s.output = model.Forward(layer, s.input, batch, seeds);
+  } else {
+    s.selective = true;
+    s.seeds = seeds;
+    s.heads = model.Prologue(layer, s.input);
+    {
+      c10::NoGradGuard no_grad;
+      s.context = model.AttentionCore(layer, s.heads, seeds);
+    }
+    s.context.requires_grad_(true);
+    s.output = model.Epilogue(layer, s.input, s.context, seeds);
+  }
+  s.layer = layer;
+  return s;
+}
+
+at::Tensor Backward(const GptModel& model, SavedLayer& saved, const at::Tensor& grad_output,
+                    const Timing& timing, double* recompute_ms) {
+  if (recompute_ms != nullptr) *recompute_ms = 0;
+  const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
+  torch::autograd::backward({saved.output}, {grad});
+  if (saved.selective) {
+    // The epilogue gave the context's gradient; recompute the core from the
+    // kept q, k, v (same dropout mask) and backpropagate through it, then
+    // through the prologue.
+    at::Tensor heads_grad;
+    {
+      c10::AutoGradMode grad_mode(true);
+      const at::Tensor heads = saved.heads.detach().requires_grad_(true);
+      const DeviceClock clock(timing);
+      const at::Tensor context = model.AttentionCore(saved.layer, heads, saved.seeds);
+      if (recompute_ms != nullptr) *recompute_ms = clock.ElapsedMs();
+      at::Tensor context_grad = saved.context.grad();
+      saved.context.mutable_grad().reset();
+      torch::autograd::backward({context}, {context_grad});
+      heads_grad = heads.grad();
+    }
+    torch::autograd::backward({saved.heads}, {heads_grad});
+  }
+  if (saved.layer == 0) return {};
+  at::Tensor input_grad = saved.input.grad();
+  saved.input.mutable_grad().reset();
+  return input_grad;
+}
+
+}  // namespace remat::runtime

@@ -1,0 +1,53 @@
+// One chain layer, forward and backward, the way the executor runs it and
+// the profiler measures it (the same code, so what is measured is what runs).
+//
+// Block-wise execution: a layer's input is a detached leaf that requires
+// grad, so a layer's autograd graph ends at its own input. A forward with
+// grad returns a SavedLayer (the schedule's a[i] plus the output with its
+// graph); Backward runs torch::autograd::backward on it and returns the
+// gradient of the layer's input (the schedule's g[i]). Autograd releases the
+// saved tensors as the backward runs.
+#ifndef REMAT_RUNTIME_SRC_LAYER_EXECUTION_H_
+#define REMAT_RUNTIME_SRC_LAYER_EXECUTION_H_
+
+#include <ATen/ATen.h>
+
+#include "device.h"
+#include "gpt_model.h"
+
+namespace remat::runtime {
+
+// What a forward with grad keeps until the layer's backward.
+struct SavedLayer {
+  int layer = -1;     // -1: nothing saved
+  at::Tensor input;   // the leaf the forward read (the batch for the embedding)
+  at::Tensor output;  // the layer's output, carrying its autograd graph
+  // Selective forward (attention core recomputed in backward):
+  bool selective = false;
+  at::Tensor heads;    // prologue output with its graph; the core's input
+  at::Tensor context;  // the epilogue's context leaf (core output, no graph)
+  DropoutSeeds seeds;  // to redraw the core's dropout mask
+
+  bool live() const { return layer >= 0; }
+};
+
+// A forward without grad: the output only.
+at::Tensor ForwardNoGrad(const GptModel& model, int layer, const at::Tensor& x,
+                         const at::Tensor& batch, const DropoutSeeds& seeds);
+
+// A forward with grad. With `selective` (blocks only) the attention core runs
+// without grad and only its input (q, k, v) and output are kept.
+SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x,
+                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective);
+
+// Backpropagates `grad_output` (undefined for the loss layer: d loss = 1)
+// through `saved`, accumulating parameter gradients into their .grad.
+// Returns the gradient of the layer's input (undefined for the embedding).
+// `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
+// the attention core's forward recomputed for a selective layer, else 0.
+at::Tensor Backward(const GptModel& model, SavedLayer& saved, const at::Tensor& grad_output,
+                    const Timing& timing, double* recompute_ms);
+
+}  // namespace remat::runtime
+
+#endif  // REMAT_RUNTIME_SRC_LAYER_EXECUTION_H_

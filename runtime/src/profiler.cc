@@ -1,0 +1,226 @@
+#include "profiler.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "device.h"
+#include "gpt_model.h"
+#include "layer_execution.h"
+#include "median.h"
+#include "optimizer.h"
+#include "torch_errors.h"
+
+namespace remat::runtime {
+namespace {
+
+// One forward with grad and its backward, measured.
+struct GradSample {
+  double forward_ms = 0, backward_ms = 0, core_ms = 0;
+  int64_t kept = 0, forward_workspace = 0, backward_workspace = 0;
+};
+
+// The repetitions of one measurement: times as medians, bytes as maxima.
+struct GradSummary {
+  std::vector<double> forward_ms, backward_ms, core_ms;
+  int64_t kept = 0, forward_workspace = 0, backward_workspace = 0;
+  void Add(const GradSample& s) {
+    forward_ms.push_back(s.forward_ms);
+    backward_ms.push_back(s.backward_ms);
+    core_ms.push_back(s.core_ms);
+    kept = std::max(kept, s.kept);
+    forward_workspace = std::max(forward_workspace, s.forward_workspace);
+    backward_workspace = std::max(backward_workspace, s.backward_workspace);
+  }
+};
+
+// Everything measured about one layer.
+struct LayerSamples {
+  GradSummary full, selective;
+  int64_t nograd_workspace = 0;
+};
+
+class Profiler {
+ public:
+  Profiler(const ModelConfig& config, const MeasureOptions& options, const Timing& timing,
+           MemoryMeter& meter)
+      : config_(config), options_(options), timing_(timing), meter_(meter) {}
+
+  Status Run(Profile* out);
+
+ private:
+  int64_t Bytes(const at::Tensor& t) const {
+    return t.defined() ? meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes())) : 0;
+  }
+  GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
+  // One repetition of every measurement of `layer` on its input `x`,
+  // recorded in `out` when `timed`.
+  void MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out);
+  LayerProfile Summarize(int layer, const LayerSamples& samples, const at::Tensor& input,
+                         const at::Tensor& output) const;
+
+  const ModelConfig& config_;
+  const MeasureOptions& options_;
+  Timing timing_;
+  MemoryMeter& meter_;
+  std::unique_ptr<GptModel> model_;
+  at::Tensor batch_;
+};
+
+GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective) {
+  const DropoutSeeds seeds = SeedsFor(options_.seed, 0, layer);
+  GradSample s;
+  const int64_t before = meter_.current_bytes();
+  meter_.ResetPeak();
+  const DeviceClock forward_clock(timing_);
+  SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, seeds, selective);
+  s.forward_ms = forward_clock.ElapsedMs();
+  const int64_t after = meter_.current_bytes();
+  s.kept = after - before;
+  s.forward_workspace = meter_.peak_bytes() - after;
+
+  // The output's gradient, as the next layer's backward would have left it.
+  at::Tensor grad_output;
+  if (layer + 1 < model_->num_layers()) grad_output = at::ones_like(saved.output);
+  const int64_t live = meter_.current_bytes();
+  meter_.ResetPeak();
+  const DeviceClock backward_clock(timing_);
+  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, &s.core_ms);
+  s.backward_ms = backward_clock.ElapsedMs();
+  s.backward_workspace = meter_.peak_bytes() - live - Bytes(input_grad);
+  return s;
+}
+
+void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out) {
+  const GradSample full = MeasureGrad(layer, x, false);
+  if (timed) out->full.Add(full);
+  if (model_->layer_kind(layer) == LayerKind::kBlock) {
+    const GradSample selective = MeasureGrad(layer, x, true);
+    if (timed) out->selective.Add(selective);
+  }
+  const int64_t before = meter_.current_bytes();
+  meter_.ResetPeak();
+  const at::Tensor output =
+      ForwardNoGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer));
+  if (timed) {
+    out->nograd_workspace =
+        std::max(out->nograd_workspace, meter_.peak_bytes() - before - Bytes(output));
+  }
+}
+
+LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Tensor& input,
+                                 const at::Tensor& output) const {
+  LayerProfile l;
+  l.name = model_->layer_name(layer);
+  switch (model_->layer_kind(layer)) {
+    case LayerKind::kEmbedding:
+      l.kind = "embedding";
+      break;
+    case LayerKind::kBlock:
+      l.kind = "block";
+      break;
+    case LayerKind::kFinalNorm:
+      l.kind = "norm";
+      break;
+    case LayerKind::kHead:
+      l.kind = "head";
+      break;
+    case LayerKind::kLoss:
+      l.kind = "loss";
+      break;
+  }
+  l.forward_ms = Median(m.full.forward_ms);
+  l.backward_ms = Median(m.full.backward_ms);
+  l.input_bytes = Bytes(input);
+  l.output_bytes = Bytes(output);
+  l.activation_bytes = std::max(m.full.kept, l.output_bytes);
+  l.forward_workspace_bytes = std::max<int64_t>(0, m.full.forward_workspace);
+  l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
+  l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
+  if (l.kind == "block") {
+    SelectiveOption opt;
+    opt.name = "attention_core";
+    opt.activation_bytes = std::max(m.selective.kept, l.output_bytes);
+    opt.extra_recompute_ms = Median(m.selective.core_ms);
+    opt.recompute_workspace_bytes =
+        std::max<int64_t>(0, m.selective.backward_workspace - m.full.backward_workspace);
+    l.selective.push_back(opt);
+  }
+  return l;
+}
+
+Status Profiler::Run(Profile* out) {
+  Profile& p = *out;
+  p.model = config_.name;
+  const c10::Device& device = timing_.device;
+  p.source = device.is_cuda() ? "libtorch-cuda" : "libtorch-cpu";
+  p.device = DeviceDescription(device);
+  if (timing_.clock == ClockKind::kThreadCpu) p.device += ", thread CPU time";
+  p.micro_batch = config_.micro_batch;
+  p.seq_len = config_.seq_len;
+  std::unique_ptr<ModelOptimizer> optimizer;
+  REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter_, [&] {
+    const int64_t start = meter_.current_bytes();
+    model_ = std::make_unique<GptModel>(config_, device, options_.seed);
+    const int64_t weights = meter_.current_bytes();
+    model_->AllocateGradients();
+    const int64_t grads = meter_.current_bytes();
+    optimizer = std::make_unique<ModelOptimizer>(config_.optimizer, model_->parameters());
+    const int64_t state = meter_.current_bytes();
+    // Parameters and buffers (the causal mask) count as parameter bytes.
+    p.static_memory = {weights - start, grads - weights, state - grads};
+    p.parameters = model_->parameter_count();
+    batch_ = model_->MakeBatch(options_.seed, 0);
+  }));
+  const int64_t settled = meter_.current_bytes();
+  // Every layer's input: the batch run forward without grad.
+  const int L = model_->num_layers();
+  std::vector<at::Tensor> x(L + 1);
+  x[0] = batch_;
+  REMAT_RETURN_IF_ERROR(CatchTorchErrors("profiling (inputs)", meter_, [&] {
+    for (int i = 0; i < L; ++i) {
+      x[i + 1] = ForwardNoGrad(*model_, i, x[i], batch_, SeedsFor(options_.seed, 0, i));
+    }
+  }));
+  // Round robin over the layers, so that every layer's repetitions spread
+  // over the whole run and see the same machine (a shared CPU's load
+  // changes by the second).
+  std::vector<LayerSamples> samples(L);
+  for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+    for (int i = 0; i < L; ++i) {
+      REMAT_RETURN_IF_ERROR(
+          CatchTorchErrors("profiling layer '" + model_->layer_name(i) + "'", meter_,
+                           [&] { MeasureRound(i, x[i], r >= options_.warmup, &samples[i]); }));
+    }
+  }
+  for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
+  x.clear();
+  // What libraries keep after first use (cuBLAS workspaces on CUDA; nothing
+  // on CPU) stays for the whole run: count it with the parameters.
+  p.static_memory.parameter_bytes += std::max<int64_t>(0, meter_.current_bytes() - settled);
+  std::vector<double> step_ms;
+  REMAT_RETURN_IF_ERROR(CatchTorchErrors("timing the optimizer step", meter_, [&] {
+    for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+      const DeviceClock clock(timing_);
+      optimizer->Step();
+      if (r >= options_.warmup) step_ms.push_back(clock.ElapsedMs());
+    }
+  }));
+  p.optimizer_ms = config_.optimizer == Optimizer::kNone ? 0 : Median(step_ms);
+  return ValidateProfile(p, "measured profile");
+}
+
+}  // namespace
+
+Result<Profile> MeasureProfile(const ModelConfig& config, const MeasureOptions& options,
+                               const Timing& timing, MemoryMeter& meter) {
+  if (options.repeats < 1 || options.warmup < 0) {
+    return Status::Invalid("profiling needs repeats >= 1 and warmup >= 0");
+  }
+  Profile profile;
+  Profiler profiler(config, options, timing, meter);
+  REMAT_RETURN_IF_ERROR(profiler.Run(&profile));
+  return profile;
+}
+
+}  // namespace remat::runtime

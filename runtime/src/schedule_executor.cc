@@ -1,0 +1,156 @@
+#include "schedule_executor.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "device.h"
+#include "torch_errors.h"
+
+namespace remat::runtime {
+
+ScheduleExecutor::ScheduleExecutor(const GptModel& model, ModelOptimizer* optimizer,
+                                   MemoryMeter& meter, uint64_t seed, ClockKind clock)
+    : model_(model),
+      optimizer_(optimizer),
+      meter_(meter),
+      seed_(seed),
+      timing_{model.device(), clock} {}
+
+Status ScheduleExecutor::Check(const Schedule& schedule, const GptModel& model) {
+  const int L = model.num_layers();
+  if (schedule.num_layers != L) {
+    return Status::Invalid("the schedule is for a " + std::to_string(schedule.num_layers) +
+                           "-layer chain, the model has " + std::to_string(L) +
+                           " layers (embedding, " + std::to_string(L - 4) +
+                           " blocks, final_norm, head, loss)");
+  }
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    const Op& op = schedule.ops[i];
+    if (op.kind != OpKind::kFree && op.kind != OpKind::kOptimizerStep &&
+        (op.layer < 0 || op.layer >= L)) {
+      return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
+                             "): no such layer");
+    }
+    if (op.save == SaveMode::kSelective &&
+        (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute)) {
+      if (model.layer_kind(op.layer) != LayerKind::kBlock || op.option != 0) {
+        return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
+                               "): the runtime's only selective option is 0 (attention_core) "
+                               "of a block; layer '" +
+                               model.layer_name(op.layer) + "'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+const at::Tensor& ScheduleExecutor::Live(const at::Tensor& t, const char* kind, int index) const {
+  if (!t.defined()) {
+    throw std::invalid_argument(std::string("needs ") + kind + std::to_string(index) +
+                                ", which is not live");
+  }
+  return t;
+}
+
+void ScheduleExecutor::Clear() {
+  x_.clear();
+  g_.clear();
+  a_.clear();
+}
+
+void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
+  const int L = model_.num_layers();
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute: {
+      const int i = op.layer;
+      const at::Tensor& x = Live(x_[i], "x", i);
+      Live(x_[0], "x", 0);  // the loss layer reads its targets from the batch
+      if (x_[i + 1].defined())
+        throw std::invalid_argument("writes x" + std::to_string(i + 1) + ", which is live");
+      const DropoutSeeds seeds = SeedsFor(seed_, step, i);
+      if (op.save == SaveMode::kNone) {
+        x_[i + 1] = ForwardNoGrad(model_, i, x, x_[0], seeds);
+      } else {
+        if (a_[i].live())
+          throw std::invalid_argument("writes a" + std::to_string(i) + ", which is live");
+        a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective);
+        x_[i + 1] = a_[i].output.detach();
+      }
+      if (op.kind == OpKind::kForward && i == L - 1) result->loss = x_[L].item<double>();
+      break;
+    }
+    case OpKind::kBackward: {
+      const int i = op.layer;
+      if (!a_[i].live())
+        throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
+      Live(x_[i + 1], "x", i + 1);
+      const at::Tensor grad_output = i + 1 < L ? Live(g_[i + 1], "g", i + 1) : at::Tensor();
+      double core_ms = 0;
+      at::Tensor input_grad = Backward(model_, a_[i], grad_output, timing_, &core_ms);
+      result->recompute_ms += core_ms;
+      if (i > 0) g_[i] = std::move(input_grad);
+      break;
+    }
+    case OpKind::kFree: {
+      const int k = op.tensor.index;
+      switch (op.tensor.kind) {
+        case TensorKind::kX:
+          x_[k] = at::Tensor();
+          break;
+        case TensorKind::kG:
+          g_[k] = at::Tensor();
+          break;
+        case TensorKind::kA:
+          a_[k] = SavedLayer();
+          break;
+      }
+      break;
+    }
+    case OpKind::kOptimizerStep:
+      if (optimizer_ != nullptr) optimizer_->Step();
+      break;
+  }
+}
+
+Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tensor batch,
+                                             int64_t step) {
+  REMAT_RETURN_IF_ERROR(Check(schedule, model_));
+  const int L = model_.num_layers();
+  x_.assign(L + 1, at::Tensor());
+  g_.assign(L + 1, at::Tensor());
+  a_.assign(L, SavedLayer());
+  x_[0] = std::move(batch);
+  StepResult result;
+  result.ops.reserve(schedule.ops.size());
+  for (size_t k = 0; k < schedule.ops.size(); ++k) {
+    const Op& op = schedule.ops[k];
+    OpSample sample;
+    sample.op_index = static_cast<int>(k);
+    sample.live_before = meter_.current_bytes();
+    meter_.ResetPeak();
+    const DeviceClock clock(timing_);
+    std::string where = "step " + std::to_string(step + 1) + ", schedule op " + std::to_string(k) +
+                        " (" + DescribeOp(op);
+    if (op.layer >= 0 && op.layer < L) where += ", layer '" + model_.layer_name(op.layer) + "'";
+    where += ")";
+    const Status status = CatchTorchErrors(where, meter_, [&] { RunOp(op, step, &result); });
+    if (!status.ok()) {
+      Clear();
+      return status;
+    }
+    sample.ms = clock.ElapsedMs();
+    sample.peak = meter_.peak_bytes();
+    sample.live_after = meter_.current_bytes();
+    if (op.kind == OpKind::kRecompute) result.recompute_ms += sample.ms;
+    result.ms += sample.ms;
+    result.peak_bytes = std::max(result.peak_bytes, sample.peak);
+    result.reserved_peak_bytes = std::max(result.reserved_peak_bytes, meter_.reserved_peak_bytes());
+    result.ops.push_back(sample);
+  }
+  Clear();
+  return result;
+}
+
+}  // namespace remat::runtime

@@ -1,0 +1,73 @@
+// Executes a planner Schedule on a GptModel, op by op, measuring each op.
+//
+// The executor holds the schedule's tensors: x[i] (activations between
+// layers), a[i] (what a forward with grad keeps, as a SavedLayer) and g[i]
+// (input gradients). kForward/kRecompute run a layer with or without grad or
+// selectively; kBackward runs it backward; kFree drops a reference;
+// kOptimizerStep updates the weights. Every op is sampled (time, bytes in
+// use before/after and the peak during it), so the measured timeline lines
+// up index for index with the simulator's.
+#ifndef REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
+#define REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "device.h"
+#include "gpt_model.h"
+#include "layer_execution.h"
+#include "memory_meter.h"
+#include "optimizer.h"
+#include "remat/runtime_api.h"
+#include "remat/schedule.h"
+
+namespace remat::runtime {
+
+struct StepResult {
+  double loss = 0;                  // the loss layer's output (first forward)
+  double ms = 0;                    // all ops, device synchronized
+  double recompute_ms = 0;          // recompute ops + attention cores recomputed in backward
+  int64_t peak_bytes = 0;           // highest bytes in use during the step
+  int64_t reserved_peak_bytes = 0;  // CUDA caching allocator reserve; 0 on CPU
+  std::vector<OpSample> ops;        // one per schedule op
+};
+
+class ScheduleExecutor {
+ public:
+  // `optimizer` may be null: kOptimizerStep then does nothing (gradients stay
+  // in .grad, for tests). All references must outlive the executor.
+  ScheduleExecutor(const GptModel& model, ModelOptimizer* optimizer, MemoryMeter& meter,
+                   uint64_t seed, ClockKind clock = ClockKind::kWall);
+  ScheduleExecutor(const ScheduleExecutor&) = delete;
+  ScheduleExecutor& operator=(const ScheduleExecutor&) = delete;
+
+  // OK if `schedule` fits the model's chain: same layer count, selective
+  // ops only on blocks (option 0, the attention core).
+  static Status Check(const Schedule& schedule, const GptModel& model);
+
+  // Runs training step `step` (0-based; dropout seeds depend on it) on
+  // `batch`, the chain's x[0] (GptModel::MakeBatch), which the schedule
+  // frees like any other tensor (pass it moved). An out-of-memory under the meter's
+  // cap returns kOutOfMemory naming the op; other LibTorch errors kInternal.
+  // Whatever the schedule leaves live is released at the end, also on error.
+  Result<StepResult> RunStep(const Schedule& schedule, at::Tensor batch, int64_t step);
+
+ private:
+  void RunOp(const Op& op, int64_t step, StepResult* result);
+  const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
+  void Clear();
+
+  const GptModel& model_;
+  ModelOptimizer* optimizer_;
+  MemoryMeter& meter_;
+  uint64_t seed_;
+  Timing timing_;
+  std::vector<at::Tensor> x_, g_;
+  std::vector<SavedLayer> a_;
+};
+
+}  // namespace remat::runtime
+
+#endif  // REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_

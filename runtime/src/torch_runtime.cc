@@ -1,0 +1,120 @@
+// remat::Runtime on LibTorch: Measure (the profiler) and Train (the executor).
+#include "remat/runtime/torch_runtime.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "device.h"
+#include "gpt_model.h"
+#include "median.h"
+#include "memory_meter.h"
+#include "optimizer.h"
+#include "profiler.h"
+#include "schedule_executor.h"
+#include "torch_errors.h"
+
+namespace remat::runtime {
+namespace {
+
+// A device and the meter that watches it.
+struct MeteredDevice {
+  c10::Device device{c10::DeviceType::CPU};
+  MemoryMeter* meter = nullptr;
+  std::unique_ptr<MemoryMeter> owned;  // the CUDA meter; the CPU one is process-wide
+};
+
+Result<MeteredDevice> OpenDevice(const std::string& name) {
+  MeteredDevice d;
+  REMAT_ASSIGN_OR_RETURN(d.device, ParseDevice(name));
+  if (d.device.is_cuda()) {
+    REMAT_ASSIGN_OR_RETURN(d.owned, MakeCudaMeter(d.device.index()));
+    d.meter = d.owned.get();
+  } else {
+    d.meter = &CpuMeter();
+  }
+  return d;
+}
+
+// Removes the memory cap when a run ends, however it ends.
+class LimitGuard {
+ public:
+  explicit LimitGuard(MemoryMeter& meter) : meter_(meter) {}
+  ~LimitGuard() { (void)meter_.SetLimit(0); }
+  LimitGuard(const LimitGuard&) = delete;
+  LimitGuard& operator=(const LimitGuard&) = delete;
+
+ private:
+  MemoryMeter& meter_;
+};
+
+Status CheckConfig(const ModelConfig& config) {
+  REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
+  return GptModel::Supports(config);
+}
+
+class TorchRuntime final : public Runtime {
+ public:
+  std::string name() const override { return std::string("libtorch ") + TORCH_VERSION; }
+
+  Result<Profile> Measure(const ModelConfig& config, const MeasureOptions& options) override {
+    REMAT_RETURN_IF_ERROR(CheckConfig(config));
+    REMAT_ASSIGN_OR_RETURN(MeteredDevice d, OpenDevice(options.device));
+    REMAT_ASSIGN_OR_RETURN(const ClockKind clock, ParseClock(options.clock, d.device));
+    REMAT_RETURN_IF_ERROR(d.meter->SetLimit(0));
+    return MeasureProfile(config, options, Timing{d.device, clock}, *d.meter);
+  }
+
+  Result<TrainResult> Train(const ModelConfig& config, const Schedule& schedule,
+                            const TrainOptions& options) override {
+    REMAT_RETURN_IF_ERROR(CheckConfig(config));
+    if (options.steps < 1) return Status::Invalid("train needs at least 1 step");
+    REMAT_ASSIGN_OR_RETURN(MeteredDevice d, OpenDevice(options.device));
+    REMAT_ASSIGN_OR_RETURN(const ClockKind clock, ParseClock(options.clock, d.device));
+    MemoryMeter& meter = *d.meter;
+    const LimitGuard guard(meter);
+    REMAT_RETURN_IF_ERROR(meter.SetLimit(options.memory_limit_bytes));
+
+    std::unique_ptr<GptModel> model;
+    std::unique_ptr<ModelOptimizer> optimizer;
+    TrainResult result;
+    result.device = DeviceDescription(d.device);
+    REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter, [&] {
+      const int64_t start = meter.current_bytes();
+      model = std::make_unique<GptModel>(config, d.device, options.seed);
+      model->AllocateGradients();
+      optimizer = std::make_unique<ModelOptimizer>(config.optimizer, model->parameters());
+      result.model_state_bytes = meter.current_bytes() - start;
+    }));
+    REMAT_RETURN_IF_ERROR(ScheduleExecutor::Check(schedule, *model));
+    ScheduleExecutor executor(*model, optimizer.get(), meter, options.seed, clock);
+    std::vector<double> step_ms, recompute_ms;
+    for (int step = 0; step < options.steps; ++step) {
+      at::Tensor batch;
+      REMAT_RETURN_IF_ERROR(
+          CatchTorchErrors("step " + std::to_string(step + 1) + ", making the batch", meter,
+                           [&] { batch = model->MakeBatch(options.seed, step); }));
+      REMAT_ASSIGN_OR_RETURN(StepResult s, executor.RunStep(schedule, std::move(batch), step));
+      const StepRecord record{step + 1, s.loss, s.peak_bytes, s.ms, s.recompute_ms};
+      result.steps.push_back(record);
+      result.peak_bytes = std::max(result.peak_bytes, s.peak_bytes);
+      result.reserved_peak_bytes = std::max(result.reserved_peak_bytes, s.reserved_peak_bytes);
+      if (step > 0 || options.steps == 1) {
+        step_ms.push_back(s.ms);
+        recompute_ms.push_back(s.recompute_ms);
+      }
+      if (step + 1 == options.steps) result.ops = std::move(s.ops);
+      if (options.on_step) options.on_step(record);
+    }
+    result.step_ms = Median(step_ms);
+    result.recompute_ms = Median(recompute_ms);
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> MakeTorchRuntime() { return std::make_unique<TorchRuntime>(); }
+
+}  // namespace remat::runtime

@@ -1,0 +1,65 @@
+#include "profiler.h"
+
+#include <gtest/gtest.h>
+
+#include "device.h"
+#include "memory_meter.h"
+#include "tiny_model.h"
+
+namespace remat::runtime {
+namespace {
+
+class Profiler : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = testing::TinyGpt();
+    MeasureOptions o;
+    o.warmup = 0;
+    o.repeats = 1;
+    Result<Profile> p = MeasureProfile(config_, o, Timing{}, CpuMeter());
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    profile_ = *p;
+  }
+  ModelConfig config_;
+  Profile profile_;
+};
+
+TEST_F(Profiler, ChainMatchesTheAnalyticChain) {
+  const Profile analytic = testing::AnalyticOf(config_);
+  ASSERT_EQ(profile_.num_layers(), analytic.num_layers());
+  for (int i = 0; i < analytic.num_layers(); ++i) {
+    EXPECT_EQ(profile_.layers[i].name, analytic.layers[i].name);
+    EXPECT_EQ(profile_.layers[i].kind, analytic.layers[i].kind);
+  }
+  EXPECT_EQ(profile_.source, "libtorch-cpu");
+  EXPECT_EQ(profile_.parameters, analytic.parameters);
+  EXPECT_TRUE(ValidateProfile(profile_, "measured").ok());
+}
+
+TEST_F(Profiler, StaticMemoryIsExact) {
+  // fp32 AdamW: 4 bytes of weights, 4 of gradients, 8 of moments per
+  // parameter; the causal mask (s x s fp32) is a buffer of the weights.
+  const int64_t n = profile_.parameters, s = config_.seq_len;
+  EXPECT_EQ(profile_.static_memory.parameter_bytes, 4 * n + 4 * s * s);
+  EXPECT_EQ(profile_.static_memory.gradient_bytes, 4 * n);
+  EXPECT_EQ(profile_.static_memory.optimizer_bytes, 8 * n);
+}
+
+TEST_F(Profiler, SizesAreTheTensorsOfTheChain) {
+  const int64_t tokens = config_.micro_batch * config_.seq_len;
+  const LayerProfile& embedding = profile_.layers.front();
+  EXPECT_EQ(embedding.input_bytes, 2 * tokens * 8);  // inputs and targets, int64
+  EXPECT_EQ(embedding.output_bytes, tokens * config_.hidden * 4);
+  EXPECT_EQ(profile_.layers.back().output_bytes, 4);  // the loss
+  for (const LayerProfile& l : profile_.layers) {
+    EXPECT_GE(l.activation_bytes, l.output_bytes) << l.name;
+    if (l.kind != "block") continue;
+    ASSERT_EQ(l.selective.size(), 1u);
+    EXPECT_EQ(l.selective[0].name, "attention_core");
+    // Dropping the s x s attention tensors keeps less.
+    EXPECT_LT(l.selective[0].activation_bytes, l.activation_bytes) << l.name;
+  }
+}
+
+}  // namespace
+}  // namespace remat::runtime

@@ -1,0 +1,129 @@
+// `planner train` end to end on a tiny model with the LibTorch runtime: a
+// plan that fits under B runs under --memory-limit B, `none` at the same B
+// stops with the out-of-memory message and exit code 4, plans for another
+// model are refused, and the JSON report carries the comparison.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_test_util.h"
+#include "remat/runtime/torch_runtime.h"
+
+namespace remat::cli {
+namespace {
+
+const char kTinyModel[] = R"({"name": "tiny-gpt", "architecture": "gpt", "layers": 6,
+  "hidden": 32, "heads": 4, "vocab": 64, "seq_len": 32, "micro_batch": 2,
+  "precision": "fp32", "optimizer": "adamw", "attention": "eager", "dropout": 0.1})";
+
+Captured RunWithRuntime(const std::vector<std::string>& args) {
+  static std::unique_ptr<Runtime> runtime = runtime::MakeTorchRuntime();
+  std::ostringstream out, err;
+  Environment env;
+  env.out = &out;
+  env.err = &err;
+  env.runtime = runtime.get();
+  const int code = Run(args, env);
+  return {code, out.str(), err.str()};
+}
+
+class TrainCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.Write("tiny.json", kTinyModel);
+    profile_ = dir_.Path("tiny-cpu.json");
+    const Captured p = RunWithRuntime({"profile", "--repeats", "1", "-o", profile_, model_});
+    ASSERT_EQ(p.code, 0) << p.err;
+  }
+  // Plans `strategy` from the measured profile; returns the plan path.
+  std::string PlanFile(const std::string& strategy) {
+    const std::string path = dir_.Path("plan-" + strategy + ".json");
+    const Captured c = RunWithRuntime({"--strategy", strategy, "-o", path, profile_});
+    EXPECT_EQ(c.code, 0) << c.err;
+    return path;
+  }
+  static int64_t PredictedPeak(const std::string& plan) {
+    return nlohmann::json::parse(ReadAll(plan))["predicted"]["peak_bytes"].get<int64_t>();
+  }
+
+  ScratchDir dir_;
+  std::string model_, profile_;
+};
+
+TEST_F(TrainCommand, APlanThatFitsRunsUnderTheLimitAndNoneRunsOutOfMemory) {
+  const std::string segment = PlanFile("segment"), none = PlanFile("none");
+  const int64_t fits = PredictedPeak(segment), needs = PredictedPeak(none);
+  ASSERT_LT(fits, needs);
+  const std::string limit = std::to_string((fits + needs) / 2) + "B";
+
+  const Captured ok =
+      RunWithRuntime({"train", "--plan", segment, "--steps", "2", "--memory-limit", limit, model_});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("step    2"), std::string::npos) << ok.out;
+
+  const Captured oom =
+      RunWithRuntime({"train", "--plan", none, "--steps", "2", "--memory-limit", limit, model_});
+  EXPECT_EQ(oom.code, 4) << oom.out << oom.err;
+  EXPECT_NE(oom.err.find("planner: error: out of memory at step 1, schedule op "),
+            std::string::npos)
+      << oom.err;
+  for (const char* part : {"asked for ", " in use; the limit is ", "layer '"}) {
+    EXPECT_NE(oom.err.find(part), std::string::npos) << part << " in " << oom.err;
+  }
+  EXPECT_EQ(std::count(oom.err.begin(), oom.err.end(), '\n'), 1) << oom.err;
+}
+
+TEST_F(TrainCommand, JsonReportComparesPredictedAndMeasured) {
+  for (const std::string strategy : {"none", "uniform", "segment", "selective"}) {
+    const Captured c =
+        RunWithRuntime({"train", "--plan", PlanFile(strategy), "--steps", "2", "--json", model_});
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json j = nlohmann::json::parse(c.out);
+    const int64_t predicted = j["predicted"]["peak_bytes"], measured = j["measured"]["peak_bytes"];
+    // On CPU the meter counts exact bytes and the profile measures the
+    // simulator's quantities: the peak is predicted to within 1%.
+    EXPECT_NEAR(measured, predicted, 0.01 * predicted) << strategy;
+    EXPECT_GT(j["predicted"]["step_ms"].get<double>(), 0);
+    EXPECT_GT(j["measured"]["step_ms"].get<double>(), 0);
+    EXPECT_EQ(j["steps"].size(), 2u);
+    EXPECT_GT(j["ops"].size(), 10u);
+  }
+}
+
+TEST_F(TrainCommand, WritesTheReportsWithTheMeasuredRun) {
+  const std::string html = dir_.Path("report.html"), trace = dir_.Path("trace.json");
+  const Captured c =
+      RunWithRuntime({"train", "--plan", PlanFile("uniform"), "--steps", "2", "--report", html,
+                      "--trace", trace, "--pareto-points", "0", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(ReadAll(html).find("Measured peak"), std::string::npos);
+  EXPECT_NE(ReadAll(html).find("planner train --plan"), std::string::npos);
+  EXPECT_NE(ReadAll(trace).find("measured"), std::string::npos);
+}
+
+TEST_F(TrainCommand, RefusesAPlanForAnotherModel) {
+  const std::string plan = PlanFile("none");
+  const std::string other =
+      dir_.Write("other.json",
+                 std::string(kTinyModel)
+                     .replace(std::string(kTinyModel).find("\"layers\": 6"), 11, "\"layers\": 3"));
+  const Captured c = RunWithRuntime({"train", "--plan", plan, other});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("is for another model: its chain has 10 layers (embedding, "
+                       "block0..block5, final_norm, head, loss)"),
+            std::string::npos)
+      << c.err;
+}
+
+TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
+  const Captured c =
+      RunWithRuntime({"train", "--plan", PlanFile("none"), "--micro-batch", "3", model_});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("was made for micro_batch 2, seq_len 32"), std::string::npos) << c.err;
+}
+
+}  // namespace
+}  // namespace remat::cli
