@@ -142,6 +142,9 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
     opt.name = "attention_core";
     opt.activation_bytes = std::max(m.selective.kept, l.output_bytes);
     opt.extra_recompute_ms = Median(m.selective.core_ms);
+    // The attention core runs without grad in a selective forward: its s x s
+    // transients are workspace there, not kept bytes.
+    opt.forward_workspace_bytes = std::max<int64_t>(0, m.selective.forward_workspace);
     opt.recompute_workspace_bytes =
         std::max<int64_t>(0, m.selective.backward_workspace - m.full.backward_workspace);
     l.selective.push_back(opt);

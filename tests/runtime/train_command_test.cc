@@ -93,6 +93,32 @@ TEST_F(TrainCommand, JsonReportComparesPredictedAndMeasured) {
   }
 }
 
+TEST_F(TrainCommand, EverySelectiveForwardIsPredictedOpByOp) {
+  // A selective forward runs the attention core without grad: its s x s
+  // transients are that op's workspace, which the profile measures per
+  // selective option (forward_workspace_bytes). With a sequence long for the
+  // width, that workspace exceeds the full forward's, so each selective
+  // forward's peak is right only if the option's own workspace is used.
+  const std::string model = dir_.Write(
+      "long.json", std::string(kTinyModel).replace(std::string(kTinyModel).find("\"seq_len\": 32"),
+                                                   13, "\"seq_len\": 128"));
+  const std::string profile = dir_.Path("long-cpu.json"), plan = dir_.Path("long-plan.json");
+  ASSERT_EQ(RunWithRuntime({"profile", "--repeats", "1", "-o", profile, model}).code, 0);
+  ASSERT_EQ(RunWithRuntime({"--strategy", "selective", "-o", plan, profile}).code, 0);
+  const Captured c = RunWithRuntime({"train", "--plan", plan, "--steps", "1", "--json", model});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json report = nlohmann::json::parse(c.out);
+  int selective_forwards = 0;
+  for (const nlohmann::json& op : report["ops"]) {
+    const std::string name = op["op"];
+    if (name.rfind("forward", 0) != 0 || name.find("selective") == std::string::npos) continue;
+    ++selective_forwards;
+    const int64_t predicted = op["predicted_peak"], measured = op["measured_peak"];
+    EXPECT_NEAR(measured, predicted, 0.002 * predicted) << name;
+  }
+  EXPECT_EQ(selective_forwards, 6);
+}
+
 TEST_F(TrainCommand, WritesTheReportsWithTheMeasuredRun) {
   const std::string html = dir_.Path("report.html"), trace = dir_.Path("trace.json");
   const Captured c =
