@@ -58,4 +58,15 @@ Result<Job> LoadJob(const std::string& path, const Args& args) {
   return job;
 }
 
+Result<std::string> RuntimeDevice(const Args& args) {
+  const std::string device = args.Get("runtime-device", "cpu");
+  if (device == "cpu" || device == "cuda") return device;
+  if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
+      device.find_first_not_of("0123456789", 5) == std::string::npos) {
+    return device;
+  }
+  return Status::Invalid("option --runtime-device: unknown device '" + device +
+                         "'; accepted: cpu, cuda, cuda:N");
+}
+
 }  // namespace remat::cli

@@ -29,6 +29,10 @@ Result<Job> LoadJob(const std::string& path, const Args& args);
 // The single positional input file, or an error showing the usage.
 Result<std::string> InputPath(const Args& args, const std::string& usage);
 
+// --runtime-device: "cpu" (the default), "cuda" or "cuda:N"; anything else is
+// refused by name before a model is loaded or a runtime started.
+Result<std::string> RuntimeDevice(const Args& args);
+
 }  // namespace remat::cli
 
 #endif  // REMAT_CLI_JOB_H_

@@ -18,7 +18,9 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
       {"analytic", "", "derive the profile from the cost model (no hardware needed)"},
       {"o", "FILE", "write the profile to FILE (atomically) instead of standard output"},
       {"runtime-device", "DEV", "measured profiles: cpu (default) or cuda"},
-      {"repeats", "N", "measured profiles: timed repetitions per layer (median), default 5"},
+      {"repeats", "N", "measured profiles: timed repetitions per layer, default 5"},
+      {"statistic", "S", "measured profiles: a layer's time over its repetitions: median "
+                         "(default) or min (the fastest; for a shared, noisy machine)"},
       {"clock", "C", "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
                      "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
       {"help", "", "show this help"},
@@ -36,18 +38,26 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!job.ok()) return ReportError(job.status(), env);
   Profile profile = job->profile;
   if (!args->Has("analytic") && job->input.kind != PlannerInput::Kind::kProfile) {
+    MeasureOptions m;
+    Result<std::string> device = RuntimeDevice(*args);
+    if (!device.ok()) return ReportError(device.status(), env);
+    m.device = *device;
+    Result<int64_t> repeats = args->GetInt("repeats", m.repeats, 1, 1000);
+    if (!repeats.ok()) return ReportError(repeats.status(), env);
+    m.repeats = static_cast<int>(*repeats);
+    m.clock = args->Get("clock", "wall");
+    m.statistic = args->Get("statistic", "median");
+    if (m.statistic != "median" && m.statistic != "min") {
+      return ReportError(Status::Invalid("option --statistic: unknown value '" + m.statistic +
+                                         "'; accepted: median, min"),
+                         env);
+    }
     if (env.runtime == nullptr) {
       return ReportError(Status::Invalid("measuring a profile needs the LibTorch runtime, and this "
                                          "planner was built without it; use --analytic, or build "
                                          "with libtorch-dev installed (see README)"),
                          env);
     }
-    MeasureOptions m;
-    m.device = args->Get("runtime-device", "cpu");
-    Result<int64_t> repeats = args->GetInt("repeats", m.repeats, 1, 1000);
-    if (!repeats.ok()) return ReportError(repeats.status(), env);
-    m.repeats = static_cast<int>(*repeats);
-    m.clock = args->Get("clock", "wall");
     Result<Profile> measured = env.runtime->Measure(job->input.config, m);
     if (!measured.ok()) return ReportError(measured.status(), env);
     profile = *measured;

@@ -123,7 +123,9 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   Result<int64_t> seed = args->GetInt("seed", 0, 0, INT64_MAX);
   if (!seed.ok()) return ReportError(seed.status(), env);
   options.seed = static_cast<uint64_t>(*seed);
-  options.device = args->Get("runtime-device", "cpu");
+  Result<std::string> device = RuntimeDevice(*args);
+  if (!device.ok()) return ReportError(device.status(), env);
+  options.device = *device;
   options.clock = args->Get("clock", "wall");
   if (args->Has("memory-limit")) {
     Result<int64_t> limit = ParseBytes(args->Get("memory-limit"));

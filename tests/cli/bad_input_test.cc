@@ -75,12 +75,15 @@ TEST_P(BadInput, ExitsTwoWithOneClearLineAndWritesNothing) {
   dir.Write("zero.json", R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 0})");
   WriteCatalogueFiles(dir);
   const std::string out = dir.Write("out.json", "previous plan");
-  std::vector<std::string> args = {"-o", out};
+  std::vector<std::string> args;
   for (std::string a : GetParam().args) {
     const size_t at = a.find("{dir}");
     if (at != std::string::npos) a.replace(at, 5, dir.Path(""));
     args.push_back(a);
   }
+  // -o goes after a subcommand's name ("profile -o out ..."), first otherwise.
+  const bool subcommand = !args.empty() && args[0] == "profile";
+  args.insert(args.begin() + (subcommand ? 1 : 0), {"-o", out});
   const Captured c = RunCli(args);
   EXPECT_EQ(c.code, 2) << c.out << c.err;
   EXPECT_NE(c.err.find(GetParam().expect), std::string::npos) << c.err;
@@ -161,7 +164,74 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"not_regular", {"/dev/null"}, "/dev/null: not a regular file"},
         Case{"unknown_flag", {"--budgte", "24GB", kExample}, "unknown option '--budgte' (did you mean --budget?)"},
         Case{"strategy_empty", {"--strategy", "", kExample}, "unknown strategy ''"},
-        Case{"output_twice", {"-o", "{dir}/other.json", kExample}, "option -o is given twice"}),
+        Case{"output_twice", {"-o", "{dir}/other.json", kExample}, "option -o is given twice"},
+        // Measured profiles: options refused before any runtime starts.
+        Case{"profile_statistic", {"profile", "--statistic", "mean", "{dir}/tiny.json"},
+             "option --statistic: unknown value 'mean'; accepted: median, min"},
+        Case{"profile_device", {"profile", "--runtime-device", "cuda:x", "{dir}/tiny.json"},
+             "option --runtime-device: unknown device 'cuda:x'; accepted: cpu, cuda, cuda:N"},
+        Case{"profile_repeats", {"profile", "--repeats", "0", "{dir}/tiny.json"},
+             "option --repeats"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// `planner train`: the plan file is one more input. Every case is refused
+// before the runtime is needed (these tests build without it), with the
+// same contract, and an existing --report file is left intact.
+class BadTrainInput : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadTrainInput, ExitsTwoWithOneClearLineAndWritesNothing) {
+  ScratchDir dir;
+  WriteCatalogueFiles(dir);
+  const std::string tiny = dir.Path("tiny.json");
+  const Captured planned = RunCli({"--strategy", "uniform", "-o", dir.Path("plan.json"), tiny});
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  const std::string plan = ReadAll(dir.Path("plan.json"));
+  dir.Write("plan_truncated.json", plan.substr(0, plan.size() / 2));
+  dir.Write("three.json", std::string(R"({"name": "tiny", "layers": 3, "hidden": 64, "heads": 4,
+                                          "vocab": 10, "seq_len": 8})"));
+  const std::string report = dir.Write("out.html", "previous report");
+  std::vector<std::string> args = {"train", "--report", report};
+  for (std::string a : GetParam().args) {
+    const size_t at = a.find("{dir}");
+    if (at != std::string::npos) a.replace(at, 5, dir.Path(""));
+    args.push_back(a);
+  }
+  const Captured c = RunCli(args);
+  EXPECT_EQ(c.code, 2) << c.out << c.err;
+  EXPECT_NE(c.err.find(GetParam().expect), std::string::npos) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  EXPECT_EQ(c.err.rfind("planner: error: ", 0), 0u) << c.err;
+  EXPECT_TRUE(c.out.empty());
+  EXPECT_EQ(ReadAll(report), "previous report");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, BadTrainInput,
+    ::testing::Values(
+        Case{"no_plan", {"{dir}/tiny.json"}, "missing --plan"},
+        Case{"plan_missing_file", {"--plan", "{dir}/nope.json", "{dir}/tiny.json"},
+             "nope.json: no such file"},
+        Case{"plan_truncated", {"--plan", "{dir}/plan_truncated.json", "{dir}/tiny.json"},
+             "plan_truncated.json: malformed JSON"},
+        Case{"plan_not_an_object", {"--plan", "{dir}/array.json", "{dir}/tiny.json"},
+             "array.json: expected a plan object (planner --json output), got an array"},
+        Case{"plan_is_a_model", {"--plan", "{dir}/tiny.json", "{dir}/tiny.json"},
+             "tiny.json: "},
+        Case{"plan_for_another_model", {"--plan", "{dir}/plan.json", "{dir}/three.json"},
+             "plan.json is for another model"},
+        Case{"plan_for_another_shape",
+             {"--plan", "{dir}/plan.json", "--micro-batch", "3", "{dir}/tiny.json"},
+             "was made for micro_batch 1"},
+        Case{"profile_as_model", {"--plan", "{dir}/plan.json", "{dir}/profile_ok.json"},
+             "profile_ok.json is a profile"},
+        Case{"memory_limit_no_unit",
+             {"--plan", "{dir}/plan.json", "--memory-limit", "2", "{dir}/tiny.json"},
+             "option --memory-limit"},
+        Case{"steps_zero", {"--plan", "{dir}/plan.json", "--steps", "0", "{dir}/tiny.json"},
+             "option --steps"},
+        Case{"runtime_device", {"--plan", "{dir}/plan.json", "--runtime-device", "tpu",
+                                "{dir}/tiny.json"},
+             "option --runtime-device: unknown device 'tpu'; accepted: cpu, cuda, cuda:N"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // chmod 000 stops everyone but root; as root the case cannot be made.

@@ -61,5 +61,21 @@ TEST_F(Profiler, SizesAreTheTensorsOfTheChain) {
   }
 }
 
+TEST(ProfilerStatistic, MinTakesTheFastestRepetitionAndOthersAreRefused) {
+  const ModelConfig config = testing::TinyGpt();
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repeats = 3;
+  o.statistic = "min";
+  Result<Profile> fastest = MeasureProfile(config, o, Timing{}, CpuMeter());
+  ASSERT_TRUE(fastest.ok()) << fastest.status().message();
+  EXPECT_NE(fastest->device.find("fastest of 3"), std::string::npos) << fastest->device;
+  EXPECT_TRUE(ValidateProfile(*fastest, "measured").ok());
+  o.statistic = "mean";
+  Result<Profile> refused = MeasureProfile(config, o, Timing{}, CpuMeter());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "unknown timing statistic 'mean'; accepted: median, min");
+}
+
 }  // namespace
 }  // namespace remat::runtime

@@ -19,7 +19,10 @@ namespace remat {
 struct MeasureOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int warmup = 2;              // untimed repetitions per layer
-  int repeats = 5;             // timed repetitions (median taken)
+  int repeats = 5;             // timed repetitions per layer
+  // What a layer's time is over its repetitions: "median" (the default), or
+  // "min": the fastest, for a shared machine, where noise only ever slows.
+  std::string statistic = "median";
   uint64_t seed = 0;           // weights, batch and dropout
   // "wall" (elapsed, device synchronized) or "thread" (CPU time of the
   // calling thread: CPU runs with one thread, robust to a busy machine).
