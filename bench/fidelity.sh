@@ -7,7 +7,7 @@
 # and measured / predicted step time (target: within 15%).
 #
 # On a shared machine the speed of the CPU changes by the second (the same
-# step, in CPU time of its thread, takes 1.0x to 1.6x within a minute), and
+# step, in CPU time of its thread, takes 1.0x to 1.9x within minutes), and
 # noise only ever slows. So times compare the fastest observations: the
 # profile takes each layer's fastest repetition (--statistic min), and a
 # cell's measured time is its fastest step (steps 2.. of every round) against

@@ -1,10 +1,29 @@
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 
 namespace remat::cli {
 namespace {
+
+// Every bundled input plans: examples/ (model.json) and profiles/ (the
+// analytic profile and the runtime's measured CPU profiles).
+TEST(PlanCommand, EveryBundledModelAndProfilePlans) {
+  int files = 0;
+  for (const char* dir : {"examples", "profiles"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(REMAT_SOURCE_DIR) + "/" + dir)) {
+      if (entry.path().extension() != ".json") continue;
+      ++files;
+      const Captured c = RunCli({entry.path().string()});
+      EXPECT_EQ(c.code, 0) << entry.path() << ": " << c.err;
+      EXPECT_NE(c.out.find("Without checkpointing: peak"), std::string::npos) << entry.path();
+    }
+  }
+  EXPECT_GE(files, 8);
+}
 
 TEST(PlanCommand, PrintsTheReportWithParsedBudget) {
   const Captured c = RunCli({"--budget", "24GB", kExample});
