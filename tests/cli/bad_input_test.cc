@@ -61,6 +61,27 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// The case's arguments with "{dir}" replaced by the scratch directory.
+std::vector<std::string> ArgsOf(const Case& c, const ScratchDir& dir) {
+  std::vector<std::string> args;
+  for (std::string a : c.args) {
+    const size_t at = a.find("{dir}");
+    if (at != std::string::npos) a.replace(at, 5, dir.Path(""));
+    args.push_back(a);
+  }
+  return args;
+}
+
+// The catalogue's contract: exit 2, one line "planner: error: ..." holding
+// the expected text, nothing on standard output.
+void ExpectRefused(const Captured& c, const Case& expected) {
+  EXPECT_EQ(c.code, 2) << c.out << c.err;
+  EXPECT_NE(c.err.find(expected.expect), std::string::npos) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  EXPECT_EQ(c.err.rfind("planner: error: ", 0), 0u) << c.err;
+  EXPECT_TRUE(c.out.empty());
+}
+
 class BadInput : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BadInput, ExitsTwoWithOneClearLineAndWritesNothing) {
@@ -75,21 +96,11 @@ TEST_P(BadInput, ExitsTwoWithOneClearLineAndWritesNothing) {
   dir.Write("zero.json", R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 0})");
   WriteCatalogueFiles(dir);
   const std::string out = dir.Write("out.json", "previous plan");
-  std::vector<std::string> args;
-  for (std::string a : GetParam().args) {
-    const size_t at = a.find("{dir}");
-    if (at != std::string::npos) a.replace(at, 5, dir.Path(""));
-    args.push_back(a);
-  }
+  std::vector<std::string> args = ArgsOf(GetParam(), dir);
   // -o goes after a subcommand's name ("profile -o out ..."), first otherwise.
   const bool subcommand = !args.empty() && args[0] == "profile";
   args.insert(args.begin() + (subcommand ? 1 : 0), {"-o", out});
-  const Captured c = RunCli(args);
-  EXPECT_EQ(c.code, 2) << c.out << c.err;
-  EXPECT_NE(c.err.find(GetParam().expect), std::string::npos) << c.err;
-  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
-  EXPECT_EQ(c.err.rfind("planner: error: ", 0), 0u) << c.err;
-  EXPECT_TRUE(c.out.empty());
+  ExpectRefused(RunCli(args), GetParam());
   EXPECT_EQ(ReadAll(out), "previous plan");  // untouched
 }
 
@@ -190,18 +201,9 @@ TEST_P(BadTrainInput, ExitsTwoWithOneClearLineAndWritesNothing) {
   dir.Write("three.json", std::string(R"({"name": "tiny", "layers": 3, "hidden": 64, "heads": 4,
                                           "vocab": 10, "seq_len": 8})"));
   const std::string report = dir.Write("out.html", "previous report");
-  std::vector<std::string> args = {"train", "--report", report};
-  for (std::string a : GetParam().args) {
-    const size_t at = a.find("{dir}");
-    if (at != std::string::npos) a.replace(at, 5, dir.Path(""));
-    args.push_back(a);
-  }
-  const Captured c = RunCli(args);
-  EXPECT_EQ(c.code, 2) << c.out << c.err;
-  EXPECT_NE(c.err.find(GetParam().expect), std::string::npos) << c.err;
-  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
-  EXPECT_EQ(c.err.rfind("planner: error: ", 0), 0u) << c.err;
-  EXPECT_TRUE(c.out.empty());
+  std::vector<std::string> args = ArgsOf(GetParam(), dir);
+  args.insert(args.begin(), {"train", "--report", report});
+  ExpectRefused(RunCli(args), GetParam());
   EXPECT_EQ(ReadAll(report), "previous report");
 }
 
