@@ -47,11 +47,8 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
     m.repeats = static_cast<int>(*repeats);
     m.clock = args->Get("clock", "wall");
     m.statistic = args->Get("statistic", "median");
-    if (m.statistic != "median" && m.statistic != "min") {
-      return ReportError(Status::Invalid("option --statistic: unknown value '" + m.statistic +
-                                         "'; accepted: median, min"),
-                         env);
-    }
+    const Status valid = ValidateMeasureOptions(m);
+    if (!valid.ok()) return ReportError(valid.WithPrefix("option --statistic"), env);
     if (env.runtime == nullptr) {
       return ReportError(Status::Invalid("measuring a profile needs the LibTorch runtime, and this "
                                          "planner was built without it; use --analytic, or build "

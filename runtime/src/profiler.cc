@@ -223,13 +223,7 @@ Status Profiler::Run(Profile* out) {
 
 Result<Profile> MeasureProfile(const ModelConfig& config, const MeasureOptions& options,
                                const Timing& timing, MemoryMeter& meter) {
-  if (options.repeats < 1 || options.warmup < 0) {
-    return Status::Invalid("profiling needs repeats >= 1 and warmup >= 0");
-  }
-  if (options.statistic != "median" && options.statistic != "min") {
-    return Status::Invalid("unknown timing statistic '" + options.statistic +
-                           "'; accepted: median, min");
-  }
+  REMAT_RETURN_IF_ERROR(ValidateMeasureOptions(options));
   Profile profile;
   Profiler profiler(config, options, timing, meter);
   REMAT_RETURN_IF_ERROR(profiler.Run(&profile));

@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"output_twice", {"-o", "{dir}/other.json", kExample}, "option -o is given twice"},
         // Measured profiles: options refused before any runtime starts.
         Case{"profile_statistic", {"profile", "--statistic", "mean", "{dir}/tiny.json"},
-             "option --statistic: unknown value 'mean'; accepted: median, min"},
+             "option --statistic: unknown timing statistic 'mean'; accepted: median, min"},
         Case{"profile_device", {"profile", "--runtime-device", "cuda:x", "{dir}/tiny.json"},
              "option --runtime-device: unknown device 'cuda:x'; accepted: cpu, cuda, cuda:N"},
         Case{"profile_repeats", {"profile", "--repeats", "0", "{dir}/tiny.json"},

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/gpt_chain.h"
+
 namespace remat {
 namespace {
 
@@ -76,15 +78,8 @@ TEST(Analytic, NoDropoutNoMasks) {
 }
 
 ModelConfig Gpt2Small() {
-  ModelConfig c;
+  ModelConfig c = testing::Gpt2Shape(12);
   c.name = "gpt2";
-  c.layers = 12;
-  c.hidden = 768;
-  c.heads = 12;
-  c.ffn_hidden = 3072;
-  c.vocab = 50257;
-  c.seq_len = 1024;
-  c.max_position = 1024;
   return c;
 }
 

@@ -14,10 +14,9 @@
 
 namespace remat::testing {
 
-// hidden 768, 12 heads, seq_len 1024, amp_bf16, a100 times. Aborts on an
-// invalid configuration (a bug in the caller).
-inline Profile GptChain(int blocks, int64_t micro_batch,
-                        AttentionImpl attention = AttentionImpl::kEager) {
+// GPT-2 small's shape with `blocks` blocks: hidden 768, 12 heads, ffn 3072,
+// vocab 50257, seq_len 1024; the rest ModelConfig's defaults.
+inline ModelConfig Gpt2Shape(int blocks) {
   ModelConfig c;
   c.name = "gpt-" + std::to_string(blocks);
   c.layers = blocks;
@@ -27,6 +26,14 @@ inline Profile GptChain(int blocks, int64_t micro_batch,
   c.vocab = 50257;
   c.seq_len = 1024;
   c.max_position = 1024;
+  return c;
+}
+
+// Gpt2Shape at micro_batch, amp_bf16, a100 times. Aborts on an invalid
+// configuration (a bug in the caller).
+inline Profile GptChain(int blocks, int64_t micro_batch,
+                        AttentionImpl attention = AttentionImpl::kEager) {
+  ModelConfig c = Gpt2Shape(blocks);
   c.micro_batch = micro_batch;
   c.precision = Precision::kAmpBf16;
   c.attention = attention;

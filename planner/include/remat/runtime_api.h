@@ -29,6 +29,18 @@ struct MeasureOptions {
   std::string clock = "wall";
 };
 
+// Checks what a caller can get wrong before a runtime starts: repeats >= 1,
+// warmup >= 0, a known statistic. (Devices and clocks are the runtime's.)
+inline Status ValidateMeasureOptions(const MeasureOptions& m) {
+  if (m.repeats < 1 || m.warmup < 0) {
+    return Status::Invalid("profiling needs repeats >= 1 and warmup >= 0");
+  }
+  if (m.statistic != "median" && m.statistic != "min") {
+    return Status::Invalid("unknown timing statistic '" + m.statistic + "'; accepted: median, min");
+  }
+  return Status::Ok();
+}
+
 struct StepRecord;
 
 struct TrainOptions {
