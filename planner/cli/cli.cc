@@ -10,19 +10,34 @@ namespace remat::cli {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk: return kExitOk;
-    case StatusCode::kInvalidInput: return kExitBadInput;
-    case StatusCode::kNoFit: return kExitNoFit;
-    case StatusCode::kOutOfMemory: return kExitOom;
-    case StatusCode::kInternal: return kExitInternal;
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidInput:
+      return kExitBadInput;
+    case StatusCode::kNoFit:
+      return kExitNoFit;
+    case StatusCode::kOutOfMemory:
+      return kExitOom;
+    case StatusCode::kInternal:
+      return kExitInternal;
   }
   return kExitInternal;
 }
 
 int ReportError(const Status& status, Environment& env) {
-  *env.err << "planner: " << (status.code() == StatusCode::kInternal ? "internal error: " : "error: ")
+  *env.err << "planner: "
+           << (status.code() == StatusCode::kInternal ? "internal error: " : "error: ")
            << status.message() << "\n";
   return ExitCodeFor(status);
+}
+
+Result<Runtime*> GetRuntime(const Environment& env, const std::string& command) {
+  if (!env.runtime) {
+    return Status::Invalid(command +
+                           " needs the LibTorch runtime, and this planner was built "
+                           "without it; build with LibTorch (see README, Dependencies)");
+  }
+  return env.runtime();
 }
 
 namespace {
@@ -47,8 +62,9 @@ int Dispatch(const std::vector<std::string>& args, Environment& env) {
     return kExitOk;
   }
   if (!args.empty() && args[0] == "--version") {
-    *env.out << "remat planner 0.1.0" << (env.runtime ? " (runtime: " + env.runtime->name() + ")"
-                                                      : " (built without the LibTorch runtime)")
+    *env.out << "remat planner 0.1.0"
+             << (env.runtime ? " (LibTorch runtime loaded on first use by train and profile)"
+                             : " (built without the LibTorch runtime)")
              << "\n";
     return kExitOk;
   }

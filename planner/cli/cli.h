@@ -3,6 +3,7 @@
 #ifndef REMAT_CLI_CLI_H_
 #define REMAT_CLI_CLI_H_
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -15,11 +16,21 @@ namespace remat::cli {
 enum ExitCode { kExitOk = 0, kExitInternal = 1, kExitBadInput = 2, kExitNoFit = 3, kExitOom = 4 };
 int ExitCodeFor(const Status& status);
 
+// Where the runtime comes from. Called only by the commands that run a model
+// (train, a measured profile), so that planning never loads LibTorch. Returns
+// the runtime (owned by whoever made the source; it outlives the call) or why
+// there is none: a build without the runtime, a module that does not load.
+using RuntimeSource = std::function<Result<Runtime*>()>;
+
 struct Environment {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
-  Runtime* runtime = nullptr;  // null when built without LibTorch
+  RuntimeSource runtime;  // empty: built without the runtime
 };
+
+// The runtime of `env` for `command` ("train", "measuring a profile"), or
+// kInvalidInput saying this build has none and what to do instead.
+Result<Runtime*> GetRuntime(const Environment& env, const std::string& command);
 
 // Runs `planner <args...>` (args without the program name). Never throws.
 int Run(const std::vector<std::string>& args, Environment& env);

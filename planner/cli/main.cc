@@ -1,5 +1,6 @@
 // planner: thin main. Parses nothing itself; see cli.h.
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,11 @@ int main(int argc, char** argv) {
   env.out = &std::cout;
   env.err = &std::cerr;
 #ifdef REMAT_HAVE_RUNTIME
-  auto runtime = remat::runtime::MakeTorchRuntime();
-  env.runtime = runtime.get();
+  std::unique_ptr<remat::Runtime> runtime;
+  env.runtime = [&runtime]() -> remat::Result<remat::Runtime*> {
+    if (!runtime) runtime = remat::runtime::MakeTorchRuntime();
+    return runtime.get();
+  };
 #endif
   return remat::cli::Run(std::vector<std::string>(argv + 1, argv + argc), env);
 }

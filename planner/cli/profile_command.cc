@@ -49,13 +49,9 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
     m.statistic = args->Get("statistic", "median");
     const Status valid = ValidateMeasureOptions(m);
     if (!valid.ok()) return ReportError(valid.WithPrefix("option --statistic"), env);
-    if (env.runtime == nullptr) {
-      return ReportError(Status::Invalid("measuring a profile needs the LibTorch runtime, and this "
-                                         "planner was built without it; use --analytic, or build "
-                                         "with libtorch-dev installed (see README)"),
-                         env);
-    }
-    Result<Profile> measured = env.runtime->Measure(job->input.config, m);
+    Result<Runtime*> runtime = GetRuntime(env, "measuring a profile (use --analytic without it)");
+    if (!runtime.ok()) return ReportError(runtime.status(), env);
+    Result<Profile> measured = (*runtime)->Measure(job->input.config, m);
     if (!measured.ok()) return ReportError(measured.status(), env);
     profile = *measured;
   }

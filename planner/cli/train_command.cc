@@ -154,11 +154,8 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   Result<PlanSet> plans = PlanSetOf(c.plan);
   if (!plans.ok()) return ReportError(plans.status().WithPrefix(plan_path), env);
   c.predicted = plans->chosen.predicted;
-  if (env.runtime == nullptr) {
-    return ReportError(Status::Invalid("train needs the LibTorch runtime, and this planner was "
-                                       "built without it (install libtorch-dev and rebuild)"),
-                       env);
-  }
+  Result<Runtime*> runtime = GetRuntime(env, "train");
+  if (!runtime.ok()) return ReportError(runtime.status(), env);
 
   const bool json = args->Has("json");
   if (!json) {
@@ -166,7 +163,7 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
              << c.plan.strategy << "), " << options.steps << " steps on " << options.device << "\n";
     options.on_step = [&env](const StepRecord& s) { *env.out << FormatStepLine(s) << std::flush; };
   }
-  Result<TrainResult> measured = env.runtime->Train(job->input.config, c.plan.schedule, options);
+  Result<TrainResult> measured = (*runtime)->Train(job->input.config, c.plan.schedule, options);
   if (!measured.ok()) return ReportError(measured.status(), env);
   c.measured = std::move(*measured);
   *env.out << (json ? TrainReportJson(c) : FormatTrainText(c));

@@ -25,7 +25,7 @@ Captured RunWithRuntime(const std::vector<std::string>& args) {
   Environment env;
   env.out = &out;
   env.err = &err;
-  env.runtime = runtime.get();
+  env.runtime = [] () -> Result<Runtime*> { return runtime.get(); };
   const int code = Run(args, env);
   return {code, out.str(), err.str()};
 }
