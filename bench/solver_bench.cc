@@ -20,7 +20,7 @@
 #include <map>
 #include <memory>
 
-#include "remat/plan.h"
+#include "remat/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
@@ -33,8 +33,8 @@ namespace {
 
 struct Chain {
   Profile profile;
-  int64_t lowest = 0;     // lowest activation peak (bytes)
-  int64_t keep_all = 0;   // activation peak keeping everything
+  int64_t lowest = 0;    // lowest activation peak (bytes)
+  int64_t keep_all = 0;  // activation peak keeping everything
 };
 
 enum Family { kGpt, kTransformer, kRandom };
@@ -60,8 +60,8 @@ int64_t Budget(const Chain& c, int percent) {
 
 void MultiLevel(benchmark::State& state, Family family) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
-  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
-                                                state.range(2)));
+  const ChainTerms terms(c.profile,
+                         MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
   DpStats stats;
   bool found = false;
   for (auto _ : state) {
@@ -82,8 +82,8 @@ void MultiLevel(benchmark::State& state, Family family) {
 
 void SingleLevel(benchmark::State& state, Family family) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
-  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
-                                                state.range(2)));
+  const ChainTerms terms(c.profile,
+                         MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
   DpStats stats;
   for (auto _ : state) {
     SingleLevelDp dp(terms);

@@ -24,13 +24,6 @@ int ExitCodeFor(const Status& status) {
   return kExitInternal;
 }
 
-int ReportError(const Status& status, Environment& env) {
-  *env.err << "planner: "
-           << (status.code() == StatusCode::kInternal ? "internal error: " : "error: ")
-           << status.message() << "\n";
-  return ExitCodeFor(status);
-}
-
 Result<Runtime*> GetRuntime(const Environment& env, const std::string& command) {
   if (!env.runtime) {
     return Status::Invalid(command +
@@ -56,17 +49,17 @@ void PrintHelp(Environment& env) {
               "input, 3 no plan fits, 4 out of memory during a run.\n";
 }
 
-int Dispatch(const std::vector<std::string>& args, Environment& env) {
+Status Dispatch(const std::vector<std::string>& args, Environment& env) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     PrintHelp(env);
-    return kExitOk;
+    return Status::Ok();
   }
   if (!args.empty() && args[0] == "--version") {
     *env.out << "remat planner 0.1.0"
              << (env.runtime ? " (LibTorch runtime loaded on first use by train and profile)"
                              : " (built without the LibTorch runtime)")
              << "\n";
-    return kExitOk;
+    return Status::Ok();
   }
   if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
     for (const Command& c : Commands()) {
@@ -76,18 +69,35 @@ int Dispatch(const std::vector<std::string>& args, Environment& env) {
   return PlanCommand(args, env);
 }
 
-}  // namespace
+const char* Prefix(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInternal:
+      return "planner: internal error: ";
+    case StatusCode::kNoFit:
+      return "planner: ";
+    default:
+      return "planner: error: ";
+  }
+}
 
-int Run(const std::vector<std::string>& args, Environment& env) {
+Status DispatchCatching(const std::vector<std::string>& args, Environment& env) {
   try {
     return Dispatch(args, env);
   } catch (const std::bad_alloc&) {
-    return ReportError(Status::Internal("out of host memory"), env);
+    return Status::Internal("out of host memory");
   } catch (const std::exception& e) {
-    return ReportError(Status::Internal(e.what()), env);
+    return Status::Internal(e.what());
   } catch (...) {
-    return ReportError(Status::Internal("unknown exception"), env);
+    return Status::Internal("unknown exception");
   }
+}
+
+}  // namespace
+
+int Run(const std::vector<std::string>& args, Environment& env) {
+  const Status status = DispatchCatching(args, env);
+  if (!status.ok()) *env.err << Prefix(status.code()) << status.message() << "\n";
+  return ExitCodeFor(status);
 }
 
 const std::vector<Command>& Commands() {

@@ -12,7 +12,8 @@
 
 namespace remat::cli {
 
-// Exit codes (README "Exit codes").
+// Exit codes (README "Exit codes"). Commands return a Status; Run turns it
+// into one line on stderr and one of these, here and nowhere else.
 enum ExitCode { kExitOk = 0, kExitInternal = 1, kExitBadInput = 2, kExitNoFit = 3, kExitOom = 4 };
 int ExitCodeFor(const Status& status);
 
@@ -32,11 +33,11 @@ struct Environment {
 // kInvalidInput saying this build has none and what to do instead.
 Result<Runtime*> GetRuntime(const Environment& env, const std::string& command);
 
-// Runs `planner <args...>` (args without the program name). Never throws.
+// Runs `planner <args...>` (args without the program name): the command's
+// Status printed as one line on env.err ("planner: error: ..." for bad input,
+// "planner: ..." when no plan fits, "planner: internal error: ..."), and its
+// exit code returned. Never throws.
 int Run(const std::vector<std::string>& args, Environment& env);
-
-// Prints "planner: error: <message>" and returns the status's exit code.
-int ReportError(const Status& status, Environment& env);
 
 }  // namespace remat::cli
 

@@ -12,16 +12,17 @@ namespace remat::cli {
 struct Command {
   const char* name;
   const char* summary;
-  int (*run)(const std::vector<std::string>& args, Environment& env);
+  // Renders its output on env.out; returns OK or why not (cli.cc reports it).
+  Status (*run)(const std::vector<std::string>& args, Environment& env);
 };
 
 // All subcommands, in --help order. `plan` is the default.
 const std::vector<Command>& Commands();
 
-int PlanCommand(const std::vector<std::string>& args, Environment& env);
-int ProfileCommand(const std::vector<std::string>& args, Environment& env);
-int TrainCommand(const std::vector<std::string>& args, Environment& env);
-int ParetoCommand(const std::vector<std::string>& args, Environment& env);
+Status PlanCommand(const std::vector<std::string>& args, Environment& env);
+Status ProfileCommand(const std::vector<std::string>& args, Environment& env);
+Status TrainCommand(const std::vector<std::string>& args, Environment& env);
+Status ParetoCommand(const std::vector<std::string>& args, Environment& env);
 
 }  // namespace remat::cli
 

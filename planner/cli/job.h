@@ -1,30 +1,24 @@
-// Loading the planner's input (model.json, config.json or a profile) with
-// the command-line overrides that every subcommand shares.
+// The flags every subcommand shares for its input: --device, --tflops,
+// --micro-batch, --seq-len, --precision, read into the library's
+// JobOverrides, and the input file.
 #ifndef REMAT_CLI_JOB_H_
 #define REMAT_CLI_JOB_H_
 
+#include <string>
 #include <vector>
 
 #include "args.h"
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/report.h"
+#include "remat/job.h"
 
 namespace remat::cli {
 
-// --device, --tflops, --micro-batch, --seq-len, --precision.
 std::vector<FlagSpec> JobFlags();
 
-struct Job {
-  PlannerInput input;
-  AnalyticOptions analytic;
-  Profile profile;        // analytic for model inputs, as read for profiles
-  ReportContext context;
-};
+// Reads the job flags; errors name the flag.
+Result<JobOverrides> ParseJobOverrides(const Args& args);
 
-// Reads `path`, applies overrides, and builds the profile. Overrides of model
-// fields are rejected for profile inputs (their sizes are measured).
-Result<Job> LoadJob(const std::string& path, const Args& args);
+// Reads `path` with the job flags applied.
+Result<Job> LoadJobFromArgs(const std::string& path, const Args& args);
 
 // The single positional input file, or an error showing the usage.
 Result<std::string> InputPath(const Args& args, const std::string& usage);

@@ -52,11 +52,6 @@ Result<ParetoOptions> ParseOptions(const Args& args) {
     while (std::getline(list, name, ',')) {
       Result<Strategy> s = ParseStrategy(name);
       if (!s.ok()) return s.status().WithPrefix("option --strategies");
-      if (*s == Strategy::kAuto || *s == Strategy::kManual) {
-        return Status::Invalid("option --strategies: '" + name +
-                               "' cannot be swept (auto picks among the others; manual needs a "
-                               "layer list)");
-      }
       o.strategies.push_back(*s);
     }
     if (o.strategies.empty()) return Status::Invalid("option --strategies: the list is empty");
@@ -66,35 +61,26 @@ Result<ParetoOptions> ParseOptions(const Args& args) {
 
 }  // namespace
 
-int ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
+Status ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
   const std::vector<FlagSpec> flags = ParetoFlags();
-  Result<Args> args = Args::Parse(argv, flags);
-  if (!args.ok()) return ReportError(args.status(), env);
-  if (args->Has("help")) {
+  REMAT_ASSIGN_OR_RETURN(const Args args, Args::Parse(argv, flags));
+  if (args.Has("help")) {
     *env.out << "usage: " << kUsage << "\n\n"
              << "Predicted step time against peak memory for each strategy over a range of "
                 "budgets.\n\n"
              << FormatFlags(flags);
-    return kExitOk;
+    return Status::Ok();
   }
-  Result<std::string> path = InputPath(*args, kUsage);
-  if (!path.ok()) return ReportError(path.status(), env);
-  Result<ParetoOptions> options = ParseOptions(*args);
-  if (!options.ok()) return ReportError(options.status(), env);
-  Result<Job> job = LoadJob(*path, *args);
-  if (!job.ok()) return ReportError(job.status(), env);
-  Result<ParetoCurve> curve = ParetoSweep(job->profile, *options);
-  if (!curve.ok()) return ReportError(curve.status(), env);
-  if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), ParetoToJson(*curve, job->profile));
-    if (!s.ok()) return ReportError(s, env);
+  REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
+  REMAT_ASSIGN_OR_RETURN(const ParetoOptions options, ParseOptions(args));
+  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  REMAT_ASSIGN_OR_RETURN(const ParetoCurve curve, ParetoSweep(job.profile, options));
+  if (args.Has("o")) {
+    REMAT_RETURN_IF_ERROR(WriteFileAtomic(args.Get("o"), ParetoToJson(curve, job.profile)));
   }
-  if (args->Has("json") && !args->Has("o")) {
-    *env.out << ParetoToJson(*curve, job->profile);
-  } else {
-    *env.out << FormatParetoText(*curve, job->profile);
-  }
-  return kExitOk;
+  const bool json = args.Has("json") && !args.Has("o");
+  *env.out << (json ? ParetoToJson(curve, job.profile) : FormatParetoText(curve, job.profile));
+  return Status::Ok();
 }
 
 }  // namespace remat::cli

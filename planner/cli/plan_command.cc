@@ -1,12 +1,12 @@
 // planner [plan] --budget SIZE [--strategy S] [--format text|json|md] [-o plan.json]
 //                [--report report.html] [--trace trace.json] INPUT
-#include <optional>
 #include <ostream>
 
 #include "commands.h"
 #include "job.h"
 #include "remat/io.h"
-#include "remat/plan.h"
+#include "remat/plan_file.h"
+#include "remat/planning.h"
 #include "remat/report.h"
 #include "remat/units.h"
 #include "report_files.h"
@@ -54,16 +54,15 @@ Result<Format> ParseFormat(const Args& args) {
   return Status::Invalid("option --format: expected text, json or md, got '" + f + "'");
 }
 
-// What goes to standard output.
-Result<std::string> RenderOutput(Format format, const PlanSet& plans, const Job& job,
-                                 const std::string& command) {
-  switch (format) {
-    case Format::kJson: return PlanToJson(plans, job.profile, job.context);
-    case Format::kMarkdown:
-      return MarkdownSummary(plans, job.profile, job.context, nullptr, command);
-    case Format::kText: break;
+// A strategy's own flag selects it; contradicting --strategy is an error.
+Status ImplyStrategy(const Args& args, const char* flag, Strategy s, PlanOptions* o) {
+  if (!args.Has(flag)) return Status::Ok();
+  if (o->strategy != Strategy::kAuto && o->strategy != s) {
+    return Status::Invalid(std::string("option --") + flag + " applies to --strategy " +
+                           ToString(s) + ", not " + ToString(o->strategy));
   }
-  return FormatPlanText(plans, job.profile, job.context);
+  o->strategy = s;
+  return Status::Ok();
 }
 
 Result<PlanOptions> ParseOptions(const Args& args) {
@@ -74,22 +73,14 @@ Result<PlanOptions> ParseOptions(const Args& args) {
     o.budget_bytes = *b;
   }
   if (args.Has("strategy")) {
-    REMAT_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(args.Get("strategy")));
+    Result<Strategy> s = ParseStrategy(args.Get("strategy"));
+    if (!s.ok()) return s.status().WithPrefix("option --strategy");
+    o.strategy = *s;
   }
-  // A strategy's own flag selects it; contradicting --strategy is an error.
-  auto implies = [&](const char* flag, Strategy s) -> Status {
-    if (!args.Has(flag)) return Status::Ok();
-    if (o.strategy != Strategy::kAuto && o.strategy != s) {
-      return Status::Invalid(std::string("option --") + flag + " applies to --strategy " +
-                             ToString(s) + ", not " + ToString(o.strategy));
-    }
-    o.strategy = s;
-    return Status::Ok();
-  };
-  REMAT_RETURN_IF_ERROR(implies("every", Strategy::kUniform));
-  REMAT_RETURN_IF_ERROR(implies("segments", Strategy::kSegment));
-  REMAT_RETURN_IF_ERROR(implies("checkpoint-layers", Strategy::kManual));
-  REMAT_RETURN_IF_ERROR(implies("selective-layers", Strategy::kSelective));
+  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "every", Strategy::kUniform, &o));
+  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "segments", Strategy::kSegment, &o));
+  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "checkpoint-layers", Strategy::kManual, &o));
+  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "selective-layers", Strategy::kSelective, &o));
   if (o.strategy == Strategy::kManual && !args.Has("checkpoint-layers")) {
     return Status::Invalid("--strategy manual needs --checkpoint-layers, e.g. 0,4,8");
   }
@@ -104,128 +95,51 @@ Result<PlanOptions> ParseOptions(const Args& args) {
   return o;
 }
 
-// When nothing fits: the smallest micro-batch that would, keeping the global
-// batch with gradient accumulation.
-std::string SuggestFit(const Job& job, const PlanSet& plans, const PlanOptions& options) {
-  int64_t lowest = plans.chosen.predicted.peak_bytes;
-  std::string lowest_by = ToString(plans.chosen.strategy);
-  for (const Plan& c : plans.candidates) {
-    if (c.predicted.peak_bytes < lowest) {
-      lowest = c.predicted.peak_bytes;
-      lowest_by = ToString(c.strategy);
-    }
+// What goes to standard output.
+Result<std::string> Render(Format format, const PlanningResult& result, const Job& job,
+                           const std::string& command) {
+  switch (format) {
+    case Format::kJson:
+      return PlanToJson(result.plans, job.profile, job.context);
+    case Format::kMarkdown:
+      return MarkdownSummary(result.plans, job.profile, job.context, nullptr, command);
+    case Format::kText:
+      break;
   }
-  std::string msg = "no plan fits in " + FormatBytes(options.budget_bytes) +
-                    ": the smallest peak any strategy reaches is " + FormatBytes(lowest) + " (" +
-                    lowest_by + ")";
-  const int64_t state = job.profile.static_bytes();
-  if (state >= options.budget_bytes) {
-    return msg + "; the model state alone (parameters, gradients, optimizer) needs " +
-           FormatBytes(state) +
-           ": try a 16-bit precision, an optimizer with less state (sgd), or sharding";
-  }
-  if (!job.context.has_config) {
-    return msg + "; a budget of at least " + FormatBytes(lowest) + " would fit";
-  }
-  const ModelConfig& c = job.context.config;
-  const int64_t global = c.micro_batch * c.grad_accumulation;
-  PlanOptions auto_options = options;
-  auto_options.strategy = Strategy::kAuto;
-  // The plan auto picks at micro-batch `mb`, if one fits.
-  auto fitting_plan = [&](int64_t mb) -> std::optional<Plan> {
-    ModelConfig m = c;
-    m.micro_batch = mb;
-    Result<Profile> p = AnalyticProfile(m, job.analytic);
-    if (!p.ok()) return std::nullopt;
-    Result<PlanSet> s = MakePlan(*p, auto_options);
-    if (!s.ok() || !s->chosen.fits) return std::nullopt;
-    return s->chosen;
-  };
-  // Every tensor grows with the micro-batch, so whether a plan fits is
-  // monotone in it: bisect for the largest micro-batch that fits (walking
-  // down one by one from --micro-batch 100000 would plan 100,000 times).
-  int64_t lo = 0, hi = c.micro_batch;  // lo fits (0: none does), hi does not
-  std::optional<Plan> lo_plan;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    std::optional<Plan> p = fitting_plan(mid);
-    if (p) {
-      lo = mid;
-      lo_plan = std::move(p);
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0) {
-    return msg + "; even micro_batch 1 does not fit: shorten seq_len or use flash attention";
-  }
-  auto fits_text = [](int64_t mb, const Plan& p) {
-    return "micro_batch " + std::to_string(mb) + " fits (" + ToString(p.strategy) + ", peak " +
-           FormatBytes(p.predicted.peak_bytes) + ")";
-  };
-  // The largest fitting micro-batch that divides the global batch, so that
-  // gradient accumulation keeps it exactly.
-  int64_t divisor = lo;
-  while (global % divisor != 0) --divisor;
-  const std::optional<Plan> divisor_plan = divisor == lo ? lo_plan : fitting_plan(divisor);
-  std::string fit_divisor;
-  if (divisor_plan) {
-    fit_divisor = fits_text(divisor, *divisor_plan) + " with grad_accumulation " +
-                  std::to_string(global / divisor) + ", keeping the global batch of " +
-                  std::to_string(global);
-  }
-  if (divisor == lo) return msg + "; " + fit_divisor;
-  const std::string fit_any = fits_text(lo, *lo_plan);
-  return fit_divisor.empty() ? msg + "; " + fit_any : msg + "; " + fit_any + "; " + fit_divisor;
+  return FormatPlanText(result.plans, job.profile, job.context);
 }
 
 }  // namespace
 
-int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
+Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   const std::vector<FlagSpec> flags = PlanFlags();
-  Result<Args> args = Args::Parse(argv, flags);
-  if (!args.ok()) return ReportError(args.status(), env);
-  if (args->Has("help")) {
+  REMAT_ASSIGN_OR_RETURN(const Args args, Args::Parse(argv, flags));
+  if (args.Has("help")) {
     *env.out << "usage: " << kUsage << "\n\n" << FormatFlags(flags);
-    return kExitOk;
+    return Status::Ok();
   }
-  Result<std::string> path = InputPath(*args, kUsage);
-  if (!path.ok()) return ReportError(path.status(), env);
-  Result<PlanOptions> options = ParseOptions(*args);
-  if (!options.ok()) return ReportError(options.status(), env);
-  Result<Format> format = ParseFormat(*args);
-  if (!format.ok()) return ReportError(format.status(), env);
-  Result<ReportFileOptions> files = ParseReportFileOptions(*args);
-  if (!files.ok()) return ReportError(files.status(), env);
-  files->pareto_slots = options->slots;
-  Result<Job> job = LoadJob(*path, *args);
-  if (!job.ok()) return ReportError(job.status(), env);
-  Result<PlanSet> plans = MakePlan(job->profile, *options);
-  if (!plans.ok()) return ReportError(plans.status(), env);
+  REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
+  PlanningRequest request;
+  REMAT_ASSIGN_OR_RETURN(request.options, ParseOptions(args));
+  REMAT_ASSIGN_OR_RETURN(const Format format, ParseFormat(args));
+  REMAT_ASSIGN_OR_RETURN(const ReportFileOptions files, ParseReportFileOptions(args));
+  if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
+  REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
 
-  std::string no_fit;
-  if (!plans->chosen.fits) {
-    no_fit = SuggestFit(*job, *plans, *options);
-    job->context.note = "NO PLAN FITS: " + no_fit;
-  }
-  if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), PlanToJson(*plans, job->profile, job->context));
-    if (!s.ok()) return ReportError(s, env);
+  REMAT_ASSIGN_OR_RETURN(const PlanningResult result, RunPlanner(job, request));
+  if (result.advice) job.context.note = "NO PLAN FITS: " + result.advice->message;
+  if (args.Has("o")) {
+    REMAT_RETURN_IF_ERROR(
+        WriteFileAtomic(args.Get("o"), PlanToJson(result.plans, job.profile, job.context)));
   }
   const std::string command = CommandLine(argv);
-  const Status written =
-      WriteReportFiles(*files, *plans, job->profile, job->context, nullptr, command);
-  if (!written.ok()) return ReportError(written, env);
+  REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, job.profile, job.context, nullptr,
+                                         result.sweep ? &*result.sweep : nullptr, command));
   // With -o the plan JSON goes to the file and the terminal gets the report.
-  const Format shown = *format == Format::kJson && args->Has("o") ? Format::kText : *format;
-  Result<std::string> out = RenderOutput(shown, *plans, *job, command);
-  if (!out.ok()) return ReportError(out.status(), env);
-  *env.out << *out;
-  if (!no_fit.empty()) {
-    *env.err << "planner: " << no_fit << "\n";
-    return kExitNoFit;
-  }
-  return kExitOk;
+  const Format shown = format == Format::kJson && args.Has("o") ? Format::kText : format;
+  REMAT_ASSIGN_OR_RETURN(const std::string out, Render(shown, result, job, command));
+  *env.out << out;
+  return result.fit_status();
 }
 
 }  // namespace remat::cli

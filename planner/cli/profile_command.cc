@@ -11,58 +11,57 @@ namespace {
 const char kUsage[] =
     "planner profile [--analytic] [--runtime-device cpu|cuda] [-o profile.json] model.json";
 
-}  // namespace
-
-int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
+std::vector<FlagSpec> ProfileFlags() {
   std::vector<FlagSpec> flags = {
       {"analytic", "", "derive the profile from the cost model (no hardware needed)"},
       {"o", "FILE", "write the profile to FILE (atomically) instead of standard output"},
       {"runtime-device", "DEV", "measured profiles: cpu (default) or cuda"},
       {"repeats", "N", "measured profiles: timed repetitions per layer, default 5"},
-      {"statistic", "S", "measured profiles: a layer's time over its repetitions: median "
-                         "(default) or min (the fastest; for a shared, noisy machine)"},
-      {"clock", "C", "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
-                     "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
+      {"statistic", "S",
+       "measured profiles: a layer's time over its repetitions: median "
+       "(default) or min (the fastest; for a shared, noisy machine)"},
+      {"clock", "C",
+       "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
+       "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) flags.push_back(j);
-  Result<Args> args = Args::Parse(argv, flags);
-  if (!args.ok()) return ReportError(args.status(), env);
-  if (args->Has("help")) {
+  return flags;
+}
+
+Result<MeasureOptions> ParseMeasureOptions(const Args& args) {
+  MeasureOptions m;
+  REMAT_ASSIGN_OR_RETURN(m.device, RuntimeDevice(args));
+  REMAT_ASSIGN_OR_RETURN(const int64_t repeats, args.GetInt("repeats", m.repeats, 1, 1000));
+  m.repeats = static_cast<int>(repeats);
+  m.clock = args.Get("clock", "wall");
+  m.statistic = args.Get("statistic", "median");
+  REMAT_RETURN_IF_ERROR(ValidateMeasureOptions(m).WithPrefix("option --statistic"));
+  return m;
+}
+
+}  // namespace
+
+Status ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
+  const std::vector<FlagSpec> flags = ProfileFlags();
+  REMAT_ASSIGN_OR_RETURN(const Args args, Args::Parse(argv, flags));
+  if (args.Has("help")) {
     *env.out << "usage: " << kUsage << "\n\n" << FormatFlags(flags);
-    return kExitOk;
+    return Status::Ok();
   }
-  Result<std::string> path = InputPath(*args, kUsage);
-  if (!path.ok()) return ReportError(path.status(), env);
-  Result<Job> job = LoadJob(*path, *args);
-  if (!job.ok()) return ReportError(job.status(), env);
-  Profile profile = job->profile;
-  if (!args->Has("analytic") && job->input.kind != PlannerInput::Kind::kProfile) {
-    MeasureOptions m;
-    Result<std::string> device = RuntimeDevice(*args);
-    if (!device.ok()) return ReportError(device.status(), env);
-    m.device = *device;
-    Result<int64_t> repeats = args->GetInt("repeats", m.repeats, 1, 1000);
-    if (!repeats.ok()) return ReportError(repeats.status(), env);
-    m.repeats = static_cast<int>(*repeats);
-    m.clock = args->Get("clock", "wall");
-    m.statistic = args->Get("statistic", "median");
-    const Status valid = ValidateMeasureOptions(m);
-    if (!valid.ok()) return ReportError(valid.WithPrefix("option --statistic"), env);
-    Result<Runtime*> runtime = GetRuntime(env, "measuring a profile (use --analytic without it)");
-    if (!runtime.ok()) return ReportError(runtime.status(), env);
-    Result<Profile> measured = (*runtime)->Measure(job->input.config, m);
-    if (!measured.ok()) return ReportError(measured.status(), env);
-    profile = *measured;
+  REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
+  REMAT_ASSIGN_OR_RETURN(const MeasureOptions measure, ParseMeasureOptions(args));
+  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  Profile profile = job.profile;
+  if (!args.Has("analytic") && job.has_config()) {
+    REMAT_ASSIGN_OR_RETURN(Runtime * runtime,
+                           GetRuntime(env, "measuring a profile (use --analytic without it)"));
+    REMAT_ASSIGN_OR_RETURN(profile, runtime->Measure(job.config(), measure));
   }
   const std::string text = ProfileToJson(profile);
-  if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), text);
-    if (!s.ok()) return ReportError(s, env);
-  } else {
-    *env.out << text;
-  }
-  return kExitOk;
+  if (args.Has("o")) return WriteFileAtomic(args.Get("o"), text);
+  *env.out << text;
+  return Status::Ok();
 }
 
 }  // namespace remat::cli

@@ -1,7 +1,6 @@
 #include "report_files.h"
 
 #include "remat/io.h"
-#include "remat/pareto.h"
 #ifdef REMAT_HAVE_VISUALIZE
 #include "remat/visualize.h"
 #endif
@@ -58,7 +57,8 @@ Result<ReportFileOptions> ParseReportFileOptions(const Args& args) {
 
 Status WriteReportFiles(const ReportFileOptions& options, const PlanSet& plans,
                         const Profile& profile, const ReportContext& context,
-                        const TrainResult* measured, const std::string& command) {
+                        const TrainResult* measured, const ParetoCurve* sweep,
+                        const std::string& command) {
 #ifdef REMAT_HAVE_VISUALIZE
   ReportData data = MakeReportData(plans, profile, context, measured, command);
   if (!options.trace_path.empty()) {
@@ -66,20 +66,13 @@ Status WriteReportFiles(const ReportFileOptions& options, const PlanSet& plans,
     REMAT_RETURN_IF_ERROR(WriteFileAtomic(options.trace_path, trace));
   }
   if (!options.html_path.empty()) {
-    ParetoCurve curve;
-    if (options.pareto_points >= 2) {
-      ParetoOptions po;
-      po.points = options.pareto_points;
-      po.slots = options.pareto_slots;
-      REMAT_ASSIGN_OR_RETURN(curve, ParetoSweep(profile, po));
-      data.pareto = &curve;
-    }
+    data.pareto = sweep;
     REMAT_ASSIGN_OR_RETURN(std::string html, RenderHtmlReport(data));
     REMAT_RETURN_IF_ERROR(WriteFileAtomic(options.html_path, html));
   }
   return Status::Ok();
 #else
-  (void)plans, (void)profile, (void)context, (void)measured, (void)command;
+  (void)plans, (void)profile, (void)context, (void)measured, (void)sweep, (void)command;
   if (options.html_path.empty() && options.trace_path.empty()) return Status::Ok();
   return Status::Invalid(kWithoutVisualize);
 #endif

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.h"
+#include "remat/pareto.h"
 #include "remat/plan.h"
 #include "remat/profile.h"
 #include "remat/report.h"
@@ -31,19 +32,21 @@ struct ReportFileOptions {
   std::string html_path;   // --report: the HTML report; empty = none
   std::string trace_path;  // --trace: Chrome trace JSON; empty = none
   int pareto_points = 12;  // budgets in the report's Pareto sweep; 0 = no Pareto chart
-  int pareto_slots = 0;    // passed to the optimal solvers in the sweep (plan's --slots)
 };
 
 // Reads the flags; errors name the flag. Parse before doing any work so that
 // bad input writes nothing.
 Result<ReportFileOptions> ParseReportFileOptions(const Args& args);
 
-// Writes the requested files (each atomically). `measured` may be null.
-// `command` is printed in the report's footer. Does nothing when no file is
-// requested.
+// Writes the requested files (each atomically): renders only, plans
+// nothing. `measured` (a run to overlay) and `sweep` (the HTML report's
+// Pareto chart, planned by the caller with options.pareto_points budgets)
+// may be null. `command` is printed in the report's footer. Does nothing
+// when no file is requested.
 Status WriteReportFiles(const ReportFileOptions& options, const PlanSet& plans,
                         const Profile& profile, const ReportContext& context,
-                        const TrainResult* measured, const std::string& command);
+                        const TrainResult* measured, const ParetoCurve* sweep,
+                        const std::string& command);
 
 // The Markdown summary (--format md) of the same data.
 Result<std::string> MarkdownSummary(const PlanSet& plans, const Profile& profile,

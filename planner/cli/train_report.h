@@ -7,19 +7,10 @@
 
 #include <string>
 
-#include "remat/report.h"
 #include "remat/runtime_api.h"
-#include "remat/simulator.h"
+#include "remat/training.h"
 
 namespace remat::cli {
-
-struct TrainComparison {
-  std::string plan_path;
-  LoadedPlan plan;             // profile + schedule the prediction comes from
-  SimulationResult predicted;  // Simulate(plan.profile, plan.schedule)
-  TrainResult measured;        // the runtime's run of plan.schedule
-  int64_t memory_limit_bytes = 0;
-};
 
 // "step   3  loss 4.1234  peak 12.34 MiB  time 123.4 ms"
 std::string FormatStepLine(const StepRecord& step);

@@ -2,26 +2,19 @@
 
 #include <algorithm>
 
+#include "remat/strategies.h"
+
 namespace remat {
-namespace {
-
-std::vector<Strategy> SweptStrategies(const ParetoOptions& options) {
-  if (!options.strategies.empty()) return options.strategies;
-  std::vector<Strategy> s;
-  for (const StrategySolver* solver : AllSolvers()) {
-    if (solver->strategy() != Strategy::kManual) s.push_back(solver->strategy());
-  }
-  return s;
-}
-
-}  // namespace
 
 Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& options) {
   if (options.points < 2) return Status::Invalid("a Pareto sweep needs at least 2 budgets");
-  const std::vector<Strategy> strategies = SweptStrategies(options);
+  const std::vector<Strategy> strategies =
+      options.strategies.empty() ? SweepableStrategies() : options.strategies;
   for (Strategy s : strategies) {
-    if (s == Strategy::kAuto || s == Strategy::kManual || FindSolver(s) == nullptr) {
-      return Status::Invalid(std::string("strategy '") + ToString(s) + "' cannot be swept");
+    if (!Sweepable(s)) {
+      return Status::Invalid(std::string("strategy '") + ToString(s) +
+                             "' cannot be swept (auto picks among the others; manual needs a "
+                             "layer list)");
     }
   }
   ParetoCurve curve;
@@ -50,7 +43,8 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   }
   if (hi < lo) return Status::Invalid("the sweep's maximum budget is below its minimum");
   for (int k = 0; k < options.points; ++k) {
-    const int64_t b = lo + static_cast<int64_t>(static_cast<double>(hi - lo) * k / (options.points - 1));
+    const int64_t b =
+        lo + static_cast<int64_t>(static_cast<double>(hi - lo) * k / (options.points - 1));
     curve.budgets.push_back(b);
   }
   auto point = [&](Strategy s, int64_t b) -> Result<ParetoPoint> {
@@ -59,8 +53,13 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
     o.budget_bytes = b;
     REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
     const Plan& p = set.chosen;
-    return ParetoPoint{s, b, p.fits, p.predicted.peak_bytes, p.predicted.step_ms,
-                       p.predicted.recompute_ms, p.parameter};
+    return ParetoPoint{s,
+                       b,
+                       p.fits,
+                       p.predicted.peak_bytes,
+                       p.predicted.step_ms,
+                       p.predicted.recompute_ms,
+                       p.parameter};
   };
   for (int64_t b : curve.budgets) {
     for (Strategy s : strategies) {

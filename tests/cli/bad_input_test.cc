@@ -1,8 +1,7 @@
 // Bad input: exit code 2, one clear line naming the file/field/value, no
 // output file written, a previous output file left intact.
-#include <sys/stat.h>
-
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "cli_test_util.h"
 
@@ -42,8 +41,9 @@ void WriteCatalogueFiles(const ScratchDir& dir) {
   dir.Write("profile_truncated.json", profile(R"({"name": "l0", )" + layer).substr(0, 90));
   dir.Write("profile_negative.json",
             profile(R"({"name": "l0", "activation_bytes": -5, )" + layer + "}"));
-  dir.Write("profile_inf.json",
-            profile(R"({"name": "l0", "activation_bytes": 30, "forward_ms": 1e999, )" + layer + "}"));
+  dir.Write(
+      "profile_inf.json",
+      profile(R"({"name": "l0", "activation_bytes": 30, "forward_ms": 1e999, )" + layer + "}"));
   dir.Write("profile_chain.json",
             profile(R"({"name": "l0", "activation_bytes": 30, )" + layer + R"(}, {"name": "l1",
                 "activation_bytes": 30, "kind": "block", "forward_ms": 1, "backward_ms": 2,
@@ -87,12 +87,12 @@ class BadInput : public ::testing::TestWithParam<Case> {};
 TEST_P(BadInput, ExitsTwoWithOneClearLineAndWritesNothing) {
   ScratchDir dir;
   dir.Write("malformed.json", "{\"layers\": 12, \"hidden\": ");
-  dir.Write("heads.json",
-            R"({"layers": 2, "hidden": 100, "heads": 3, "vocab": 10, "seq_len": 8})");
+  dir.Write("heads.json", R"({"layers": 2, "hidden": 100, "heads": 3, "vocab": 10, "seq_len": 8})");
   dir.Write("negative.json",
             R"({"layers": 2, "hidden": -64, "heads": 4, "vocab": 10, "seq_len": 8})");
-  dir.Write("precision.json",
-            R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 8, "precision": "fp8"})");
+  dir.Write(
+      "precision.json",
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 8, "precision": "fp8"})");
   dir.Write("zero.json", R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "seq_len": 0})");
   WriteCatalogueFiles(dir);
   const std::string out = dir.Write("out.json", "previous plan");
@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Case{"missing_file", {"--budget", "24GB", "{dir}/nope.json"}, "nope.json: no such file"},
         Case{"directory", {"--budget", "24GB", "{dir}"}, "is a directory"},
-        Case{"malformed", {"--budget", "24GB", "{dir}/malformed.json"},
+        Case{"malformed",
+             {"--budget", "24GB", "{dir}/malformed.json"},
              "malformed.json: malformed JSON"},
         Case{"heads", {"--budget", "24GB", "{dir}/heads.json"}, "field 'heads'"},
         Case{"negative", {"--budget", "24GB", "{dir}/negative.json"}, "field 'hidden'"},
@@ -118,12 +119,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"budget_unit", {"--budget", "24XB", kExample}, "unknown unit 'XB'"},
         Case{"budget_no_unit", {"--budget", "24", kExample}, "has no unit"},
         Case{"budget_negative", {"--budget", "-3GB", kExample}, "--budget"},
-        Case{"strategy", {"--budget", "24GB", "--strategy", "greedy", kExample},
+        Case{"strategy",
+             {"--budget", "24GB", "--strategy", "greedy", kExample},
              "unknown strategy 'greedy'"},
         Case{"every_zero", {"--budget", "24GB", "--every", "0", kExample}, "--every"},
         Case{"layers_range", {"--checkpoint-layers", "0,40", kExample}, "out of range"},
         Case{"layers_text", {"--checkpoint-layers", "a,b", kExample}, "--checkpoint-layers"},
-        Case{"conflict", {"--strategy", "uniform", "--segments", "3", kExample},
+        Case{"conflict",
+             {"--strategy", "uniform", "--segments", "3", kExample},
              "applies to --strategy segment"},
         Case{"no_input", {"--budget", "24GB"}, "missing input file"},
         Case{"two_inputs", {kExample, kExample}, "expected one input file"},
@@ -131,24 +134,32 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"micro_batch", {"--micro-batch", "0", kExample}, "--micro-batch"},
         Case{"missing_value", {kExample, "--budget"}, "needs a value"},
         // Wrong types.
-        Case{"layers_string", {"{dir}/layers_string.json"},
+        Case{"layers_string",
+             {"{dir}/layers_string.json"},
              "layers_string.json: field 'layers': expected an integer in [1, 4096], got \"12\""},
         Case{"layers_float", {"{dir}/layers_float.json"}, "field 'layers': expected an integer"},
-        Case{"dropout_type", {"{dir}/dropout_type.json"},
+        Case{"dropout_type",
+             {"{dir}/dropout_type.json"},
              "field 'dropout': expected a number in [0, 0.999999], got \"high\""},
         Case{"unknown_field", {"{dir}/typo.json"}, "typo.json: unknown field 'layer'"},
         Case{"json_array", {"{dir}/array.json"}, "array.json: expected a JSON object"},
         Case{"empty_file", {"{dir}/empty.json"}, "empty.json: malformed JSON"},
         // Zero, NaN, inf, negative, absurdly large.
-        Case{"zero_layers", {"{dir}/layers_zero.json"}, "field 'layers': expected an integer in [1, 4096], got 0"},
+        Case{"zero_layers",
+             {"{dir}/layers_zero.json"},
+             "field 'layers': expected an integer in [1, 4096], got 0"},
         Case{"nan", {"{dir}/nan.json"}, "nan.json: malformed JSON"},
         Case{"layers_huge", {"{dir}/layers_huge.json"}, "field 'layers'"},
         Case{"vocab_1e30", {"{dir}/vocab_1e30.json"}, "field 'vocab'"},
-        Case{"bytes_overflow", {"{dir}/overflow.json"},
+        Case{"bytes_overflow",
+             {"{dir}/overflow.json"},
              "wide: the model's byte counts overflow 64-bit arithmetic"},
-        Case{"time_overflow", {"--tflops", "0.000001", "--seq-len", "16777216", "{dir}/tiny.json"},
+        Case{"time_overflow",
+             {"--tflops", "0.000001", "--seq-len", "16777216", "{dir}/tiny.json"},
              "tiny: layers[1] ('block0'): times must be in [0, 1e12] ms"},
-        Case{"deep_nesting", {"{dir}/deep.json"}, "deep.json: malformed JSON: nested deeper than 64"},
+        Case{"deep_nesting",
+             {"{dir}/deep.json"},
+             "deep.json: malformed JSON: nested deeper than 64"},
         Case{"newline_in_key", {"{dir}/newline_key.json"}, "unknown field 'la\\nyers'"},
         Case{"seq_len_huge", {"--seq-len", "99999999999", kExample}, "option --seq-len"},
         Case{"tflops_nan", {"--tflops", "nan", kExample}, "option --tflops"},
@@ -158,30 +169,40 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"budget_zero", {"--budget", "0GB", kExample}, "must be positive"},
         // Profiles.
         Case{"profile_empty", {"{dir}/profile_empty.json"}, "the chain is empty"},
-        Case{"profile_truncated", {"{dir}/profile_truncated.json"},
+        Case{"profile_truncated",
+             {"{dir}/profile_truncated.json"},
              "profile_truncated.json: malformed JSON"},
-        Case{"profile_negative", {"{dir}/profile_negative.json"},
+        Case{"profile_negative",
+             {"{dir}/profile_negative.json"},
              "layers[0]: field 'activation_bytes': expected an integer in [0, "},
         Case{"profile_inf", {"{dir}/profile_inf.json"}, "number overflow parsing '1e999'"},
-        Case{"profile_chain", {"{dir}/profile_chain.json"},
+        Case{"profile_chain",
+             {"{dir}/profile_chain.json"},
              "layers[1] ('l1'): field 'input_bytes' (12) differs from the previous layer's"},
         Case{"profile_4eib", {"{dir}/profile_4eib.json"}, "byte counts add up past 4 EiB"},
-        Case{"profile_override", {"--micro-batch", "2", "{dir}/profile_ok.json"},
+        Case{"profile_override",
+             {"--micro-batch", "2", "{dir}/profile_ok.json"},
              "profile_ok.json is a profile"},
         // Hugging Face config.json.
-        Case{"hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},
+        Case{
+            "hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},
         Case{"hf_missing", {"{dir}/hf_missing.json"}, "hf_missing.json: missing 'n_layer'"},
         // Files and flags.
         Case{"not_regular", {"/dev/null"}, "/dev/null: not a regular file"},
-        Case{"unknown_flag", {"--budgte", "24GB", kExample}, "unknown option '--budgte' (did you mean --budget?)"},
+        Case{"unknown_flag",
+             {"--budgte", "24GB", kExample},
+             "unknown option '--budgte' (did you mean --budget?)"},
         Case{"strategy_empty", {"--strategy", "", kExample}, "unknown strategy ''"},
         Case{"output_twice", {"-o", "{dir}/other.json", kExample}, "option -o is given twice"},
         // Measured profiles: options refused before any runtime starts.
-        Case{"profile_statistic", {"profile", "--statistic", "mean", "{dir}/tiny.json"},
+        Case{"profile_statistic",
+             {"profile", "--statistic", "mean", "{dir}/tiny.json"},
              "option --statistic: unknown timing statistic 'mean'; accepted: median, min"},
-        Case{"profile_device", {"profile", "--runtime-device", "cuda:x", "{dir}/tiny.json"},
+        Case{"profile_device",
+             {"profile", "--runtime-device", "cuda:x", "{dir}/tiny.json"},
              "option --runtime-device: unknown device 'cuda:x'; accepted: cpu, cuda, cuda:N"},
-        Case{"profile_repeats", {"profile", "--repeats", "0", "{dir}/tiny.json"},
+        Case{"profile_repeats",
+             {"profile", "--repeats", "0", "{dir}/tiny.json"},
              "option --repeats"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
@@ -211,28 +232,34 @@ INSTANTIATE_TEST_SUITE_P(
     Catalogue, BadTrainInput,
     ::testing::Values(
         Case{"no_plan", {"{dir}/tiny.json"}, "missing --plan"},
-        Case{"plan_missing_file", {"--plan", "{dir}/nope.json", "{dir}/tiny.json"},
+        Case{"plan_missing_file",
+             {"--plan", "{dir}/nope.json", "{dir}/tiny.json"},
              "nope.json: no such file"},
-        Case{"plan_truncated", {"--plan", "{dir}/plan_truncated.json", "{dir}/tiny.json"},
+        Case{"plan_truncated",
+             {"--plan", "{dir}/plan_truncated.json", "{dir}/tiny.json"},
              "plan_truncated.json: malformed JSON"},
-        Case{"plan_not_an_object", {"--plan", "{dir}/array.json", "{dir}/tiny.json"},
+        Case{"plan_not_an_object",
+             {"--plan", "{dir}/array.json", "{dir}/tiny.json"},
              "array.json: expected a plan object (planner --json output), got an array"},
-        Case{"plan_is_a_model", {"--plan", "{dir}/tiny.json", "{dir}/tiny.json"},
-             "tiny.json: "},
-        Case{"plan_for_another_model", {"--plan", "{dir}/plan.json", "{dir}/three.json"},
-             "plan.json is for another model"},
+        Case{"plan_is_a_model", {"--plan", "{dir}/tiny.json", "{dir}/tiny.json"}, "tiny.json: "},
+        Case{"plan_for_another_model",
+             {"--plan", "{dir}/plan.json", "{dir}/three.json"},
+             "plan.json: the plan was made for 'tiny', this is 'tiny': the plan's chain has 6 "
+             "layers (embedding, block0..block1, final_norm, head, loss), the model's 7"},
         Case{"plan_for_another_shape",
              {"--plan", "{dir}/plan.json", "--micro-batch", "3", "{dir}/tiny.json"},
              "was made for micro_batch 1"},
-        Case{"profile_as_model", {"--plan", "{dir}/plan.json", "{dir}/profile_ok.json"},
+        Case{"profile_as_model",
+             {"--plan", "{dir}/plan.json", "{dir}/profile_ok.json"},
              "profile_ok.json is a profile"},
         Case{"memory_limit_no_unit",
              {"--plan", "{dir}/plan.json", "--memory-limit", "2", "{dir}/tiny.json"},
              "option --memory-limit"},
-        Case{"steps_zero", {"--plan", "{dir}/plan.json", "--steps", "0", "{dir}/tiny.json"},
+        Case{"steps_zero",
+             {"--plan", "{dir}/plan.json", "--steps", "0", "{dir}/tiny.json"},
              "option --steps"},
-        Case{"runtime_device", {"--plan", "{dir}/plan.json", "--runtime-device", "tpu",
-                                "{dir}/tiny.json"},
+        Case{"runtime_device",
+             {"--plan", "{dir}/plan.json", "--runtime-device", "tpu", "{dir}/tiny.json"},
              "option --runtime-device: unknown device 'tpu'; accepted: cpu, cuda, cuda:N"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "remat/plan.h"
+#include "remat/strategies.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "remat/plan.h"
+#include "remat/strategies.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
 
@@ -83,8 +83,8 @@ std::vector<int64_t> SweepBudgets(const Profile& p, int n) {
 }
 
 void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
-  const auto plans = brute_force ? testing::AllSingleLevelPlans(p)
-                                 : std::vector<testing::SimulatedDecisions>{};
+  const auto plans =
+      brute_force ? testing::AllSingleLevelPlans(p) : std::vector<testing::SimulatedDecisions>{};
   double previous = -1;
   for (int64_t budget : SweepBudgets(p, budgets)) {
     const Plan best = SolveAt(p, Strategy::kOptimal, budget);
@@ -95,8 +95,8 @@ void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
       }
       previous = best.predicted.step_ms;
     }
-    for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSegment, Strategy::kSelective,
-                       Strategy::kOptimalSingle}) {
+    for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSegment,
+                       Strategy::kSelective, Strategy::kOptimalSingle}) {
       const Plan other = SolveAt(p, s, budget);
       if (!other.fits) continue;
       EXPECT_TRUE(best.fits) << p.model << " " << ToString(s) << " fits in " << budget;

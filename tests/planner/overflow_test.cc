@@ -1,14 +1,14 @@
 // Byte arithmetic: real 100B+ models at long sequences are computed exactly
 // in 64 bits; absurd inputs are rejected with a message instead of wrapping.
 // Several cases reproduce undefined behaviour UBSan reported before the fix.
-#include <limits>
-
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "remat/analytic.h"
-#include "remat/plan.h"
 #include "remat/report.h"
 #include "remat/simulator.h"
+#include "remat/strategies.h"
 #include "remat/units.h"
 #include "testing/chains.h"
 

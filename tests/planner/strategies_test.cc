@@ -1,8 +1,9 @@
+#include "remat/strategies.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "remat/plan.h"
 #include "testing/chains.h"
 
 namespace remat {
@@ -37,9 +38,10 @@ TEST(Strategies, UniformCheckpointsEveryKthBlock) {
   o.every = 3;
   const Plan plan = Solve(p, o);
   EXPECT_EQ(plan.parameter, "every 3");
-  const std::vector<D> want = {D::kKeep, D::kCheckpoint, D::kRecompute, D::kRecompute,
-                               D::kCheckpoint, D::kRecompute, D::kRecompute, D::kCheckpoint,
-                               D::kRecompute, D::kRecompute, D::kKeep, D::kKeep, D::kKeep};
+  const std::vector<D> want = {D::kKeep,       D::kCheckpoint, D::kRecompute, D::kRecompute,
+                               D::kCheckpoint, D::kRecompute,  D::kRecompute, D::kCheckpoint,
+                               D::kRecompute,  D::kRecompute,  D::kKeep,      D::kKeep,
+                               D::kKeep};
   EXPECT_EQ(plan.decisions, want);
   EXPECT_EQ(plan.predicted.recompute_ops, 9);  // every block recomputed once
   // Without --every and without a budget: k = round(sqrt(9)) = 3.
@@ -52,8 +54,9 @@ TEST(Strategies, SegmentSplitsBlocksIntoEqualSegments) {
   o.segments = 2;
   const Plan plan = Solve(p, o);
   // 5 blocks in 2 segments: 3 + 2.
-  const std::vector<D> want = {D::kKeep, D::kCheckpoint, D::kRecompute, D::kRecompute,
-                               D::kCheckpoint, D::kRecompute, D::kKeep, D::kKeep, D::kKeep};
+  const std::vector<D> want = {D::kKeep,      D::kCheckpoint, D::kRecompute,
+                               D::kRecompute, D::kCheckpoint, D::kRecompute,
+                               D::kKeep,      D::kKeep,       D::kKeep};
   EXPECT_EQ(plan.decisions, want);
 }
 
@@ -95,7 +98,11 @@ TEST(Strategies, SelectiveRecomputesAttentionCores) {
 TEST(Strategies, BudgetPicksTheFastestFittingParameter) {
   const Profile p = testing::TransformerChain(16, 3);
   const Plan none = Solve(p, With(Strategy::kNone));
-  const Plan k1 = Solve(p, [&] { PlanOptions o = With(Strategy::kUniform); o.every = 1; return o; }());
+  const Plan k1 = Solve(p, [&] {
+    PlanOptions o = With(Strategy::kUniform);
+    o.every = 1;
+    return o;
+  }());
   const int64_t budget = (k1.predicted.peak_bytes + none.predicted.peak_bytes) / 2;
   for (Strategy s : {Strategy::kUniform, Strategy::kSegment}) {
     const Plan plan = Solve(p, With(s, budget));
@@ -169,8 +176,8 @@ TEST(StrategyInvariants, OverGeneratedChains) {
         if (c.fits) {
           EXPECT_TRUE(set->chosen.fits);
           EXPECT_LE(set->chosen.predicted.step_ms, c.predicted.step_ms + 1e-9)
-              << "seed " << seed << " auto chose " << ToString(set->chosen.strategy)
-              << " over " << ToString(c.strategy);
+              << "seed " << seed << " auto chose " << ToString(set->chosen.strategy) << " over "
+              << ToString(c.strategy);
         }
       }
     }
@@ -178,9 +185,9 @@ TEST(StrategyInvariants, OverGeneratedChains) {
 }
 
 TEST(Strategies, NamesRoundTrip) {
-  for (Strategy s : {Strategy::kAuto, Strategy::kNone, Strategy::kUniform, Strategy::kSegment,
-                     Strategy::kSelective, Strategy::kManual, Strategy::kOptimal,
-                     Strategy::kOptimalSingle}) {
+  for (Strategy s :
+       {Strategy::kAuto, Strategy::kNone, Strategy::kUniform, Strategy::kSegment,
+        Strategy::kSelective, Strategy::kManual, Strategy::kOptimal, Strategy::kOptimalSingle}) {
     EXPECT_EQ(*ParseStrategy(ToString(s)), s);
   }
   Result<Strategy> bad = ParseStrategy("greedy");

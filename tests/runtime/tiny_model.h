@@ -8,7 +8,7 @@
 
 #include "remat/analytic.h"
 #include "remat/model_config.h"
-#include "remat/plan.h"
+#include "remat/strategies.h"
 
 namespace remat::testing {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "remat/pareto.h"
-#include "remat/plan.h"
+#include "remat/strategies.h"
 #include "remat/visualize.h"
 #include "testing/chains.h"
 

@@ -8,17 +8,23 @@
 #define REMAT_PLANNER_H_
 
 #include "remat/analytic.h"
+#include "remat/decisions.h"
 #include "remat/input.h"
 #include "remat/io.h"
+#include "remat/job.h"
 #include "remat/model_config.h"
 #include "remat/pareto.h"
 #include "remat/plan.h"
+#include "remat/plan_file.h"
+#include "remat/planning.h"
 #include "remat/profile.h"
 #include "remat/report.h"
 #include "remat/runtime_api.h"
 #include "remat/schedule.h"
 #include "remat/simulator.h"
 #include "remat/status.h"
+#include "remat/strategies.h"
+#include "remat/training.h"
 #include "remat/units.h"
 
 #endif  // REMAT_PLANNER_H_

@@ -17,13 +17,17 @@
 
 namespace remat {
 
+// The selective option both the analytic model and the runtime implement:
+// recompute the attention core (QK^T, softmax, dropout, .V) in backward.
+inline constexpr char kAttentionCoreOption[] = "attention_core";
+
 // An alternative way to run a layer's forward with grad that keeps less:
 // e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout
 // tensors, and recomputes them during the layer's backward.
 struct SelectiveOption {
   std::string name;
-  int64_t activation_bytes = 0;     // kept from forward to backward (output included)
-  double extra_recompute_ms = 0;    // added to the layer's backward
+  int64_t activation_bytes = 0;           // kept from forward to backward (output included)
+  double extra_recompute_ms = 0;          // added to the layer's backward
   int64_t recompute_workspace_bytes = 0;  // live during backward while recomputing
   // Transient bytes at the peak of the layer's forward under this option, on
   // top of what it keeps. The option's dropped tensors are transients of its
@@ -41,8 +45,8 @@ struct LayerProfile {
   std::string kind;
   double forward_ms = 0;
   double backward_ms = 0;
-  int64_t input_bytes = 0;       // |x[i]|
-  int64_t output_bytes = 0;      // |x[i+1]|
+  int64_t input_bytes = 0;   // |x[i]|
+  int64_t output_bytes = 0;  // |x[i+1]|
   // Everything the layer keeps from its forward (with grad) until its
   // backward, its output included. Always >= output_bytes.
   int64_t activation_bytes = 0;
@@ -79,14 +83,14 @@ struct StaticMemory {
 };
 
 struct Profile {
-  std::string model;           // model name
-  std::string source;          // "analytic" or what measured it ("libtorch-cpu", ...)
-  std::string device;          // device the times refer to ("h200", "cpu", ...)
-  int64_t parameters = 0;      // parameter count (0 if unknown)
-  int64_t micro_batch = 0;     // sequences per micro-batch the sizes refer to (0 = unknown)
-  int64_t seq_len = 0;         // tokens per sequence (0 = unknown)
+  std::string model;        // model name
+  std::string source;       // "analytic" or what measured it ("libtorch-cpu", ...)
+  std::string device;       // device the times refer to ("h200", "cpu", ...)
+  int64_t parameters = 0;   // parameter count (0 if unknown)
+  int64_t micro_batch = 0;  // sequences per micro-batch the sizes refer to (0 = unknown)
+  int64_t seq_len = 0;      // tokens per sequence (0 = unknown)
   StaticMemory static_memory;
-  double optimizer_ms = 0;     // time of the optimizer step
+  double optimizer_ms = 0;  // time of the optimizer step
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }

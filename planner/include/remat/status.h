@@ -18,10 +18,10 @@ namespace remat {
 // Kinds of failure. The CLI maps them to exit codes (see cli/exit_codes.h).
 enum class StatusCode {
   kOk = 0,
-  kInvalidInput,   // bad file, field, flag or value: exit code 2
-  kNoFit,          // no plan fits the budget: exit code 3
-  kOutOfMemory,    // a run hit its memory limit: exit code 4
-  kInternal,       // a bug in remat: exit code 1
+  kInvalidInput,  // bad file, field, flag or value: exit code 2
+  kNoFit,         // no plan fits the budget: exit code 3
+  kOutOfMemory,   // a run hit its memory limit: exit code 4
+  kInternal,      // a bug in remat: exit code 1
 };
 
 class Status {
@@ -33,6 +33,9 @@ class Status {
   }
   static Status Internal(std::string message) {
     return Status(StatusCode::kInternal, std::move(message));
+  }
+  static Status NoFit(std::string message) {
+    return Status(StatusCode::kNoFit, std::move(message));
   }
   static Status OutOfMemory(std::string message) {
     return Status(StatusCode::kOutOfMemory, std::move(message));
@@ -81,7 +84,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status::Internal("Result built from an OK status without a value");
   }
@@ -104,19 +107,19 @@ class Result {
 }  // namespace remat
 
 // Returns early from the enclosing function if `expr` (a Status) is not OK.
-#define REMAT_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::remat::Status remat_status_ = (expr);    \
+#define REMAT_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::remat::Status remat_status_ = (expr);        \
     if (!remat_status_.ok()) return remat_status_; \
   } while (0)
 
 #define REMAT_CONCAT_INNER_(a, b) a##b
 #define REMAT_CONCAT_(a, b) REMAT_CONCAT_INNER_(a, b)
 // `lhs = value of rexpr` or return its Status.
-#define REMAT_ASSIGN_OR_RETURN(lhs, rexpr)                             \
-  auto REMAT_CONCAT_(remat_result_, __LINE__) = (rexpr);               \
-  if (!REMAT_CONCAT_(remat_result_, __LINE__).ok())                    \
-    return REMAT_CONCAT_(remat_result_, __LINE__).status();            \
+#define REMAT_ASSIGN_OR_RETURN(lhs, rexpr)                  \
+  auto REMAT_CONCAT_(remat_result_, __LINE__) = (rexpr);    \
+  if (!REMAT_CONCAT_(remat_result_, __LINE__).ok())         \
+    return REMAT_CONCAT_(remat_result_, __LINE__).status(); \
   lhs = std::move(REMAT_CONCAT_(remat_result_, __LINE__)).value()
 
 #endif  // REMAT_STATUS_H_

@@ -1,12 +1,12 @@
 #include "analytic/chain.h"
 
 #include <algorithm>
-#include <iterator>
-#include <map>
-#include <set>
-
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
 
 namespace remat {
 namespace {
@@ -30,8 +30,10 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
       int n = 0;
       bool escapes = false;
       for (int c : g.consumers(t)) {
-        if (in_group.count(c)) ++n;
-        else escapes = true;
+        if (in_group.count(c))
+          ++n;
+        else
+          escapes = true;
       }
       remaining[t] = escapes ? -1 : n;  // -1: needed after the group
     }
@@ -53,55 +55,56 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
   return peak;
 }
 
-}  // namespace
+// The op graph's layers ("groups": ops sharing a layer tag), in chain order.
+struct Groups {
+  std::vector<std::string> name;      // by group index
+  std::vector<std::vector<int>> ops;  // op indices, in execution order
+  std::vector<int> of_op;             // group index of each op
+  std::vector<std::set<int>> inputs;  // tensors each group reads from outside it
+  std::vector<int> order;             // group indices in chain order
+};
 
-Result<std::vector<LayerProfile>> DeriveChain(
-    const OpGraph& g, const OpTimeModel& time,
-    const std::vector<std::pair<std::string, std::string>>& kinds) {
+// Groups ops by their layer tag, in order of first appearance. Builders add
+// ops in execution order; that it is a topological order is checked.
+Status GroupOps(const OpGraph& g, Groups* out) {
   const auto& ops = g.ops();
-  const auto& tensors = g.tensors();
-  // 1. Groups by tag, in order of first appearance.
-  std::map<std::string, int> group_index;
-  std::vector<std::string> group_name;
-  std::vector<int> group_of(ops.size());
-  std::vector<std::vector<int>> group_ops;
-  {
-    std::vector<int> topo;
-    if (!g.TopologicalOrder(&topo)) return Status::Internal("the op graph has a cycle");
-    // Builders add ops in execution order; check it is a topological order.
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (int t : ops[i].inputs) {
-        if (tensors[t].producer >= static_cast<int>(i)) {
-          return Status::Internal("op '" + ops[i].name + "' runs before its input is produced");
-        }
+  std::vector<int> topo;
+  if (!g.TopologicalOrder(&topo)) return Status::Internal("the op graph has a cycle");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (int t : ops[i].inputs) {
+      if (g.tensors()[t].producer >= static_cast<int>(i)) {
+        return Status::Internal("op '" + ops[i].name + "' runs before its input is produced");
       }
     }
   }
+  std::map<std::string, int> index;
+  out->of_op.resize(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
-    auto [it, inserted] = group_index.emplace(ops[i].layer, static_cast<int>(group_name.size()));
+    auto [it, inserted] = index.emplace(ops[i].layer, static_cast<int>(out->name.size()));
     if (inserted) {
-      group_name.push_back(ops[i].layer);
-      group_ops.emplace_back();
+      out->name.push_back(ops[i].layer);
+      out->ops.emplace_back();
     }
-    group_of[i] = it->second;
-    group_ops[it->second].push_back(static_cast<int>(i));
+    out->of_op[i] = it->second;
+    out->ops[it->second].push_back(static_cast<int>(i));
   }
-  const int n = static_cast<int>(group_name.size());
-  // 2. Contract to a group graph; order groups topologically; check it is a chain.
+  return Status::Ok();
+}
+
+// Contracts the op graph to a graph of groups (Boost.Graph), orders it
+// topologically, and checks that it is a chain: each group reads exactly one
+// tensor from outside, produced by the group right before it.
+Status OrderAsChain(const OpGraph& g, Groups* gr) {
+  const auto& tensors = g.tensors();
+  const int n = static_cast<int>(gr->name.size());
   GroupGraph gg(n);
-  std::vector<std::set<int>> crossing_in(n);
-  std::vector<int> graph_inputs;
+  gr->inputs.assign(n, {});
   for (size_t t = 0; t < tensors.size(); ++t) {
     const int p = tensors[t].producer;
     for (int c : g.consumers(static_cast<int>(t))) {
-      if (p < 0) {
-        crossing_in[group_of[c]].insert(static_cast<int>(t));
-        continue;
-      }
-      if (group_of[p] != group_of[c]) {
-        boost::add_edge(group_of[p], group_of[c], gg);
-        crossing_in[group_of[c]].insert(static_cast<int>(t));
-      }
+      if (p >= 0 && gr->of_op[p] == gr->of_op[c]) continue;
+      if (p >= 0) boost::add_edge(gr->of_op[p], gr->of_op[c], gg);
+      gr->inputs[gr->of_op[c]].insert(static_cast<int>(t));
     }
   }
   std::vector<int> reversed;
@@ -110,111 +113,146 @@ Result<std::vector<LayerProfile>> DeriveChain(
   } catch (const boost::not_a_dag&) {
     return Status::Internal("layers of the op graph depend on each other in a cycle");
   }
-  std::vector<int> order(reversed.rbegin(), reversed.rend());
-  std::vector<int> position(n);
-  for (int k = 0; k < n; ++k) position[order[k]] = k;
+  gr->order.assign(reversed.rbegin(), reversed.rend());
   for (int k = 0; k < n; ++k) {
-    const int gi = order[k];
-    if (crossing_in[gi].size() != 1) {
-      return Status::Internal("layer '" + group_name[gi] + "' receives " +
-                              std::to_string(crossing_in[gi].size()) +
+    const int gi = gr->order[k];
+    if (gr->inputs[gi].size() != 1) {
+      return Status::Internal("layer '" + gr->name[gi] + "' receives " +
+                              std::to_string(gr->inputs[gi].size()) +
                               " tensors from other layers; a chain boundary carries exactly one");
     }
-    const int t = *crossing_in[gi].begin();
+    const int t = *gr->inputs[gi].begin();
     const int p = tensors[t].producer;
-    const int expected = k == 0 ? -1 : order[k - 1];
-    if ((p < 0 ? -1 : group_of[p]) != expected) {
-      return Status::Internal("layer '" + group_name[gi] + "' reads '" + tensors[t].name +
+    const int expected = k == 0 ? -1 : gr->order[k - 1];
+    if ((p < 0 ? -1 : gr->of_op[p]) != expected) {
+      return Status::Internal("layer '" + gr->name[gi] + "' reads '" + tensors[t].name +
                               "', which does not come from the layer right before it");
     }
   }
-  // 3. Per-layer figures.
-  std::vector<LayerProfile> chain;
-  for (int k = 0; k < n; ++k) {
-    const int gi = order[k];
-    const std::vector<int>& gops = group_ops[gi];
-    const int input = *crossing_in[gi].begin();
-    int output = -1;
-    for (int op : gops) {
-      for (int t : ops[op].outputs) {
-        bool leaves = g.consumers(t).empty() && k == n - 1;
-        for (int c : g.consumers(t)) leaves = leaves || group_of[c] != gi;
-        if (leaves) {
-          if (output >= 0 && output != t) {
-            return Status::Internal("layer '" + group_name[gi] + "' has two outputs");
-          }
-          output = t;
-        }
+  return Status::Ok();
+}
+
+// The one tensor group `gi` passes on (read outside it, or the graph's
+// last tensor for the last layer).
+Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
+  int output = -1;
+  for (int op : gr.ops[gi]) {
+    for (int t : g.ops()[op].outputs) {
+      bool leaves = g.consumers(t).empty() && last;
+      for (int c : g.consumers(t)) leaves = leaves || gr.of_op[c] != gi;
+      if (!leaves) continue;
+      if (output >= 0 && output != t) {
+        return Status::Internal("layer '" + gr.name[gi] + "' has two outputs");
       }
+      output = t;
     }
-    if (output < 0) return Status::Internal("layer '" + group_name[gi] + "' has no output");
-    LayerProfile l;
-    l.name = group_name[gi];
+  }
+  if (output < 0) return Status::Internal("layer '" + gr.name[gi] + "' has no output");
+  return output;
+}
+
+// Backward of `ops` in reverse: each op allocates its inputs' gradients and
+// frees its outputs' once it has run. Returns the peak above the input
+// gradient the layer hands on.
+int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input) {
+  const auto& tensors = g.tensors();
+  std::set<int> grads;
+  int64_t live = 0, peak = 0;
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const OpInfo& op = g.ops()[*it];
+    for (int t : op.inputs) {
+      if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
+    }
+    peak = std::max(peak, live + op.backward_workspace);
+    for (int t : op.outputs) {
+      if (grads.erase(t)) live -= tensors[t].bytes;
+    }
+  }
+  const int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
+  return std::max<int64_t>(0, peak - g_in);
+}
+
+// The selective option "attention_core" of a layer that has core ops: the
+// tensors only the core reads are dropped and the core is recomputed in
+// backward. Empty when the layer has no core or the core keeps nothing.
+std::optional<SelectiveOption> AttentionCoreOption(const OpGraph& g, const OpTimeModel& time,
+                                                   const std::vector<int>& ops,
+                                                   const std::set<int>& saved,
+                                                   int64_t activation_bytes) {
+  const auto& tensors = g.tensors();
+  std::vector<int> core;
+  for (int op : ops) {
+    if (g.ops()[op].attention_core) core.push_back(op);
+  }
+  const std::set<int> core_set(core.begin(), core.end());
+  std::set<int> dropped, kept;
+  for (int t : saved) {
+    const int p = tensors[t].producer;
+    bool internal = p >= 0 && core_set.count(p) > 0;
+    for (int c : g.consumers(t)) internal = internal && core_set.count(c) > 0;
+    (internal ? dropped : kept).insert(t);
+  }
+  if (dropped.empty()) return std::nullopt;
+  SelectiveOption opt;
+  opt.name = kAttentionCoreOption;
+  opt.activation_bytes = activation_bytes;
+  for (int t : dropped) opt.activation_bytes -= tensors[t].bytes;
+  for (int op : core) {
+    opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
+  }
+  opt.recompute_workspace_bytes = ReplayForward(g, core, dropped);
+  // The forward under this option keeps everything but `dropped`: those
+  // become transients of the forward (the core runs without grad).
+  opt.forward_workspace_bytes =
+      std::max<int64_t>(0, ReplayForward(g, ops, kept) - opt.activation_bytes);
+  return opt;
+}
+
+// Sizes, workspaces, times and options of group `gi` at chain position `k`.
+Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, const Groups& gr,
+                                  int k) {
+  const auto& tensors = g.tensors();
+  const int gi = gr.order[k];
+  const std::vector<int>& ops = gr.ops[gi];
+  const int input = *gr.inputs[gi].begin();
+  const bool last = k + 1 == static_cast<int>(gr.order.size());
+  REMAT_ASSIGN_OR_RETURN(const int output, GroupOutput(g, gr, gi, last));
+  LayerProfile l;
+  l.name = gr.name[gi];
+  l.input_bytes = tensors[input].bytes;
+  l.output_bytes = tensors[output].bytes;
+  std::set<int> saved = {output};
+  for (int op : ops) saved.insert(g.ops()[op].saved.begin(), g.ops()[op].saved.end());
+  saved.erase(input);
+  for (int t : saved) l.activation_bytes += tensors[t].bytes;
+  l.forward_workspace_bytes =
+      std::max<int64_t>(0, ReplayForward(g, ops, saved) - l.activation_bytes);
+  l.forward_nograd_workspace_bytes =
+      std::max<int64_t>(0, ReplayForward(g, ops, {output}) - l.output_bytes);
+  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input);
+  for (int op : ops) {
+    l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
+    l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
+  }
+  if (auto core = AttentionCoreOption(g, time, ops, saved, l.activation_bytes)) {
+    l.selective.push_back(std::move(*core));
+  }
+  return l;
+}
+
+}  // namespace
+
+Result<std::vector<LayerProfile>> DeriveChain(
+    const OpGraph& g, const OpTimeModel& time,
+    const std::vector<std::pair<std::string, std::string>>& kinds) {
+  Groups groups;
+  REMAT_RETURN_IF_ERROR(GroupOps(g, &groups));
+  REMAT_RETURN_IF_ERROR(OrderAsChain(g, &groups));
+  std::vector<LayerProfile> chain;
+  for (size_t k = 0; k < groups.order.size(); ++k) {
+    REMAT_ASSIGN_OR_RETURN(LayerProfile l, LayerFigures(g, time, groups, static_cast<int>(k)));
     for (const auto& [tag, kind] : kinds) {
       if (tag == l.name) l.kind = kind;
-    }
-    l.input_bytes = tensors[input].bytes;
-    l.output_bytes = tensors[output].bytes;
-    std::set<int> saved = {output};
-    for (int op : gops) saved.insert(ops[op].saved.begin(), ops[op].saved.end());
-    saved.erase(input);
-    for (int t : saved) l.activation_bytes += tensors[t].bytes;
-    l.forward_workspace_bytes =
-        std::max<int64_t>(0, ReplayForward(g, gops, saved) - l.activation_bytes);
-    l.forward_nograd_workspace_bytes =
-        std::max<int64_t>(0, ReplayForward(g, gops, {output}) - l.output_bytes);
-    // Backward: walk ops in reverse, allocating input gradients and freeing
-    // each output's gradient once its producer has run.
-    {
-      std::set<int> grads;
-      int64_t live = 0, peak = 0;
-      for (auto it = gops.rbegin(); it != gops.rend(); ++it) {
-        const OpInfo& op = ops[*it];
-        for (int t : op.inputs) {
-          if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
-        }
-        peak = std::max(peak, live + op.backward_workspace);
-        for (int t : op.outputs) {
-          if (grads.erase(t)) live -= tensors[t].bytes;
-        }
-      }
-      const int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
-      l.backward_workspace_bytes = std::max<int64_t>(0, peak - g_in);
-    }
-    for (int op : gops) {
-      l.forward_ms += time.Millis(ops[op].forward_flops, ops[op].forward_bytes);
-      l.backward_ms += time.Millis(ops[op].backward_flops, ops[op].backward_bytes);
-    }
-    // Selective option: recompute the attention core in backward.
-    std::vector<int> core;
-    for (int op : gops) {
-      if (ops[op].attention_core) core.push_back(op);
-    }
-    if (!core.empty()) {
-      const std::set<int> core_set(core.begin(), core.end());
-      std::set<int> dropped;
-      for (int t : saved) {
-        const int p = tensors[t].producer;
-        if (p < 0 || !core_set.count(p)) continue;
-        bool internal = true;
-        for (int c : g.consumers(t)) internal = internal && core_set.count(c) > 0;
-        if (internal) dropped.insert(t);
-      }
-      SelectiveOption opt;
-      opt.name = "attention_core";
-      opt.activation_bytes = l.activation_bytes;
-      for (int t : dropped) opt.activation_bytes -= tensors[t].bytes;
-      for (int op : core) opt.extra_recompute_ms += time.Millis(ops[op].forward_flops, ops[op].forward_bytes);
-      opt.recompute_workspace_bytes = ReplayForward(g, core, dropped);
-      // The forward under this option keeps everything but `dropped`: those
-      // become transients of the forward (the core runs without grad).
-      std::set<int> kept_selectively;
-      for (int t : saved) {
-        if (!dropped.count(t)) kept_selectively.insert(t);
-      }
-      opt.forward_workspace_bytes = std::max<int64_t>(
-          0, ReplayForward(g, gops, kept_selectively) - opt.activation_bytes);
-      if (!dropped.empty()) l.selective.push_back(opt);
     }
     chain.push_back(std::move(l));
   }

@@ -30,7 +30,7 @@ Result<DeviceSpec> LookupDevice(std::string_view name) {
     if (d.name == name) return d;
   }
   return Status::Invalid("unknown device '" + std::string(name) + "', expected " +
-                         JoinAlternatives(DeviceNames()) + " (or give --tflops)");
+                         JoinAlternatives(DeviceNames()) + " (or give an achieved TFLOP/s)");
 }
 
 }  // namespace remat

@@ -1,4 +1,5 @@
 // The terminal report of a planning result.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -29,14 +30,15 @@ void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   o << "  predicted peak   " << FormatBytes(r.peak_bytes);
   if (plan.budget_bytes > 0) {
     o << " of " << FormatBytes(plan.budget_bytes) << " budget ("
-      << Percent(static_cast<double>(r.peak_bytes), static_cast<double>(plan.budget_bytes))
-      << ")  " << (plan.fits ? "FITS" : "DOES NOT FIT");
+      << Percent(static_cast<double>(r.peak_bytes), static_cast<double>(plan.budget_bytes)) << ")  "
+      << (plan.fits ? "FITS" : "DOES NOT FIT");
   }
   o << "\n";
   o << "  activations      " << FormatBytes(r.activation_peak_bytes) << " at peak (model state "
     << FormatBytes(r.static_bytes) << ")\n";
-  o << "  step time        " << FormatMillis(r.step_ms) << " (recompute " << FormatMillis(r.recompute_ms)
-    << ", +" << Percent(r.step_ms - base, base) << " over no checkpointing)\n";
+  o << "  step time        " << FormatMillis(r.step_ms) << " (recompute "
+    << FormatMillis(r.recompute_ms) << ", +" << Percent(std::max(0.0, r.step_ms - base), base)
+    << " over no checkpointing)\n";
   if (r.peak_op >= 0) {
     o << "  peak reached at  op " << r.peak_op << ": " << DescribeOp(plan.schedule.ops[r.peak_op]);
     const Op& op = plan.schedule.ops[r.peak_op];
@@ -45,12 +47,8 @@ void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   }
 }
 
-}  // namespace
-
-std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {
-  std::ostringstream o;
-  const Plan& plan = plans.chosen;
-  const SimulationResult& r = plan.predicted;
+// Where the input came from, the model and the job, the budget.
+void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const ReportContext& ctx) {
   o << "remat plan for " << (p.model.empty() ? ctx.input_path : p.model) << "\n";
   o << "  input            " << ctx.input_path << " (" << ctx.input_kind << "; " << p.source
     << " profile" << (p.device.empty() ? "" : ", times for " + p.device) << ")\n";
@@ -75,14 +73,19 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
     o << "  budget           none given (use --budget, e.g. --budget 24GB)\n";
   }
   o << "\n";
+}
 
+void Baseline(std::ostringstream& o, const PlanSet& plans) {
   const SimulationResult& b = plans.baseline.predicted;
   o << "Without checkpointing: peak " << FormatBytes(b.peak_bytes) << " (model state "
     << FormatBytes(b.static_bytes) << " + activations " << FormatBytes(b.activation_peak_bytes)
     << "), step " << FormatMillis(b.step_ms);
-  if (plan.budget_bytes > 0) o << (plans.baseline.fits ? ", fits" : ", does not fit");
+  if (plans.chosen.budget_bytes > 0) o << (plans.baseline.fits ? ", fits" : ", does not fit");
   o << "\n\n";
+}
 
+void ChosenPlan(std::ostringstream& o, const PlanSet& plans, const Profile& p) {
+  const Plan& plan = plans.chosen;
   o << "Plan: " << ToString(plan.strategy);
   if (!plan.parameter.empty()) o << " (" << plan.parameter << ")";
   if (plans.auto_selected) {
@@ -92,7 +95,9 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
   o << "\n";
   Summary(o, plan, p);
   o << "\n";
+}
 
+void MemoryAtPeak(std::ostringstream& o, const SimulationResult& r, const Profile& p) {
   o << "Where the memory goes at the peak:\n";
   const StaticMemory& s = p.static_memory;
   auto row = [&](const std::string& name, int64_t bytes) {
@@ -107,39 +112,61 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
   row("activation grads", r.at_peak[MemoryCategory::kGradients]);
   row("workspace", r.at_peak[MemoryCategory::kWorkspace]);
   o << "  " << Pad("total", 20) << PadLeft(FormatBytes(r.peak_bytes), 12) << "\n\n";
+}
 
+void LayerTable(std::ostringstream& o, const Plan& plan, const Profile& p) {
   o << "Layers (activation bytes kept from forward to backward; live at the peak):\n";
   o << "  " << PadLeft("#", 4) << "  " << Pad("layer", 14) << Pad("decision", 12)
     << PadLeft("activations", 12) << PadLeft("at peak", 12) << PadLeft("fwd", 10)
     << PadLeft("bwd", 10) << "\n";
   for (int i = 0; i < p.num_layers(); ++i) {
     const LayerProfile& l = p.layers[i];
-    std::string decision = ToString(plan.decisions[i]);
     int64_t kept = l.activation_bytes;
     if (plan.decisions[i] == LayerDecision::kSelective && plan.selective_option[i] >= 0) {
       kept = l.selective[plan.selective_option[i]].activation_bytes;
     }
-    o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
-      << PadLeft(FormatBytes(kept), 12) << PadLeft(FormatBytes(r.layer_bytes_at_peak[i]), 12)
+    o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14)
+      << Pad(ToString(plan.decisions[i]), 12) << PadLeft(FormatBytes(kept), 12)
+      << PadLeft(FormatBytes(plan.predicted.layer_bytes_at_peak[i]), 12)
       << PadLeft(FormatMillis(l.forward_ms), 10) << PadLeft(FormatMillis(l.backward_ms), 10)
       << "\n";
   }
   o << "\n";
+}
 
-  if (plans.candidates.size() > 1) {
-    o << "Strategies (best setting of each" << (plan.budget_bytes > 0 ? " under the budget" : "")
-      << "):\n";
-    o << "  " << Pad("strategy", 16) << Pad("setting", 18) << PadLeft("peak", 12)
-      << PadLeft("step", 12) << PadLeft("recompute", 12) << "  fits\n";
-    for (const Plan& c : plans.candidates) {
-      o << "  " << Pad(ToString(c.strategy), 16) << Pad(c.parameter.empty() ? "-" : c.parameter, 18)
-        << PadLeft(FormatBytes(c.predicted.peak_bytes), 12)
-        << PadLeft(FormatMillis(c.predicted.step_ms), 12)
-        << PadLeft(FormatMillis(c.predicted.recompute_ms), 12) << "  "
-        << (c.fits ? "yes" : "no") << "\n";
-    }
-    o << "\n";
+void StrategyTable(std::ostringstream& o, const PlanSet& plans) {
+  if (plans.candidates.size() <= 1) return;
+  o << "Strategies (best setting of each"
+    << (plans.chosen.budget_bytes > 0 ? " under the budget" : "") << "):\n";
+  // The setting column is as wide as its longest entry ("lowest peak, 561
+  // recomputes, up to 32 per layer"), so the figures stay aligned.
+  size_t setting_width = 18;
+  for (const Plan& c : plans.candidates) {
+    setting_width = std::max(setting_width, c.parameter.size() + 2);
   }
+  o << "  " << Pad("strategy", 16) << Pad("setting", setting_width) << PadLeft("peak", 12)
+    << PadLeft("step", 12) << PadLeft("recompute", 12) << "  fits\n";
+  for (const Plan& c : plans.candidates) {
+    o << "  " << Pad(ToString(c.strategy), 16)
+      << Pad(c.parameter.empty() ? "-" : c.parameter, setting_width)
+      << PadLeft(FormatBytes(c.predicted.peak_bytes), 12)
+      << PadLeft(FormatMillis(c.predicted.step_ms), 12)
+      << PadLeft(FormatMillis(c.predicted.recompute_ms), 12) << "  " << (c.fits ? "yes" : "no")
+      << "\n";
+  }
+  o << "\n";
+}
+
+}  // namespace
+
+std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {
+  std::ostringstream o;
+  Header(o, plans.chosen, p, ctx);
+  Baseline(o, plans);
+  ChosenPlan(o, plans, p);
+  MemoryAtPeak(o, plans.chosen.predicted, p);
+  LayerTable(o, plans.chosen, p);
+  StrategyTable(o, plans);
   if (!ctx.note.empty()) o << ctx.note << "\n";
   return o.str();
 }

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "remat/plan.h"
+#include "remat/decisions.h"
 #include "solver/chain_terms.h"
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"
@@ -56,11 +56,11 @@ class SingleLevelDp {
 
   const ChainTerms& terms_;
   int num_layers_;
-  std::vector<int64_t> keep_all_;     // KeepAllNeeds
-  std::vector<int64_t> floor_;        // [s]: lowest slots for suffix s..L-1 (floor_[L] = 0)
+  std::vector<int64_t> keep_all_;  // KeepAllNeeds
+  std::vector<int64_t> floor_;     // [s]: lowest slots for suffix s..L-1 (floor_[L] = 0)
   std::vector<IntervalChoice> lowest_peak_choice_;  // [s]
   std::vector<double> lowest_peak_ms_;              // [s]
-  std::vector<int> lo_, hi_;          // [s]: the row spans [lo_[s], hi_[s]]
+  std::vector<int> lo_, hi_;                        // [s]: the row spans [lo_[s], hi_[s]]
   std::vector<int64_t> offset_;
   std::vector<float> table_;
 };

@@ -14,8 +14,8 @@ class NoneSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kNone; }
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
-    return EvaluateDecisions(p, Strategy::kNone, "", std::vector<LayerDecision>(p.num_layers()),
-                             {}, o.budget_bytes);
+    return EvaluateDecisions(p, Strategy::kNone, "", std::vector<LayerDecision>(p.num_layers()), {},
+                             o.budget_bytes);
   }
 };
 
@@ -27,7 +27,7 @@ class UniformSolver : public StrategySolver {
     const std::vector<int> blocks = BlockLayers(p);
     const int n = static_cast<int>(blocks.size());
     if (o.every < 0 || o.every > n) {
-      return Status::Invalid("--every " + std::to_string(o.every) + ": expected 1.." +
+      return Status::Invalid("uniform: every " + std::to_string(o.every) + " blocks: expected 1.." +
                              std::to_string(n) + " (the model has " + std::to_string(n) +
                              " blocks)");
     }
@@ -35,8 +35,7 @@ class UniformSolver : public StrategySolver {
       std::vector<char> start(n);
       for (int j = 0; j < n; ++j) start[j] = j % k == 0;
       return EvaluateDecisions(p, Strategy::kUniform, "every " + std::to_string(k),
-                               SegmentDecisions(p.num_layers(), blocks, start), {},
-                               o.budget_bytes);
+                               SegmentDecisions(p.num_layers(), blocks, start), {}, o.budget_bytes);
     };
     if (o.every > 0 || o.budget_bytes <= 0) return plan_for(o.every > 0 ? o.every : RoundSqrt(n));
     Plan best;
@@ -58,7 +57,7 @@ class SegmentSolver : public StrategySolver {
     const std::vector<int> blocks = BlockLayers(p);
     const int n = static_cast<int>(blocks.size());
     if (o.segments < 0 || o.segments > n) {
-      return Status::Invalid("--segments " + std::to_string(o.segments) + ": expected 1.." +
+      return Status::Invalid("segment: " + std::to_string(o.segments) + " segments: expected 1.." +
                              std::to_string(n) + " (the model has " + std::to_string(n) +
                              " blocks)");
     }
@@ -70,8 +69,7 @@ class SegmentSolver : public StrategySolver {
         pos += n / segs + (s < n % segs ? 1 : 0);
       }
       return EvaluateDecisions(p, Strategy::kSegment, std::to_string(segs) + " segments",
-                               SegmentDecisions(p.num_layers(), blocks, start), {},
-                               o.budget_bytes);
+                               SegmentDecisions(p.num_layers(), blocks, start), {}, o.budget_bytes);
     };
     if (o.segments > 0 || o.budget_bytes <= 0) {
       return plan_for(o.segments > 0 ? o.segments : RoundSqrt(n));
@@ -114,7 +112,8 @@ class SelectiveSolver : public StrategySolver {
       }
       auto saved_per_ms = [&](int c) {
         const LayerProfile& l = p.layers[c];
-        const double saved = static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
+        const double saved =
+            static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
         return saved / std::max(1e-9, l.selective[0].extra_recompute_ms);
       };
       std::stable_sort(candidates.begin(), candidates.end(),
@@ -156,12 +155,13 @@ class ManualSolver : public StrategySolver {
     std::string listed;
     for (int b : o.checkpoint_layers) {
       if (b < 0 || b >= n) {
-        return Status::Invalid("--checkpoint-layers: " + std::to_string(b) +
+        return Status::Invalid("manual: checkpoint block " + std::to_string(b) +
                                " is out of range, the model has " + std::to_string(n) +
                                " blocks (0-" + std::to_string(n - 1) + ")");
       }
       if (!seen.insert(b).second) {
-        return Status::Invalid("--checkpoint-layers: " + std::to_string(b) + " is listed twice");
+        return Status::Invalid("manual: checkpoint block " + std::to_string(b) +
+                               " is listed twice");
       }
       d[blocks[b]] = LayerDecision::kCheckpoint;
       listed += (listed.empty() ? "" : ",") + std::to_string(b);
@@ -179,9 +179,13 @@ const std::vector<const StrategySolver*>& RegisteredSolvers() {
   static const SegmentSolver segment;
   static const SelectiveSolver selective;
   static const ManualSolver manual;
-  static const std::vector<const StrategySolver*> solvers = {
-      &none, &uniform, &segment, &selective, &manual, OptimalSingleStrategySolver(),
-      OptimalStrategySolver()};
+  static const std::vector<const StrategySolver*> solvers = {&none,
+                                                             &uniform,
+                                                             &segment,
+                                                             &selective,
+                                                             &manual,
+                                                             OptimalSingleStrategySolver(),
+                                                             OptimalStrategySolver()};
   return solvers;
 }
 

@@ -194,13 +194,12 @@ class OptimalSolver : public StrategySolver {
       REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
       SlotPass<solver::MultiLevelDp> pass(
           p, activation_budget, slots, [&](const solver::MultiLevelDp& dp, int64_t m) {
-            return MakePlanFromSchedule(p, strategy(), "",
-                                        AddFrees(dp.Reconstruct(m).ops, p.num_layers()),
-                                        o.budget_bytes);
+            return MakePlanFromSchedule(
+                p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
           });
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (plan) {
-        plan->parameter = DescribeRecompute(*plan) + VersusSingleLevel(p, o, *plan);
+        plan->parameter = DescribeRecompute(*plan);
         return *std::move(plan);
       }
     }
@@ -217,7 +216,7 @@ class OptimalSolver : public StrategySolver {
     const int64_t table = solver::MultiLevelDp(terms).table_bytes();
     if (table <= kMaxTableBytes) return slots;
     if (o.slots > 0) {
-      return Status::Invalid("--slots " + std::to_string(o.slots) + " would need " +
+      return Status::Invalid(std::to_string(o.slots) + " memory slots would need " +
                              FormatBytes(table) + " of solver tables for this " +
                              std::to_string(p.num_layers()) + "-layer chain (limit " +
                              FormatBytes(kMaxTableBytes) + "); use fewer slots");
@@ -225,27 +224,16 @@ class OptimalSolver : public StrategySolver {
     return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
   }
 
-  // What multi-level buys over the best layer list: " (single-level: +12 ms)".
-  static std::string VersusSingleLevel(const Profile& p, const PlanOptions& o, const Plan& plan) {
-    Result<Plan> single = OptimalSingleStrategySolver()->Solve(p, o);
-    if (!single.ok() || !single->fits ||
-        single->predicted.step_ms <= plan.predicted.step_ms * (1 + 1e-9)) {
-      return "";
-    }
-    return " (single-level: +" + FormatMillis(single->predicted.step_ms - plan.predicted.step_ms) +
-           ")";
-  }
-
   Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
     const solver::IntervalBounds bounds(exact, solver::IntervalClasses(p), /*track_choices=*/true);
     solver::OpEmitter emitter(p.num_layers());
-    solver::EmitInterval(exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
-                         [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); },
-                         &emitter);
-    REMAT_ASSIGN_OR_RETURN(Plan plan,
-                           MakePlanFromSchedule(p, strategy(), "",
-                                                AddFrees(emitter.Finish(), p.num_layers()), budget));
+    solver::EmitInterval(
+        exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
+        [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); }, &emitter);
+    REMAT_ASSIGN_OR_RETURN(
+        Plan plan, MakePlanFromSchedule(p, strategy(), "",
+                                        AddFrees(emitter.Finish(), p.num_layers()), budget));
     plan.parameter = "lowest peak, " + DescribeRecompute(plan);
     return plan;
   }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/plan.h"
+#include "remat/strategies.h"
 
 namespace remat {
 

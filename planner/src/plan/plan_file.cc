@@ -1,9 +1,11 @@
 // plan.json: writing a planning result and reading a plan back.
+#include "remat/plan_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
 #include "json_values.h"
-#include "remat/report.h"
+#include "remat/strategies.h"
 
 namespace remat {
 namespace {
@@ -90,16 +92,18 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
   JsonObjectReader r(doc, source);
   LoadedPlan plan;
   REMAT_RETURN_IF_ERROR(r.String("strategy", &plan.strategy, true));
+  REMAT_RETURN_IF_ERROR(r.String("parameter", &plan.parameter, false));
   REMAT_RETURN_IF_ERROR(r.Int("budget_bytes", &plan.budget_bytes, false, 0));
   if (!doc.contains("profile") || !doc["profile"].is_object()) {
-    return r.Error("profile", "missing: a plan file carries the profile it was made for "
-                              "(write plans with planner --json)");
+    return r.Error("profile",
+                   "missing: a plan file carries the profile it was made for "
+                   "(write plans with planner --json)");
   }
   REMAT_ASSIGN_OR_RETURN(plan.profile, ParseProfile(doc["profile"].dump(), source + ": profile"));
   plan.model = plan.profile.model;
   if (!doc.contains("schedule")) return r.Error("schedule", "missing (required)");
-  REMAT_ASSIGN_OR_RETURN(plan.schedule, ParseScheduleJson(doc["schedule"].dump(),
-                                                          plan.profile.num_layers(), source));
+  REMAT_ASSIGN_OR_RETURN(
+      plan.schedule, ParseScheduleJson(doc["schedule"].dump(), plan.profile.num_layers(), source));
   REMAT_RETURN_IF_ERROR(ValidateSchedule(plan.schedule, plan.profile).WithPrefix(source));
   if (doc.contains("predicted") && doc["predicted"].is_object()) {
     JsonObjectReader pr(doc["predicted"], source + ": predicted");
@@ -107,6 +111,18 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
     REMAT_RETURN_IF_ERROR(pr.Double("step_ms", &plan.predicted_step_ms, false, 0, 1e15));
   }
   return plan;
+}
+
+Result<PlanSet> PlanSetOf(const LoadedPlan& plan) {
+  PlanSet set;
+  REMAT_ASSIGN_OR_RETURN(const Strategy strategy, ParseStrategy(plan.strategy));
+  REMAT_ASSIGN_OR_RETURN(set.chosen, MakePlanFromSchedule(plan.profile, strategy, plan.parameter,
+                                                          plan.schedule, plan.budget_bytes));
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  REMAT_ASSIGN_OR_RETURN(set.baseline, FindSolver(Strategy::kNone)->Solve(plan.profile, none));
+  set.candidates.push_back(set.chosen);
+  return set;
 }
 
 }  // namespace remat

@@ -1,37 +1,19 @@
-// Plans from decisions, decision summaries, plan ranking and MakePlan.
-#include "remat/plan.h"
-
-#include <cmath>
-#include <set>
-
-#include "json_fields.h"
-#include "strategies/solvers.h"
+// Per-layer decisions: the single-level schedule they mean, and the decisions
+// a schedule's first forward pass shows.
+#include "remat/decisions.h"
 
 namespace remat {
-namespace {
-
-const std::vector<std::string> kStrategyNames = {"auto",      "none",   "uniform",
-                                                 "segment",   "selective", "manual",
-                                                 "optimal",   "optimal-single"};
-
-}  // namespace
-
-const char* ToString(Strategy s) { return kStrategyNames[static_cast<int>(s)].c_str(); }
-
-Result<Strategy> ParseStrategy(std::string_view text) {
-  for (size_t i = 0; i < kStrategyNames.size(); ++i) {
-    if (kStrategyNames[i] == text) return static_cast<Strategy>(i);
-  }
-  return Status::Invalid("unknown strategy '" + std::string(text) + "', expected " +
-                         JoinAlternatives(kStrategyNames));
-}
 
 const char* ToString(LayerDecision d) {
   switch (d) {
-    case LayerDecision::kKeep: return "keep";
-    case LayerDecision::kCheckpoint: return "checkpoint";
-    case LayerDecision::kRecompute: return "recompute";
-    case LayerDecision::kSelective: return "selective";
+    case LayerDecision::kKeep:
+      return "keep";
+    case LayerDecision::kCheckpoint:
+      return "checkpoint";
+    case LayerDecision::kRecompute:
+      return "recompute";
+    case LayerDecision::kSelective:
+      return "selective";
   }
   return "?";
 }
@@ -125,68 +107,6 @@ void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* de
       (*decisions)[i] = x_live[i] ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
     }
   }
-}
-
-Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
-                                  Schedule schedule, int64_t budget_bytes) {
-  Plan plan;
-  plan.strategy = strategy;
-  plan.parameter = std::move(parameter);
-  plan.budget_bytes = budget_bytes;
-  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
-  plan.fits = budget_bytes <= 0 || plan.predicted.peak_bytes <= budget_bytes;
-  SummarizeDecisions(schedule, &plan.decisions, &plan.selective_option);
-  plan.schedule = std::move(schedule);
-  return plan;
-}
-
-bool BetterPlan(const Plan& a, const Plan& b) {
-  if (a.fits != b.fits) return a.fits;
-  const double ta = a.predicted.step_ms, tb = b.predicted.step_ms;
-  const bool same_time = std::fabs(ta - tb) <= 1e-9 * std::max(1.0, std::max(ta, tb));
-  const int64_t pa = a.predicted.peak_bytes, pb = b.predicted.peak_bytes;
-  if (a.fits) return same_time ? pa < pb : ta < tb;
-  return pa != pb ? pa < pb : ta < tb;
-}
-
-const std::vector<const StrategySolver*>& AllSolvers() { return RegisteredSolvers(); }
-
-const StrategySolver* FindSolver(Strategy strategy) {
-  for (const StrategySolver* s : AllSolvers()) {
-    if (s->strategy() == strategy) return s;
-  }
-  return nullptr;
-}
-
-Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
-  REMAT_RETURN_IF_ERROR(ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
-  PlanSet set;
-  {
-    const StrategySolver* none = FindSolver(Strategy::kNone);
-    REMAT_ASSIGN_OR_RETURN(set.baseline, none->Solve(profile, options));
-  }
-  if (options.strategy != Strategy::kAuto) {
-    const StrategySolver* solver = FindSolver(options.strategy);
-    if (solver == nullptr) {
-      return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
-                             "' is not available in this build");
-    }
-    REMAT_ASSIGN_OR_RETURN(set.chosen, solver->Solve(profile, options));
-    set.candidates.push_back(set.chosen);
-    return set;
-  }
-  set.auto_selected = true;
-  bool have = false;
-  for (const StrategySolver* solver : AllSolvers()) {
-    if (solver->strategy() == Strategy::kManual) continue;  // needs a layer list
-    REMAT_ASSIGN_OR_RETURN(Plan plan, solver->Solve(profile, options));
-    if (!have || BetterPlan(plan, set.chosen)) {
-      set.chosen = plan;
-      have = true;
-    }
-    set.candidates.push_back(std::move(plan));
-  }
-  return set;
 }
 
 }  // namespace remat

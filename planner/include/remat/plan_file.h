@@ -1,0 +1,54 @@
+// plan.json: a planning result written as a self-contained file, read back
+// by `planner train`, and checked against the model it is about to run on.
+#ifndef REMAT_PLAN_FILE_H_
+#define REMAT_PLAN_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "remat/plan.h"
+#include "remat/profile.h"
+#include "remat/report.h"
+#include "remat/schedule.h"
+#include "remat/status.h"
+
+namespace remat {
+
+// plan.json: fits, strategy, budget_bytes, layers, schedule, predicted, model,
+// baseline, candidates, and the profile the plan was made for (so that a
+// plan file is self-contained for `planner train --plan`).
+std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);
+
+// A plan file read back: the profile it was made for and its schedule.
+struct LoadedPlan {
+  std::string model;
+  std::string strategy;
+  std::string parameter;  // the strategy's setting ("every 2"), as planned
+  int64_t budget_bytes = 0;
+  Profile profile;
+  Schedule schedule;
+  int64_t predicted_peak_bytes = 0;
+  double predicted_step_ms = 0;
+};
+Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source);
+
+// Checks that a plan read back is for the model about to run it: `profile` is
+// that model's profile now (analytic or measured). The model names must
+// agree (when both are named); the chains must agree in length, layer names
+// and kinds, and in the tensors passed between layers (input and output
+// bytes: exact shapes, which change with the micro-batch, sequence length
+// and precision). Activation bytes and times may differ (a plan made from an
+// analytic profile runs on measured sizes). The error names `source` (the
+// plan file), both models and the first difference.
+Status CheckPlanMatchesProfile(const LoadedPlan& plan, const Profile& profile,
+                               const std::string& source);
+
+// The plan file as a PlanSet for the reports: its schedule simulated on its
+// profile (chosen, with the file's strategy and setting) and that profile's
+// no-checkpointing baseline.
+Result<PlanSet> PlanSetOf(const LoadedPlan& plan);
+
+}  // namespace remat
+
+#endif  // REMAT_PLAN_FILE_H_

@@ -1,0 +1,79 @@
+// The planning API: the whole question a user asks, in one call.
+//
+//   Job (model or profile, overrides) + PlanningRequest (budget, strategy and
+//   its settings, what else to weigh)  --RunPlanner-->  PlanningResult
+//
+// The result holds the chosen plan and the best plan of each strategy tried,
+// and, when asked, the Pareto sweep over budgets and, when nothing fits,
+// what would. Front ends (the CLI, tests, scripts) call this and render the
+// result; they plan nothing themselves. Later questions (micro-batch with
+// accumulation, op-level options, offload) extend the request and result.
+#ifndef REMAT_PLANNING_H_
+#define REMAT_PLANNING_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "remat/job.h"
+#include "remat/pareto.h"
+#include "remat/plan.h"
+#include "remat/status.h"
+#include "remat/strategies.h"
+
+namespace remat {
+
+struct PlanningRequest {
+  PlanOptions options;  // budget, strategy and its settings
+  // When nothing fits, re-plan at other micro-batches to say what would
+  // (FitAdvice::suggestions). The lowest peak is reported either way.
+  bool suggest_fit = true;
+  // >= 2: also sweep every strategy over this many budgets (ParetoSweep),
+  // e.g. for the HTML report's Pareto chart; 0: no sweep.
+  int sweep_points = 0;
+};
+
+// One way to make the job fit: auto's plan at another micro-batch.
+struct FitSuggestion {
+  int64_t micro_batch = 0;
+  // Micro-batches per optimizer step that keep the job's global batch
+  // (micro_batch x grad_accumulation); 0 when micro_batch does not divide it.
+  int64_t grad_accumulation = 0;
+  Plan plan;
+};
+
+// Why nothing fits and what would.
+struct FitAdvice {
+  int64_t budget_bytes = 0;
+  int64_t lowest_peak_bytes = 0;  // the lowest peak any strategy tried reaches
+  Strategy lowest_peak_strategy = Strategy::kNone;
+  int64_t model_state_bytes = 0;  // parameters + gradients + optimizer state
+  bool model_state_exceeds_budget = false;
+  // The largest micro-batch that fits, then the largest that keeps the
+  // global batch with accumulation, if different; empty when none does or
+  // the input is a profile.
+  std::vector<FitSuggestion> suggestions;
+  std::string message;  // one line: all of the above, for people
+};
+
+struct PlanningResult {
+  PlanSet plans;
+  std::optional<ParetoCurve> sweep;  // when requested
+  std::optional<FitAdvice> advice;   // exactly when plans.chosen does not fit
+  // OK, or kNoFit with the advice's message: what a front end reports after
+  // rendering the plan (which is still the best there is).
+  Status fit_status() const;
+};
+
+// Plans `job` as `request` asks. Errors are for invalid options only: a
+// budget nothing fits is a result (see fit_status).
+Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request);
+
+// Why `plans` (made for `job` under `options`) does not fit, and, with
+// `search`, the micro-batches that would.
+FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search);
+
+}  // namespace remat
+
+#endif  // REMAT_PLANNING_H_

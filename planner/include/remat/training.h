@@ -1,0 +1,48 @@
+// Running a plan on the runtime and comparing it with its prediction: the
+// library side of `planner train`.
+#ifndef REMAT_TRAINING_H_
+#define REMAT_TRAINING_H_
+
+#include <optional>
+#include <string>
+
+#include "remat/job.h"
+#include "remat/pareto.h"
+#include "remat/plan.h"
+#include "remat/plan_file.h"
+#include "remat/runtime_api.h"
+#include "remat/simulator.h"
+#include "remat/status.h"
+
+namespace remat {
+
+struct TrainRequest {
+  std::string plan_path;  // where the plan was read from, for messages
+  LoadedPlan plan;
+  TrainOptions options;
+  int sweep_points = 0;  // >= 2: also the Pareto sweep of the plan's profile
+};
+
+// A plan's prediction (the simulator on the plan's profile and schedule)
+// beside what the runtime measured running it.
+struct TrainComparison {
+  std::string plan_path;
+  LoadedPlan plan;             // profile + schedule the prediction comes from
+  PlanSet plans;               // the plan as the reports read it (PlanSetOf)
+  SimulationResult predicted;  // plans.chosen.predicted
+  TrainResult measured;        // the runtime's run of plan.schedule
+  int64_t memory_limit_bytes = 0;
+  std::optional<ParetoCurve> sweep;  // when requested
+};
+
+// Checks that `request.plan` was made for `job` (a model, not a profile:
+// the runtime builds the model) before anything runs, then simulates it and
+// has `runtime` train with it. A run past the memory limit is kOutOfMemory.
+Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, Runtime& runtime);
+
+// The same checks alone (no runtime needed): what TrainPlan refuses.
+Status CheckTrainable(const Job& job, const TrainRequest& request);
+
+}  // namespace remat
+
+#endif  // REMAT_TRAINING_H_

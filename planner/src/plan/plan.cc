@@ -1,0 +1,49 @@
+// Plans: strategy names, a plan from a schedule (simulated), plan ranking.
+#include "remat/plan.h"
+
+#include <cmath>
+#include <set>
+
+#include "json_fields.h"
+
+namespace remat {
+namespace {
+
+const std::vector<std::string> kStrategyNames = {
+    "auto", "none", "uniform", "segment", "selective", "manual", "optimal", "optimal-single"};
+
+}  // namespace
+
+const char* ToString(Strategy s) { return kStrategyNames[static_cast<int>(s)].c_str(); }
+
+Result<Strategy> ParseStrategy(std::string_view text) {
+  for (size_t i = 0; i < kStrategyNames.size(); ++i) {
+    if (kStrategyNames[i] == text) return static_cast<Strategy>(i);
+  }
+  return Status::Invalid("unknown strategy '" + std::string(text) + "', expected " +
+                         JoinAlternatives(kStrategyNames));
+}
+
+Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
+                                  Schedule schedule, int64_t budget_bytes) {
+  Plan plan;
+  plan.strategy = strategy;
+  plan.parameter = std::move(parameter);
+  plan.budget_bytes = budget_bytes;
+  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
+  plan.fits = budget_bytes <= 0 || plan.predicted.peak_bytes <= budget_bytes;
+  SummarizeDecisions(schedule, &plan.decisions, &plan.selective_option);
+  plan.schedule = std::move(schedule);
+  return plan;
+}
+
+bool BetterPlan(const Plan& a, const Plan& b) {
+  if (a.fits != b.fits) return a.fits;
+  const double ta = a.predicted.step_ms, tb = b.predicted.step_ms;
+  const bool same_time = std::fabs(ta - tb) <= 1e-9 * std::max(1.0, std::max(ta, tb));
+  const int64_t pa = a.predicted.peak_bytes, pb = b.predicted.peak_bytes;
+  if (a.fits) return same_time ? pa < pb : ta < tb;
+  return pa != pb ? pa < pb : ta < tb;
+}
+
+}  // namespace remat

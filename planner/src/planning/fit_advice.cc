@@ -1,0 +1,117 @@
+// When nothing fits: the lowest peak reached, and the micro-batch that would
+// fit (keeping the global batch with gradient accumulation where it can).
+#include <optional>
+
+#include "remat/planning.h"
+#include "remat/units.h"
+
+namespace remat {
+namespace {
+
+// Auto's plan for `job` at micro-batch `mb`, if one fits.
+std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const PlanOptions& options) {
+  Result<Job> other = WithMicroBatch(job, mb);
+  if (!other.ok()) return std::nullopt;
+  PlanOptions auto_options = options;
+  auto_options.strategy = Strategy::kAuto;
+  Result<PlanSet> s = MakePlan(other->profile, auto_options);
+  if (!s.ok() || !s->chosen.fits) return std::nullopt;
+  return s->chosen;
+}
+
+// Every tensor grows with the micro-batch, so whether a plan fits is
+// monotone in it: bisect for the largest micro-batch below `above` that fits
+// (walking down one by one from a micro-batch of 100,000 would plan 100,000
+// times). 0 when even 1 does not.
+int64_t LargestFittingMicroBatch(const Job& job, int64_t above, const PlanOptions& options,
+                                 std::optional<Plan>* plan) {
+  int64_t lo = 0, hi = above;  // lo fits (0: none does), hi does not
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    std::optional<Plan> p = FittingPlanAt(job, mid, options);
+    if (p) {
+      lo = mid;
+      *plan = std::move(p);
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+std::string Describe(const FitSuggestion& s, int64_t global) {
+  std::string text = "micro_batch " + std::to_string(s.micro_batch) + " fits (" +
+                     ToString(s.plan.strategy) + ", peak " +
+                     FormatBytes(s.plan.predicted.peak_bytes) + ")";
+  if (s.grad_accumulation > 0 && global > s.micro_batch) {
+    text += " with grad_accumulation " + std::to_string(s.grad_accumulation) +
+            ", keeping the global batch of " + std::to_string(global);
+  }
+  return text;
+}
+
+// What else shrinks the model state, skipping what the job already uses.
+std::string StateAdvice(const ModelConfig* c) {
+  std::string options;
+  auto add = [&](const std::string& o) { options += (options.empty() ? "" : ", ") + o; };
+  if (c == nullptr || c->precision == Precision::kFp32 || c->precision == Precision::kAmpBf16 ||
+      c->precision == Precision::kAmpFp16) {
+    add("pure bf16 weights and optimizer state");
+  }
+  if (c == nullptr || c->optimizer == Optimizer::kAdamW ||
+      c->optimizer == Optimizer::kSgdMomentum) {
+    add("an optimizer with less state (sgd)");
+  }
+  add("sharding the model state across devices");
+  return options;
+}
+
+}  // namespace
+
+FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search) {
+  FitAdvice a;
+  a.budget_bytes = options.budget_bytes;
+  a.lowest_peak_bytes = plans.chosen.predicted.peak_bytes;
+  a.lowest_peak_strategy = plans.chosen.strategy;
+  for (const Plan& c : plans.candidates) {
+    if (c.predicted.peak_bytes < a.lowest_peak_bytes) {
+      a.lowest_peak_bytes = c.predicted.peak_bytes;
+      a.lowest_peak_strategy = c.strategy;
+    }
+  }
+  a.model_state_bytes = job.profile.static_bytes();
+  a.model_state_exceeds_budget = a.model_state_bytes >= options.budget_bytes;
+  a.message = "no plan fits in " + FormatBytes(options.budget_bytes) +
+              ": the smallest peak any strategy reaches is " + FormatBytes(a.lowest_peak_bytes) +
+              " (" + ToString(a.lowest_peak_strategy) + ")";
+  const ModelConfig* c = job.has_config() ? &job.config() : nullptr;
+  if (a.model_state_exceeds_budget) {
+    a.message += "; the model state alone (parameters, gradients, optimizer) needs " +
+                 FormatBytes(a.model_state_bytes) + ": consider " + StateAdvice(c);
+    return a;
+  }
+  if (c == nullptr || !search) {
+    a.message += "; a budget of at least " + FormatBytes(a.lowest_peak_bytes) + " would fit";
+    return a;
+  }
+  std::optional<Plan> largest_plan;
+  const int64_t largest = LargestFittingMicroBatch(job, c->micro_batch, options, &largest_plan);
+  if (largest == 0) {
+    a.message += "; even micro_batch 1 does not fit: shorten seq_len";
+    if (c->attention == AttentionImpl::kEager) a.message += " or use flash attention";
+    return a;
+  }
+  const int64_t global = c->micro_batch * c->grad_accumulation;
+  // The largest fitting micro-batch that divides the global batch, so that
+  // gradient accumulation keeps it exactly.
+  int64_t divisor = largest;
+  while (global % divisor != 0) --divisor;
+  if (divisor != largest) a.suggestions.push_back({largest, 0, *largest_plan});
+  std::optional<Plan> divisor_plan =
+      divisor == largest ? largest_plan : FittingPlanAt(job, divisor, options);
+  if (divisor_plan) a.suggestions.push_back({divisor, global / divisor, *divisor_plan});
+  for (const FitSuggestion& s : a.suggestions) a.message += "; " + Describe(s, global);
+  return a;
+}
+
+}  // namespace remat

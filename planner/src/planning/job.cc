@@ -1,0 +1,69 @@
+#include "remat/job.h"
+
+namespace remat {
+namespace {
+
+Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& source) {
+  if (o.micro_batch) c->micro_batch = *o.micro_batch;
+  if (o.seq_len) {
+    c->seq_len = *o.seq_len;
+    if (c->architecture != Architecture::kLlama && c->max_position < c->seq_len) {
+      c->max_position = c->seq_len;
+    }
+  }
+  if (o.precision) c->precision = *o.precision;
+  return ValidateModelConfig(*c, source);
+}
+
+}  // namespace
+
+Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
+  Job job;
+  job.input = std::move(input);
+  const std::string& path = job.input.path;
+  job.context.input_path = path;
+  REMAT_ASSIGN_OR_RETURN(job.analytic.device, LookupDevice(overrides.device.value_or("a100")));
+  if (overrides.tflops) {
+    if (!(*overrides.tflops > 0)) return Status::Invalid("achieved TFLOP/s must be above 0");
+    job.analytic.tflops = *overrides.tflops;
+  }
+  if (job.input.kind == PlannerInput::Kind::kProfile) {
+    if (overrides.any()) {
+      return Status::Invalid(path +
+                             " is a profile (measured or hand-written sizes and times): "
+                             "the micro-batch, sequence length, precision, device and "
+                             "TFLOP/s can be changed for model.json and config.json "
+                             "inputs only");
+    }
+    job.profile = job.input.profile;
+    job.context.input_kind = "profile";
+    return job;
+  }
+  ModelConfig& c = job.input.config;
+  REMAT_RETURN_IF_ERROR(ApplyOverrides(overrides, &c, path));
+  job.context.input_kind =
+      job.input.kind == PlannerInput::Kind::kHfConfig ? "config.json" : "model.json";
+  job.context.has_config = true;
+  job.context.config = c;
+  REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(c, job.analytic));
+  return job;
+}
+
+Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
+  REMAT_ASSIGN_OR_RETURN(PlannerInput input, LoadPlannerInput(path));
+  return MakeJob(std::move(input), overrides);
+}
+
+Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch) {
+  if (!job.has_config()) {
+    return Status::Invalid(job.input.path + " is a profile: its micro-batch is measured");
+  }
+  Job other = job;
+  other.input.config.micro_batch = micro_batch;
+  REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.input.config, job.input.path));
+  other.context.config = other.input.config;
+  REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.input.config, other.analytic));
+  return other;
+}
+
+}  // namespace remat

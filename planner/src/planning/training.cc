@@ -1,0 +1,33 @@
+#include "remat/training.h"
+
+namespace remat {
+
+Status CheckTrainable(const Job& job, const TrainRequest& request) {
+  if (!job.has_config()) {
+    return Status::Invalid(job.input.path +
+                           " is a profile; training builds the model, so it needs the model.json "
+                           "or config.json the profile was made from");
+  }
+  return CheckPlanMatchesProfile(request.plan, job.profile, request.plan_path);
+}
+
+Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, Runtime& runtime) {
+  REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
+  TrainComparison c;
+  c.plan_path = request.plan_path;
+  c.plan = request.plan;
+  c.memory_limit_bytes = request.options.memory_limit_bytes;
+  Result<PlanSet> plans = PlanSetOf(c.plan);
+  if (!plans.ok()) return plans.status().WithPrefix(request.plan_path);
+  c.plans = std::move(*plans);
+  c.predicted = c.plans.chosen.predicted;
+  REMAT_ASSIGN_OR_RETURN(c.measured, runtime.Train(job.config(), c.plan.schedule, request.options));
+  if (request.sweep_points >= 2) {
+    ParetoOptions sweep;
+    sweep.points = request.sweep_points;
+    REMAT_ASSIGN_OR_RETURN(c.sweep, ParetoSweep(c.plan.profile, sweep));
+  }
+  return c;
+}
+
+}  // namespace remat

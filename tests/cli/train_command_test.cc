@@ -1,0 +1,174 @@
+// `planner train` and a measured `planner profile` through the CLI with a
+// fake runtime: argument checks, what reaches the runtime, reports, exit
+// codes and the out-of-memory message, all without LibTorch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_test_util.h"
+#include "fake_runtime.h"
+
+namespace remat::cli {
+namespace {
+
+const char kTinyModel[] = R"({"name": "tiny-gpt", "architecture": "gpt", "layers": 6,
+  "hidden": 64, "heads": 4, "vocab": 128, "seq_len": 64, "micro_batch": 2,
+  "precision": "fp32", "optimizer": "adamw", "attention": "eager", "dropout": 0.1})";
+
+class FakeTrain : public ::testing::Test {
+ protected:
+  void SetUp() override { model_ = dir_.Write("tiny.json", kTinyModel); }
+
+  Captured Run(const std::vector<std::string>& args, bool with_runtime = true) {
+    std::ostringstream out, err;
+    Environment env;
+    env.out = &out;
+    env.err = &err;
+    if (with_runtime) env.runtime = [this]() -> Result<Runtime*> { return &runtime_; };
+    const int code = cli::Run(args, env);
+    return {code, out.str(), err.str()};
+  }
+  std::string PlanFile(const std::vector<std::string>& plan_args, const std::string& name) {
+    const std::string path = dir_.Path(name);
+    std::vector<std::string> args = plan_args;
+    args.insert(args.end(), {"-o", path, model_});
+    const Captured c = Run(args);
+    EXPECT_EQ(c.code, 0) << c.err;
+    return path;
+  }
+  static int64_t PredictedPeak(const std::string& plan) {
+    return nlohmann::json::parse(ReadAll(plan))["predicted"]["peak_bytes"].get<int64_t>();
+  }
+  static int Lines(const std::string& s) {
+    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+  }
+
+  ScratchDir dir_;
+  FakeRuntime runtime_;
+  std::string model_;
+};
+
+TEST_F(FakeTrain, RunsThePlanAndReportsPredictedAgainstMeasured) {
+  const std::string plan = PlanFile({"--strategy", "uniform", "--every", "2"}, "uniform.json");
+  const Captured c = Run({"train", "--plan", plan, "--steps", "3", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.train_calls, 1);
+  EXPECT_NE(c.out.find("(uniform), 3 steps on cpu"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("step    3"), std::string::npos) << c.out;
+  EXPECT_TRUE(c.err.empty()) << c.err;
+}
+
+TEST_F(FakeTrain, JsonReportCarriesTheComparison) {
+  const std::string plan = PlanFile({"--strategy", "segment"}, "segment.json");
+  const Captured c = Run({"train", "--plan", plan, "--steps", "2", "--json", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["predicted"]["peak_bytes"].get<int64_t>(), PredictedPeak(plan));
+  EXPECT_EQ(j["measured"]["peak_bytes"].get<int64_t>(), PredictedPeak(plan));
+  EXPECT_EQ(j["steps"].size(), 2u);
+}
+
+TEST_F(FakeTrain, OutOfMemoryIsOneLineAndExitCode4) {
+  const std::string segment = PlanFile({"--strategy", "segment"}, "segment.json");
+  const std::string none = PlanFile({"--strategy", "none"}, "none.json");
+  const int64_t fits = PredictedPeak(segment), needs = PredictedPeak(none);
+  ASSERT_LT(fits, needs);
+  const std::string limit = std::to_string((fits + needs) / 2) + "B";
+  EXPECT_EQ(Run({"train", "--plan", segment, "--memory-limit", limit, model_}).code, 0);
+  const Captured oom = Run({"train", "--plan", none, "--memory-limit", limit, model_});
+  EXPECT_EQ(oom.code, 4) << oom.err;
+  EXPECT_EQ(oom.err.rfind("planner: error: out of memory at step 1, schedule op ", 0), 0u)
+      << oom.err;
+  EXPECT_EQ(Lines(oom.err), 1) << oom.err;
+}
+
+TEST_F(FakeTrain, APlanForAnotherShapeIsRefusedBeforeTheRuntimeStarts) {
+  const std::string plan = PlanFile({"--strategy", "none", "--micro-batch", "4"}, "mb4.json");
+  const Captured c = Run({"train", "--plan", plan, model_});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("the plan was made for micro_batch 4, seq_len 64; the model has "
+                       "micro_batch 2, seq_len 64"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(Lines(c.err), 1);
+  EXPECT_EQ(runtime_.train_calls, 0);
+}
+
+TEST_F(FakeTrain, ArgumentErrorsExit2WithoutRunning) {
+  const std::string plan = PlanFile({"--strategy", "none"}, "none.json");
+  const std::string profile = dir_.Path("profile.json");
+  ASSERT_EQ(Run({"profile", "--analytic", "-o", profile, model_}).code, 0);
+  const struct {
+    std::vector<std::string> args;
+    const char* says;
+  } cases[] = {
+      {{"train", model_}, "missing --plan"},
+      {{"train", "--plan", plan, "--steps", "0", model_}, "--steps"},
+      {{"train", "--plan", plan, "--memory-limit", "12", model_}, "option --memory-limit"},
+      {{"train", "--plan", plan, "--runtime-device", "tpu", model_}, "unknown device 'tpu'"},
+      {{"train", "--plan", dir_.Path("missing.json"), model_}, "missing.json"},
+      {{"train", "--plan", plan, profile}, "profile.json is a profile"},
+  };
+  for (const auto& c : cases) {
+    const Captured r = Run(c.args);
+    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(Lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(runtime_.train_calls, 0);
+}
+
+TEST_F(FakeTrain, WithoutARuntimeTrainAndMeasuringSayWhyAndExit2) {
+  const std::string plan = PlanFile({"--strategy", "none"}, "none.json");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--plan", plan, model_},
+        std::vector<std::string>{"profile", model_}}) {
+    const Captured c = Run(args, /*with_runtime=*/false);
+    EXPECT_EQ(c.code, 2) << c.err;
+    EXPECT_NE(c.err.find("needs the LibTorch runtime"), std::string::npos) << c.err;
+    EXPECT_EQ(Lines(c.err), 1);
+  }
+  EXPECT_EQ(Run({"profile", "--analytic", model_}, false).code, 0);
+}
+
+TEST_F(FakeTrain, ARuntimeThatFailsToLoadIsOneLine) {
+  std::ostringstream out, err;
+  Environment env;
+  env.out = &out;
+  env.err = &err;
+  env.runtime = []() -> Result<Runtime*> {
+    return Status::Invalid("cannot load the runtime module /x/libremat_runtime.so: not found");
+  };
+  const std::string plan = PlanFile({"--strategy", "none"}, "none.json");
+  EXPECT_EQ(cli::Run({"train", "--plan", plan, model_}, env), 2);
+  EXPECT_EQ(err.str(),
+            "planner: error: cannot load the runtime module /x/libremat_runtime.so: not found\n");
+}
+
+TEST_F(FakeTrain, MeasuredProfilePassesTheOptionsToTheRuntime) {
+  const std::string out = dir_.Path("measured.json");
+  const Captured c = Run(
+      {"profile", "--repeats", "3", "--statistic", "min", "--clock", "thread", "-o", out, model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.measure_calls, 1);
+  EXPECT_EQ(runtime_.last_measure.repeats, 3);
+  EXPECT_EQ(runtime_.last_measure.statistic, "min");
+  EXPECT_EQ(runtime_.last_measure.clock, "thread");
+  EXPECT_NE(ReadAll(out).find("\"source\": \"fake\""), std::string::npos);
+  EXPECT_EQ(Run({"profile", "--analytic", model_}).code, 0);
+  EXPECT_EQ(runtime_.measure_calls, 1);
+}
+
+TEST_F(FakeTrain, ReportsNameThePlansSetting) {
+  const std::string plan = PlanFile({"--strategy", "uniform", "--every", "2"}, "uniform.json");
+  const std::string html = dir_.Path("r.html");
+  const Captured c = Run(
+      {"train", "--plan", plan, "--steps", "1", "--pareto-points", "0", "--report", html, model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(ReadAll(html).find("every 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace remat::cli
