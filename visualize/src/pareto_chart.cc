@@ -38,21 +38,18 @@ Fronts SweptFrontiers(const ParetoCurve& curve) {
 struct ParetoFrame {
   PlotArea area{72, 50, kWidth - 72 - 28, 276};
   ByteUnit unit;
-  Ticks xt, yt;  // xt in `unit`s
+  ValueAxis x_axis, y_axis;  // x in `unit`s
   LinearScale x, y;
   double X(double bytes) const { return x(bytes / unit.bytes); }
 };
 
-// Axes padded around the frontier points, the chosen plan, the budget and
-// the step time without recompute.
+// Axes fitted to the frontier points, the chosen plan and the step time
+// without recompute; the budget widens the memory axis unless it is off
+// scale (FitAxis).
 ParetoFrame FitFrame(const Fronts& fronts, const ParetoCurve& curve, const Plan& chosen) {
   double lo_b = static_cast<double>(chosen.predicted.peak_bytes), hi_b = lo_b;
   double lo_t = std::min(chosen.predicted.step_ms, curve.baseline_step_ms);
   double hi_t = std::max(chosen.predicted.step_ms, curve.baseline_step_ms);
-  if (chosen.budget_bytes > 0) {
-    lo_b = std::min(lo_b, static_cast<double>(chosen.budget_bytes));
-    hi_b = std::max(hi_b, static_cast<double>(chosen.budget_bytes));
-  }
   for (const std::vector<ParetoPoint>& front : fronts.points) {
     for (const ParetoPoint& p : front) {
       lo_b = std::min(lo_b, static_cast<double>(p.peak_bytes));
@@ -62,14 +59,21 @@ ParetoFrame FitFrame(const Fronts& fronts, const ParetoCurve& curve, const Plan&
     }
   }
   ParetoFrame f;
-  f.unit = PickByteUnit(hi_b);
-  const double pad_b = std::max((hi_b - lo_b) * 0.06, hi_b * 0.01);
-  const double pad_t = std::max((hi_t - lo_t) * 0.08, hi_t * 0.01);
-  f.xt = NiceTicks((lo_b - pad_b) / f.unit.bytes, (hi_b + pad_b) / f.unit.bytes, 8);
-  f.yt = NiceTicks(std::max(0.0, lo_t - pad_t), hi_t + pad_t, 5);
-  f.x = XScale(f.area, f.xt.lo, f.xt.hi);
-  f.y = YScale(f.area, f.yt.lo, f.yt.hi);
+  AxisFit x_fit, y_fit;
+  x_fit.from_zero = y_fit.from_zero = false;
+  x_fit.headroom = 0.06;
+  x_fit.target_steps = 8;
+  y_fit.headroom = 0.08;
+  y_fit.target_steps = 5;
+  f.x_axis = FitByteAxis(lo_b, hi_b, static_cast<double>(chosen.budget_bytes), x_fit, &f.unit);
+  f.y_axis = FitAxis(lo_t, hi_t, 0, y_fit);
+  f.x = XScale(f.area, f.x_axis.ticks.lo, f.x_axis.ticks.hi);
+  f.y = YScale(f.area, f.y_axis.ticks.lo, f.y_axis.ticks.hi);
   return f;
+}
+
+bool BudgetOnScale(const ParetoFrame& f, const Plan& chosen) {
+  return chosen.budget_bytes > 0 && !f.x_axis.reference_off_scale;
 }
 
 void DrawLegendAndAxes(SvgWriter& svg, const ParetoFrame& f, const Fronts& fronts,
@@ -78,11 +82,11 @@ void DrawLegendAndAxes(SvgWriter& svg, const ParetoFrame& f, const Fronts& front
   for (Strategy s : fronts.strategies)
     legend.push_back({ToString(s), StrategyColor(s), LegendMark::kDot});
   legend.push_back({"chosen plan", kInkColor, LegendMark::kRing});
-  if (chosen.budget_bytes > 0) legend.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
+  if (BudgetOnScale(f, chosen)) legend.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
   legend.push_back({"no recompute", kMutedColor, LegendMark::kDashedLine});
   DrawLegend(svg, f.area.left, 20, legend);
-  DrawYAxis(svg, f.area, f.yt, f.y, "step time (ms)");
-  DrawXAxis(svg, f.area, f.xt, f.x, std::string("peak memory (") + f.unit.name + ")", 0);
+  DrawYAxis(svg, f.area, f.y_axis.ticks, f.y, "step time (ms)");
+  DrawXAxis(svg, f.area, f.x_axis.ticks, f.x, std::string("peak memory (") + f.unit.name + ")", 0);
 }
 
 // The step time without recompute: a dotted line across the plot.
@@ -99,19 +103,13 @@ void DrawBaseline(SvgWriter& svg, const ParetoFrame& f, double baseline_ms) {
            {{"text-anchor", "end"}, {"font-size", 11}, {"fill", kMutedColor}});
 }
 
-// The budget: a dashed vertical line, labelled.
 void DrawBudget(SvgWriter& svg, const ParetoFrame& f, int64_t budget) {
-  const double x = f.X(static_cast<double>(budget));
-  svg.Empty("line", {{"class", "budget"},
-                     {"x1", x},
-                     {"x2", x},
-                     {"y1", f.area.top},
-                     {"y2", f.area.bottom()},
-                     {"stroke", kBudgetColor},
-                     {"stroke-width", 2},
-                     {"stroke-dasharray", "7 4"}});
-  svg.Text(x + 5, f.area.top + 12, "budget " + FormatBytes(budget),
-           {{"fill", kBudgetColor}, {"font-weight", 600}});
+  DrawReference(svg, f.area, Axis::kX, f.x,
+                {static_cast<double>(budget) / f.unit.bytes,
+                 "budget " + FormatBytes(budget),
+                 "budget",
+                 {{"data-bytes", std::to_string(budget)}}},
+                f.x_axis.reference_off_scale);
 }
 
 // One line per strategy through its frontier's points.
@@ -208,6 +206,11 @@ std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen) {
   const Fronts fronts = SweptFrontiers(curve);
   const ParetoFrame f = FitFrame(fronts, curve, chosen);
   SvgWriter svg(kWidth, kHeight, "pareto", "step time against peak memory per strategy");
+  svg.Open("g", {{"class", "frame"},
+                 {"data-plot-left", f.area.left},
+                 {"data-plot-right", f.area.right()},
+                 {"data-x-min-bytes", Num(f.x_axis.ticks.lo * f.unit.bytes)},
+                 {"data-x-max-bytes", Num(f.x_axis.ticks.hi * f.unit.bytes)}});
   DrawLegendAndAxes(svg, f, fronts, chosen);
   DrawBaseline(svg, f, curve.baseline_step_ms);
   if (chosen.budget_bytes > 0) DrawBudget(svg, f, chosen.budget_bytes);
