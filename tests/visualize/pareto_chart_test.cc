@@ -116,5 +116,13 @@ TEST(ParetoChart, BudgetWithinRangeIsALineAtItsValue) {
   }
 }
 
+TEST(ParetoChart, ChosenPlanIsNamedWithItsSetting) {
+  const testing::ReportFixture f = testing::MakeReportFixture(Strategy::kUniform);
+  ASSERT_FALSE(f.plans.chosen.parameter.empty());
+  const std::string svg = ParetoChart(f.pareto, f.plans.chosen);
+  EXPECT_NE(svg.find(">chosen: uniform (" + f.plans.chosen.parameter + ")</text>"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace remat::viz

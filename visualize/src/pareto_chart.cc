@@ -134,11 +134,9 @@ void DrawFrontierLines(SvgWriter& svg, const ParetoFrame& f, const Fronts& front
 }
 
 std::string PointTooltip(const ParetoPoint& p) {
-  std::string s = ToString(p.strategy);
-  if (!p.parameter.empty()) s += " (" + p.parameter + ")";
-  return s + "\npeak " + FormatBytes(p.peak_bytes) + ", step " + FormatMillis(p.step_ms) +
-         ", recompute " + FormatMillis(p.recompute_ms) + "\nbest under a budget of " +
-         FormatBytes(p.budget_bytes);
+  return PlanName(p.strategy, p.parameter) + "\npeak " + FormatBytes(p.peak_bytes) + ", step " +
+         FormatMillis(p.step_ms) + ", recompute " + FormatMillis(p.recompute_ms) +
+         "\nbest under a budget of " + FormatBytes(p.budget_bytes);
 }
 
 // One <g class="point"> per pixel position: a dot in the first strategy's
@@ -184,10 +182,9 @@ void DrawPoints(SvgWriter& svg, const ParetoFrame& f, const Fronts& fronts) {
 void DrawChosen(SvgWriter& svg, const ParetoFrame& f, const Plan& chosen) {
   const double cx = f.X(static_cast<double>(chosen.predicted.peak_bytes));
   const double cy = f.y(chosen.predicted.step_ms);
-  Callout label{
-      std::string("chosen: ") + ToString(chosen.strategy),
+  const Callout label{
+      "chosen: " + PlanName(chosen.strategy, chosen.parameter),
       FormatBytes(chosen.predicted.peak_bytes) + ", " + FormatMillis(chosen.predicted.step_ms)};
-  if (!chosen.parameter.empty()) label.title += " (" + chosen.parameter + ")";
   svg.Empty("circle", {{"class", "chosen"},
                        {"cx", cx},
                        {"cy", cy},

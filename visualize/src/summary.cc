@@ -21,12 +21,6 @@ std::string Decimal(double v) {
   return buf;
 }
 
-std::string PlanName(const Plan& p) {
-  std::string s = ToString(p.strategy);
-  if (!p.parameter.empty()) s += " (" + p.parameter + ")";
-  return s;
-}
-
 std::string DescribePeakOp(const Plan& plan, const Profile& profile) {
   const int i = plan.predicted.peak_op;
   if (i < 0) return "";
@@ -117,7 +111,7 @@ ReportSummary Summarize(const ReportData& data) {
   s.model = p.model.empty() ? data.context->input_path : p.model;
   s.fits = plan.fits;
   s.verdict = plan.budget_bytes <= 0 ? "NO BUDGET" : plan.fits ? "FITS" : "DOES NOT FIT";
-  s.plan = PlanName(plan);
+  s.plan = PlanName(plan.strategy, plan.parameter);
   if (plans.auto_selected) {  // as the terminal report says it
     s.how_chosen = plan.fits ? ", chosen by auto as the fastest plan that fits"
                              : ": nothing fits, this is the plan with the lowest peak";
