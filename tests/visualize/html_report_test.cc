@@ -113,6 +113,15 @@ TEST(HtmlReport, SaysWhenNothingFits) {
             std::string::npos);
 }
 
+TEST(HtmlReport, NoCheckpointingHasNoOverhead) {
+  testing::ReportFixture f = testing::MakeReportFixture(Strategy::kNone);
+  // A simulated step a rounding error faster than the profile's sum.
+  f.plans.chosen.predicted.step_ms = BaselineStepMs(f.profile) * (1 - 1e-12);
+  const std::string html = *RenderHtmlReport(f.Data());
+  EXPECT_NE(html.find("+0.0% over no checkpointing"), std::string::npos);
+  EXPECT_EQ(html.find("+-"), std::string::npos);
+}
+
 TEST(HtmlReport, BudgetFarAboveTheDataIsMarkedOffScale) {
   testing::ReportFixture f = testing::MakeReportFixture();
   f.plans.chosen.budget_bytes = 400 * f.plans.baseline.predicted.peak_bytes;

@@ -1,5 +1,6 @@
 #include "summary.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "measured.h"
@@ -12,6 +13,15 @@ namespace {
 std::string Percent(double part, double whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
+}
+
+// "+14.3%", "-2.0%"; what rounds to zero is "+0.0%" (never "+-0.0%").
+std::string SignedPercent(double part, double whole) {
+  double v = whole > 0 ? 100.0 * part / whole : 0.0;
+  if (std::fabs(v) < 0.05) v = 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
   return buf;
 }
 
@@ -123,7 +133,7 @@ ReportSummary Summarize(const ReportData& data) {
                                          : "";
   s.step = FormatMillis(r.step_ms);
   s.recompute = FormatMillis(r.recompute_ms);
-  s.overhead = "+" + Percent(r.step_ms - base, base);
+  s.overhead = SignedPercent(r.step_ms - base, base);
   s.peak_op = DescribePeakOp(plan, p);
   s.inputs = Inputs(data, plan);
 
