@@ -113,6 +113,28 @@ TEST(HtmlReport, SaysWhenNothingFits) {
             std::string::npos);
 }
 
+TEST(HtmlReport, NoCheckpointingHasNoOverhead) {
+  testing::ReportFixture f = testing::MakeReportFixture(Strategy::kNone);
+  // A simulated step a rounding error faster than the profile's sum.
+  f.plans.chosen.predicted.step_ms = BaselineStepMs(f.profile) * (1 - 1e-12);
+  const std::string html = *RenderHtmlReport(f.Data());
+  EXPECT_NE(html.find("+0.0% over no checkpointing"), std::string::npos);
+  EXPECT_EQ(html.find("+-"), std::string::npos);
+}
+
+TEST(HtmlReport, BudgetFarAboveTheDataIsMarkedOffScale) {
+  testing::ReportFixture f = testing::MakeReportFixture();
+  f.plans.chosen.budget_bytes = 400 * f.plans.baseline.predicted.peak_bytes;
+  const std::string html = *RenderHtmlReport(f.Data());
+  // On the timeline and on the Pareto chart, and the caption says so.
+  EXPECT_EQ(Count(html, "class=\"budget-off-scale\""), 2);
+  EXPECT_EQ(html.find("class=\"budget\""), std::string::npos);
+  EXPECT_NE(html.find("The budget, " + FormatBytes(f.plans.chosen.budget_bytes) +
+                      ", is far above every value shown"),
+            std::string::npos);
+  EXPECT_EQ(html.find("The dashed red line is the budget"), std::string::npos);
+}
+
 TEST(CheckReportData, RejectsRunsOfAnotherSchedule) {
   testing::ReportFixture f = testing::MakeReportFixture();
   f.measured.ops.push_back({static_cast<int>(f.plans.chosen.schedule.ops.size()), 1, 0, 0, 0});

@@ -58,5 +58,52 @@ TEST(PickByteUnit, LargestUnitReached) {
   EXPECT_EQ(PickByteUnit(24e9).bytes, 1073741824.0);
 }
 
+TEST(OffScale, PastTheRatioOverTheData) {
+  EXPECT_FALSE(OffScale(150, 100));  // kOffScaleRatio x the data is still on scale
+  EXPECT_TRUE(OffScale(151, 100));
+  EXPECT_FALSE(OffScale(10, 100));  // below the data: on scale
+  EXPECT_FALSE(OffScale(0, 100));   // no reference
+  EXPECT_FALSE(OffScale(5, 0));     // no data to squeeze
+}
+
+TEST(FitAxis, FollowsTheDataNotAReferenceFarAboveIt) {
+  // 223 MiB of data, a 100 GiB budget: the axis stays near the data.
+  const ValueAxis a = FitAxis(0, 223, 102400, AxisFit{});
+  EXPECT_TRUE(a.reference_off_scale);
+  EXPECT_EQ(a.ticks.lo, 0);
+  EXPECT_GE(a.ticks.hi, 223 * 1.1);
+  EXPECT_LE(a.ticks.hi, 300);
+}
+
+TEST(FitAxis, IncludesAReferenceInRange) {
+  const ValueAxis above = FitAxis(0, 223, 300, AxisFit{});
+  EXPECT_FALSE(above.reference_off_scale);
+  EXPECT_GE(above.ticks.hi, 300);
+  AxisFit from_data;
+  from_data.from_zero = false;
+  const ValueAxis below = FitAxis(200, 250, 120, from_data);
+  EXPECT_FALSE(below.reference_off_scale);
+  EXPECT_LE(below.ticks.lo, 120);
+  EXPECT_GE(below.ticks.hi, 250);
+  const ValueAxis none = FitAxis(200, 250, 0, from_data);
+  EXPECT_FALSE(none.reference_off_scale);
+  EXPECT_GT(none.ticks.lo, 150);  // not from zero
+}
+
+TEST(FitByteAxis, UnitOfTheValuesShown) {
+  ByteUnit unit;
+  const double mib = 1048576.0, gib = 1073741824.0;
+  // An off-scale budget does not make the axis GiB.
+  const ValueAxis a = FitByteAxis(0, 223 * mib, 100 * gib, AxisFit{}, &unit);
+  EXPECT_STREQ(unit.name, "MiB");
+  EXPECT_TRUE(a.reference_off_scale);
+  EXPECT_LE(a.ticks.hi, 300);
+  // One on scale does.
+  const ValueAxis b = FitByteAxis(0, 1000 * mib, 1.2 * gib, AxisFit{}, &unit);
+  EXPECT_STREQ(unit.name, "GiB");
+  EXPECT_FALSE(b.reference_off_scale);
+  EXPECT_GE(b.ticks.hi, 1.2);
+}
+
 }  // namespace
 }  // namespace remat::viz

@@ -59,6 +59,40 @@ void DrawXAxis(SvgWriter& svg, const PlotArea& area, const Ticks& ticks, const L
   svg.Close();
 }
 
+void DrawReference(SvgWriter& svg, const PlotArea& area, Axis axis, const LinearScale& scale,
+                   const Reference& ref, bool off_scale) {
+  if (off_scale) {
+    Attrs group = {{"class", ref.cls + "-off-scale"}};
+    group.insert(group.end(), ref.attrs.begin(), ref.attrs.end());
+    svg.Open("g", group);
+    svg.Title(ref.label + " is more than " + FormatTick(kOffScaleRatio, 1) +
+              "x the largest value plotted: it is left off the axis so that the data stay "
+              "readable");
+    svg.Text(area.right(), area.top - 6,
+             ref.label + (axis == Axis::kY ? " ↑" : " →") + " (off scale)",
+             {{"text-anchor", "end"}, {"fill", ref.color}, {"font-weight", 600}});
+    svg.Close();
+    return;
+  }
+  const double at = scale(ref.value);
+  const bool horizontal = axis == Axis::kY;
+  Attrs line = {{"class", ref.cls}};
+  line.insert(line.end(), ref.attrs.begin(), ref.attrs.end());
+  line.insert(line.end(), {{"x1", horizontal ? area.left : at},
+                           {"x2", horizontal ? area.right() : at},
+                           {"y1", horizontal ? at : area.top},
+                           {"y2", horizontal ? at : area.bottom()},
+                           {"stroke", ref.color},
+                           {"stroke-width", 2},
+                           {"stroke-dasharray", "7 4"}});
+  svg.Empty("line", line);
+  const Attrs text = {{"fill", ref.color}, {"font-weight", 600}};
+  if (horizontal)
+    svg.Text(area.left + 6, at - 6, ref.label, text);
+  else
+    svg.Text(at + 5, area.top + 12, ref.label, text);
+}
+
 double TextWidth(const std::string& text, double font_px) {
   return static_cast<double>(text.size()) * font_px * 0.56;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "palette.h"
 #include "scale.h"
 #include "svg.h"
 
@@ -29,6 +30,24 @@ void DrawYAxis(SvgWriter& svg, const PlotArea& area, const Ticks& ticks, const L
 // Ticks outside [x.d0, x.d1] are skipped. Labels show value / unit.
 void DrawXAxis(SvgWriter& svg, const PlotArea& area, const Ticks& ticks, const LinearScale& x,
                const std::string& title, double gap = 0, double unit = 1);
+
+// A value marked across a plot, such as the budget.
+struct Reference {
+  double value = 0;   // in the axis' units
+  std::string label;  // "budget 22.35 GiB"
+  std::string cls;    // the line's class ("budget")
+  Attrs attrs;        // more attributes of the line or the off-scale mark ("data-bytes")
+  const char* color = kBudgetColor;
+};
+enum class Axis { kX, kY };
+// Draws `ref` on the plot's `axis`, mapped by `scale`. On scale: a dashed
+// <line class="<cls>"> across the plot at the value (horizontal on the y
+// axis, vertical on the x axis) with the label beside it. With `off_scale`
+// (ValueAxis::reference_off_scale): no line, but <g class="<cls>-off-scale">
+// at the top edge of the plot, right-aligned, with the value and an arrow
+// towards it ("budget 100 GiB ↑ (off scale)"; → on the x axis).
+void DrawReference(SvgWriter& svg, const PlotArea& area, Axis axis, const LinearScale& scale,
+                   const Reference& ref, bool off_scale);
 
 enum class LegendMark { kSwatch, kLine, kDashedLine, kDot, kRing };
 struct LegendItem {

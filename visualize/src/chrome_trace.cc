@@ -62,10 +62,9 @@ Json ByCategory(const MemoryByCategory& m) {
 void AddPredicted(const ReportData& data, Json& events) {
   const Plan& plan = data.plans->chosen;
   const Profile& profile = *data.profile;
-  std::string plan_name = ToString(plan.strategy);
-  if (!plan.parameter.empty()) plan_name += " (" + plan.parameter + ")";
   events.push_back(
-      Meta("process_name", kPredictedPid, -1, "predicted: " + profile.model + ", " + plan_name));
+      Meta("process_name", kPredictedPid, -1,
+           "predicted: " + profile.model + ", " + viz::PlanName(plan.strategy, plan.parameter)));
   events.push_back(Meta("thread_name", kPredictedPid, kOpsTid, "ops"));
   events.push_back(Meta("thread_name", kPredictedPid, kPhasesTid, "phases"));
   events.push_back(Meta("thread_name", kPredictedPid, kFreesTid, "frees"));
@@ -140,6 +139,7 @@ Result<std::string> RenderChromeTrace(const ReportData& data) {
   Json doc;
   doc["displayTimeUnit"] = "ms";
   doc["otherData"] = {{"model", data.profile->model},
+                      {"plan", viz::PlanName(plan.strategy, plan.parameter)},
                       {"strategy", ToString(plan.strategy)},
                       {"parameter", plan.parameter},
                       {"budget_bytes", plan.budget_bytes},

@@ -9,6 +9,7 @@
 #include "pareto_chart.h"
 #include "remat/units.h"
 #include "remat/visualize.h"
+#include "scale.h"
 #include "summary.h"
 #include "svg.h"
 #include "timeline_chart.h"
@@ -126,7 +127,15 @@ std::string TimelineCaption(const viz::ReportSummary& s, const ReportData& data)
   std::string c =
       "Memory live at each op's peak, stacked by category, over the simulated step "
       "(forward, then backward with its recomputes, then the optimizer step). ";
-  if (data.plans->chosen.budget_bytes > 0) c += "The dashed red line is the budget. ";
+  const Plan& plan = data.plans->chosen;
+  if (plan.budget_bytes > 0) {
+    c += viz::OffScale(static_cast<double>(plan.budget_bytes),
+                       viz::TimelineDataMaxBytes(plan, data.measured))
+             ? "The budget, " + s.budget +
+                   ", is far above every value shown: the axis follows the data and the budget "
+                   "is marked off scale at the top right. "
+             : std::string("The dashed red line is the budget. ");
+  }
   c += "The ring marks the peak: " + s.peak + " at " + s.peak_op + ". ";
   if (data.measured != nullptr) {
     c += "The black line is the measured run (" + s.measured_device +

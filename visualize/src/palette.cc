@@ -84,6 +84,12 @@ const char* DecisionColor(LayerDecision d) {
   return "#000000";
 }
 
+std::string PlanName(Strategy strategy, const std::string& parameter) {
+  std::string name = ToString(strategy);
+  if (!parameter.empty()) name += " (" + parameter + ")";
+  return name;
+}
+
 const char* StrategyColor(Strategy s) {
   switch (s) {
     case Strategy::kNone:

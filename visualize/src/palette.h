@@ -3,6 +3,8 @@
 #ifndef REMAT_VISUALIZE_PALETTE_H_
 #define REMAT_VISUALIZE_PALETTE_H_
 
+#include <string>
+
 #include "remat/plan.h"
 #include "remat/schedule.h"
 #include "remat/simulator.h"
@@ -17,6 +19,10 @@ const char* CategoryLabel(MemoryCategory c);  // "activations kept", ...
 // recompute, which shares the colour of recomputed memory.
 const char* PhaseColor(OpKind kind);
 const char* PhaseLabel(OpKind kind);  // "forward", "recompute", "backward", "optimizer"
+
+// A plan as every part of a report names it: its strategy and, when it has
+// one, its setting (Plan::parameter): "uniform (every 2)"; "none".
+std::string PlanName(Strategy strategy, const std::string& parameter);
 
 const char* DecisionColor(LayerDecision d);
 const char* StrategyColor(Strategy s);

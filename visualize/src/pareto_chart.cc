@@ -17,110 +17,144 @@ namespace {
 constexpr double kWidth = 1100;
 constexpr double kHeight = 380;
 
-std::vector<Strategy> SweptStrategies(const ParetoCurve& curve) {
-  std::vector<Strategy> out;
+// Each swept strategy's frontier (Frontier()), in the order they were swept.
+struct Fronts {
+  std::vector<Strategy> strategies;
+  std::vector<std::vector<ParetoPoint>> points;  // one frontier per strategy
+};
+
+Fronts SweptFrontiers(const ParetoCurve& curve) {
+  Fronts f;
   for (const ParetoPoint& p : curve.points) {
-    if (std::find(out.begin(), out.end(), p.strategy) == out.end()) out.push_back(p.strategy);
+    if (std::find(f.strategies.begin(), f.strategies.end(), p.strategy) != f.strategies.end())
+      continue;
+    f.strategies.push_back(p.strategy);
+    f.points.push_back(Frontier(curve, p.strategy));
   }
-  return out;
+  return f;
 }
 
-std::string PointTooltip(const ParetoPoint& p) {
-  std::string s = ToString(p.strategy);
-  if (!p.parameter.empty()) s += " (" + p.parameter + ")";
-  return s + "\npeak " + FormatBytes(p.peak_bytes) + ", step " + FormatMillis(p.step_ms) +
-         ", recompute " + FormatMillis(p.recompute_ms) + "\nbest under a budget of " +
-         FormatBytes(p.budget_bytes);
-}
+// What the chart maps: peak memory (bytes) to x, step time (ms) to y.
+struct ParetoFrame {
+  PlotArea area{72, 50, kWidth - 72 - 28, 276};
+  ByteUnit unit;
+  ValueAxis x_axis, y_axis;  // x in `unit`s
+  LinearScale x, y;
+  double X(double bytes) const { return x(bytes / unit.bytes); }
+};
 
-}  // namespace
-
-std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen) {
-  const std::vector<Strategy> strategies = SweptStrategies(curve);
-  std::vector<std::vector<ParetoPoint>> fronts;
+// Axes fitted to the frontier points, the chosen plan and the step time
+// without recompute; the budget widens the memory axis unless it is off
+// scale (FitAxis).
+ParetoFrame FitFrame(const Fronts& fronts, const ParetoCurve& curve, const Plan& chosen) {
   double lo_b = static_cast<double>(chosen.predicted.peak_bytes), hi_b = lo_b;
   double lo_t = std::min(chosen.predicted.step_ms, curve.baseline_step_ms);
   double hi_t = std::max(chosen.predicted.step_ms, curve.baseline_step_ms);
-  if (chosen.budget_bytes > 0) {
-    lo_b = std::min(lo_b, static_cast<double>(chosen.budget_bytes));
-    hi_b = std::max(hi_b, static_cast<double>(chosen.budget_bytes));
-  }
-  for (Strategy s : strategies) {
-    fronts.push_back(Frontier(curve, s));
-    for (const ParetoPoint& p : fronts.back()) {
+  for (const std::vector<ParetoPoint>& front : fronts.points) {
+    for (const ParetoPoint& p : front) {
       lo_b = std::min(lo_b, static_cast<double>(p.peak_bytes));
       hi_b = std::max(hi_b, static_cast<double>(p.peak_bytes));
       lo_t = std::min(lo_t, p.step_ms);
       hi_t = std::max(hi_t, p.step_ms);
     }
   }
-  const ByteUnit unit = PickByteUnit(hi_b);
-  const double pad_b = std::max((hi_b - lo_b) * 0.06, hi_b * 0.01);
-  const double pad_t = std::max((hi_t - lo_t) * 0.08, hi_t * 0.01);
-  const Ticks xt = NiceTicks((lo_b - pad_b) / unit.bytes, (hi_b + pad_b) / unit.bytes, 8);
-  const Ticks yt = NiceTicks(std::max(0.0, lo_t - pad_t), hi_t + pad_t, 5);
-  const PlotArea area{72, 50, kWidth - 72 - 28, 276};
-  const LinearScale x = XScale(area, xt.lo, xt.hi);
-  const LinearScale y = YScale(area, yt.lo, yt.hi);
-  auto X = [&](double bytes) { return x(bytes / unit.bytes); };
+  ParetoFrame f;
+  AxisFit x_fit, y_fit;
+  x_fit.from_zero = y_fit.from_zero = false;
+  x_fit.headroom = 0.06;
+  x_fit.target_steps = 8;
+  y_fit.headroom = 0.08;
+  y_fit.target_steps = 5;
+  f.x_axis = FitByteAxis(lo_b, hi_b, static_cast<double>(chosen.budget_bytes), x_fit, &f.unit);
+  f.y_axis = FitAxis(lo_t, hi_t, 0, y_fit);
+  f.x = XScale(f.area, f.x_axis.ticks.lo, f.x_axis.ticks.hi);
+  f.y = YScale(f.area, f.y_axis.ticks.lo, f.y_axis.ticks.hi);
+  return f;
+}
 
-  SvgWriter svg(kWidth, kHeight, "pareto", "step time against peak memory per strategy");
+bool BudgetOnScale(const ParetoFrame& f, const Plan& chosen) {
+  return chosen.budget_bytes > 0 && !f.x_axis.reference_off_scale;
+}
+
+void DrawLegendAndAxes(SvgWriter& svg, const ParetoFrame& f, const Fronts& fronts,
+                       const Plan& chosen) {
   std::vector<LegendItem> legend;
-  for (Strategy s : strategies) legend.push_back({ToString(s), StrategyColor(s), LegendMark::kDot});
+  for (Strategy s : fronts.strategies)
+    legend.push_back({ToString(s), StrategyColor(s), LegendMark::kDot});
   legend.push_back({"chosen plan", kInkColor, LegendMark::kRing});
-  if (chosen.budget_bytes > 0) legend.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
+  if (BudgetOnScale(f, chosen)) legend.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
   legend.push_back({"no recompute", kMutedColor, LegendMark::kDashedLine});
-  DrawLegend(svg, area.left, 20, legend);
-  DrawYAxis(svg, area, yt, y, "step time (ms)");
-  DrawXAxis(svg, area, xt, x, std::string("peak memory (") + unit.name + ")", 0);
+  DrawLegend(svg, f.area.left, 20, legend);
+  DrawYAxis(svg, f.area, f.y_axis.ticks, f.y, "step time (ms)");
+  DrawXAxis(svg, f.area, f.x_axis.ticks, f.x, std::string("peak memory (") + f.unit.name + ")", 0);
+}
 
-  const double base_y = y(curve.baseline_step_ms);
+// The step time without recompute: a dotted line across the plot.
+void DrawBaseline(SvgWriter& svg, const ParetoFrame& f, double baseline_ms) {
+  const double y = f.y(baseline_ms);
   svg.Empty("line", {{"class", "baseline"},
-                     {"x1", area.left},
-                     {"x2", area.right()},
-                     {"y1", base_y},
-                     {"y2", base_y},
+                     {"x1", f.area.left},
+                     {"x2", f.area.right()},
+                     {"y1", y},
+                     {"y2", y},
                      {"stroke", kMutedColor},
                      {"stroke-dasharray", "3 3"}});
-  svg.Text(area.right() - 4, base_y - 5, "no recompute " + FormatMillis(curve.baseline_step_ms),
-           {{"text-anchor", "end"}, {"font-size", 11}, {"fill", kMutedColor}});
-  if (chosen.budget_bytes > 0) {
-    const double bx = X(static_cast<double>(chosen.budget_bytes));
-    svg.Empty("line", {{"class", "budget"},
-                       {"x1", bx},
-                       {"x2", bx},
-                       {"y1", area.top},
-                       {"y2", area.bottom()},
-                       {"stroke", kBudgetColor},
-                       {"stroke-width", 2},
-                       {"stroke-dasharray", "7 4"}});
-    svg.Text(bx + 5, area.top + 12, "budget " + FormatBytes(chosen.budget_bytes),
-             {{"fill", kBudgetColor}, {"font-weight", 600}});
-  }
+  // Labelled at the left end: no frontier point reaches the lower left (it
+  // would beat them all), while the right end is where the plans without
+  // recompute, the chosen one's label among them, sit on this line.
+  svg.Text(f.area.left + 6, y - 5, "no recompute " + FormatMillis(baseline_ms),
+           {{"font-size", 11}, {"fill", kMutedColor}});
+}
 
-  // Lines first, then the points: where several strategies reach the same
-  // point, one dot with a ring per further strategy around it.
-  std::map<std::pair<long, long>, std::vector<const ParetoPoint*>> at;
-  for (size_t k = 0; k < strategies.size(); ++k) {
+void DrawBudget(SvgWriter& svg, const ParetoFrame& f, int64_t budget) {
+  DrawReference(svg, f.area, Axis::kX, f.x,
+                {static_cast<double>(budget) / f.unit.bytes,
+                 "budget " + FormatBytes(budget),
+                 "budget",
+                 {{"data-bytes", std::to_string(budget)}}},
+                f.x_axis.reference_off_scale);
+}
+
+// One line per strategy through its frontier's points.
+void DrawFrontierLines(SvgWriter& svg, const ParetoFrame& f, const Fronts& fronts) {
+  for (size_t k = 0; k < fronts.strategies.size(); ++k) {
     PathData line;
-    for (const ParetoPoint& p : fronts[k]) {
-      const double px = X(static_cast<double>(p.peak_bytes)), py = y(p.step_ms);
+    for (const ParetoPoint& p : fronts.points[k]) {
+      const double px = f.X(static_cast<double>(p.peak_bytes)), py = f.y(p.step_ms);
       if (line.empty())
         line.MoveTo(px, py);
       else
         line.LineTo(px, py);
-      at[{std::lround(px), std::lround(py)}].push_back(&p);
     }
-    svg.Empty("path", {{"class", std::string("frontier frontier-") + ToString(strategies[k])},
-                       {"d", line.str()},
-                       {"fill", "none"},
-                       {"stroke", StrategyColor(strategies[k])},
-                       {"stroke-width", 2},
-                       {"stroke-opacity", 0.75}});
+    svg.Empty("path",
+              {{"class", std::string("frontier frontier-") + ToString(fronts.strategies[k])},
+               {"d", line.str()},
+               {"fill", "none"},
+               {"stroke", StrategyColor(fronts.strategies[k])},
+               {"stroke-width", 2},
+               {"stroke-opacity", 0.75}});
+  }
+}
+
+std::string PointTooltip(const ParetoPoint& p) {
+  return PlanName(p.strategy, p.parameter) + "\npeak " + FormatBytes(p.peak_bytes) + ", step " +
+         FormatMillis(p.step_ms) + ", recompute " + FormatMillis(p.recompute_ms) +
+         "\nbest under a budget of " + FormatBytes(p.budget_bytes);
+}
+
+// One <g class="point"> per pixel position: a dot in the first strategy's
+// colour, and a ring around it per further strategy reaching the same point.
+void DrawPoints(SvgWriter& svg, const ParetoFrame& f, const Fronts& fronts) {
+  std::map<std::pair<long, long>, std::vector<const ParetoPoint*>> at;
+  for (const std::vector<ParetoPoint>& front : fronts.points) {
+    for (const ParetoPoint& p : front) {
+      at[{std::lround(f.X(static_cast<double>(p.peak_bytes))), std::lround(f.y(p.step_ms))}]
+          .push_back(&p);
+    }
   }
   svg.Open("g", {{"class", "points"}});
   for (const auto& [pos, points] : at) {
-    const double px = X(static_cast<double>(points[0]->peak_bytes)), py = y(points[0]->step_ms);
+    const double px = f.X(static_cast<double>(points[0]->peak_bytes)), py = f.y(points[0]->step_ms);
     std::string names, tip;
     for (const ParetoPoint* p : points) {
       names += (names.empty() ? "" : " ") + std::string(ToString(p->strategy));
@@ -145,13 +179,15 @@ std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen) {
     svg.Close();
   }
   svg.Close();
+}
 
-  const double cx = X(static_cast<double>(chosen.predicted.peak_bytes));
-  const double cy = y(chosen.predicted.step_ms);
-  Callout label{
-      std::string("chosen: ") + ToString(chosen.strategy),
+// The chosen plan: a ring, and a callout naming it on the side with room.
+void DrawChosen(SvgWriter& svg, const ParetoFrame& f, const Plan& chosen) {
+  const double cx = f.X(static_cast<double>(chosen.predicted.peak_bytes));
+  const double cy = f.y(chosen.predicted.step_ms);
+  const Callout label{
+      "chosen: " + PlanName(chosen.strategy, chosen.parameter),
       FormatBytes(chosen.predicted.peak_bytes) + ", " + FormatMillis(chosen.predicted.step_ms)};
-  if (!chosen.parameter.empty()) label.title += " (" + chosen.parameter + ")";
   svg.Empty("circle", {{"class", "chosen"},
                        {"cx", cx},
                        {"cy", cy},
@@ -160,8 +196,28 @@ std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen) {
                        {"stroke", kInkColor},
                        {"stroke-width", 2.5}});
   const double w = label.width();
-  DrawCallout(svg, cx + 16 + w < area.right() ? cx + 14 : cx - 14 - w,
-              cy - 18 < area.top ? cy + 14 : cy - 46, label, kInkColor, "chosen");
+  DrawCallout(svg, cx + 16 + w < f.area.right() ? cx + 14 : cx - 14 - w,
+              cy - 18 < f.area.top ? cy + 14 : cy - 46, label, kInkColor, "chosen");
+}
+
+}  // namespace
+
+std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen) {
+  const Fronts fronts = SweptFrontiers(curve);
+  const ParetoFrame f = FitFrame(fronts, curve, chosen);
+  SvgWriter svg(kWidth, kHeight, "pareto", "step time against peak memory per strategy");
+  svg.Open("g", {{"class", "frame"},
+                 {"data-plot-left", f.area.left},
+                 {"data-plot-right", f.area.right()},
+                 {"data-x-min-bytes", Num(f.x_axis.ticks.lo * f.unit.bytes)},
+                 {"data-x-max-bytes", Num(f.x_axis.ticks.hi * f.unit.bytes)}});
+  DrawLegendAndAxes(svg, f, fronts, chosen);
+  DrawBaseline(svg, f, curve.baseline_step_ms);
+  if (chosen.budget_bytes > 0) DrawBudget(svg, f, chosen.budget_bytes);
+  // Lines first, then the points over them.
+  DrawFrontierLines(svg, f, fronts);
+  DrawPoints(svg, f, fronts);
+  DrawChosen(svg, f, chosen);
   return svg.Finish();
 }
 

@@ -16,6 +16,11 @@ namespace remat::viz {
 // one per position, with a ring per further strategy reaching the same point.
 // The chosen plan is a <circle class="chosen">, the budget a vertical <line
 // class="budget">, the step time without recompute a <line class="baseline">.
+// The axes follow the data (points, chosen plan, baseline): a budget more
+// than kOffScaleRatio x the largest peak is not drawn at its position but
+// marked at the top edge, <g class="budget-off-scale"> (FitAxis). A <g
+// class="frame"> carries data-plot-left, data-plot-right, data-x-min-bytes
+// and data-x-max-bytes so tests can check positions.
 std::string ParetoChart(const ParetoCurve& curve, const Plan& chosen);
 
 }  // namespace remat::viz

@@ -38,6 +38,26 @@ Ticks NiceTicks(double lo, double hi, int target) {
   return t;
 }
 
+bool OffScale(double reference, double data_max) {
+  return reference > 0 && data_max > 0 && reference > kOffScaleRatio * data_max;
+}
+
+ValueAxis FitAxis(double lo, double hi, double reference, const AxisFit& fit) {
+  ValueAxis axis;
+  hi = std::max(hi, lo);
+  if (reference > 0) {
+    axis.reference_off_scale = OffScale(reference, hi);
+    if (!axis.reference_off_scale) {
+      lo = std::min(lo, reference);
+      hi = std::max(hi, reference);
+    }
+  }
+  if (fit.from_zero) lo = 0;
+  const double pad = std::max((hi - lo) * fit.headroom, hi * 0.01);
+  axis.ticks = NiceTicks(fit.from_zero ? 0 : std::max(0.0, lo - pad), hi + pad, fit.target_steps);
+  return axis;
+}
+
 std::string FormatTick(double v, int decimals) {
   decimals = std::clamp(decimals, 0, 9);
   if (std::fabs(v) < 0.5 * std::pow(10.0, -decimals)) v = 0;  // no "-0"
@@ -53,6 +73,15 @@ ByteUnit PickByteUnit(double max_bytes) {
     if (max_bytes >= u.bytes) return u;
   }
   return ByteUnit{};
+}
+
+ValueAxis FitByteAxis(double lo_bytes, double hi_bytes, double reference_bytes, const AxisFit& fit,
+                      ByteUnit* unit) {
+  const double shown =
+      OffScale(reference_bytes, hi_bytes) ? hi_bytes : std::max(hi_bytes, reference_bytes);
+  *unit = PickByteUnit(shown);
+  return FitAxis(lo_bytes / unit->bytes, hi_bytes / unit->bytes, reference_bytes / unit->bytes,
+                 fit);
 }
 
 }  // namespace remat::viz

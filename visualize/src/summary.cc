@@ -1,5 +1,6 @@
 #include "summary.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "measured.h"
@@ -15,16 +16,19 @@ std::string Percent(double part, double whole) {
   return buf;
 }
 
+// "+14.3%", "-2.0%"; what rounds to zero is "+0.0%" (never "+-0.0%").
+std::string SignedPercent(double part, double whole) {
+  double v = whole > 0 ? 100.0 * part / whole : 0.0;
+  if (std::fabs(v) < 0.05) v = 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+  return buf;
+}
+
 std::string Decimal(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-std::string PlanName(const Plan& p) {
-  std::string s = ToString(p.strategy);
-  if (!p.parameter.empty()) s += " (" + p.parameter + ")";
-  return s;
 }
 
 std::string DescribePeakOp(const Plan& plan, const Profile& profile) {
@@ -117,7 +121,7 @@ ReportSummary Summarize(const ReportData& data) {
   s.model = p.model.empty() ? data.context->input_path : p.model;
   s.fits = plan.fits;
   s.verdict = plan.budget_bytes <= 0 ? "NO BUDGET" : plan.fits ? "FITS" : "DOES NOT FIT";
-  s.plan = PlanName(plan);
+  s.plan = PlanName(plan.strategy, plan.parameter);
   if (plans.auto_selected) {  // as the terminal report says it
     s.how_chosen = plan.fits ? ", chosen by auto as the fastest plan that fits"
                              : ": nothing fits, this is the plan with the lowest peak";
@@ -129,7 +133,7 @@ ReportSummary Summarize(const ReportData& data) {
                                          : "";
   s.step = FormatMillis(r.step_ms);
   s.recompute = FormatMillis(r.recompute_ms);
-  s.overhead = "+" + Percent(r.step_ms - base, base);
+  s.overhead = SignedPercent(r.step_ms - base, base);
   s.peak_op = DescribePeakOp(plan, p);
   s.inputs = Inputs(data, plan);
 

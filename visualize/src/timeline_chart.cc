@@ -127,20 +127,28 @@ std::vector<const OpSample*> SamplesByOp(const Plan& plan, const TrainResult* ru
 
 }  // namespace
 
+double TimelineDataMaxBytes(const Plan& plan, const TrainResult* measured) {
+  double bytes = static_cast<double>(plan.predicted.peak_bytes);
+  if (measured != nullptr)
+    bytes = std::max(bytes, static_cast<double>(MeasuredPeakBytes(*measured)));
+  return bytes;
+}
+
 std::string TimelineChart(const Plan& plan, const Profile& profile, const TrainResult* measured) {
   const SimulationResult& r = plan.predicted;
   const std::vector<const OpSample*> samples = SamplesByOp(plan, measured);
-  double top_bytes = static_cast<double>(std::max(r.peak_bytes, plan.budget_bytes));
-  if (measured != nullptr)
-    top_bytes = std::max(top_bytes, static_cast<double>(MeasuredPeakBytes(*measured)));
   TimelineFrame f;
   f.area = {72, measured != nullptr ? 64.0 : 62.0, kWidth - 72 - 24, 290};
-  f.unit = PickByteUnit(top_bytes);
-  const Ticks yt = NiceTicks(0, top_bytes * 1.12 / f.unit.bytes, 6);
+  AxisFit fit;
+  fit.headroom = 0.12;
+  const ValueAxis y_axis = FitByteAxis(0, TimelineDataMaxBytes(plan, measured),
+                                       static_cast<double>(plan.budget_bytes), fit, &f.unit);
+  const Ticks& yt = y_axis.ticks;
   f.y = YScale(f.area, 0, yt.hi);
   const double step_ms = std::max(r.step_ms, 1e-9);
   const Ticks xt = NiceTicks(0, step_ms, 10);
   f.x = XScale(f.area, 0, step_ms);
+  const bool budget_on_scale = plan.budget_bytes > 0 && !y_axis.reference_off_scale;
 
   SvgWriter svg(kWidth, kHeight, "memory-timeline", "memory over the training step");
   svg.Open("g", {{"class", "frame"},
@@ -151,7 +159,7 @@ std::string TimelineChart(const Plan& plan, const Profile& profile, const TrainR
   for (MemoryCategory c : kStack) legend.push_back({CategoryLabel(c), CategoryColor(c)});
   DrawLegend(svg, f.area.left, 18, legend);
   std::vector<LegendItem> marks;
-  if (plan.budget_bytes > 0) marks.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
+  if (budget_on_scale) marks.push_back({"budget", kBudgetColor, LegendMark::kDashedLine});
   marks.push_back({"predicted peak", kInkColor, LegendMark::kRing});
   if (measured != nullptr)
     marks.push_back({"measured (runtime)", kMeasuredColor, LegendMark::kLine});
@@ -168,7 +176,7 @@ std::string TimelineChart(const Plan& plan, const Profile& profile, const TrainR
   DrawPhases(svg, f, plan);
   DrawSeries(svg, f, r);
   DrawXAxis(svg, f.area, xt, f.x, "time in step (ms)", 18);
-  if (plan.budget_bytes > 0) DrawBudget(svg, f, plan.budget_bytes);
+  if (plan.budget_bytes > 0) DrawBudget(svg, f, plan.budget_bytes, y_axis.reference_off_scale);
   if (measured != nullptr) DrawMeasured(svg, f, plan, samples, *measured);
   if (r.peak_op >= 0) DrawPeak(svg, f, plan, profile);
   DrawHoverBands(svg, f, plan, profile, samples);

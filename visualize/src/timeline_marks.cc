@@ -58,10 +58,10 @@ std::string OpLabel(const Plan& plan, const Profile& profile, int i) {
   return s;
 }
 
-void DrawBudget(SvgWriter& svg, const TimelineFrame& f, int64_t budget) {
+void DrawBudget(SvgWriter& svg, const TimelineFrame& f, int64_t budget, bool off_scale) {
   const double y = f.Y(static_cast<double>(budget));
   svg.Open("g", {{"class", "budget-group"}});
-  if (y > f.area.top) {  // tint the region over the budget
+  if (!off_scale && y > f.area.top) {  // tint the region over the budget
     svg.Empty("rect", {{"class", "over-budget"},
                        {"x", f.area.left},
                        {"y", f.area.top},
@@ -70,17 +70,12 @@ void DrawBudget(SvgWriter& svg, const TimelineFrame& f, int64_t budget) {
                        {"fill", kBudgetColor},
                        {"fill-opacity", 0.05}});
   }
-  svg.Empty("line", {{"class", "budget"},
-                     {"data-bytes", std::to_string(budget)},
-                     {"x1", f.area.left},
-                     {"x2", f.area.right()},
-                     {"y1", y},
-                     {"y2", y},
-                     {"stroke", kBudgetColor},
-                     {"stroke-width", 2},
-                     {"stroke-dasharray", "7 4"}});
-  svg.Text(f.area.left + 6, y - 6, "budget " + FormatBytes(budget),
-           {{"fill", kBudgetColor}, {"font-weight", 600}});
+  DrawReference(svg, f.area, Axis::kY, f.y,
+                {static_cast<double>(budget) / f.unit.bytes,
+                 "budget " + FormatBytes(budget),
+                 "budget",
+                 {{"data-bytes", std::to_string(budget)}}},
+                off_scale);
   svg.Close();
 }
 

@@ -29,8 +29,9 @@ struct TimelineFrame {
 std::string OpLabel(const Plan& plan, const Profile& profile, int op);
 
 // A dashed <line class="budget" data-bytes> across the plot, labelled, with
-// the region above it tinted.
-void DrawBudget(SvgWriter& svg, const TimelineFrame& f, int64_t budget_bytes);
+// the region above it tinted; or, `off_scale`, the budget's off-scale mark
+// at the top edge (DrawReference).
+void DrawBudget(SvgWriter& svg, const TimelineFrame& f, int64_t budget_bytes, bool off_scale);
 
 // <circle class="peak-marker" data-bytes> at the predicted peak (plan's
 // peak_op must be >= 0), labelled with its size and op.
