@@ -20,6 +20,8 @@ int ExitCodeFor(const Status& status) {
       return kExitOom;
     case StatusCode::kInternal:
       return kExitInternal;
+    case StatusCode::kOutputFailed:
+      return kExitOutputFailed;
   }
   return kExitInternal;
 }
@@ -53,7 +55,8 @@ void PrintHelp(Environment& env) {
     *env.out << "  " << name << c.summary << "\n";
   }
   *env.out << "\n'planner <command> --help' shows a command's options. Exit codes: 0 ok, 2 bad "
-              "input, 3 no plan fits, 4 out of memory during a run.\n";
+              "input, 3 no plan fits, 4 out of memory during a run, 5 an output could not be "
+              "written.\n";
 }
 
 int Dispatch(const std::vector<std::string>& args, Environment& env) {

@@ -13,7 +13,14 @@
 namespace remat::cli {
 
 // Exit codes (README "Exit codes").
-enum ExitCode { kExitOk = 0, kExitInternal = 1, kExitBadInput = 2, kExitNoFit = 3, kExitOom = 4 };
+enum ExitCode {
+  kExitOk = 0,
+  kExitInternal = 1,
+  kExitBadInput = 2,
+  kExitNoFit = 3,
+  kExitOom = 4,
+  kExitOutputFailed = 5,  // an output file or standard output could not be written
+};
 int ExitCodeFor(const Status& status);
 
 // Where the runtime comes from. Called only by the commands that run a model

@@ -86,7 +86,7 @@ int ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
   Result<ParetoCurve> curve = ParetoSweep(job->profile, *options);
   if (!curve.ok()) return ReportError(curve.status(), env);
   if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), ParetoToJson(*curve, job->profile));
+    const Status s = WriteOutputFile(args->Get("o"), ParetoToJson(*curve, job->profile));
     if (!s.ok()) return ReportError(s, env);
   }
   if (args->Has("json") && !args->Has("o")) {

@@ -209,7 +209,8 @@ int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     job->context.note = "NO PLAN FITS: " + no_fit;
   }
   if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), PlanToJson(*plans, job->profile, job->context));
+    const Status s =
+        WriteOutputFile(args->Get("o"), PlanToJson(*plans, job->profile, job->context));
     if (!s.ok()) return ReportError(s, env);
   }
   const std::string command = CommandLine(argv);

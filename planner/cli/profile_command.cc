@@ -57,7 +57,7 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
   }
   const std::string text = ProfileToJson(profile);
   if (args->Has("o")) {
-    const Status s = WriteFileAtomic(args->Get("o"), text);
+    const Status s = WriteOutputFile(args->Get("o"), text);
     if (!s.ok()) return ReportError(s, env);
   } else {
     *env.out << text;
