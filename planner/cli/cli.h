@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "progress_bar.h"
 #include "remat/runtime_api.h"
 
 namespace remat::cli {
@@ -33,6 +34,9 @@ struct Environment {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   RuntimeSource runtime;  // empty: built without the runtime
+  // Progress of long commands on `err` (--quiet turns it off); off by
+  // default, main() picks a bar for a terminal and lines otherwise.
+  ProgressBarOptions progress;
 };
 
 // The runtime of `env` for `command` ("train", "measuring a profile"), or

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   remat::cli::Environment env;
   env.out = &out;
   env.err = &std::cerr;
+  env.progress = remat::cli::ProgressOptionsFor(STDERR_FILENO);
 #ifdef REMAT_HAVE_RUNTIME
   std::unique_ptr<remat::Runtime> runtime;
   env.runtime = [&runtime]() -> remat::Result<remat::Runtime*> {

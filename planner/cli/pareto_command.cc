@@ -25,6 +25,7 @@ std::vector<FlagSpec> ParetoFlags() {
       {"slots", "N", "optimal strategies: memory resolution of the solver"},
       {"json", "", "print the sweep as JSON instead of the table"},
       {"o", "FILE", "write the JSON to FILE (written atomically)"},
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
@@ -83,7 +84,10 @@ int ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!options.ok()) return ReportError(options.status(), env);
   Result<Job> job = LoadJob(*path, *args);
   if (!job.ok()) return ReportError(job.status(), env);
+  ProgressBar progress(*env.err, WithQuiet(env.progress, *args));
+  options->progress = progress.Callback();
   Result<ParetoCurve> curve = ParetoSweep(job->profile, *options);
+  progress.Finish();
   if (!curve.ok()) return ReportError(curve.status(), env);
   if (args->Has("o")) {
     const Status s = WriteOutputFile(args->Get("o"), ParetoToJson(*curve, job->profile));

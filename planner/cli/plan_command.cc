@@ -33,6 +33,7 @@ std::vector<FlagSpec> PlanFlags() {
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
   };
   for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
+  f.push_back(QuietFlag());
   f.push_back({"help", "", "show this help"});
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
   return f;
@@ -214,8 +215,11 @@ int PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     if (!s.ok()) return ReportError(s, env);
   }
   const std::string command = CommandLine(argv);
+  ProgressBar progress(*env.err, WithQuiet(env.progress, *args));
+  files->progress = progress.Callback();
   const Status written =
       WriteReportFiles(*files, *plans, job->profile, job->context, nullptr, command);
+  progress.Finish();
   if (!written.ok()) return ReportError(written, env);
   // With -o the plan JSON goes to the file and the terminal gets the report.
   const Format shown = *format == Format::kJson && args->Has("o") ? Format::kText : *format;

@@ -23,6 +23,7 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
                          "(default) or min (the fastest; for a shared, noisy machine)"},
       {"clock", "C", "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
                      "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) flags.push_back(j);
@@ -51,7 +52,10 @@ int ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
     if (!valid.ok()) return ReportError(valid.WithPrefix("option --statistic"), env);
     Result<Runtime*> runtime = GetRuntime(env, "measuring a profile (use --analytic without it)");
     if (!runtime.ok()) return ReportError(runtime.status(), env);
+    ProgressBar progress(*env.err, WithQuiet(env.progress, *args));
+    m.progress = progress.Callback();
     Result<Profile> measured = (*runtime)->Measure(job->input.config, m);
+    progress.Finish();
     if (!measured.ok()) return ReportError(measured.status(), env);
     profile = *measured;
   }

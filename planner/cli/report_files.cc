@@ -71,6 +71,7 @@ Status WriteReportFiles(const ReportFileOptions& options, const PlanSet& plans,
       ParetoOptions po;
       po.points = options.pareto_points;
       po.slots = options.pareto_slots;
+      po.progress = options.progress;
       REMAT_ASSIGN_OR_RETURN(curve, ParetoSweep(profile, po));
       data.pareto = &curve;
     }

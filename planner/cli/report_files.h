@@ -32,6 +32,7 @@ struct ReportFileOptions {
   std::string trace_path;  // --trace: Chrome trace JSON; empty = none
   int pareto_points = 12;  // budgets in the report's Pareto sweep; 0 = no Pareto chart
   int pareto_slots = 0;    // passed to the optimal solvers in the sweep (plan's --slots)
+  ProgressCallback progress;  // told of the report's Pareto sweep; may be empty
 };
 
 // Reads the flags; errors name the flag. Parse before doing any work so that

@@ -99,6 +99,7 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
       {"runtime-device", "DEV", "cpu (default), cuda or cuda:N"},
       {"seed", "N", "seed of the weights, batches and dropout, default 0"},
       {"clock", "C", "wall (default) or thread (CPU time of the thread, as planner profile)"},
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& r : ReportFileFlags()) flags.push_back(r);
@@ -158,12 +159,18 @@ int TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!runtime.ok()) return ReportError(runtime.status(), env);
 
   const bool json = args->Has("json");
+  ProgressBar progress(*env.err, WithQuiet(env.progress, *args));
+  options.progress = files->progress = progress.Callback();
   if (!json) {
     *env.out << "training " << job->input.config.name << " with " << plan_path << " ("
              << c.plan.strategy << "), " << options.steps << " steps on " << options.device << "\n";
-    options.on_step = [&env](const StepRecord& s) { *env.out << FormatStepLine(s) << std::flush; };
+    options.on_step = [&env, &progress](const StepRecord& s) {
+      progress.Clear();  // a bar on the same terminal
+      *env.out << FormatStepLine(s) << std::flush;
+    };
   }
   Result<TrainResult> measured = (*runtime)->Train(job->input.config, c.plan.schedule, options);
+  progress.Finish();
   if (!measured.ok()) return ReportError(measured.status(), env);
   c.measured = std::move(*measured);
   *env.out << (json ? TrainReportJson(c) : FormatTrainText(c));
