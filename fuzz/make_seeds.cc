@@ -19,7 +19,7 @@ int failures = 0;
 
 void Put(const std::string& dir, const std::string& name, const std::string& content) {
   ::mkdir(dir.c_str(), 0755);
-  const Status s = WriteFileAtomic(dir + "/" + name, content);
+  const Status s = WriteOutputFile(dir + "/" + name, content);
   if (!s.ok()) {
     std::fprintf(stderr, "remat_fuzz_seeds: %s\n", s.message().c_str());
     ++failures;

@@ -30,7 +30,7 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::vector
   bool only_positional = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (only_positional || a.size() < 2 || a[0] != '-' ) {
+    if (only_positional || a.size() < 2 || a[0] != '-') {
       args.positional_.push_back(a);
       continue;
     }
@@ -70,11 +70,13 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::vector
       value = "1";
     } else if (!has_inline) {
       if (i + 1 >= argv.size()) {
-        return Status::Invalid("option " + Dashed(name) + " needs a value (" + spec->value_name + ")");
+        return Status::Invalid("option " + Dashed(name) + " needs a value (" + spec->value_name +
+                               ")");
       }
       value = argv[++i];
     }
-    if (args.values_.count(name)) return Status::Invalid("option " + Dashed(name) + " is given twice");
+    if (args.values_.count(name))
+      return Status::Invalid("option " + Dashed(name) + " is given twice");
     args.values_[name] = value;
   }
   return args;
@@ -128,9 +130,9 @@ Result<std::vector<int>> Args::GetIntList(const std::string& name) const {
     errno = 0;
     const long x = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || errno == ERANGE || x < 0 || x > (1 << 20)) {
-      return Status::Invalid("option " + Dashed(name) +
-                             ": expected a comma-separated list of block indices like 0,4,8, got '" +
-                             v + "'");
+      return Status::Invalid(
+          "option " + Dashed(name) +
+          ": expected a comma-separated list of block indices like 0,4,8, got '" + v + "'");
     }
     out.push_back(static_cast<int>(x));
     pos = comma + 1;
@@ -142,8 +144,10 @@ std::string FormatFlags(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& s : specs) {
     std::string left = "  " + Dashed(s.name) + (s.value_name.empty() ? "" : " " + s.value_name);
-    if (left.size() < 26) left += std::string(26 - left.size(), ' ');
-    else left += "  ";
+    if (left.size() < 26)
+      left += std::string(26 - left.size(), ' ');
+    else
+      left += "  ";
     out += left + s.help + "\n";
   }
   return out;

@@ -20,7 +20,8 @@ struct FlagSpec {
 
 class Args {
  public:
-  static Result<Args> Parse(const std::vector<std::string>& argv, const std::vector<FlagSpec>& specs);
+  static Result<Args> Parse(const std::vector<std::string>& argv,
+                            const std::vector<FlagSpec>& specs);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;

@@ -20,6 +20,8 @@ int ExitCodeFor(const Status& status) {
       return kExitOom;
     case StatusCode::kInternal:
       return kExitInternal;
+    case StatusCode::kOutputFailed:
+      return kExitOutputFailed;
   }
   return kExitInternal;
 }
@@ -46,7 +48,8 @@ void PrintHelp(Environment& env) {
     *env.out << "  " << name << c.summary << "\n";
   }
   *env.out << "\n'planner <command> --help' shows a command's options. Exit codes: 0 ok, 2 bad "
-              "input, 3 no plan fits, 4 out of memory during a run.\n";
+              "input, 3 no plan fits, 4 out of memory during a run, 5 an output could not be "
+              "written.\n";
 }
 
 Status Dispatch(const std::vector<std::string>& args, Environment& env) {
@@ -94,10 +97,13 @@ Status DispatchCatching(const std::vector<std::string>& args, Environment& env) 
 
 }  // namespace
 
-int Run(const std::vector<std::string>& args, Environment& env) {
-  const Status status = DispatchCatching(args, env);
+int Finish(const Status& status, Environment& env) {
   if (!status.ok()) *env.err << Prefix(status.code()) << status.message() << "\n";
   return ExitCodeFor(status);
+}
+
+int Run(const std::vector<std::string>& args, Environment& env) {
+  return Finish(DispatchCatching(args, env), env);
 }
 
 const std::vector<Command>& Commands() {

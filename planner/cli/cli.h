@@ -8,13 +8,21 @@
 #include <string>
 #include <vector>
 
+#include "progress_bar.h"
 #include "remat/runtime_api.h"
 
 namespace remat::cli {
 
 // Exit codes (README "Exit codes"). Commands return a Status; Run turns it
 // into one line on stderr and one of these, here and nowhere else.
-enum ExitCode { kExitOk = 0, kExitInternal = 1, kExitBadInput = 2, kExitNoFit = 3, kExitOom = 4 };
+enum ExitCode {
+  kExitOk = 0,
+  kExitInternal = 1,
+  kExitBadInput = 2,
+  kExitNoFit = 3,
+  kExitOom = 4,
+  kExitOutputFailed = 5,  // an output file or standard output could not be written
+};
 int ExitCodeFor(const Status& status);
 
 // Where the runtime comes from. Called only by the commands that run a model
@@ -27,6 +35,9 @@ struct Environment {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   RuntimeSource runtime;  // empty: built without the runtime
+  // Progress of long commands on `err` (--quiet turns it off); off by
+  // default, main() picks a bar for a terminal and lines otherwise.
+  ProgressBarOptions progress;
 };
 
 // The runtime of `env` for `command` ("train", "measuring a profile"), or
@@ -38,6 +49,11 @@ Result<Runtime*> GetRuntime(const Environment& env, const std::string& command);
 // "planner: ..." when no plan fits, "planner: internal error: ..."), and its
 // exit code returned. Never throws.
 int Run(const std::vector<std::string>& args, Environment& env);
+
+// The one place a Status becomes what the user sees: its line on env.err
+// (nothing for OK) and the exit code returned. Run ends here; so does main's
+// check of standard output after the command.
+int Finish(const Status& status, Environment& env);
 
 }  // namespace remat::cli
 

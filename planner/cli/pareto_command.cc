@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "progress_bar.h"
 #include "remat/io.h"
 #include "remat/pareto.h"
 #include "remat/pareto_report.h"
@@ -25,6 +26,7 @@ std::vector<FlagSpec> ParetoFlags() {
       {"slots", "N", "optimal strategies: memory resolution of the solver"},
       {"json", "", "print the sweep as JSON instead of the table"},
       {"o", "FILE", "write the JSON to FILE (written atomically)"},
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
@@ -72,11 +74,14 @@ Status ParetoCommand(const std::vector<std::string>& argv, Environment& env) {
     return Status::Ok();
   }
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
-  REMAT_ASSIGN_OR_RETURN(const ParetoOptions options, ParseOptions(args));
+  REMAT_ASSIGN_OR_RETURN(ParetoOptions options, ParseOptions(args));
   REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  ProgressBar progress(*env.err, WithQuiet(env.progress, args));
+  options.progress = progress.Callback();
   REMAT_ASSIGN_OR_RETURN(const ParetoCurve curve, ParetoSweep(job.profile, options));
+  progress.Finish();
   if (args.Has("o")) {
-    REMAT_RETURN_IF_ERROR(WriteFileAtomic(args.Get("o"), ParetoToJson(curve, job.profile)));
+    REMAT_RETURN_IF_ERROR(WriteOutputFile(args.Get("o"), ParetoToJson(curve, job.profile)));
   }
   const bool json = args.Has("json") && !args.Has("o");
   *env.out << (json ? ParetoToJson(curve, job.profile) : FormatParetoText(curve, job.profile));

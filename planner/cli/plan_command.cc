@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "progress_bar.h"
 #include "remat/io.h"
 #include "remat/plan_file.h"
 #include "remat/planning.h"
@@ -31,8 +32,10 @@ std::vector<FlagSpec> PlanFlags() {
       {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
       {"json", "", "the same as --format json"},
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
+      QuietFlag(),
   };
   for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
+  f.push_back(QuietFlag());
   f.push_back({"help", "", "show this help"});
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
   return f;
@@ -126,11 +129,14 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
   REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
 
+  ProgressBar progress(*env.err, WithQuiet(env.progress, args));
+  request.progress = progress.Callback();
   REMAT_ASSIGN_OR_RETURN(const PlanningResult result, RunPlanner(job, request));
+  progress.Finish();
   if (result.advice) job.context.note = "NO PLAN FITS: " + result.advice->message;
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
-        WriteFileAtomic(args.Get("o"), PlanToJson(result.plans, job.profile, job.context)));
+        WriteOutputFile(args.Get("o"), PlanToJson(result.plans, job.profile, job.context)));
   }
   const std::string command = CommandLine(argv);
   REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, job.profile, job.context, nullptr,

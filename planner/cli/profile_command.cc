@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "progress_bar.h"
 #include "remat/io.h"
 
 namespace remat::cli {
@@ -23,6 +24,7 @@ std::vector<FlagSpec> ProfileFlags() {
       {"clock", "C",
        "measured profiles: wall (default) or thread (CPU time of the thread: CPU "
        "runs with OPENBLAS_NUM_THREADS=1 on a busy machine)"},
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& j : JobFlags()) flags.push_back(j);
@@ -50,16 +52,18 @@ Status ProfileCommand(const std::vector<std::string>& argv, Environment& env) {
     return Status::Ok();
   }
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
-  REMAT_ASSIGN_OR_RETURN(const MeasureOptions measure, ParseMeasureOptions(args));
+  REMAT_ASSIGN_OR_RETURN(MeasureOptions measure, ParseMeasureOptions(args));
   REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
   Profile profile = job.profile;
   if (!args.Has("analytic") && job.has_config()) {
     REMAT_ASSIGN_OR_RETURN(Runtime * runtime,
                            GetRuntime(env, "measuring a profile (use --analytic without it)"));
+    ProgressBar progress(*env.err, WithQuiet(env.progress, args));
+    measure.progress = progress.Callback();
     REMAT_ASSIGN_OR_RETURN(profile, runtime->Measure(job.config(), measure));
   }
   const std::string text = ProfileToJson(profile);
-  if (args.Has("o")) return WriteFileAtomic(args.Get("o"), text);
+  if (args.Has("o")) return WriteOutputFile(args.Get("o"), text);
   *env.out << text;
   return Status::Ok();
 }

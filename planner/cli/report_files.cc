@@ -63,12 +63,12 @@ Status WriteReportFiles(const ReportFileOptions& options, const PlanSet& plans,
   ReportData data = MakeReportData(plans, profile, context, measured, command);
   if (!options.trace_path.empty()) {
     REMAT_ASSIGN_OR_RETURN(std::string trace, RenderChromeTrace(data));
-    REMAT_RETURN_IF_ERROR(WriteFileAtomic(options.trace_path, trace));
+    REMAT_RETURN_IF_ERROR(WriteOutputFile(options.trace_path, trace));
   }
   if (!options.html_path.empty()) {
     data.pareto = sweep;
     REMAT_ASSIGN_OR_RETURN(std::string html, RenderHtmlReport(data));
-    REMAT_RETURN_IF_ERROR(WriteFileAtomic(options.html_path, html));
+    REMAT_RETURN_IF_ERROR(WriteOutputFile(options.html_path, html));
   }
   return Status::Ok();
 #else

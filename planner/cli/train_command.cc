@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "progress_bar.h"
 #include "remat/io.h"
 #include "remat/training.h"
 #include "remat/units.h"
@@ -26,6 +27,8 @@ std::vector<FlagSpec> TrainFlags() {
       {"runtime-device", "DEV", "cpu (default), cuda or cuda:N"},
       {"seed", "N", "seed of the weights, batches and dropout, default 0"},
       {"clock", "C", "wall (default) or thread (CPU time of the thread, as planner profile)"},
+      QuietFlag(),
+      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& r : ReportFileFlags()) flags.push_back(r);
@@ -78,15 +81,19 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(Runtime * runtime, GetRuntime(env, "train"));
 
   const bool json = args.Has("json");
+  ProgressBar progress(*env.err, WithQuiet(env.progress, args));
+  request.options.progress = progress.Callback();
   if (!json) {
     *env.out << "training " << job.config().name << " with " << request.plan_path << " ("
              << request.plan.strategy << "), " << request.options.steps << " steps on "
              << request.options.device << "\n";
-    request.options.on_step = [&env](const StepRecord& s) {
+    request.options.on_step = [&env, &progress](const StepRecord& s) {
+      progress.Clear();  // a bar on the same terminal
       *env.out << FormatStepLine(s) << std::flush;
     };
   }
   REMAT_ASSIGN_OR_RETURN(const TrainComparison c, TrainPlan(job, request, *runtime));
+  progress.Finish();
   *env.out << (json ? TrainReportJson(c) : FormatTrainText(c));
   std::vector<std::string> with_command = {"train"};
   with_command.insert(with_command.end(), argv.begin(), argv.end());

@@ -7,9 +7,10 @@
 
 namespace remat::internal {
 
-// Called by WriteFileAtomic with the temporary file's path after the content
-// is written and synced, before the rename: lets tests interrupt a write at
-// its most delicate moment. An empty function removes the hook.
+// Called by WriteOutputFile, when it replaces a file, with the temporary
+// file's path after the content is written and synced, before the rename:
+// lets tests interrupt a write at its most delicate moment. An empty
+// function removes the hook.
 void SetBeforeRenameHookForTesting(std::function<void(const std::string& temp_path)> hook);
 
 }  // namespace remat::internal

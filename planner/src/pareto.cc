@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/strategies.h"
+#include "remat/units.h"
 
 namespace remat {
 
@@ -22,10 +23,22 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   PlanOptions base;
   base.slots = options.slots;
   int64_t lo = options.min_budget, hi = options.max_budget;
+  // Progress: one item per plan made.
+  const int64_t n = static_cast<int64_t>(strategies.size());
+  const int64_t total = 1 + (lo <= 0 ? n : 0) + options.points * n + n + n * n;
+  int64_t done = 0;
+  auto planned = [&](Strategy s, const char* at, int64_t budget) {
+    ++done;
+    if (!options.progress) return;
+    ReportProgress(options.progress, "pareto sweep", done, total,
+                   std::string(ToString(s)) + at + (budget > 0 ? FormatBytes(budget) : ""));
+  };
+  ReportProgress(options.progress, "pareto sweep", 0, total);
   {
     PlanOptions o = base;
     o.strategy = Strategy::kNone;
     REMAT_ASSIGN_OR_RETURN(PlanSet none, MakePlan(profile, o));
+    planned(Strategy::kNone, "", 0);
     curve.none_peak_bytes = none.chosen.predicted.peak_bytes;
     curve.baseline_step_ms = none.chosen.predicted.step_ms;
   }
@@ -38,6 +51,7 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
       o.strategy = s;
       o.budget_bytes = 1;
       REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+      planned(s, ", lowest peak", 0);
       lo = std::min(lo, set.chosen.predicted.peak_bytes);
     }
   }
@@ -52,6 +66,7 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
     o.strategy = s;
     o.budget_bytes = b;
     REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+    planned(s, b > 0 ? " at " : ", no budget", b);
     const Plan& p = set.chosen;
     return ParetoPoint{s,
                        b,

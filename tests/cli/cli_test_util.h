@@ -20,9 +20,10 @@ struct Captured {
   std::string out, err;
 };
 
-inline Captured RunCli(const std::vector<std::string>& args) {
+// Runs `planner <args>` in process with `env`'s settings (runtime,
+// progress); its out and err are captured.
+inline Captured RunCli(const std::vector<std::string>& args, Environment env = {}) {
   std::ostringstream out, err;
-  Environment env;
   env.out = &out;
   env.err = &err;
   const int code = Run(args, env);

@@ -33,10 +33,10 @@ class ScratchDir {
   std::string Path(const std::string& name) const { return path_ + "/" + name; }
   const std::string& path() const { return path_; }
 
-  // The names of the entries in the directory.
-  std::set<std::string> Names() const {
+  // The names of the entries in the directory, or in its folder `sub`.
+  std::set<std::string> Names(const std::string& sub = "") const {
     std::set<std::string> names;
-    if (DIR* d = ::opendir(path_.c_str())) {
+    if (DIR* d = ::opendir(sub.empty() ? path_.c_str() : Path(sub).c_str())) {
       while (dirent* e = ::readdir(d)) {
         const std::string n = e->d_name;
         if (n != "." && n != "..") names.insert(n);

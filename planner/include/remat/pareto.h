@@ -10,6 +10,7 @@
 
 #include "remat/plan.h"
 #include "remat/profile.h"
+#include "remat/progress.h"
 #include "remat/status.h"
 
 namespace remat {
@@ -21,6 +22,9 @@ struct ParetoOptions {
   int64_t min_budget = 0;      // 0: the lowest peak any strategy reaches
   int64_t max_budget = 0;      // 0: the peak without checkpointing
   int slots = 0;               // passed to the optimal solvers
+  // Told of each plan made ("pareto sweep", one item per strategy and
+  // budget, item "optimal at 22.35 GiB"); may be empty.
+  ProgressCallback progress;
 };
 
 // One strategy at one budget: its best plan's figures.

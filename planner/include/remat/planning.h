@@ -19,6 +19,7 @@
 #include "remat/job.h"
 #include "remat/pareto.h"
 #include "remat/plan.h"
+#include "remat/progress.h"
 #include "remat/status.h"
 #include "remat/strategies.h"
 
@@ -32,6 +33,7 @@ struct PlanningRequest {
   // >= 2: also sweep every strategy over this many budgets (ParetoSweep),
   // e.g. for the HTML report's Pareto chart; 0: no sweep.
   int sweep_points = 0;
+  ProgressCallback progress;  // told of the sweep, one item per plan; may be empty
 };
 
 // One way to make the job fit: auto's plan at another micro-batch.

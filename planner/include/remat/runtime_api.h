@@ -11,6 +11,7 @@
 
 #include "remat/model_config.h"
 #include "remat/profile.h"
+#include "remat/progress.h"
 #include "remat/schedule.h"
 #include "remat/status.h"
 
@@ -27,6 +28,10 @@ struct MeasureOptions {
   // "wall" (elapsed, device synchronized) or "thread" (CPU time of the
   // calling thread: CPU runs with one thread, robust to a busy machine).
   std::string clock = "wall";
+  // Told of each layer measured: what "profiling", one item per layer and
+  // repetition (warmup included) plus one for the optimizer step, item the
+  // layer's name ("block3"); may be empty.
+  ProgressCallback progress;
 };
 
 // Checks what a caller can get wrong before a runtime starts: repeats >= 1,
@@ -51,6 +56,9 @@ struct TrainOptions {
   std::string clock = "wall";      // as MeasureOptions::clock
   // Called after each step (e.g. to print progress); may be empty.
   std::function<void(const StepRecord&)> on_step;
+  // Told of each step: what "training", total `steps`, item "step N"; called
+  // after on_step; may be empty.
+  ProgressCallback progress;
 };
 
 // One schedule op as executed: time and memory (tensor bytes in use, model

@@ -15,13 +15,14 @@
 
 namespace remat {
 
-// Kinds of failure. The CLI maps them to exit codes (see cli/exit_codes.h).
+// Kinds of failure. The CLI maps them to exit codes (ExitCodeFor, cli/cli.h).
 enum class StatusCode {
   kOk = 0,
-  kInvalidInput,  // bad file, field, flag or value: exit code 2
-  kNoFit,         // no plan fits the budget: exit code 3
-  kOutOfMemory,   // a run hit its memory limit: exit code 4
-  kInternal,      // a bug in remat: exit code 1
+  kInvalidInput,   // bad file, field, flag or value: exit code 2
+  kNoFit,          // no plan fits the budget: exit code 3
+  kOutOfMemory,    // a run hit its memory limit: exit code 4
+  kInternal,       // a bug in remat: exit code 1
+  kOutputFailed,   // an output (file or standard output) could not be written: exit code 5
 };
 
 class Status {
@@ -39,6 +40,9 @@ class Status {
   }
   static Status OutOfMemory(std::string message) {
     return Status(StatusCode::kOutOfMemory, std::move(message));
+  }
+  static Status OutputFailed(std::string message) {
+    return Status(StatusCode::kOutputFailed, std::move(message));
   }
   Status(StatusCode code, std::string message)
       : code_(code), message_(OneLine(std::move(message))) {}

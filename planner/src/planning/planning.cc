@@ -17,6 +17,7 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
     ParetoOptions sweep;
     sweep.points = request.sweep_points;
     sweep.slots = request.options.slots;
+    sweep.progress = request.progress;
     REMAT_ASSIGN_OR_RETURN(result.sweep, ParetoSweep(job.profile, sweep));
   }
   return result;

@@ -25,6 +25,7 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
   if (request.sweep_points >= 2) {
     ParetoOptions sweep;
     sweep.points = request.sweep_points;
+    sweep.progress = request.options.progress;
     REMAT_ASSIGN_OR_RETURN(c.sweep, ParetoSweep(c.plan.profile, sweep));
   }
   return c;
