@@ -57,7 +57,7 @@ Profile FuzzChain(int layers) {
   for (int i = 0; i < layers; ++i) {
     LayerProfile l;
     l.name = "layer" + std::to_string(i);
-    l.kind = "block";
+    l.kind = kBlockKind;
     l.forward_ms = 1 + i;
     l.backward_ms = 2 + i;
     l.input_bytes = 100;
@@ -65,7 +65,7 @@ Profile FuzzChain(int layers) {
     l.activation_bytes = 400 + 10 * i;
     l.forward_workspace_bytes = 50;
     l.backward_workspace_bytes = 70;
-    if (i % 2 == 0) l.selective.push_back({"attention_core", 200, 0.5, 30});
+    if (i % 2 == 0) l.selective.push_back({kAttentionCoreOption, 200, 0.5, 30});
     p.layers.push_back(l);
   }
   return p;

@@ -238,7 +238,7 @@ std::string ProfileToJson(const Profile& p) { return DumpDocument(ProfileJsonVal
 std::vector<int> BlockLayers(const Profile& p) {
   std::vector<int> blocks;
   for (int i = 0; i < p.num_layers(); ++i) {
-    if (p.layers[i].kind == "block") blocks.push_back(i);
+    if (p.layers[i].kind == kBlockKind) blocks.push_back(i);
   }
   if (blocks.empty()) {
     for (int i = 0; i < p.num_layers(); ++i) blocks.push_back(i);

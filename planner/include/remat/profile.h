@@ -17,6 +17,14 @@
 
 namespace remat {
 
+// Layer kinds (LayerProfile::kind), as profiles spell them. Heuristic
+// strategies act on kBlockKind layers.
+inline constexpr char kEmbeddingKind[] = "embedding";
+inline constexpr char kBlockKind[] = "block";
+inline constexpr char kNormKind[] = "norm";
+inline constexpr char kHeadKind[] = "head";
+inline constexpr char kLossKind[] = "loss";
+
 // The selective option both the analytic model and the runtime implement:
 // recompute the attention core (QK^T, softmax, dropout, .V) in backward.
 inline constexpr char kAttentionCoreOption[] = "attention_core";

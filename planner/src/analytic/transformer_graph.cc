@@ -231,7 +231,7 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& c) {
   const int stream = B.dt().stream;
 
   // Embedding: token ids (int64) in, the residual stream out.
-  B.Layer("embedding", "embedding");
+  B.Layer("embedding", kEmbeddingKind);
   T ids = B.Tensor("tokens", n, 8, false);
   T x = B.Tensor("token_embeddings", B.Mul({n, h}), stream);
   B.Op("wte", {ids}, {x}, {ids}, 0, 1.0, B.Mul({V, h}), B.Mul({V, h, B.dt().param}));
@@ -246,7 +246,7 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& c) {
   }
 
   for (int64_t i = 0; i < c.layers; ++i) {
-    B.Layer("block" + std::to_string(i), "block");
+    B.Layer("block" + std::to_string(i), kBlockKind);
     if (gpt) {
       T y1 = B.Norm("ln1", x, h, false);
       T qkv = B.Linear("qkv", y1, h, 3 * h, true);
@@ -284,17 +284,17 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& c) {
   }
 
   if (!bert) {
-    B.Layer("final_norm", "norm");
+    B.Layer("final_norm", kNormKind);
     x = B.Norm("norm", x, h, llama);
   }
-  B.Layer("head", "head");
+  B.Layer("head", kHeadKind);
   if (bert) {
     T d = B.Pointwise("gelu", B.Linear("dense", x, h, h, true), 8.0);
     x = B.Norm("norm", d, h, false);
   }
   T logits = B.Linear("lm_head", x, h, V, bert, c.tie_embeddings);
 
-  B.Layer("loss", "loss");
+  B.Layer("loss", kLossKind);
   T lin = logits;
   if (B.dt().autocast) {
     lin = B.Tensor("logits_fp32", logits.elems, 4);

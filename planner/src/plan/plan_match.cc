@@ -14,8 +14,8 @@ std::string ChainSummary(const Profile& p) {
   std::string s;
   for (int i = 0; i < p.num_layers(); ++i) {
     int j = i;
-    while (j + 1 < p.num_layers() && p.layers[i].kind == "block" &&
-           p.layers[j + 1].kind == "block") {
+    while (j + 1 < p.num_layers() && p.layers[i].kind == kBlockKind &&
+           p.layers[j + 1].kind == kBlockKind) {
       ++j;
     }
     s += (s.empty() ? "" : ", ") + p.layers[i].name;
