@@ -8,6 +8,8 @@
 // fp32, as torch.autocast does.
 #include "analytic/transformer_graph.h"
 
+#include "remat/profile.h"
+
 #include <map>
 
 #include "remat/checked_math.h"
