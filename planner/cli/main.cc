@@ -1,24 +1,20 @@
-// planner: thin main. Parses nothing itself; see cli.h.
+// planner: thin main. Parses nothing itself; see cli.h. The LibTorch runtime
+// is a module loaded on first use (runtime_loader.h), so planning never
+// loads LibTorch.
 #include <iostream>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli.h"
-#ifdef REMAT_HAVE_RUNTIME
-#include "remat/runtime/torch_runtime.h"
-#endif
+#include "runtime_loader.h"
 
 int main(int argc, char** argv) {
   remat::cli::Environment env;
   env.out = &std::cout;
   env.err = &std::cerr;
 #ifdef REMAT_HAVE_RUNTIME
-  std::unique_ptr<remat::Runtime> runtime;
-  env.runtime = [&runtime]() -> remat::Result<remat::Runtime*> {
-    if (!runtime) runtime = remat::runtime::MakeTorchRuntime();
-    return runtime.get();
-  };
+  remat::cli::RuntimeLoader runtime(remat::cli::RuntimeModulePath());
+  env.runtime = runtime.Source();
 #endif
   return remat::cli::Run(std::vector<std::string>(argv + 1, argv + argc), env);
 }
