@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch's own torch.utils.checkpoint on the model remat's runtime trains.
 
 Same shapes and the same ops as runtime/src/gpt_model.cc (pre-LN GPT,
