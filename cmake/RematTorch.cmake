@@ -15,7 +15,8 @@
 # same code, `--runtime-device cuda` refused with a message.
 #
 # Sets: REMAT_HAVE_RUNTIME, REMAT_TORCH_LIBRARIES (what runtime targets link),
-# REMAT_TORCH_C10 (c10 alone), REMAT_TORCH_VERSION, and the imported target
+# REMAT_TORCH_C10 (c10 alone), REMAT_TORCH_LIB_DIR (LibTorch's lib/, the
+# installed module's RPATH), REMAT_TORCH_VERSION, and the imported target
 # torch_cuda when the CUDA path is built.
 
 set(REMAT_PYTHON "" CACHE FILEPATH
@@ -26,6 +27,7 @@ set(REMAT_TORCH_CUDA "AUTO" CACHE STRING
 set(REMAT_HAVE_RUNTIME OFF)
 set(REMAT_TORCH_LIBRARIES "")
 set(REMAT_TORCH_C10 "")
+set(REMAT_TORCH_LIB_DIR "")
 set(REMAT_TORCH_VERSION "")
 
 function(remat_torch_prefix_from_python python out)
@@ -74,6 +76,7 @@ if(NOT REMAT_RUNTIME STREQUAL "OFF")
 
   if(REMAT_TORCH_CONFIG_DIR)
     get_filename_component(torch_root "${REMAT_TORCH_CONFIG_DIR}/../../.." ABSOLUTE)
+    set(REMAT_TORCH_LIB_DIR "${torch_root}/lib")
     set(cuda_wheel OFF)
     if(EXISTS "${torch_root}/lib/libtorch_cuda.so")
       set(cuda_wheel ON)
