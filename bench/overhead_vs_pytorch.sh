@@ -36,7 +36,7 @@ ours() {
     > "$work/ours-$1.json"
 }
 theirs() {
-  "$python" bench/pytorch_reference.py --model "$model" --plan "$work/plan.json" \
+  "$python" -W "ignore:Failed to initialize NumPy" bench/pytorch_reference.py --model "$model" --plan "$work/plan.json" \
     --meter "$meter" --steps "$steps" --clock "$clock" > "$work/torch-$1.json"
 }
 for r in $(seq 1 "$rounds"); do
