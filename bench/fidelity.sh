@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fidelity of the planner's predictions on CPU, from measured profiles: for
-# each model (bench/models/cpu-{s,m,l}.json) profile it with the runtime,
+# Fidelity of the planner's predictions from measured profiles, on CPU (or
+# CUDA with DEVICE=cuda): for each model (bench/models/cpu-{s,m,l}.json by
+# default) profile it with the runtime,
 # plan it with every strategy (optimal when this build has it, at a budget
 # halfway between the none and segment peaks), run a few training steps of
 # each plan, and print predicted vs measured peak memory (target: within 5%)
@@ -17,15 +18,17 @@
 #
 # usage: bench/fidelity.sh [MODEL.json ...]
 #   env: BUILD (build), ROUNDS (2), STEPS (3 per run, the first is warm-up),
-#        REPEATS (5, profile repetitions), CLOCK (thread; or wall), KEEP (a
-#        directory to keep the profiles, plans and reports in)
+#        REPEATS (5, profile repetitions), DEVICE (cpu; or cuda, cuda:N),
+#        CLOCK (thread on cpu, wall on cuda), KEEP (a directory to keep the
+#        profiles, plans and reports in)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 rounds=${ROUNDS:-2}
 steps=${STEPS:-3}
 repeats=${REPEATS:-5}
-clock=${CLOCK:-thread}
+device=${DEVICE:-cpu}
+if [ "$device" = cpu ]; then clock=${CLOCK:-thread}; else clock=${CLOCK:-wall}; fi
 planner=$build/bin/planner
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 models=("$@")
@@ -38,7 +41,7 @@ json() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): v=v[k]
 print(v)' "$1" "$2"; }
 
-echo "remat fidelity: $("$planner" --version); clock $clock; $rounds rounds of (profile with" \
+echo "remat fidelity: $("$planner" --version); device $device; clock $clock; $rounds rounds of (profile with" \
      "$repeats repetitions, then $steps steps of each plan); load average" \
      "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-7s %-36s %15s %15s %8s %11s %11s %7s  %s\n' model strategy "predicted peak" \
@@ -52,7 +55,7 @@ for model in "${models[@]}"; do
   for r in $(seq 1 "$rounds"); do
     w="$work/$name-round$r"
     mkdir -p "$w"
-    "$planner" profile --clock "$clock" --repeats "$repeats" --statistic min \
+    "$planner" profile --runtime-device "$device" --clock "$clock" --repeats "$repeats" --statistic min \
       -o "$w/profile.json" "$model"
     for s in none uniform segment selective; do
       "$planner" --strategy "$s" -o "$w/$s-plan.json" "$w/profile.json" > /dev/null
@@ -71,7 +74,7 @@ for model in "${models[@]}"; do
         "$w/profile.json" > /dev/null
     fi
     for s in "${strategies[@]}"; do
-      "$planner" train --clock "$clock" --plan "$w/$s-plan.json" --steps "$steps" --json \
+      "$planner" train --runtime-device "$device" --clock "$clock" --plan "$w/$s-plan.json" --steps "$steps" --json \
         "$model" > "$w/$s-run.json"
     done
   done

@@ -11,7 +11,8 @@
 #
 # usage: bench/overhead_vs_pytorch.sh [MODEL.json] [STRATEGY]
 #   defaults: bench/models/cpu-m.json uniform; env: BUILD (build), ROUNDS (10),
-#   STEPS (4 per run, the first is warm-up), CLOCK (thread; or wall)
+#   STEPS (4 per run, the first is warm-up), CLOCK (thread; or wall),
+#   PYTHON (.venv/bin/python: the PyTorch the runtime was built against)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-bench/models/cpu-m.json}
@@ -20,6 +21,7 @@ build=${BUILD:-build}
 rounds=${ROUNDS:-10}
 steps=${STEPS:-4}
 clock=${CLOCK:-thread}
+python=${PYTHON:-.venv/bin/python}
 planner=$build/bin/planner
 meter=$build/lib/libremat_cpu_meter.so
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -27,14 +29,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$planner" --strategy "$strategy" -o "$work/plan.json" "$model" > /dev/null
-echo "model $model, plan: $strategy ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["parameter"])' "$work/plan.json")), $steps steps per run, $rounds rounds, clock $clock, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model $model, plan: $strategy ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["parameter"])' "$work/plan.json")), $steps steps per run, $rounds rounds, clock $clock, pytorch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %14s %14s %16s %16s\n' round "ours ms" "pytorch ms" "ours peak B" "pytorch peak B"
 ours() {
   "$planner" train --clock "$clock" --plan "$work/plan.json" --steps "$steps" --json "$model" \
     > "$work/ours-$1.json"
 }
 theirs() {
-  /usr/bin/python3 bench/pytorch_reference.py --model "$model" --plan "$work/plan.json" \
+  "$python" -W "ignore:Failed to initialize NumPy" bench/pytorch_reference.py --model "$model" --plan "$work/plan.json" \
     --meter "$meter" --steps "$steps" --clock "$clock" > "$work/torch-$1.json"
 }
 for r in $(seq 1 "$rounds"); do

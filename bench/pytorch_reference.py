@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch's own torch.utils.checkpoint on the model remat's runtime trains.
 
 Same shapes and the same ops as runtime/src/gpt_model.cc (pre-LN GPT,
@@ -6,9 +6,10 @@ native_dropout, baddbmm with a causal bias, tied head, log_softmax + nll),
 the same synthetic batch layout, torch.optim.AdamW, and the plan's
 checkpoints applied the way PyTorch users do: each segment of checkpointed
 blocks wrapped in torch.utils.checkpoint.checkpoint (a selective block wraps
-its attention core). Memory is metered by remat's CPU allocator
-(libremat_cpu_meter.so, loaded with ctypes into this process's LibTorch), so
-both sides count the same bytes. Prints one JSON line.
+its attention core; use_reentrant=True, the default of the PyTorch versions
+compared so far, which 2.x asks to be named). Memory is metered by remat's
+CPU allocator (libremat_cpu_meter.so, loaded with ctypes into this process's
+LibTorch), so both sides count the same bytes. Prints one JSON line.
 
 Usage: pytorch_reference.py --model M.json --plan plan.json --meter lib.so
                             [--steps N] [--clock wall|thread]
@@ -87,7 +88,7 @@ def main():
     def block(i, x, selective=False):
         blk = blocks[i]
         heads = prologue(blk, x)
-        ctx = checkpoint.checkpoint(core, heads) if selective else core(heads)
+        ctx = checkpoint.checkpoint(core, heads, use_reentrant=True) if selective else core(heads)
         return epilogue(blk, x, ctx)
 
     def segment(first, last):
@@ -106,7 +107,7 @@ def main():
                 j = i
                 while j + 1 < L and decisions[j + 2] == "recompute":
                     j += 1
-                x = checkpoint.checkpoint(segment(i, j), x)
+                x = checkpoint.checkpoint(segment(i, j), x, use_reentrant=True)
                 i = j + 1
             else:
                 x = block(i, x, selective=(dec == "selective"))

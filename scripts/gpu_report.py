@@ -3,6 +3,7 @@
 measured peak and step time for every plan it trained on the GPU.
 
 usage: gpu_report.py OUT_DIR > OUT_DIR/report.md
+(OUT_DIR: env.txt, fidelity.txt, runs/*.json|.rc|.err, log.txt; each optional)
 """
 import glob
 import json
@@ -20,6 +21,11 @@ def main():
     env = os.path.join(out, "env.txt")
     if os.path.exists(env):
         print("```\n" + open(env).read().strip() + "\n```\n")
+    fidelity = os.path.join(out, "fidelity.txt")
+    if os.path.exists(fidelity):
+        print("## Fidelity matrix on CUDA (bench/fidelity.sh, DEVICE=cuda)\n")
+        print("```\n" + open(fidelity).read().strip() + "\n```\n")
+    print("## Budget sweep (auto plan at 80/60/45% of the none peak) and the memory limit\n")
     print("Measured peak: CUDA caching allocator `allocated` bytes (as "
           "torch.cuda.max_memory_allocated); reserved: its `reserved` peak. Times: "
           "median of steps 2-5, device synchronized around every op.\n")

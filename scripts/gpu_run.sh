@@ -1,39 +1,55 @@
 #!/usr/bin/env bash
 # The GPU session's one script. On the GPU machine (from the repository root):
-# build remat against the machine's CUDA LibTorch (PyTorch's CMake prefix),
-# run the GPU tests, then for each bench/models/h200-*.json: profile it on
-# the GPU, plan it at several budgets, train a few steps of every plan, check
-# that --memory-limit stops `none` below its peak, and write everything under
-# $OUT (default ./gpu-out): env.txt, configure.log, build.log, gpu_tests.txt,
+# build remat against the machine's own PyTorch (its CUDA LibTorch, found
+# through `python3`'s torch package), run the GPU tests, then the fidelity
+# matrix on CUDA (bench/fidelity.sh with DEVICE=cuda over
+# bench/models/h200-*.json: profile, plan every strategy, train, compare),
+# and for each model a budget sweep (the auto plan at 80/60/45% of the
+# `none` peak, trained) and a check that --memory-limit stops `none` below
+# its peak (exit 4). Everything goes under $OUT (default ./gpu-out): env.txt,
+# configure.log, build.log, gpu_tests.txt, fidelity.txt, fidelity/,
 # profiles/h200-*.json, plans/, runs/, log.txt and report.md.
 #
-# Prepare here (a machine with apt), once: scripts/gpu_run.sh --fetch-debs
-#   downloads the .debs the GPU machine may lack (Boost, nlohmann_json,
-#   GoogleTest) into .debs/ (git-ignored); carry it to the GPU machine.
+# Prepare here (a machine with apt and PyPI), once: scripts/gpu_run.sh --fetch
+#   downloads what the GPU machine may lack into .debs/ (git-ignored): the
+#   .debs of Boost, nlohmann_json and GoogleTest, and the cmake and ninja
+#   wheels from PyPI (used only where the machine has no cmake / ninja).
 # Then, with the device tool:
 #   run(command="bash scripts/gpu_run.sh", carry=[".debs"], timeout_s=590)
-# The script stops starting new work after DEADLINE_S seconds (default 540)
+# The script stops starting new work after DEADLINE_S seconds (default 500)
 # and always writes report.md from what it has. Commit profiles/h200-*.json
 # and the report afterwards.
+#
+# env: OUT, DEADLINE_S, PYTHON (python3: the Python whose torch is used),
+#      BUILD_DIR (build-gpu), BUILD_TYPE (Release), JOBS (nproc),
+#      USE_CARRIED (1: the carried packages even where the machine has its own)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "--fetch-debs" ]; then
-  mkdir -p .debs
+if [ "${1:-}" = "--fetch" ] || [ "${1:-}" = "--fetch-debs" ]; then
+  set -e
+  mkdir -p .debs/wheels
   (cd .debs && apt-get download libboost1.74-dev libboost-graph1.74-dev nlohmann-json3-dev \
      libgtest-dev)
-  ls -la .debs
+  python=${PYTHON:-python3}
+  "$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .debs/wheels \
+    "cmake>=3.22,<4" ninja
+  du -sh .debs
+  ls -la .debs .debs/wheels
   exit 0
 fi
 
 start=$(date +%s)
-deadline=${DEADLINE_S:-540}
+deadline=${DEADLINE_S:-500}
 OUT=${OUT:-$PWD/gpu-out}
+python=${PYTHON:-python3}
+build=${BUILD_DIR:-build-gpu}
 mkdir -p "$OUT/profiles" "$OUT/plans" "$OUT/runs"
 log() { echo "[$(($(date +%s) - start))s] $*" | tee -a "$OUT/log.txt"; }
 time_left() { echo $((deadline - ($(date +%s) - start))); }
 report() {
-  python3 scripts/gpu_report.py "$OUT" > "$OUT/report.md" 2>> "$OUT/log.txt" ||
+  "$python" scripts/gpu_report.py "$OUT" > "$OUT/report.md" 2>> "$OUT/log.txt" ||
     log "report.md: gpu_report.py failed"
   log "done; report at $OUT/report.md"
 }
@@ -45,14 +61,15 @@ trap report EXIT
   echo "## compilers"; g++ --version | head -1; nvcc --version 2>&1 | tail -2
   echo "## build tools"; cmake --version 2>&1 | head -1; ninja --version 2>&1; nproc
   echo "## GPU"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
-  echo "## PyTorch"
-  python3 -c 'import torch; print(torch.__version__, torch.utils.cmake_prefix_path,
+  echo "## PyTorch ($python)"
+  "$python" -W ignore -c 'import torch; print(torch.__version__, torch.utils.cmake_prefix_path,
 "cxx11_abi", torch.compiled_with_cxx11_abi(), "cuda", torch.version.cuda,
 torch.cuda.is_available())' 2>&1
 } > "$OUT/env.txt" 2>&1
 log "environment: $(grep -A1 '## PyTorch' "$OUT/env.txt" | tail -1)"
 
-# 2. Carried packages, unpacked into a prefix of their own (not /).
+# 2. Carried packages, unpacked into a prefix of their own (not /); carried
+#    cmake / ninja wheels only where the machine has none.
 deps=/tmp/remat-deps
 extra=()
 if ls .debs/*.deb > /dev/null 2>&1; then
@@ -65,43 +82,69 @@ if ls .debs/*.deb > /dev/null 2>&1; then
     fi
   done
   lib="$deps/usr/lib/x86_64-linux-gnu/cmake"
-  [ -d "$lib/Boost-1.74.0" ] && extra+=("-DBoost_DIR=$lib/Boost-1.74.0")
-  [ -d "$deps/usr/share/cmake/nlohmann_json" ] &&
+  # What the machine has is used as it is (USE_CARRIED=1: the carried ones).
+  need() { [ "${USE_CARRIED:-0}" = 1 ] || [ ! -e "$1" ]; }
+  need /usr/include/boost/graph && [ -d "$lib/Boost-1.74.0" ] &&
+    extra+=("-DBoost_DIR=$lib/Boost-1.74.0")
+  need /usr/include/nlohmann/json.hpp && [ -d "$deps/usr/share/cmake/nlohmann_json" ] &&
     extra+=("-Dnlohmann_json_DIR=$deps/usr/share/cmake/nlohmann_json")
-  [ -d "$lib/GTest" ] && extra+=("-DGTest_DIR=$lib/GTest")
-  log "unpacked $(ls .debs/*.deb | wc -l) carried packages into $deps"
+  need /usr/include/gtest/gtest.h && [ -d "$lib/GTest" ] && extra+=("-DGTest_DIR=$lib/GTest")
+  log "unpacked $(ls .debs/*.deb | wc -l) carried packages into $deps; using: ${extra[*]:-none}"
 fi
+for tool in cmake ninja; do
+  command -v "$tool" > /dev/null && continue
+  wheel=$(ls .debs/wheels/"$tool"-*.whl 2> /dev/null | head -1)
+  [ -n "$wheel" ] || continue
+  "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+    "$wheel" "$deps/wheels/$tool"
+  bin=$(dirname "$(find "$deps/wheels/$tool" -path "*/bin/$tool" -type f | head -1)")
+  chmod +x "$bin"/* 2> /dev/null
+  export PATH="$bin:$PATH"
+  log "using the carried $tool: $("$tool" --version | head -1)"
+done
 tests=OFF
 if [[ " ${extra[*]} " == *GTest_DIR* ]] || [ -d /usr/include/gtest ]; then tests=ON; fi
 
-# 3. Configure and build against PyTorch's CUDA LibTorch.
-prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+# 3. Configure and build against the machine's PyTorch (CUDA LibTorch).
 generator="Unix Makefiles"
 command -v ninja > /dev/null && generator=Ninja
 nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-cuda_root=$(dirname "$(dirname "$nvcc_path")")
-cmake -S . -B build-gpu -G "$generator" -DCMAKE_BUILD_TYPE=Release -DREMAT_RUNTIME=ON \
-  -DREMAT_BUILD_BENCH=OFF -DREMAT_BUILD_TESTS=$tests -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCUDAToolkit_ROOT="$cuda_root" -DCMAKE_CUDA_COMPILER="$nvcc_path" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 "${extra[@]}" \
-  > "$OUT/configure.log" 2>&1 || { log "configure failed (configure.log)"; exit 1; }
+cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  -DREMAT_RUNTIME=ON -DREMAT_TORCH_CUDA=ON -DREMAT_PYTHON="$(command -v "$python")" \
+  -DREMAT_BUILD_BENCH=OFF -DREMAT_BUILD_TESTS=$tests -DCMAKE_CUDA_COMPILER="$nvcc_path" \
+  -DTORCH_CUDA_ARCH_LIST=9.0 "${extra[@]}" > "$OUT/configure.log" 2>&1 ||
+  { log "configure failed (configure.log): $(grep -m3 -E 'Error|error' "$OUT/configure.log")"; exit 1; }
 grep -q "CUDA LibTorch found" "$OUT/configure.log" ||
   log "WARNING: no CUDA LibTorch target (torch_cuda); the cuda runs will be refused"
-targets=(planner)
-[ "$tests" = ON ] && targets+=(gpu_tests)
-cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 2>&1 ||
+jobs=${JOBS:-$(nproc)}
+cmake --build "$build" -j"$jobs" --target planner > "$OUT/build.log" 2>&1 ||
   { log "build failed (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"; exit 1; }
-log "built ${targets[*]}"
-planner=build-gpu/bin/planner
+log "built planner and $build/lib/libremat_runtime.so"
+if [ "$tests" = ON ]; then
+  cmake --build "$build" -j"$jobs" --target gpu_tests >> "$OUT/build.log" 2>&1 ||
+    log "gpu_tests did not build (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
+fi
+planner=$build/bin/planner
 "$planner" --version | tee -a "$OUT/log.txt"
 
 # 4. GPU unit tests.
-if [ -x build-gpu/bin/gpu_tests ]; then
-  build-gpu/bin/gpu_tests > "$OUT/gpu_tests.txt" 2>&1
+if [ -x "$build/bin/gpu_tests" ]; then
+  "$build/bin/gpu_tests" > "$OUT/gpu_tests.txt" 2>&1
   log "gpu_tests: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/gpu_tests.txt" | tr '\n' ' '))"
 fi
 
-# 5. Profile, plan at several budgets, train.
+# 5. The fidelity matrix on CUDA: every strategy of every h200 model.
+models=(bench/models/h200-*.json)
+limit=$(($(time_left) - 150))
+if [ "$limit" -gt 60 ]; then
+  DEVICE=cuda CLOCK=wall ROUNDS=1 STEPS=4 REPEATS=5 BUILD="$build" KEEP="$OUT/fidelity" \
+    timeout "$limit" bench/fidelity.sh "${models[@]}" > "$OUT/fidelity.txt" 2>&1
+  log "fidelity: exit $? ($(tail -1 "$OUT/fidelity.txt"))"
+else
+  log "skipping the fidelity matrix: out of time"
+fi
+
+# 6. Budget sweep and the memory-limit check, from the fidelity run's profiles.
 train() {  # plan-name model [extra train flags...]
   local name=$1 model=$2
   shift 2
@@ -111,19 +154,24 @@ train() {  # plan-name model [extra train flags...]
   echo "$rc" > "$OUT/runs/$name.rc"
   log "train $name: exit $rc $(head -c 300 "$OUT/runs/$name.err")"
 }
-for model in bench/models/h200-*.json; do
+for model in "${models[@]}"; do
   name=$(basename "$model" .json)
-  [ "$(time_left)" -gt 120 ] || { log "skipping $name: out of time"; continue; }
   profile="$OUT/profiles/$name.json"
-  "$planner" profile --runtime-device cuda --repeats 5 -o "$profile" "$model" \
-    > /dev/null 2> "$OUT/profiles/$name.err" || { log "profile $name failed: $(cat "$OUT/profiles/$name.err")"; continue; }
-  log "profiled $name"
+  if [ -f "$OUT/fidelity/$name-round1/profile.json" ]; then
+    cp "$OUT/fidelity/$name-round1/profile.json" "$profile"
+  else
+    [ "$(time_left)" -gt 60 ] || { log "skipping $name: out of time"; continue; }
+    "$planner" profile --runtime-device cuda --repeats 5 --statistic min -o "$profile" "$model" \
+      > /dev/null 2> "$OUT/profiles/$name.err" ||
+      { log "profile $name failed: $(cat "$OUT/profiles/$name.err")"; continue; }
+  fi
+  log "profile $name: $profile"
   "$planner" --strategy none -o "$OUT/plans/$name-none.json" "$profile" > /dev/null
-  peak=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted"]["peak_bytes"])' \
+  peak=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted"]["peak_bytes"])' \
     "$OUT/plans/$name-none.json")
-  train "$name-none" "$model"
+  [ "$(time_left)" -gt 30 ] && train "$name-none" "$model"
   for pct in 80 60 45; do
-    [ "$(time_left)" -gt 40 ] || { log "skipping $name at $pct%: out of time"; continue; }
+    [ "$(time_left)" -gt 30 ] || { log "skipping $name at $pct%: out of time"; continue; }
     budget=$((peak * pct / 100))
     if "$planner" --budget "${budget}B" -o "$OUT/plans/$name-b$pct.json" "$profile" \
          > /dev/null 2> "$OUT/plans/$name-b$pct.err"; then
@@ -133,7 +181,7 @@ for model in bench/models/h200-*.json; do
     fi
   done
   # `none` under the 60% budget as a hard limit must stop with exit code 4.
-  if [ -f "$OUT/plans/$name-b60.json" ] && [ "$(time_left)" -gt 30 ]; then
+  if [ -f "$OUT/plans/$name-b60.json" ] && [ "$(time_left)" -gt 20 ]; then
     cp "$OUT/plans/$name-none.json" "$OUT/plans/$name-none-limited.json"
     train "$name-none-limited" "$model" --memory-limit "$((peak * 60 / 100))B"
   fi

@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Installs what remat needs to build and test on Debian 12 (bookworm).
-# Used by README.md and .ci/run. Safe to run again.
+# Installs what remat needs to build and test on Debian 12 (bookworm): Debian
+# packages with apt, and PyTorch (LibTorch for the runtime) from PyPI into a
+# virtual environment the project owns, .venv/ at the repository root
+# (git-ignored), where CMake finds it by itself. Used by README.md and
+# .ci/run. Safe to run again: what is there is not installed twice, and the
+# downloaded wheels are kept (REMAT_WHEELS) for the next install.
+#
+# usage: scripts/install-deps.sh [EXTRA_APT_PACKAGE...]
+# env:   REMAT_VENV     where the virtual environment goes (default .venv)
+#        REMAT_WHEELS   the wheelhouse (default ~/.cache/remat/wheels)
+#        REMAT_TORCH    the PyPI requirement (default torch==2.11.0, the GPU
+#                       machine's version); "none" skips PyTorch (the
+#                       planner then builds without the runtime)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache git
@@ -9,9 +21,9 @@ packages=(
   libboost-graph-dev     # model graph, chain derivation, liveness
   libgtest-dev           # unit tests
   libbenchmark-dev       # benchmarks
-  libtorch-dev           # runtime: execute plans on a real transformer (CPU)
   zlib1g-dev             # PNG checks in the report's browser test
-  libopenblas0-pthread   # fast BLAS for LibTorch (the default reference BLAS is ~15x slower)
+  python3-venv           # the virtual environment PyTorch is installed into
+  hyperfine              # bench/startup.sh
 )
 # Extra packages a caller asks for (e.g. chromium for the browser test).
 packages+=("$@")
@@ -28,4 +40,34 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# PyTorch from PyPI. The default wheel is a CUDA build (cu130) and pulls the
+# nvidia-* wheels (~4.6 GB installed, ~3 GB of wheels); it runs on CPU-only
+# machines too, and CMake builds the CUDA path wherever the CUDA toolkit is
+# installed. The wheels are downloaded into a wheelhouse kept outside the
+# checkout (pip's own HTTP cache does not keep them here) so that a fresh
+# checkout or CI run installs without downloading again.
+requirement=${REMAT_TORCH:-torch==2.11.0}
+[ "$requirement" = none ] && exit 0
+venv=${REMAT_VENV:-.venv}
+wheels=${REMAT_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/remat/wheels}
+want=${requirement#torch==}
+# Debian's own python3 (the one python3-venv serves), not whatever is first on PATH.
+if [ ! -x "$venv/bin/python" ]; then
+  echo "install-deps: creating $venv"
+  /usr/bin/python3 -m venv "$venv"
+fi
+version='import importlib.metadata as m; print(m.version("torch"))'  # without importing torch
+have=$("$venv/bin/python" -c "$version" 2>/dev/null || true)
+if [ -n "$have" ] && [ "${have%%+*}" = "${want%%+*}" ]; then
+  echo "install-deps: $venv has torch $have"
+else
+  echo "install-deps: installing $requirement into $venv from $wheels"
+  pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+  mkdir -p "$wheels"
+  # Downloads only what the wheelhouse lacks; then installs from it alone.
+  "${pip[@]}" download --progress-bar off -q -d "$wheels" "$requirement"
+  "${pip[@]}" install --progress-bar off -q --no-index --find-links "$wheels" "$requirement"
+  echo "install-deps: $venv has torch $("$venv/bin/python" -c "$version")"
 fi

@@ -1,14 +1,17 @@
-// The CUDA meter: the caching allocator's device statistics. Compiled with
-// REMAT_HAVE_CUDA_TORCH only when building against a CUDA LibTorch; other
-// builds get a MakeCudaMeter that says why there is none.
-#include <algorithm>
-
+// The CUDA meter on a real device: the caching allocator behind
+// CudaAllocatorBackend (cuda_meter_core.h has the meter's logic, tested
+// without a GPU). Compiled with REMAT_HAVE_CUDA_TORCH only when building
+// against a CUDA LibTorch; other builds get a MakeCudaMeter that says why
+// there is none.
 #include "memory_meter.h"
 
 #ifdef REMAT_HAVE_CUDA_TORCH
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
+
+#include "cuda_meter_core.h"
+#include "cuda_stats.h"
 #endif
 
 namespace remat::runtime {
@@ -18,46 +21,18 @@ namespace {
 
 namespace alloc = c10::cuda::CUDACachingAllocator;
 
-// Stat arrays are indexed by StatType; 0 is AGGREGATE (all pools) in
-// LibTorch 1.13 and 2.x alike.
-constexpr size_t kAggregate = 0;
-
-class CudaMeterImpl final : public MemoryMeter {
+class CachingAllocatorBackend final : public CudaAllocatorBackend {
  public:
-  explicit CudaMeterImpl(int device) : device_(static_cast<c10::DeviceIndex>(device)) {}
-  std::string name() const override { return "cuda caching allocator stats"; }
-  int64_t current_bytes() const override {
-    return alloc::getDeviceStats(device_).allocated_bytes[kAggregate].current;
+  explicit CachingAllocatorBackend(int device) : device_(static_cast<c10::DeviceIndex>(device)) {}
+  CudaAllocatorStats Stats() const override { return StatsOf(alloc::getDeviceStats(device_)); }
+  void ResetPeakStats() override { alloc::resetPeakStats(device_); }
+  int64_t TotalBytes() const override {
+    return static_cast<int64_t>(at::cuda::getDeviceProperties(device_)->totalGlobalMem);
   }
-  int64_t peak_bytes() const override {
-    return alloc::getDeviceStats(device_).allocated_bytes[kAggregate].peak;
-  }
-  int64_t reserved_bytes() const override {
-    return alloc::getDeviceStats(device_).reserved_bytes[kAggregate].current;
-  }
-  int64_t reserved_peak_bytes() const override {
-    return alloc::getDeviceStats(device_).reserved_bytes[kAggregate].peak;
-  }
-  void ResetPeak() override { alloc::resetPeakStats(device_); }
-  int64_t AllocationBytes(int64_t nbytes) const override {
-    return nbytes <= 0 ? 0 : (nbytes + 511) / 512 * 512;
-  }
-  // The caching allocator caps what it reserves, as a fraction of the device.
-  Status SetLimit(int64_t bytes) override {
-    const double total =
-        static_cast<double>(at::cuda::getDeviceProperties(device_)->totalGlobalMem);
-    limit_ = bytes;
-    alloc::setMemoryFraction(bytes > 0 ? std::min(1.0, bytes / total) : 1.0, device_);
-    return Status::Ok();
-  }
-  int64_t limit_bytes() const override { return limit_; }
-  // The caching allocator throws c10::OutOfMemoryError itself, with the size
-  // it wanted in its message; there is no record to take.
-  std::optional<OomEvent> TakeOom() override { return std::nullopt; }
+  void SetMemoryFraction(double fraction) override { alloc::setMemoryFraction(fraction, device_); }
 
  private:
   c10::DeviceIndex device_;
-  int64_t limit_ = 0;
 };
 
 Status CheckDevice(int device) {
@@ -75,7 +50,7 @@ Status CheckDevice(int device) {
 
 Result<std::unique_ptr<MemoryMeter>> MakeCudaMeter(int device) {
   REMAT_RETURN_IF_ERROR(CheckDevice(device));
-  return std::unique_ptr<MemoryMeter>(new CudaMeterImpl(device));
+  return MakeCudaMeterOn(std::make_unique<CachingAllocatorBackend>(device));
 }
 
 Result<std::string> CudaDeviceName(int device) {
@@ -89,8 +64,8 @@ namespace {
 
 Status NoCuda() {
   return Status::Invalid(
-      "--runtime-device cuda: this planner was built against a CPU-only LibTorch; build against "
-      "a CUDA LibTorch (see docs/runtime.md, scripts/gpu_run.sh)");
+      "--runtime-device cuda: this planner was built against a CPU-only LibTorch; build where "
+      "the CUDA toolkit is installed (nvcc), with PyTorch's CUDA wheel (docs/runtime.md)");
 }
 
 }  // namespace

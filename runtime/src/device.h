@@ -23,12 +23,12 @@ std::string DeviceDescription(const c10::Device& device);
 enum class ClockKind {
   kWall,       // elapsed time, device synchronized
   kThreadCpu,  // CPU time of the calling thread: on a CPU run with one
-               // intra-op thread and OPENBLAS_NUM_THREADS=1 all the work is
-               // on this thread, and time other processes take is not counted
+               // intra-op thread (OMP_NUM_THREADS=1) all the work is on this
+               // thread, and time other processes take is not counted
 };
 
-// "wall" or "thread". "thread" requires a CPU device, one intra-op thread
-// and OPENBLAS_NUM_THREADS=1, and says so otherwise.
+// "wall" or "thread". "thread" requires a CPU device and one intra-op
+// thread, and says so otherwise.
 Result<ClockKind> ParseClock(const std::string& name, const c10::Device& device);
 
 // How a run times its ops.

@@ -1,5 +1,6 @@
 #include "torch_errors.h"
 
+#include "cuda_meter_core.h"
 #include "remat/units.h"
 
 namespace remat::runtime {
@@ -23,8 +24,14 @@ Status OutOfMemoryStatus(const std::string& where, const std::optional<OomEvent>
   }
   std::string limit;
   if (meter.limit_bytes() > 0) limit = "; the limit is " + Bytes(meter.limit_bytes());
-  return Status::OutOfMemory("out of memory at " + where + " with " + Bytes(meter.current_bytes()) +
-                             " in use" + limit + " (" + detail + ")");
+  // CUDA: the caching allocator's message names the request.
+  std::string asked;
+  if (const std::optional<int64_t> bytes = ParseCudaOomRequestBytes(detail)) {
+    asked = ": asked for " + FormatBytes(*bytes);
+  }
+  return Status::OutOfMemory("out of memory at " + where + asked + " with " +
+                             Bytes(meter.current_bytes()) + " in use" + limit + " (" + detail +
+                             ")");
 }
 
 }  // namespace remat::runtime
