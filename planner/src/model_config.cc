@@ -12,11 +12,36 @@ const std::vector<std::string> kArchitectures = {"gpt", "bert", "llama"};
 const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
 const std::vector<std::string> kAttention = {"eager", "flash"};
-const std::vector<std::string> kKnownKeys = {
-    "name",     "architecture", "layers",       "hidden",    "heads",
-    "ffn_hidden", "vocab",      "seq_len",      "micro_batch", "max_position",
-    "grad_accumulation", "precision", "optimizer", "attention", "dropout",
-    "tie_embeddings"};
+// Indexed by enum value; "default" is never accepted in a file.
+const std::vector<std::string> kHeads = {"default", "lm", "mlm", "pooling", "classification"};
+const std::vector<std::string> kPoolings = {"mean", "cls"};
+const std::vector<std::string> kLosses = {"default", "cross_entropy", "mnrl"};
+const std::vector<std::string> kKnownKeys = {"name",
+                                             "architecture",
+                                             "layers",
+                                             "hidden",
+                                             "heads",
+                                             "ffn_hidden",
+                                             "vocab",
+                                             "seq_len",
+                                             "micro_batch",
+                                             "max_position",
+                                             "grad_accumulation",
+                                             "precision",
+                                             "optimizer",
+                                             "attention",
+                                             "dropout",
+                                             "tie_embeddings",
+                                             "kv_heads",
+                                             "head_dim",
+                                             "qkv_bias",
+                                             "type_vocab",
+                                             "head",
+                                             "pooling",
+                                             "loss",
+                                             "texts_per_example",
+                                             "num_labels",
+                                             "pooler"};
 
 // Generous limits: anything above is a typo, and keeps byte arithmetic far
 // from overflow (see checked_math.h for the rest). Published models have up
@@ -25,6 +50,11 @@ const std::vector<std::string> kKnownKeys = {
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxWidth = 1 << 20;
 constexpr int64_t kMaxTokens = 1 << 24;
+constexpr int64_t kMaxTexts = 1024;
+
+std::vector<std::string> Accepted(const std::vector<std::string>& names) {
+  return std::vector<std::string>(names.begin() + 1, names.end());  // without "default"
+}
 
 template <typename E>
 E FromName(const std::vector<std::string>& names, const std::string& value) {
@@ -43,12 +73,142 @@ int64_t DefaultFfn(Architecture arch, int64_t hidden) {
   return 4 * hidden;
 }
 
+Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
+  std::string head = "default", pooling = "mean", loss = "default";
+  REMAT_RETURN_IF_ERROR(r.Enum("head", &head, Accepted(kHeads), false));
+  c->head = FromName<Head>(kHeads, head);
+  REMAT_RETURN_IF_ERROR(r.Enum("pooling", &pooling, kPoolings, false));
+  c->pooling = FromName<Pooling>(kPoolings, pooling);
+  REMAT_RETURN_IF_ERROR(r.Enum("loss", &loss, Accepted(kLosses), false));
+  c->loss = FromName<Loss>(kLosses, loss);
+  REMAT_RETURN_IF_ERROR(r.Int("texts_per_example", &c->texts_per_example, false, 1, kMaxTexts));
+  REMAT_RETURN_IF_ERROR(r.Int("num_labels", &c->num_labels, false, 1, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(r.Bool("pooler", &c->pooler, false));
+  const Head resolved = WithDefaults(*c).head;
+  if (r.Has("pooling") && resolved != Head::kPooling) {
+    return r.Error("pooling",
+                   std::string("only the pooling head pools (head is ") + ToString(resolved) + ")");
+  }
+  if (r.Has("num_labels") && resolved != Head::kClassification) {
+    return r.Error("num_labels", std::string("only the classification head has labels (head is ") +
+                                     ToString(resolved) + ")");
+  }
+  return Status::Ok();
+}
+
+Status Bad(const std::string& source, const char* field, const std::string& what) {
+  return Status::Invalid(source + ": field '" + field + "': " + what);
+}
+
+// Cross-field rules of the attention shape and the head, on a config with
+// defaults resolved.
+Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
+  const bool llama = c.architecture == Architecture::kLlama;
+  const bool bert = c.architecture == Architecture::kBert;
+  const std::string arch = ToString(c.architecture);
+  if (c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0) {
+    return Bad(source, "kv_heads",
+               std::to_string(c.kv_heads) + " does not divide heads = " + std::to_string(c.heads) +
+                   " (each key/value head serves a whole group of query heads)");
+  }
+  if (!llama && c.kv_heads != c.heads) {
+    return Bad(source, "kv_heads",
+               std::to_string(c.kv_heads) + " differs from heads = " + std::to_string(c.heads) +
+                   ": grouped-query attention is for llama only (" + arch +
+                   " has one key/value head per query head)");
+  }
+  if (c.head_dim < 1 || c.head_dim > kMaxWidth || c.head_dim * c.heads > 16 * kMaxWidth) {
+    return Bad(source, "head_dim",
+               "expected an integer in [1, " + std::to_string(kMaxWidth) +
+                   "] with heads * "
+                   "head_dim at most " +
+                   std::to_string(16 * kMaxWidth) + ", got " + std::to_string(c.head_dim));
+  }
+  if (!llama && c.head_dim * c.heads != c.hidden) {
+    return Bad(source, "head_dim",
+               std::to_string(c.head_dim) +
+                   " is not hidden / heads = " + std::to_string(c.hidden / c.heads) +
+                   ": only llama sets "
+                   "its own head width");
+  }
+  if (!bert && c.type_vocab != 0) {
+    return Bad(source, "type_vocab",
+               std::to_string(c.type_vocab) + ": only bert has token-type embeddings (" + arch +
+                   " has none; accepted: 0)");
+  }
+  const std::string head = ToString(c.head);
+  if (c.head == Head::kMlm && !bert) {
+    return Bad(source, "head",
+               "\"mlm\" needs an encoder (architecture bert); for " + arch +
+                   " use lm, pooling or classification");
+  }
+  if (c.head == Head::kLm && bert) {
+    return Bad(source, "head",
+               "\"lm\" is a causal LM head; for bert use mlm, pooling or "
+               "classification");
+  }
+  if ((c.loss == Loss::kMnrl) != (c.head == Head::kPooling)) {
+    return Bad(source, "loss",
+               std::string("\"") + ToString(c.loss) + "\" does not fit head \"" + head +
+                   "\" (pooling takes mnrl; lm, mlm and classification "
+                   "take cross_entropy)");
+  }
+  if (c.loss == Loss::kMnrl && (c.texts_per_example < 2 || c.texts_per_example > kMaxTexts)) {
+    return Bad(source, "texts_per_example",
+               std::to_string(c.texts_per_example) +
+                   ": mnrl needs an anchor and at least one "
+                   "positive per example; expected an integer in [2, " +
+                   std::to_string(kMaxTexts) + "] (2 pairs, 3 triplets)");
+  }
+  if (c.loss != Loss::kMnrl && c.texts_per_example != 1) {
+    return Bad(source, "texts_per_example",
+               std::to_string(c.texts_per_example) + ": head \"" + head +
+                   "\" takes one text per example; expected 1");
+  }
+  if (c.num_labels < 1 || c.num_labels > kMaxTokens) {
+    return Bad(source, "num_labels",
+               "expected an integer in [1, " + std::to_string(kMaxTokens) + "], got " +
+                   std::to_string(c.num_labels));
+  }
+  if (c.pooler && !bert) {
+    return Bad(source, "pooler", "true: only bert has a pooler (" + arch + " has none)");
+  }
+  if (c.pooler && c.head == Head::kClassification) {
+    return Bad(source, "pooler",
+               "true: the classification head's dense layer is the pooler "
+               "(trained); expected false");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* ToString(Architecture v) { return kArchitectures[static_cast<int>(v)].c_str(); }
 const char* ToString(Precision v) { return kPrecisions[static_cast<int>(v)].c_str(); }
 const char* ToString(Optimizer v) { return kOptimizers[static_cast<int>(v)].c_str(); }
 const char* ToString(AttentionImpl v) { return kAttention[static_cast<int>(v)].c_str(); }
+const char* ToString(Head v) { return kHeads[static_cast<int>(v)].c_str(); }
+const char* ToString(Pooling v) { return kPoolings[static_cast<int>(v)].c_str(); }
+const char* ToString(Loss v) { return kLosses[static_cast<int>(v)].c_str(); }
+
+ModelConfig WithDefaults(const ModelConfig& config) {
+  ModelConfig c = config;
+  const bool bert = c.architecture == Architecture::kBert;
+  if (c.kv_heads == 0) c.kv_heads = c.heads;
+  if (c.head_dim == 0 && c.heads > 0) c.head_dim = c.hidden / c.heads;
+  if (c.type_vocab < 0) c.type_vocab = bert ? 1 : 0;
+  if (c.head == Head::kDefault) c.head = bert ? Head::kMlm : Head::kLm;
+  if (c.loss == Loss::kDefault) {
+    c.loss = c.head == Head::kPooling ? Loss::kMnrl : Loss::kCrossEntropy;
+  }
+  if (c.texts_per_example == 0) c.texts_per_example = c.loss == Loss::kMnrl ? 2 : 1;
+  if (c.num_labels == 0) c.num_labels = 2;
+  return c;
+}
+
+int64_t SequencesPerMicroBatch(const ModelConfig& config) {
+  return config.micro_batch * WithDefaults(config).texts_per_example;
+}
 
 Result<Precision> ParsePrecision(std::string_view text) {
   for (size_t i = 0; i < kPrecisions.size(); ++i) {
@@ -89,10 +249,15 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   REMAT_RETURN_IF_ERROR(r.Double("dropout", &c.dropout, false, 0.0, 0.999999));
   c.tie_embeddings = c.architecture != Architecture::kLlama;
   REMAT_RETURN_IF_ERROR(r.Bool("tie_embeddings", &c.tie_embeddings, false));
+  REMAT_RETURN_IF_ERROR(r.Int("kv_heads", &c.kv_heads, false, 1, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Int("head_dim", &c.head_dim, false, 1, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Bool("qkv_bias", &c.qkv_bias, false));
+  REMAT_RETURN_IF_ERROR(r.Int("type_vocab", &c.type_vocab, false, 0, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(ParseHeadFields(r, &c));
   if (c.ffn_hidden == 0) c.ffn_hidden = DefaultFfn(c.architecture, c.hidden);
   if (c.max_position == 0) c.max_position = c.seq_len;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(c, source));
-  return c;
+  return WithDefaults(c);
 }
 
 Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
@@ -107,7 +272,7 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   REMAT_RETURN_IF_ERROR(in_range("layers", c.layers, kMaxLayers));
   REMAT_RETURN_IF_ERROR(in_range("hidden", c.hidden, kMaxWidth));
   REMAT_RETURN_IF_ERROR(in_range("heads", c.heads, kMaxWidth));
-  if (c.hidden % c.heads != 0) {
+  if (c.head_dim == 0 && c.hidden % c.heads != 0) {
     return bad("heads", std::to_string(c.heads) + " does not divide hidden = " +
                             std::to_string(c.hidden) + " (head size must be a whole number)");
   }
@@ -120,12 +285,12 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
   }
   REMAT_RETURN_IF_ERROR(in_range("grad_accumulation", c.grad_accumulation, kMaxTokens));
   if (c.architecture != Architecture::kLlama && c.max_position < c.seq_len) {
-    return bad("max_position", std::to_string(c.max_position) + " is smaller than seq_len = " +
-                                   std::to_string(c.seq_len) +
+    return bad("max_position", std::to_string(c.max_position) +
+                                   " is smaller than seq_len = " + std::to_string(c.seq_len) +
                                    " (learned positions need one row per token)");
   }
   if (!(c.dropout >= 0.0 && c.dropout < 1.0)) return bad("dropout", "expected a number in [0, 1)");
-  return Status::Ok();
+  return ValidateShapeAndHead(WithDefaults(c), source);
 }
 
 std::string ModelConfigToJson(const ModelConfig& c) {
@@ -146,6 +311,17 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;
   j["tie_embeddings"] = c.tie_embeddings;
+  const ModelConfig d = WithDefaults(c);
+  j["kv_heads"] = d.kv_heads;
+  j["head_dim"] = d.head_dim;
+  j["qkv_bias"] = d.qkv_bias;
+  j["type_vocab"] = d.type_vocab;
+  j["head"] = ToString(d.head);
+  if (d.head == Head::kPooling) j["pooling"] = ToString(d.pooling);
+  j["loss"] = ToString(d.loss);
+  j["texts_per_example"] = d.texts_per_example;
+  if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
+  j["pooler"] = d.pooler;
   return DumpDocument(j);
 }
 

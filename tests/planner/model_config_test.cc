@@ -25,7 +25,8 @@ TEST(ModelConfig, DefaultsAreDocumented) {
   EXPECT_DOUBLE_EQ(c->dropout, 0.1);
   EXPECT_TRUE(c->tie_embeddings);
   Result<ModelConfig> llama = ParseModelConfig(
-      R"({"architecture":"llama","layers":1,"hidden":4096,"heads":32,"vocab":10,"seq_len":8})", "m");
+      R"({"architecture":"llama","layers":1,"hidden":4096,"heads":32,"vocab":10,"seq_len":8})",
+      "m");
   ASSERT_TRUE(llama.ok());
   EXPECT_EQ(llama->ffn_hidden, 11008);
   EXPECT_FALSE(llama->tie_embeddings);
@@ -56,21 +57,70 @@ TEST(ModelConfig, BadInputSaysFileFieldAndWhatIsAccepted) {
   std::string m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
                             "precision": "fp8"})");
   EXPECT_NE(m.find("unknown value \"fp8\", expected fp32, bf16, fp16, amp_bf16 or amp_fp16"),
-            std::string::npos) << m;
-  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "micro_bach": 4})");
+            std::string::npos)
+      << m;
+  m = Error(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "micro_bach": 4})");
   EXPECT_NE(m.find("unknown field 'micro_bach'"), std::string::npos) << m;
   m = Error(R"({"layers": "12", "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
   EXPECT_NE(m.find("got \"12\""), std::string::npos) << m;
   m = Error(R"({"layers": 2.5, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
   EXPECT_NE(m.find("'layers'"), std::string::npos) << m;
-  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "dropout": 1.5})");
+  m = Error(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, "dropout": 1.5})");
   EXPECT_NE(m.find("'dropout'"), std::string::npos) << m;
-  m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 64, "max_position": 32})");
+  m = Error(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 64, "max_position": 32})");
   EXPECT_NE(m.find("'max_position'"), std::string::npos) << m;
-  m = Error(R"({"layers": 99999999999999999999, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
+  m = Error(
+      R"({"layers": 99999999999999999999, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32})");
   EXPECT_NE(m.find("'layers'"), std::string::npos) << m;
   EXPECT_NE(Error("{\"layers\": 2,").find("malformed JSON"), std::string::npos);
   EXPECT_NE(Error("[]").find("expected a JSON object"), std::string::npos);
+}
+
+constexpr char kLlamaShape[] =
+    R"({"architecture":"llama","layers":1,"hidden":64,"heads":8,"vocab":10,"seq_len":8)";
+
+TEST(ModelConfig, HeadAndAttentionFieldsAreChecked) {
+  EXPECT_EQ(Error(std::string(kLlamaShape) + R"(,"kv_heads":3})"),
+            "model.json: field 'kv_heads': 3 does not divide heads = 8 (each key/value head "
+            "serves a whole group of query heads)");
+  EXPECT_EQ(Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,"head":"mlm"})"),
+            "model.json: field 'head': \"mlm\" needs an encoder (architecture bert); for gpt use "
+            "lm, pooling or classification");
+  EXPECT_EQ(Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,"num_labels":3})"),
+            "model.json: field 'num_labels': only the classification head has labels (head is "
+            "lm)");
+  EXPECT_EQ(Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,"loss":"mnrl"})"),
+            "model.json: field 'loss': \"mnrl\" does not fit head \"lm\" (pooling takes mnrl; lm, "
+            "mlm and classification take cross_entropy)");
+  EXPECT_EQ(Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,"pooler":true})"),
+            "model.json: field 'pooler': true: only bert has a pooler (gpt has none)");
+  std::string m = Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,
+                            "head":"pooling","pooling":"max"})");
+  EXPECT_NE(m.find("unknown value \"max\", expected mean or cls"), std::string::npos) << m;
+  m = Error(R"({"layers":1,"hidden":64,"heads":4,"vocab":10,"seq_len":8,"head":"default"})");
+  EXPECT_NE(m.find("expected lm, mlm, pooling or classification"), std::string::npos) << m;
+}
+
+TEST(ModelConfig, NewFieldsRoundTripWithDefaultsResolved) {
+  Result<ModelConfig> c = ParseModelConfig(
+      R"({"architecture":"bert","layers":2,"hidden":64,"heads":4,"vocab":100,"seq_len":32,
+          "head":"pooling","pooling":"cls","texts_per_example":3,"pooler":true})",
+      "m.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->loss, Loss::kMnrl);
+  EXPECT_EQ(c->type_vocab, 1);
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->kv_heads, 4);
+  Result<ModelConfig> back = ParseModelConfig(ModelConfigToJson(*c), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ModelConfigToJson(*back), ModelConfigToJson(*c));
+  Result<ModelConfig> llama =
+      ParseModelConfig(std::string(kLlamaShape) + R"(,"kv_heads":2,"head_dim":32})", "m.json");
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  EXPECT_EQ(ParseModelConfig(ModelConfigToJson(*llama), "m.json")->head_dim, 32);
 }
 
 TEST(HfConfig, Gpt2AndLlama) {
@@ -82,22 +132,36 @@ TEST(HfConfig, Gpt2AndLlama) {
   EXPECT_EQ(gpt2->seq_len, 1024);
   Result<ModelConfig> llama = ParseHfConfig(R"({"model_type":"llama","num_hidden_layers":32,
       "hidden_size":4096,"num_attention_heads":32,"intermediate_size":11008,
-      "max_position_embeddings":2048,"vocab_size":32000,"torch_dtype":"bfloat16"})", "config.json");
+      "max_position_embeddings":2048,"vocab_size":32000,"torch_dtype":"bfloat16"})",
+                                            "config.json");
   ASSERT_TRUE(llama.ok()) << llama.status().message();
   EXPECT_EQ(llama->architecture, Architecture::kLlama);
   EXPECT_EQ(llama->precision, Precision::kAmpBf16);
   Result<ModelConfig> t5 = ParseHfConfig(R"({"model_type":"t5"})", "config.json");
   ASSERT_FALSE(t5.ok());
   EXPECT_NE(t5.status().message().find("unsupported value \"t5\""), std::string::npos);
+  Result<ModelConfig> gqa = ParseHfConfig(R"({"model_type":"mistral","num_hidden_layers":2,
+      "hidden_size":64,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":null,
+      "intermediate_size":128,"max_position_embeddings":64,"vocab_size":100})",
+                                          "config.json");
+  ASSERT_TRUE(gqa.ok()) << gqa.status().message();
+  EXPECT_EQ(gqa->kv_heads, 2);
+  EXPECT_EQ(gqa->head_dim, 8);
+  EXPECT_EQ(gqa->head, Head::kPooling);  // no architectures: AutoModel
 }
 
 TEST(PlannerInput, DetectsTheKindOfFile) {
   EXPECT_EQ(ParsePlannerInput(kMinimal, "m")->kind, PlannerInput::Kind::kModel);
   EXPECT_EQ(ParsePlannerInput(R"({"model_type":"gpt2","n_layer":1,"n_embd":8,"n_head":2,
-      "n_positions":16,"vocab_size":10})", "c")->kind, PlannerInput::Kind::kHfConfig);
+      "n_positions":16,"vocab_size":10})",
+                              "c")
+                ->kind,
+            PlannerInput::Kind::kHfConfig);
   EXPECT_EQ(ParsePlannerInput(R"({"static_bytes":0,"layers":[{"name":"a","forward_ms":1,
       "backward_ms":1,"input_bytes":1,"output_bytes":1,"activation_bytes":1,
-      "forward_workspace_bytes":0,"backward_workspace_bytes":0}]})", "p")->kind,
+      "forward_workspace_bytes":0,"backward_workspace_bytes":0}]})",
+                              "p")
+                ->kind,
             PlannerInput::Kind::kProfile);
 }
 

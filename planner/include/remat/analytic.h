@@ -24,11 +24,11 @@ namespace remat {
 // max(flops / (peak * efficiency), bytes / (bandwidth * efficiency)).
 struct DeviceSpec {
   std::string name;
-  double tflops_16bit = 0;     // dense bf16/fp16 tensor peak, TFLOP/s
-  double tflops_fp32 = 0;      // fp32 peak (TF32 tensor cores not assumed)
-  double bandwidth_gbps = 0;   // memory bandwidth, GB/s
-  int64_t memory_bytes = 0;    // device memory, bytes
-  double efficiency = 0.5;     // fraction of peak achieved
+  double tflops_16bit = 0;    // dense bf16/fp16 tensor peak, TFLOP/s
+  double tflops_fp32 = 0;     // fp32 peak (TF32 tensor cores not assumed)
+  double bandwidth_gbps = 0;  // memory bandwidth, GB/s
+  int64_t memory_bytes = 0;   // device memory, bytes
+  double efficiency = 0.5;    // fraction of peak achieved
 };
 
 // "h200", "a100", "rtx4090", "cpu". Lists the accepted names on error.
@@ -36,12 +36,18 @@ Result<DeviceSpec> LookupDevice(std::string_view name);
 std::vector<std::string> DeviceNames();
 
 struct AnalyticOptions {
-  DeviceSpec device;        // default: LookupDevice("a100")
-  double tflops = 0;        // > 0: achieved TFLOP/s for every precision (overrides device)
+  DeviceSpec device;  // default: LookupDevice("a100")
+  double tflops = 0;  // > 0: achieved TFLOP/s for every precision (overrides device)
 };
 
-// Parameter count from the shape (GPT-2 small: 124,439,808 with tied head).
+// Parameter count from the shape (GPT-2 small: 124,439,808 with tied head):
+// every weight the model holds, trained or not. -1 if the config's sizes
+// overflow.
 int64_t ParameterCount(const ModelConfig& config);
+// The parameters the loss reaches: they get gradients and optimizer state.
+// Smaller than ParameterCount when weights are held but unused (a BertPooler
+// under the pooling head). -1 on overflow.
+int64_t TrainableParameterCount(const ModelConfig& config);
 
 // Model-state bytes per parameter for a precision and optimizer (README table).
 struct BytesPerParameter {
@@ -52,8 +58,16 @@ struct BytesPerParameter {
 };
 BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer);
 
-// The analytic profile: one layer per embedding, block, final norm, LM head
-// and loss. Fails with a message if byte arithmetic would overflow.
+// Model-state bytes of `parameters` weights of which `trainable` get
+// gradients and optimizer state (the frozen rest holds weights only).
+// Fails if a product overflows 64 bits.
+Result<StaticMemory> ModelStateBytes(int64_t parameters, int64_t trainable, Precision precision,
+                                     Optimizer optimizer);
+
+// The analytic profile: one layer per embedding, block, final norm (gpt,
+// llama), head and loss. Profile::parameters counts every weight; the static
+// memory gives gradients and optimizer state to the trainable ones only. Fails with a message if
+// byte arithmetic would overflow.
 Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options);
 
 }  // namespace remat

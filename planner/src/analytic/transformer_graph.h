@@ -16,11 +16,13 @@ namespace remat {
 struct TransformerGraph {
   OpGraph graph;
   std::vector<std::pair<std::string, std::string>> kinds;  // layer tag -> kind
-  int64_t parameters = 0;
+  int64_t parameters = 0;                                  // every weight the model holds
+  int64_t trainable_parameters = 0;                        // those the loss reaches (get gradients)
 };
 
 // Layers: "embedding", "block0".."block{L-1}", "final_norm" (gpt, llama),
-// "head" and "loss". Fails if a byte count would overflow 64 bits.
+// "head" and "loss". Defaults of `config` need not be resolved. Fails if a
+// byte count would overflow 64 bits.
 Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config);
 
 }  // namespace remat

@@ -1,0 +1,49 @@
+// Decoder blocks: GPT-2 and the llama family (llama, mistral, qwen2).
+#include "analytic/parts.h"
+
+namespace remat {
+
+T GptBlock(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, f = c.ffn_hidden;
+  const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
+  T y1 = B.LayerNorm("ln1", x, h);
+  T qkv = B.Linear("qkv", y1, h, 3 * h, true);
+  T ctx = B.Attention(qkv, qkv, qkv, shape);
+  T o = B.Dropout("resid_dropout1", B.Linear("attn_proj", ctx, h, h, true));
+  T mid = B.Add("residual1", x, o);
+  T y2 = B.LayerNorm("ln2", mid, h);
+  T u = B.Pointwise("gelu", B.Linear("fc1", y2, h, f, true), 8.0);
+  T w = B.Dropout("resid_dropout2", B.Linear("fc2", u, f, h, true));
+  return B.Add("residual2", mid, w);
+}
+
+// HF LlamaDecoderLayer. Rotary embeddings, q * cos + rotate_half(q) * sin,
+// keep only cos and sin (the muls' constant operands, computed once per step
+// and shared by every block, so not counted per block); their result is
+// promoted to the dtype of cos/sin, the residual stream's. The softmax runs
+// in fp32 and is cast back to the query's dtype.
+T LlamaBlock(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, f = c.ffn_hidden;
+  const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  const int stream = B.dt().stream;
+  const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, true};
+  T y1 = B.RmsNorm("rms1", x, h);
+  T q = B.Pointwise("rotary_q", B.Linear("q_proj", y1, h, q_width, c.qkv_bias), 6.0, false, stream);
+  T k =
+      B.Pointwise("rotary_k", B.Linear("k_proj", y1, h, kv_width, c.qkv_bias), 6.0, false, stream);
+  T v = B.Linear("v_proj", y1, h, kv_width, c.qkv_bias);
+  T ctx = B.Attention(q, k, v, shape);
+  T o = B.Dropout("resid_dropout1", B.Linear("o_proj", ctx, q_width, h, false));
+  T mid = B.Add("residual1", x, o);
+  T y2 = B.RmsNorm("rms2", mid, h);
+  T gate = B.Pointwise("silu", B.Linear("gate_proj", y2, h, f, false), 5.0);
+  T up = B.Linear("up_proj", y2, h, f, false);
+  T prod = B.Tensor("swiglu", gate.elems, gate.elem_bytes);
+  B.Op("swiglu", {gate, up}, {prod}, {gate, up}, static_cast<double>(gate.elems), 2.0);
+  T w = B.Dropout("resid_dropout2", B.Linear("down_proj", prod, f, h, false));
+  return B.Add("residual2", mid, w);
+}
+
+}  // namespace remat

@@ -1,0 +1,41 @@
+// The embedding layer and the encoder block (bert, roberta, distilbert).
+#include "analytic/parts.h"
+
+namespace remat {
+
+T Embedding(Builder& B, const T& ids) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, V = c.vocab, n = B.tokens();
+  const int stream = B.dt().stream;
+  T x = B.Tensor("token_embeddings", B.Mul({n, h}), stream);
+  B.Op("wte", {ids}, {x}, {ids}, 0, 1.0, B.Mul({V, h}), B.Mul({V, h, B.dt().param}));
+  if (c.architecture == Architecture::kLlama) return x;
+  // Learned positions (and token types) broadcast over the batch. RoBERTa's
+  // position offset (padding_idx + 1) only sizes its table: max_position rows.
+  const bool bert = c.architecture == Architecture::kBert;
+  T pos = B.Tensor("position_embeddings", B.Mul({c.seq_len, h}), stream);
+  const int64_t rows = c.max_position + (bert ? c.type_vocab : 0);
+  B.Op("wpe", {}, {pos}, {}, 0, 1.0, B.Mul({rows, h}));
+  x = B.Add("add_positions", x, pos);
+  if (bert) x = B.LayerNorm("embedding_norm", x, h);
+  return B.Dropout("embedding_dropout", x);
+}
+
+// HF BertLayer: separate q, k, v projections, attention, output dense +
+// dropout + residual + LayerNorm, then the MLP with the same epilogue.
+T BertBlock(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, f = c.ffn_hidden;
+  const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
+  T q = B.Linear("q_proj", x, h, h, true);
+  T k = B.Linear("k_proj", x, h, h, true);
+  T v = B.Linear("v_proj", x, h, h, true);
+  T ctx = B.Attention(q, k, v, shape);
+  T o = B.Dropout("resid_dropout1", B.Linear("attn_proj", ctx, h, h, true));
+  T y1 = B.LayerNorm("ln1", B.Add("residual1", x, o), h);
+  T u = B.Pointwise("gelu", B.Linear("fc1", y1, h, f, true), 8.0);
+  T w = B.Dropout("resid_dropout2", B.Linear("fc2", u, f, h, true));
+  return B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
+}
+
+}  // namespace remat

@@ -1,0 +1,129 @@
+// Builder: adds the tensors and ops of a training step to an OpGraph, layer
+// by layer, with the dtypes of a precision. Internal to the planner; the
+// transformer's parts (decoder_blocks.cc, encoder_blocks.cc, heads.cc) are
+// written with it.
+//
+// Saved tensors follow what PyTorch autograd keeps (Korthikanti et al. 2022,
+// section 4): a linear keeps its input, GELU its input, softmax its output,
+// dropout its 1-byte mask, LayerNorm its input; residual adds keep nothing.
+// Under autocast (amp_*), matmul inputs and weights are cast to 16 bits and
+// the casts are what the matmul keeps; LayerNorm, softmax and the loss run in
+// fp32, as torch.autocast does.
+#ifndef REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_
+#define REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analytic/transformer_graph.h"
+#include "remat/checked_math.h"
+#include "remat/model_config.h"
+
+namespace remat {
+
+// Bytes per element of each kind of tensor under a precision.
+struct Dtypes {
+  int stream;   // residual stream, embeddings, norm outputs
+  int matmul;   // matmul inputs (after autocast) and outputs
+  int softmax;  // attention probabilities
+  int loss;     // log-probabilities
+  int param;    // weights and their gradients
+  bool autocast;
+};
+Dtypes DtypesFor(Precision p);
+
+// A tensor of the graph: its id, element count and element size.
+struct T {
+  int id = -1;
+  int64_t elems = 0;
+  int elem_bytes = 0;
+  double bytes() const { return static_cast<double>(elems) * elem_bytes; }
+};
+
+// How an attention core is built (see Attention).
+struct AttentionShape {
+  int64_t heads = 0;     // query heads a
+  int64_t kv_heads = 0;  // key/value heads (a: multi-head attention)
+  int64_t head_dim = 0;  // d
+  // HF llama: softmax(dtype=float32) then .to(query dtype); else the
+  // softmax runs in the softmax dtype.
+  bool softmax_fp32 = false;
+};
+
+class Builder {
+ public:
+  // `c` has its defaults resolved (WithDefaults) and outlives the builder.
+  Builder(const ModelConfig& c, TransformerGraph* out);
+
+  bool overflow() const { return overflow_; }
+  const ModelConfig& config() const { return c_; }
+  const Dtypes& dt() const { return dt_; }
+  int64_t sequences() const { return sequences_; }  // micro_batch * texts_per_example
+  int64_t tokens() const { return tokens_; }        // seq_len * sequences
+
+  // Starts a layer (chain group) named `tag` of kind `kind`.
+  void Layer(const std::string& tag, const std::string& kind);
+
+  // Checked product; flags overflow and returns 0 on it.
+  int64_t Mul(std::initializer_list<int64_t> factors);
+
+  T Tensor(const std::string& name, int64_t elems, int elem_bytes, bool requires_grad = true);
+
+  // Adds an op; forward/backward costs given as flops and bytes. `params`
+  // are weights the op owns; `trainable` false: they get no gradient (the op
+  // then has no backward work).
+  void Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
+          const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params = 0,
+          int64_t bwd_workspace = 0, bool core = false, bool trainable = true);
+
+  // Casts `x` to the 16-bit matmul dtype under autocast (once per tensor).
+  T MatmulInput(const T& x, bool core = false);
+
+  // x (rows x in) -> rows x outf. `tied`: the weight belongs to another op.
+  // `trainable` false: a frozen layer whose output the loss never reaches
+  // (keeps nothing, no backward).
+  T Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
+           bool tied = false, bool trainable = true);
+
+  // LayerNorm (fused: keeps its input).
+  T LayerNorm(const std::string& name, const T& x, int64_t width);
+  // HF LlamaRMSNorm, op by op: x.to(fp32) (kept by pow and mul), rsqrt of
+  // the variance (kept, 4 bytes a row), and x * rsqrt cast back to the input
+  // dtype (kept by the weight multiply). A 32-bit input is its own fp32 copy.
+  T RmsNorm(const std::string& name, const T& x, int64_t width);
+
+  T Dropout(const std::string& name, const T& x, bool core = false);
+  T Add(const std::string& name, const T& a, const T& b);
+
+  // An elementwise op (GELU and SiLU keep their input). `out_bytes` 0: the
+  // input's dtype.
+  T Pointwise(const std::string& name, const T& x, double flops_per_elem, bool keeps_input = true,
+              int out_bytes = 0);
+
+  // softmax(q k^T / sqrt(d) + mask) (dropout) v for q (a*d per token) and
+  // k, v (kv_heads*d per token). Eager attention with fewer key/value heads
+  // materializes them repeated to a heads (HF repeat_kv), and the matmuls
+  // keep the repeated copies; flash attention takes them as they are.
+  T Attention(const T& q, const T& k, const T& v, const AttentionShape& shape);
+
+ private:
+  void Count(int64_t bytes);
+
+  const ModelConfig& c_;
+  Dtypes dt_;
+  TransformerGraph* out_;
+  std::string layer_;
+  int64_t sequences_ = 0;
+  int64_t tokens_ = 0;
+  bool overflow_ = false;
+  CheckedInt total_bytes_{0};
+  CheckedInt parameters_{0};
+  CheckedInt trainable_{0};
+  std::map<int, T> casts_;
+};
+
+}  // namespace remat
+
+#endif  // REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_

@@ -1,0 +1,127 @@
+// Heads and losses: lm, mlm, pooling (+ mnrl) and classification.
+#include <algorithm>
+
+#include "analytic/parts.h"
+
+namespace remat {
+namespace {
+
+// One token of every sequence (a view: keeps nothing, its backward needs
+// only the shape).
+T SelectToken(Builder& B, const std::string& name, const T& x) {
+  const int64_t h = B.config().hidden;
+  T y = B.Tensor(name, B.Mul({B.sequences(), h}), x.elem_bytes);
+  B.Op(name, {x}, {y}, {}, 0, 1.0);
+  return y;
+}
+
+// BertPooler that AutoModel computes and nothing downstream reads: dense +
+// tanh on the first token. Its graph is freed with its output, so it keeps
+// nothing, has no backward, and its weights get no gradient.
+void FrozenPooler(Builder& B, const T& x) {
+  const int64_t h = B.config().hidden;
+  T first = SelectToken(B, "pooler_first_token", x);
+  T dense = B.Linear("pooler_dense", first, h, h, true, false, /*trainable=*/false);
+  T out = B.Tensor("pooler_output", dense.elems, dense.elem_bytes, false);
+  B.Op("pooler_tanh", {dense}, {out}, {}, 4.0 * dense.elems, 0, 0, 0, false, false);
+}
+
+// sentence-transformers' Pooling. Mean: attention_mask expanded to the
+// hidden size and .float()-ed (a full fp32 copy, kept by the multiply),
+// the masked sum, divided by the per-text token count (fp32, kept by the
+// division); the result is fp32. CLS: the first token.
+T PoolTokens(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  if (c.pooling == Pooling::kCls) return SelectToken(B, "cls", x);
+  const int64_t rows = B.Mul({B.sequences(), c.hidden});
+  T mask = B.Tensor("mask_expanded", x.elems, 4, false);
+  B.Op("mask_expand", {}, {mask}, {}, 0, 1.0);
+  T sum = B.Tensor("masked_sum", rows, 4);
+  T count = B.Tensor("token_count", rows, 4, false);
+  B.Op("masked_sum", {x, mask}, {sum, count}, {mask}, 2.0 * x.elems, 1.0);
+  T mean = B.Tensor("mean", rows, 4);
+  B.Op("mean", {sum, count}, {mean}, {count}, static_cast<double>(rows), 1.0);
+  return mean;
+}
+
+T CrossEntropy(Builder& B, const T& logits, int64_t rows) {
+  T lin = logits;
+  if (B.dt().autocast) {
+    lin = B.Tensor("logits_fp32", logits.elems, 4);
+    B.Op("cast", {logits}, {lin}, {}, static_cast<double>(logits.elems), 1.0);
+  }
+  T logp = B.Tensor("log_probs", logits.elems, std::max(B.dt().loss, lin.elem_bytes));
+  B.Op("log_softmax", {lin}, {logp}, {logp}, 5.0 * logits.elems, 1.0);
+  T loss = B.Tensor("loss", 1, 4);
+  B.Op("nll", {logp}, {loss}, {}, static_cast<double>(rows), 1.0);
+  return loss;
+}
+
+// F.normalize(x, dim=1): keeps x and, per row, the norm and its clamp.
+T Normalize(Builder& B, const std::string& name, const T& x, int64_t rows) {
+  T norms = B.Tensor(name + ".norms", 2 * rows, 4, false);
+  B.Op(name + ".norms", {x}, {norms}, {}, 2.0 * x.elems, 2.0);
+  T y = B.Tensor(name, B.Mul({rows, B.config().hidden}), x.elem_bytes);
+  B.Op(name, {x, norms}, {y}, {x, norms}, 2.0 * y.elems, 2.0);
+  return y;
+}
+
+// MultipleNegativesRankingLoss: the embeddings hold t texts of b examples
+// (anchors first); candidates = cat(positives, negatives); scores =
+// 20 * cos_sim(anchors, candidates), b x (t-1)b; cross-entropy with the
+// matching positive as label.
+T Mnrl(Builder& B, const T& e) {
+  const ModelConfig& c = B.config();
+  const int64_t b = c.micro_batch, others = B.Mul({c.texts_per_example - 1, b});
+  T cand = B.Tensor("candidates", B.Mul({others, c.hidden}), e.elem_bytes);
+  B.Op("cat_candidates", {e}, {cand}, {}, 0, 1.0);
+  T an = Normalize(B, "normalize_anchors", e, b);
+  T cn = Normalize(B, "normalize_candidates", cand, others);
+  const T a16 = B.MatmulInput(an), c16 = B.MatmulInput(cn);
+  T sim = B.Tensor("similarity", B.Mul({b, others}), a16.elem_bytes);
+  B.Op("similarity", {a16, c16}, {sim}, {a16, c16}, 2.0 * b * others * c.hidden, 2.0);
+  T scaled = B.Tensor("scaled", sim.elems, sim.elem_bytes);
+  B.Op("scale", {sim}, {scaled}, {}, static_cast<double>(sim.elems), 1.0);
+  return CrossEntropy(B, scaled, b);
+}
+
+}  // namespace
+
+T AddHead(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, V = c.vocab;
+  switch (c.head) {
+    case Head::kMlm: {
+      T d = B.Pointwise("gelu", B.Linear("dense", x, h, h, true), 8.0);
+      T y = B.LayerNorm("norm", d, h);
+      return B.Linear("lm_head", y, h, V, true, c.tie_embeddings);
+    }
+    case Head::kPooling:
+      if (c.pooler) FrozenPooler(B, x);
+      return PoolTokens(B, x);
+    case Head::kClassification: {
+      if (c.architecture != Architecture::kBert) {
+        // GPT2/LlamaForSequenceClassification: score(last token), no bias.
+        return B.Linear("score", SelectToken(B, "last_token", x), h, c.num_labels, false);
+      }
+      // BertForSequenceClassification: pooler (dense + tanh), dropout, classifier.
+      T p = B.Linear("pooler_dense", SelectToken(B, "first_token", x), h, h, true);
+      T t = B.Tensor("pooler_tanh", p.elems, p.elem_bytes);
+      B.Op("pooler_tanh", {p}, {t}, {t}, 4.0 * p.elems, 2.0);
+      return B.Linear("classifier", B.Dropout("dropout", t), h, c.num_labels, true);
+    }
+    case Head::kLm:
+    case Head::kDefault:
+      break;
+  }
+  return B.Linear("lm_head", x, h, V, false, c.tie_embeddings);
+}
+
+T AddLoss(Builder& B, const T& out) {
+  const ModelConfig& c = B.config();
+  if (c.loss == Loss::kMnrl) return Mnrl(B, out);
+  const int64_t rows = c.head == Head::kClassification ? B.sequences() : B.tokens();
+  return CrossEntropy(B, out, rows);
+}
+
+}  // namespace remat

@@ -1,0 +1,27 @@
+// The parts of a transformer training step, each added to a Builder in the
+// current layer: takes the tensor entering it, returns the one leaving it.
+// Internal to the planner; transformer_graph.cc puts them together.
+#ifndef REMAT_SRC_ANALYTIC_PARTS_H_
+#define REMAT_SRC_ANALYTIC_PARTS_H_
+
+#include "analytic/graph_builder.h"
+
+namespace remat {
+
+// decoder_blocks.cc
+T GptBlock(Builder& B, const T& x);    // pre-LayerNorm, fused qkv, GELU MLP
+T LlamaBlock(Builder& B, const T& x);  // pre-RMSNorm, GQA, rotary, SwiGLU
+
+// encoder_blocks.cc
+// Token ids -> embeddings: token (+ learned positions and token types for gpt
+// and bert; + LayerNorm for bert) and dropout.
+T Embedding(Builder& B, const T& ids);
+T BertBlock(Builder& B, const T& x);  // post-LayerNorm, bidirectional
+
+// heads.cc: the head layer, then the loss layer (returns the loss).
+T AddHead(Builder& B, const T& x);
+T AddLoss(Builder& B, const T& head_output);
+
+}  // namespace remat
+
+#endif  // REMAT_SRC_ANALYTIC_PARTS_H_
