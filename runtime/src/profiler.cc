@@ -195,11 +195,16 @@ Status Profiler::Run(Profile* out) {
   // over the whole run and see the same machine (a shared CPU's load
   // changes by the second).
   std::vector<LayerSamples> samples(L);
-  for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+  const int rounds = options_.warmup + options_.repeats;
+  const int64_t total = static_cast<int64_t>(rounds) * L + 1;  // + the optimizer step
+  ReportProgress(options_.progress, "profiling", 0, total);
+  for (int r = 0; r < rounds; ++r) {
     for (int i = 0; i < L; ++i) {
       REMAT_RETURN_IF_ERROR(
           CatchTorchErrors("profiling layer '" + model_->layer_name(i) + "'", meter_,
                            [&] { MeasureRound(i, x[i], r >= options_.warmup, &samples[i]); }));
+      ReportProgress(options_.progress, "profiling", static_cast<int64_t>(r) * L + i + 1, total,
+                     model_->layer_name(i));
     }
   }
   for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
@@ -216,6 +221,7 @@ Status Profiler::Run(Profile* out) {
     }
   }));
   p.optimizer_ms = config_.optimizer == Optimizer::kNone ? 0 : Time(step_ms);
+  ReportProgress(options_.progress, "profiling", total, total, "optimizer step");
   return ValidateProfile(p, "measured profile");
 }
 

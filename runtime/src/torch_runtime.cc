@@ -90,6 +90,7 @@ class TorchRuntime final : public Runtime {
     REMAT_RETURN_IF_ERROR(ScheduleExecutor::Check(schedule, *model));
     ScheduleExecutor executor(*model, optimizer.get(), meter, options.seed, clock);
     std::vector<double> step_ms, recompute_ms;
+    ReportProgress(options.progress, "training", 0, options.steps);
     for (int step = 0; step < options.steps; ++step) {
       at::Tensor batch;
       REMAT_RETURN_IF_ERROR(
@@ -106,6 +107,8 @@ class TorchRuntime final : public Runtime {
       }
       if (step + 1 == options.steps) result.ops = std::move(s.ops);
       if (options.on_step) options.on_step(record);
+      ReportProgress(options.progress, "training", step + 1, options.steps,
+                     "step " + std::to_string(step + 1));
     }
     result.step_ms = Median(step_ms);
     result.recompute_ms = Median(recompute_ms);

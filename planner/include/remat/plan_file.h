@@ -36,10 +36,11 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
 // Checks that a plan read back is for the model about to run it: `profile` is
 // that model's profile now (analytic or measured). The model names must
 // agree (when both are named); the chains must agree in length, layer names
-// and kinds, and in the tensors passed between layers (input and output
-// bytes: exact shapes, which change with the micro-batch, sequence length
-// and precision). Activation bytes and times may differ (a plan made from an
-// analytic profile runs on measured sizes). The error names `source` (the
+// and kinds, in micro-batch and sequence length (when both profiles say),
+// and in the tensors passed between layers (output bytes: exact shapes,
+// which change with the micro-batch, sequence length and precision; the
+// batch x[0] is the executor's). Activation bytes and times may differ (a
+// plan made from an analytic profile runs on measured sizes). The error names `source` (the
 // plan file), both models and the first difference.
 Status CheckPlanMatchesProfile(const LoadedPlan& plan, const Profile& profile,
                                const std::string& source);
