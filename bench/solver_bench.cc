@@ -8,17 +8,26 @@
 //   gpt:         the analytic GPT-2-small profile (remat/analytic.h) with L-4
 //                identical blocks, micro-batch 8: embedding, blocks, final
 //                norm, LM head, loss (what `planner` plans for a model.json);
+//   measured:    gpt with every layer's times scaled by its own factor in
+//                [0.9, 1.1] (testing::JitterTimes): a measured profile, whose
+//                timing noise leaves no two layers alike;
 //   transformer: testing::TransformerChain, block sizes jittered so that no
 //                two blocks are alike (no interval classes to share);
 //   random:      testing::RandomChain, every size and time random.
-// Timed: classes, bounds, DP and schedule reconstruction, not the final
-// simulation. Counters: the solver's heap (tables, bounds, classes; MiB), the
-// cost-table cells (millions), the distinct rows solved, and the share of
-// (row, split, slot) updates the branch-and-bound bound skipped.
+// MultiLevel times the DP alone (classes, bounds, fill, schedule
+// reconstruction; not the final simulation), one thread. MultiLevelCapped
+// adds what `--strategy optimal` does around it: the single-level DP first,
+// whose value caps the multi-level one (timed together). MultiLevelThreads is
+// MultiLevelCapped on every hardware thread. Counters: the solver's heap
+// (tables, bounds, classes; MiB), the cost-table cells (millions), the
+// distinct rows solved, and the share of (row, split, slot) updates the
+// branch-and-bound bound skipped.
 #include <benchmark/benchmark.h>
 
+#include <limits>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "remat/plan.h"
 #include "solver/chain_terms.h"
@@ -37,14 +46,16 @@ struct Chain {
   int64_t keep_all = 0;   // activation peak keeping everything
 };
 
-enum Family { kGpt, kTransformer, kRandom };
+enum Family { kGpt, kMeasured, kTransformer, kRandom };
 
 const Chain& GetChain(Family family, int layers) {
   static std::map<std::pair<Family, int>, std::unique_ptr<Chain>> cache;
   auto& slot = cache[{family, layers}];
   if (!slot) {
     slot = std::make_unique<Chain>();
-    slot->profile = family == kGpt           ? testing::GptChain(layers - 4, 8)
+    slot->profile = family == kGpt ? testing::GptChain(layers - 4, 8)
+                    : family == kMeasured
+                        ? testing::JitterTimes(testing::GptChain(layers - 4, 8), 0.1, 7)
                     : family == kTransformer ? testing::TransformerChain(layers - 4, 7)
                                              : testing::RandomChain(layers, 7);
     const ChainTerms exact(slot->profile, MemoryUnits::Bytes(int64_t{1} << 50));
@@ -58,14 +69,25 @@ int64_t Budget(const Chain& c, int percent) {
   return c.lowest + (c.keep_all - c.lowest) * percent / 100;
 }
 
-void MultiLevel(benchmark::State& state, Family family) {
+// kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
+// one capped by its value; kThreads: kCapped on every hardware thread.
+enum Mode { kPlain, kCapped, kThreads };
+
+void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
-  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
-                                                state.range(2)));
+  const ChainTerms terms(c.profile,
+                         MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
   DpStats stats;
   bool found = false;
   for (auto _ : state) {
-    MultiLevelDp dp(terms);
+    DpOptions options;
+    if (mode != kPlain) {
+      SingleLevelDp single(terms);
+      const std::optional<SingleLevelSolution> s = single.Solve(nullptr);
+      options.cost_cap_ms = s ? s->recompute_ms : std::numeric_limits<double>::infinity();
+    }
+    if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
+    MultiLevelDp dp(terms, options);
     std::optional<DpSolution> sol = dp.Solve(&stats);
     found = sol.has_value();
     benchmark::DoNotOptimize(sol);
@@ -93,15 +115,15 @@ void SingleLevel(benchmark::State& state, Family family) {
   state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
 }
 
-// The whole grid for GPT chains; jittered and random chains at 1024 layers
-// only at 250 slots and the middle budget (O(L^3 M) rows without sharing:
-// about a minute and 0.3 GiB each).
+// The whole grid for GPT chains; chains with no two layers alike at 1024
+// layers only at the middle budget and 250 or 1000 slots (O(L^3 M) without
+// shared rows; at 4000 slots the tables alone would take 6 GiB).
 void Args(benchmark::internal::Benchmark* b, bool distinct_blocks) {
   b->ArgNames({"L", "budget%", "slots"});
   for (int layers : {16, 64, 256, 1024}) {
     for (int percent : {10, 40, 70}) {
       for (int slots : {250, 1000, 4000}) {
-        if (distinct_blocks && layers == 1024 && (slots != 250 || percent != 40)) continue;
+        if (distinct_blocks && layers == 1024 && (slots == 4000 || percent != 40)) continue;
         b->Args({layers, percent, slots});
       }
     }
@@ -134,12 +156,19 @@ void StrategyArgs(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond);
 }
 
-BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt)->Apply(SharedBlocks);
-BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer)->Apply(DistinctBlocks);
-BENCHMARK_CAPTURE(MultiLevel, random, kRandom)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt, kPlain)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured, kMeasured, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, random, kRandom, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt_capped, kGpt, kCapped)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured_capped, kMeasured, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer_capped, kTransformer, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt_threads, kGpt, kThreads)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured_threads, kMeasured, kThreads)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, measured, kMeasured)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
 
 }  // namespace
