@@ -60,6 +60,10 @@ struct DpOptions {
   // Threads filling the tables (kTiled, chains whose intervals do not share
   // rows); the tables are the same for any count.
   int threads = 1;
+  // IntervalClasses' time_tolerance: 0 (the default) solves the chain as
+  // given; > 0 lets layers of equal sizes whose times agree within it share
+  // rows (not exact: within (1 + tol) / (1 - tol) of the optimum).
+  double time_tolerance = 0;
 };
 
 struct DpSolution {
