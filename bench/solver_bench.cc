@@ -1,6 +1,8 @@
 // Solve time and solver memory of the optimal DPs.
 //
 //   build/bin/solver_bench --benchmark_min_time=0.2
+//   build/bin/solver_bench --write_profile=measured:256:/tmp/measured256.json
+//     (writes that chain of the benchmark as a profile for `planner`, exits)
 //
 // Arguments: chain length L, budget position (percent of the way from the
 // lowest reachable peak to the keep-everything peak, activation bytes), and
@@ -24,12 +26,17 @@
 // branch-and-bound bound skipped.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "remat/io.h"
 #include "remat/plan.h"
+#include "remat/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
@@ -75,8 +82,8 @@ enum Mode { kPlain, kCapped, kThreads };
 
 void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
-  const ChainTerms terms(c.profile,
-                         MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
+  const ChainTerms terms(c.profile, MemoryUnits(Budget(c, static_cast<int>(state.range(1))),
+                                                state.range(2)));
   DpStats stats;
   bool found = false;
   for (auto _ : state) {
@@ -171,5 +178,48 @@ BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, measured, kMeasured)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
 
+// "--write_profile=FAMILY:LAYERS:PATH": writes the benchmark's chain as a
+// profile JSON. Returns false if the argument is not that.
+bool WriteProfile(const std::string& arg) {
+  const std::string flag = "--write_profile=";
+  if (arg.rfind(flag, 0) != 0) return false;
+  const std::string spec = arg.substr(flag.size());
+  const size_t a = spec.find(':'), b = spec.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos) {
+    std::fprintf(stderr,
+                 "--write_profile=FAMILY:LAYERS:PATH (gpt, measured, transformer, random)\n");
+    std::exit(2);
+  }
+  const std::string name = spec.substr(0, a), path = spec.substr(b + 1);
+  const int layers = std::atoi(spec.substr(a + 1, b - a - 1).c_str());
+  const std::map<std::string, Family> families = {
+      {"gpt", kGpt}, {"measured", kMeasured}, {"transformer", kTransformer}, {"random", kRandom}};
+  if (!families.count(name) || layers < 5) {
+    std::fprintf(stderr, "unknown family or fewer than 5 layers: %s\n", spec.c_str());
+    std::exit(2);
+  }
+  const Chain& c = GetChain(families.at(name), layers);
+  const Status written = WriteFileAtomic(path, ProfileToJson(c.profile));
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s\n", written.message().c_str());
+    std::exit(2);
+  }
+  std::printf(
+      "%s: %d layers; activation peaks: lowest %lld, keeping everything %lld bytes; "
+      "static %lld bytes\n",
+      path.c_str(), layers, static_cast<long long>(c.lowest), static_cast<long long>(c.keep_all),
+      static_cast<long long>(c.profile.static_bytes()));
+  return true;
+}
+
 }  // namespace
 }  // namespace remat::solver
+
+int main(int argc, char** argv) {
+  if (argc == 2 && remat::solver::WriteProfile(argv[1])) return 0;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
