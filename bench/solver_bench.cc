@@ -1,6 +1,8 @@
 // Solve time and solver memory of the optimal DPs.
 //
 //   build/bin/solver_bench --benchmark_min_time=0.2
+//   build/bin/solver_bench --write_profile=measured:256:/tmp/measured256.json
+//     (writes that chain of the benchmark as a profile for `planner`, exits)
 //
 // Arguments: chain length L, budget position (percent of the way from the
 // lowest reachable peak to the keep-everything peak, activation bytes), and
@@ -8,19 +10,37 @@
 //   gpt:         the analytic GPT-2-small profile (remat/analytic.h) with L-4
 //                identical blocks, micro-batch 8: embedding, blocks, final
 //                norm, LM head, loss (what `planner` plans for a model.json);
+//   measured:    gpt with every layer's times scaled by its own factor in
+//                [0.9, 1.1] (testing::JitterTimes): a measured profile, whose
+//                timing noise leaves no two layers alike;
 //   transformer: testing::TransformerChain, block sizes jittered so that no
 //                two blocks are alike (no interval classes to share);
 //   random:      testing::RandomChain, every size and time random.
-// Timed: classes, bounds, DP and schedule reconstruction, not the final
-// simulation. Counters: the solver's heap (tables, bounds, classes; MiB), the
-// cost-table cells (millions), the distinct rows solved, and the share of
-// (row, split, slot) updates the branch-and-bound bound skipped.
+// MultiLevel times the DP alone (classes, bounds, fill, schedule
+// reconstruction; not the final simulation), one thread. MultiLevelCapped
+// adds what `--strategy optimal` does around it: the single-level DP first,
+// whose value caps the multi-level one (timed together). MultiLevelThreads is
+// MultiLevelCapped on every hardware thread. Counters: the solver's heap
+// (tables, bounds, classes; MiB), the cost-table cells (millions), the
+// distinct rows solved, and the share of (row, split, slot) updates the
+// branch-and-bound bound skipped.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
+#include <string>
+#include <thread>
 
+<<<<<<< HEAD
 #include "remat/strategies.h"
+=======
+#include "remat/io.h"
+#include "remat/plan.h"
+#include "remat/profile.h"
+>>>>>>> solver-speed
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
@@ -37,14 +57,16 @@ struct Chain {
   int64_t keep_all = 0;  // activation peak keeping everything
 };
 
-enum Family { kGpt, kTransformer, kRandom };
+enum Family { kGpt, kMeasured, kTransformer, kRandom };
 
 const Chain& GetChain(Family family, int layers) {
   static std::map<std::pair<Family, int>, std::unique_ptr<Chain>> cache;
   auto& slot = cache[{family, layers}];
   if (!slot) {
     slot = std::make_unique<Chain>();
-    slot->profile = family == kGpt           ? testing::GptChain(layers - 4, 8)
+    slot->profile = family == kGpt ? testing::GptChain(layers - 4, 8)
+                    : family == kMeasured
+                        ? testing::JitterTimes(testing::GptChain(layers - 4, 8), 0.1, 7)
                     : family == kTransformer ? testing::TransformerChain(layers - 4, 7)
                                              : testing::RandomChain(layers, 7);
     const ChainTerms exact(slot->profile, MemoryUnits::Bytes(int64_t{1} << 50));
@@ -58,14 +80,25 @@ int64_t Budget(const Chain& c, int percent) {
   return c.lowest + (c.keep_all - c.lowest) * percent / 100;
 }
 
-void MultiLevel(benchmark::State& state, Family family) {
+// kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
+// one capped by its value; kThreads: kCapped on every hardware thread.
+enum Mode { kPlain, kCapped, kThreads };
+
+void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
   const ChainTerms terms(c.profile,
                          MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
   DpStats stats;
   bool found = false;
   for (auto _ : state) {
-    MultiLevelDp dp(terms);
+    DpOptions options;
+    if (mode != kPlain) {
+      SingleLevelDp single(terms);
+      const std::optional<SingleLevelSolution> s = single.Solve(nullptr);
+      options.cost_cap_ms = s ? s->recompute_ms : std::numeric_limits<double>::infinity();
+    }
+    if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
+    MultiLevelDp dp(terms, options);
     std::optional<DpSolution> sol = dp.Solve(&stats);
     found = sol.has_value();
     benchmark::DoNotOptimize(sol);
@@ -93,15 +126,15 @@ void SingleLevel(benchmark::State& state, Family family) {
   state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
 }
 
-// The whole grid for GPT chains; jittered and random chains at 1024 layers
-// only at 250 slots and the middle budget (O(L^3 M) rows without sharing:
-// about a minute and 0.3 GiB each).
+// The whole grid for GPT chains; chains with no two layers alike at 1024
+// layers only at the middle budget and 250 or 1000 slots (O(L^3 M) without
+// shared rows; at 4000 slots the tables alone would take 6 GiB).
 void Args(benchmark::internal::Benchmark* b, bool distinct_blocks) {
   b->ArgNames({"L", "budget%", "slots"});
   for (int layers : {16, 64, 256, 1024}) {
     for (int percent : {10, 40, 70}) {
       for (int slots : {250, 1000, 4000}) {
-        if (distinct_blocks && layers == 1024 && (slots != 250 || percent != 40)) continue;
+        if (distinct_blocks && layers == 1024 && (slots == 4000 || percent != 40)) continue;
         b->Args({layers, percent, slots});
       }
     }
@@ -134,13 +167,63 @@ void StrategyArgs(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond);
 }
 
-BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt)->Apply(SharedBlocks);
-BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer)->Apply(DistinctBlocks);
-BENCHMARK_CAPTURE(MultiLevel, random, kRandom)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt, kGpt, kPlain)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured, kMeasured, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer, kTransformer, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, random, kRandom, kPlain)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt_capped, kGpt, kCapped)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured_capped, kMeasured, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, transformer_capped, kTransformer, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt_threads, kGpt, kThreads)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured_threads, kMeasured, kThreads)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, measured, kMeasured)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
+
+// "--write_profile=FAMILY:LAYERS:PATH": writes the benchmark's chain as a
+// profile JSON. Returns false if the argument is not that.
+bool WriteProfile(const std::string& arg) {
+  const std::string flag = "--write_profile=";
+  if (arg.rfind(flag, 0) != 0) return false;
+  const std::string spec = arg.substr(flag.size());
+  const size_t a = spec.find(':'), b = spec.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos) {
+    std::fprintf(stderr,
+                 "--write_profile=FAMILY:LAYERS:PATH (gpt, measured, transformer, random)\n");
+    std::exit(2);
+  }
+  const std::string name = spec.substr(0, a), path = spec.substr(b + 1);
+  const int layers = std::atoi(spec.substr(a + 1, b - a - 1).c_str());
+  const std::map<std::string, Family> families = {
+      {"gpt", kGpt}, {"measured", kMeasured}, {"transformer", kTransformer}, {"random", kRandom}};
+  if (!families.count(name) || layers < 5) {
+    std::fprintf(stderr, "unknown family or fewer than 5 layers: %s\n", spec.c_str());
+    std::exit(2);
+  }
+  const Chain& c = GetChain(families.at(name), layers);
+  const Status written = WriteFileAtomic(path, ProfileToJson(c.profile));
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s\n", written.message().c_str());
+    std::exit(2);
+  }
+  std::printf(
+      "%s: %d layers; activation peaks: lowest %lld, keeping everything %lld bytes; "
+      "static %lld bytes\n",
+      path.c_str(), layers, static_cast<long long>(c.lowest), static_cast<long long>(c.keep_all),
+      static_cast<long long>(c.profile.static_bytes()));
+  return true;
+}
 
 }  // namespace
 }  // namespace remat::solver
+
+int main(int argc, char** argv) {
+  if (argc == 2 && remat::solver::WriteProfile(argv[1])) return 0;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -112,6 +112,22 @@ inline Profile RandomChain(int n, uint32_t seed) {
   return p;
 }
 
+// `p` as a profiler measures it: every layer's forward, backward and
+// selective extra times scaled by its own factor in [1 - spread, 1 + spread]
+// (timing noise), the bytes untouched. Identical blocks stop being identical
+// to the solvers, as in every measured profile.
+inline Profile JitterTimes(Profile p, double spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> factor(1 - spread, 1 + spread);
+  for (LayerProfile& l : p.layers) {
+    l.forward_ms *= factor(rng);
+    l.backward_ms *= factor(rng);
+    for (SelectiveOption& o : l.selective) o.extra_recompute_ms *= factor(rng);
+  }
+  p.source = "measured";
+  return p;
+}
+
 }  // namespace remat::testing
 
 #endif  // REMAT_TESTS_TESTING_CHAINS_H_

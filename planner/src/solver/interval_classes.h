@@ -17,8 +17,14 @@ namespace remat::solver {
 
 class IntervalClasses {
  public:
-  // O(L^2) time and memory.
-  explicit IntervalClasses(const Profile& profile);
+  // O(L^2) time and memory. With time_tolerance > 0, layers whose sizes are
+  // identical and whose times (forward, backward, selective extras) are each
+  // within that relative distance of a class's first layer join that class
+  // (a measured profile's timing noise then no longer tells blocks apart);
+  // the DP then solves each class with the times of the interval that
+  // solves it, so its schedules are optimal for those times and within a
+  // factor (1 + tol) / (1 - tol) of the optimum for the profile's own times.
+  explicit IntervalClasses(const Profile& profile, double time_tolerance = 0);
 
   // Dense class id of interval (s, t), 0 <= s < t <= L.
   int of(int s, int t) const { return class_[static_cast<size_t>(s) * (num_layers_ + 1) + t]; }

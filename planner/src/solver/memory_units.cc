@@ -21,6 +21,12 @@ MemoryUnits::MemoryUnits(int64_t budget_bytes, int64_t slots, Rounding rounding,
   slots_ = static_cast<int64_t>(static_cast<__int128>(budget_) * den_ / num_);
 }
 
+int64_t MemoryUnits::SlotsWithin(int64_t bytes) const {
+  if (bytes <= 0) return 0;
+  const __int128 k = static_cast<__int128>(std::min(bytes, budget_)) * den_ / num_;
+  return static_cast<int64_t>(std::min<__int128>(k, slots_));
+}
+
 int64_t MemoryUnits::Slots(int64_t bytes) const {
   if (bytes <= 0) return 0;
   if (bytes > budget_) return slots_ + 1;

@@ -41,6 +41,12 @@ class MemoryUnits {
   double slot_bytes() const { return static_cast<double>(num_) / static_cast<double>(den_); }
   Rounding rounding() const { return rounding_; }
 
+  // The most slots that fit in `bytes` (>= 0): floor(bytes / slot size),
+  // whatever the rounding, at most slots(). A budget of `bytes` gets that
+  // many slots of this size: kDown checks in them pass every schedule that
+  // fits in `bytes`, kUp checks pass only such schedules (multilevel_sweep.h).
+  int64_t SlotsWithin(int64_t bytes) const;
+
   // Slots that `bytes` (>= 0) occupy under the rounding, saturated at
   // slots() + 1 (does not fit in the whole budget).
   int64_t Slots(int64_t bytes) const;

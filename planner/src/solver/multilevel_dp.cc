@@ -1,21 +1,38 @@
 #include "solver/multilevel_dp.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
 
 #include "solver/op_emitter.h"
 
 namespace remat::solver {
 namespace {
 
-// Rows per tile of the solve order (see Solve).
-constexpr int kTileRows = 32;
+// Rows per tile of the reference order (see FillReference).
+constexpr int kReferenceTileRows = 32;
+// Rows and columns per tile of the tiled order (see FillTiled).
+constexpr int kTileRows = 8;
+constexpr int kTileCols = 32;
+// Slot counts evaluated between two checks of a split's bound.
+constexpr int kBoundChunk = 64;
+
+// The cap as a float no smaller than the double (and a relative 1e-6 above
+// it, so that float sums of a schedule costing the cap stay under it).
+float RoundedUpCap(double cap) {
+  if (!(cap < std::numeric_limits<double>::infinity())) return kNoFit;
+  return std::nextafter(static_cast<float>(cap * (1 + 1e-6)), kNoFit);
+}
 
 }  // namespace
 
-MultiLevelDp::MultiLevelDp(const ChainTerms& terms)
+MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
     : terms_(terms),
       num_layers_(terms.num_layers()),
-      classes_(terms.profile()),
+      options_(options),
+      cap_(RoundedUpCap(options.cost_cap_ms)),
+      classes_(terms.profile(), options.time_tolerance),
       bounds_(terms, classes_, /*track_choices=*/false) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
@@ -33,14 +50,10 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms)
   }
 }
 
-REMAT_VECTOR_CLONES
-void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const {
+void MultiLevelDp::SolveKeeps(int s, int t, float* out) const {
   const ChainTerms& T = terms_;
-  const int lo = rows_[classes_.of(s, t)].lo, hi = rows_[classes_.of(s, t)].hi;
-  const int n = hi - lo + 1;
-  std::fill(out, out + n, kNoFit);
-
-  // Keep layer s under each mode.
+  const RowRange& range = rows_[classes_.of(s, t)];
+  const int lo = range.lo, hi = range.hi;
   for (int k = 0; k < T.num_modes(s); ++k) {
     int64_t need = std::max(T.ForwardNeed(s, t, k), T.backward_need(s, k));
     const float extra = static_cast<float>(T.mode(s, k).extra_ms);
@@ -57,36 +70,89 @@ void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const
     const int begin = static_cast<int>(std::max<int64_t>(need, lo));
     MinShifted(out, lo, begin, hi + 1, sub, static_cast<int>(keep), extra);
   }
+}
 
-  // Split at s': sweep s..s'-1 without grad, then (s', t), then (s, s').
-  const int64_t xs = T.x(s);
-  const std::vector<SweepStep>& sweep = T.sweep(s);
-  int64_t* sweep_need = sweep_need_scratch_.data();
-  size_t steps = 0;
-  for (; steps < sweep.size() && sweep[steps].first_split < t; ++steps) {
-    sweep_need[steps] = T.SweepNeed(s, t, sweep[steps].bytes);
+void MultiLevelDp::SweepNeeds(int s, int t, int64_t* out) const {
+  const std::vector<SweepStep>& sweep = terms_.sweep(s);
+  for (size_t r = 0; r < sweep.size() && sweep[r].first_split < t; ++r) {
+    out[r] = terms_.SweepNeed(s, t, sweep[r].bytes);
   }
+}
+
+int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms) {
+  const int L = terms.num_layers();
+  const int64_t M = terms.slots();
+  const IntervalClasses classes(terms.profile());
+  const std::vector<int64_t> keep_all = KeepAllNeeds(terms);
+  // A layer's backward needs at least its least backward peak, whatever
+  // interval it is solved in.
+  std::vector<int64_t> backward(L);
+  for (int i = 0; i < L; ++i) {
+    backward[i] = terms.backward_need(i, 0);
+    for (int k = 1; k < terms.num_modes(i); ++k) {
+      backward[i] = std::min(backward[i], terms.backward_need(i, k));
+    }
+  }
+  std::vector<char> seen(classes.count(), 0);
+  int64_t cells = 0;
+  for (int s = 0; s < L; ++s) {
+    int64_t floor = 0;
+    for (int t = s + 1; t <= L; ++t) {
+      floor = std::max(floor, backward[t - 1]);
+      const int c = classes.of(s, t);
+      if (seen[c]) continue;
+      seen[c] = 1;
+      const int64_t hi = std::min(M, keep_all[static_cast<size_t>(s) * (L + 1) + t]);
+      cells += std::max<int64_t>(0, hi - floor + 1);
+    }
+  }
+  return cells * static_cast<int64_t>(sizeof(float));
+}
+
+REMAT_VECTOR_CLONES
+bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
+                               const int64_t* sweep_need, DpStats* stats) const {
+  const ChainTerms& T = terms_;
+  const RowRange& range = rows_[classes_.of(s, t)];
+  const int lo = range.lo, hi = range.hi;
+  const int64_t xs = T.x(s);
   const int* right_class = classes_.column(t);
   const int* left_class = classes_.row(s);
-  for (int sp = s + 1; sp < t; ++sp) {
+  for (int sp = p_begin; sp < p_end; ++sp) {
     const int64_t swept = sweep_need[T.sweep_step(s, sp)];
-    if (swept > hi) continue;
+    if (swept > hi) return true;  // later splits sweep at least as high
     const float fwd = static_cast<float>(T.ForwardMs(s, sp));
-    if (fwd >= out[0]) return;  // out[0] is the row's maximum; fwd grows with s'
+    if (fwd >= out[0] || fwd > cap_) return false;  // out[0] is the row's maximum
     const CostRow right = RowOf(right_class[sp]), left = RowOf(left_class[sp]);
     if (right.empty() || left.empty()) continue;
     const int64_t need = std::max(swept, std::max(xs + right.lo, int64_t{left.lo}));
     if (need > hi) continue;
     const int begin = static_cast<int>(std::max<int64_t>(need, lo));
-    // Only m whose cost exceeds the split's lower bound can improve.
-    const float bound = (fwd + right.last()) + left.last();
-    const int stop = FirstAtMost(out, begin - lo, n, bound) + lo;
+    // Only m whose cost exceeds the split's lower bound can improve; out is
+    // non-increasing, so that is a prefix, found chunk by chunk (evaluating
+    // a chunk past it changes nothing).
+    const float bound = (fwd + rows_[right_class[sp]].last) + rows_[left_class[sp]].last;
+    int m = begin;
+    while (m <= hi && out[m - lo] > bound) {
+      const int e = std::min(hi + 1, m + kBoundChunk);
+      MinShifted2(out, lo, m, e, right, static_cast<int>(xs), left, fwd);
+      m = e;
+    }
     if (stats != nullptr) {
       stats->split_cells += hi + 1 - begin;
-      stats->split_cells_evaluated += std::max(0, stop - begin);
+      stats->split_cells_evaluated += m - begin;
     }
-    if (stop > begin) MinShifted2(out, lo, begin, stop, right, static_cast<int>(xs), left, fwd);
   }
+  return true;
+}
+
+void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const {
+  const RowRange& range = rows_[classes_.of(s, t)];
+  std::fill(out, out + (range.hi - range.lo + 1), kNoFit);
+  SolveKeeps(s, t, out);
+  int64_t* sweep_need = sweep_need_scratch_.data();
+  SweepNeeds(s, t, sweep_need);
+  SolveSplits(s, t, out, s + 1, t, sweep_need, stats);
 }
 
 IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
@@ -94,7 +160,10 @@ IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
   // Of the schedules as fast as the best in m_in slots, take one that needs
   // the fewest: choose at the least m with the same cost.
   const CostRow row = Row(s, t);
-  const int64_t m = row.lo + FirstAtMost(row.cost, 0, static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1), row.At(m_in));
+  const int64_t m =
+      row.lo + FirstAtMost(row.cost, 0,
+                           static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1),
+                           row.At(m_in));
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;
@@ -139,34 +208,197 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
   if (Row(0, L).empty()) return std::nullopt;
   table_.assign(table_cells_, kNoFit);
   sweep_need_scratch_.assign(L + 1, 0);
+  if (options_.fill == DpFill::kTiled) {
+    FillTiled(stats);
+  } else {
+    FillReference(stats);
+  }
+  if (Row(0, L).empty()) return std::nullopt;
+  return Reconstruct(terms_.slots());
+}
+
+void MultiLevelDp::FillReference(DpStats* stats) {
+  const int L = num_layers_;
   std::vector<char> solved(classes_.count(), 0);  // the first interval of a class stands for all
   // Rows s are solved in tiles of kTileRows: within a tile, for each t, the
   // rows' intervals (s, t) by decreasing s. Interval (s, t) reads the right
   // parts (s', t), s' > s, and the left parts (s, s'), s' < t: a tile reads
   // each right part once for all its rows while it is in cache.
-  for (int top = L; top > 0; top -= kTileRows) {
-    const int bottom = std::max(0, top - kTileRows);
+  for (int top = L; top > 0; top -= kReferenceTileRows) {
+    const int bottom = std::max(0, top - kReferenceTileRows);
     for (int t = bottom + 1; t <= L; ++t) {
       for (int s = std::min(top, t) - 1; s >= bottom; --s) {
         const int c = classes_.of(s, t);
         if (solved[c] || rows_[c].lo > rows_[c].hi) continue;
         solved[c] = 1;
         SolveInterval(s, t, table_.data() + rows_[c].offset, stats);
+        FinishRow(c);
       }
     }
   }
-  return Reconstruct(terms_.slots());
 }
 
-int64_t MultiLevelDp::floor() const { return bounds_.floor(0, num_layers_); }
+// Interval (s, t) reads the right parts (p, t) and the left parts (s, p),
+// s < p < t. The reference order (rows s in tiles, one column t at a time)
+// reads each right part once per tile of rows but each left part once per
+// column, and the fill is bound by that memory traffic. Here a tile is a
+// block of rows S = [s0, s1) by a block of columns T = [t0, t1), and a
+// split p between them (s1 <= p < t0) only reads rows outside the tile, all
+// final. So those splits are evaluated first for the whole tile, p by p:
+// each left part (s, p) is then read once per tile of columns and each right
+// part (p, t) once per tile of rows. The rest, which read rows of the tile
+// (keeps, p < s1, p >= t0), follow cell by cell in dependency order (s
+// decreasing, t increasing). Every candidate is evaluated with the same
+// float operations, so the tables are the reference's; only the bound
+// prunes differently (it sees the candidates in another order).
+void MultiLevelDp::FillTiled(DpStats* stats) {
+  const int L = num_layers_;
+  // Tile (i, j): rows [max(0, L - (i+1) R), L - i R), columns [1 + j C,
+  // 1 + (j+1) C) (R = kTileRows, C = kTileCols). It reads tiles (i, j') for
+  // j' < j and (i', j) for i' < i, so the tiles with the same i + j can be
+  // filled at once.
+  const int row_blocks = (L + kTileRows - 1) / kTileRows;
+  const int col_blocks = (L + kTileCols - 1) / kTileCols;
+  std::vector<std::vector<std::pair<int, int>>> waves(row_blocks + col_blocks);
+  for (int i = 0; i < row_blocks; ++i) {
+    const int s0 = std::max(0, L - (i + 1) * kTileRows);
+    for (int j = 0; j < col_blocks; ++j) {
+      if (1 + (j + 1) * kTileCols - 1 <= s0 + 1 - 1) continue;  // every t <= s0
+      waves[i + j].push_back({i, j});
+    }
+  }
+  // Each class is solved by its first interval in fill order (the rows it
+  // reads are solved earlier in that order).
+  std::vector<char> solves(static_cast<size_t>(L + 1) * (L + 1), 0);
+  std::vector<char> seen(classes_.count(), 0);
+  bool shared = false;
+  for (const auto& wave : waves) {
+    for (const auto& [i, j] : wave) {
+      const int s1 = L - i * kTileRows, s0 = std::max(0, s1 - kTileRows);
+      const int t0 = 1 + j * kTileCols, t1 = std::min(L + 1, t0 + kTileCols);
+      for (int s = s1 - 1; s >= s0; --s) {
+        for (int t = std::max(t0, s + 1); t < t1; ++t) {
+          const int c = classes_.of(s, t);
+          if (seen[c]) {
+            shared = true;
+            continue;
+          }
+          seen[c] = 1;
+          if (rows_[c].lo <= rows_[c].hi) solves[static_cast<size_t>(s) * (L + 1) + t] = 1;
+        }
+      }
+    }
+  }
+  // Tiles of a wave run on separate threads when no two intervals share a
+  // row (a shared row might be solved by one tile of the wave and read by
+  // another).
+  const int threads = shared ? 1 : std::max(1, options_.threads);
+  std::vector<DpStats> thread_stats(threads);
+  for (const auto& wave : waves) {
+    const int workers = std::min<int>(threads, static_cast<int>(wave.size()));
+    if (workers <= 1) {
+      for (const auto& [i, j] : wave) SolveTile(i, j, solves, stats);
+      continue;
+    }
+    std::atomic<size_t> next{0};
+    auto work = [&](int w) {
+      for (size_t k = next++; k < wave.size(); k = next++) {
+        SolveTile(wave[k].first, wave[k].second, solves, stats ? &thread_stats[w] : nullptr);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 1; w < workers; ++w) pool.emplace_back(work, w);
+    work(0);
+    for (std::thread& th : pool) th.join();
+  }
+  if (stats != nullptr) {
+    for (const DpStats& st : thread_stats) {
+      stats->split_cells += st.split_cells;
+      stats->split_cells_evaluated += st.split_cells_evaluated;
+    }
+  }
+}
+
+void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpStats* stats) {
+  const int L = num_layers_;
+  const int s1 = L - i * kTileRows, s0 = std::max(0, s1 - kTileRows);
+  const int t0 = 1 + j * kTileCols, t1 = std::min(L + 1, t0 + kTileCols);
+  struct Cell {
+    int c;
+    bool open;         // the bound has not closed the row to later splits
+    int64_t sweep_at;  // offset of its sweep peaks in `sweeps`
+  };
+  std::vector<Cell> cells;
+  std::vector<int64_t> sweeps;
+  std::vector<int> cell_at(static_cast<size_t>(kTileRows) * kTileCols, -1);
+  auto at = [&](int s, int t) -> int& {
+    return cell_at[static_cast<size_t>(s - s0) * kTileCols + (t - t0)];
+  };
+  for (int s = s1 - 1; s >= s0; --s) {
+    for (int t = std::max(t0, s + 1); t < t1; ++t) {
+      if (!solves[static_cast<size_t>(s) * (L + 1) + t]) continue;
+      const int c = classes_.of(s, t);
+      float* out = table_.data() + rows_[c].offset;
+      std::fill(out, out + (rows_[c].hi - rows_[c].lo + 1), kNoFit);
+      at(s, t) = static_cast<int>(cells.size());
+      cells.push_back({c, true, static_cast<int64_t>(sweeps.size())});
+      sweeps.resize(sweeps.size() + terms_.sweep(s).size());
+      SweepNeeds(s, t, sweeps.data() + cells.back().sweep_at);
+    }
+  }
+  if (cells.empty()) return;
+  // Splits between the row block and the column block, for the whole tile.
+  for (int p = s1; p < t0; ++p) {
+    for (int t = t0; t < t1; ++t) {
+      for (int s = s1 - 1; s >= s0; --s) {
+        const int k = at(s, t);
+        if (k < 0 || !cells[k].open) continue;
+        Cell& cell = cells[k];
+        cell.open = SolveSplits(s, t, table_.data() + rows_[cell.c].offset, p, p + 1,
+                                sweeps.data() + cell.sweep_at, stats);
+      }
+    }
+  }
+  // The rest, cell by cell.
+  for (int s = s1 - 1; s >= s0; --s) {
+    for (int t = std::max(t0, s + 1); t < t1; ++t) {
+      const int k = at(s, t);
+      if (k < 0) continue;
+      const Cell& cell = cells[k];
+      float* out = table_.data() + rows_[cell.c].offset;
+      SolveKeeps(s, t, out);
+      const int64_t* sweep_need = sweeps.data() + cell.sweep_at;
+      SolveSplits(s, t, out, s + 1, std::min(s1, t), sweep_need, stats);
+      if (cell.open) SolveSplits(s, t, out, std::max(t0, s1), t, sweep_need, stats);
+      FinishRow(cell.c);
+    }
+  }
+}
+
+void MultiLevelDp::FinishRow(int c) {
+  RowRange& r = rows_[c];
+  if (r.lo > r.hi) return;
+  const float* cost = table_.data() + r.offset;
+  const int n = r.hi - r.lo + 1;
+  r.last = cost[n - 1];
+  if (!(cap_ < kNoFit)) return;
+  const int first = FirstAtMost(cost, 0, n, cap_);
+  r.lo += first;
+  r.offset += first;
+}
+
+int64_t MultiLevelDp::floor() const {
+  const CostRow root = Row(0, num_layers_);
+  return table_.empty() || root.empty() ? bounds_.floor(0, num_layers_) : root.lo;
+}
 
 DpSolution MultiLevelDp::Reconstruct(int64_t slots) const {
   const int L = num_layers_;
   DpSolution solution;
   solution.recompute_ms = Row(0, L).At(slots);
   OpEmitter emitter(L);
-  EmitInterval(terms_, 0, L, slots, [this](int s, int t, int64_t m) { return Choose(s, t, m); },
-               &emitter);
+  EmitInterval(
+      terms_, 0, L, slots, [this](int s, int t, int64_t m) { return Choose(s, t, m); }, &emitter);
   solution.ops = emitter.Finish();
   return solution;
 }

@@ -18,6 +18,7 @@
 #define REMAT_SRC_SOLVER_MULTILEVEL_DP_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -31,35 +32,72 @@ namespace remat::solver {
 
 // What a solve cost, for benchmarks and reports.
 struct DpStats {
-  int64_t slots = 0;             // M
-  double slot_bytes = 0;         // bytes per slot
-  int64_t table_cells = 0;       // floats in the cost tables
-  int64_t rows = 0;              // distinct interval classes solved
-  int64_t memory_bytes = 0;      // cost tables + bounds, the solver's peak heap use
+  int64_t slots = 0;                  // M
+  double slot_bytes = 0;              // bytes per slot
+  int64_t table_cells = 0;            // floats in the cost tables
+  int64_t rows = 0;                   // distinct interval classes solved
+  int64_t memory_bytes = 0;           // cost tables + bounds, the solver's peak heap use
   int64_t split_cells = 0;            // (row, split, slot) triples where the split fits
-  int64_t split_cells_evaluated = 0;  // of those, the ones the bound did not prune
+  int64_t split_cells_evaluated = 0;  // of those, the ones evaluated one by one
+};
+
+// The order in which Solve fills the cost tables. Both evaluate the same
+// candidates with the same float operations, so they fill identical tables;
+// they differ in memory traffic and in how much the bound prunes.
+enum class DpFill {
+  kTiled,      // blocks of rows x columns (see FillTiled): the default
+  kReference,  // tiles of rows, one column at a time (the previous solver)
+};
+
+struct DpOptions {
+  DpFill fill = DpFill::kTiled;
+  // Recompute times above this (ms) are of no use to the caller (it has a
+  // schedule that cheap): cells costing more are left out (+inf), which
+  // skips most of the expensive low-memory corner of long intervals. Every
+  // cell, the root's included, is exact wherever it costs at most the cap;
+  // Solve returns nullopt when the root costs more in terms.slots().
+  double cost_cap_ms = std::numeric_limits<double>::infinity();
+  // Threads filling the tables (kTiled, chains whose intervals do not share
+  // rows); the tables are the same for any count.
+  int threads = 1;
+  // IntervalClasses' time_tolerance: 0 (the default) solves the chain as
+  // given; > 0 lets layers of equal sizes whose times agree within it share
+  // rows (not exact: within (1 + tol) / (1 - tol) of the optimum).
+  double time_tolerance = 0;
 };
 
 struct DpSolution {
-  std::vector<Op> ops;       // compute ops and the optimizer step, no frees
-  double recompute_ms = 0;   // the DP's value (float precision)
+  std::vector<Op> ops;      // compute ops and the optimizer step, no frees
+  double recompute_ms = 0;  // the DP's value (float precision)
 };
 
 class MultiLevelDp {
  public:
   // Computes the interval classes and bounds. `terms` must outlive this
   // object.
-  explicit MultiLevelDp(const ChainTerms& terms);
+  explicit MultiLevelDp(const ChainTerms& terms, const DpOptions& options = {});
 
   // Bytes Solve will allocate for its cost tables.
   int64_t table_bytes() const { return table_cells_ * static_cast<int64_t>(sizeof(float)); }
+  // An upper bound on table_bytes() for `terms`, in O(L^2) time without
+  // building the DP (the interval bounds are O(L^3)): each row spans at most
+  // [the largest least backward peak among its layers, min(keep_all,
+  // slots)].
+  static int64_t TableBytesBound(const ChainTerms& terms);
 
   // Fills the cost tables and returns the least-recompute schedule of the
   // whole chain in terms.slots() slots, or nullopt when no schedule fits.
   // `stats` may be null.
   std::optional<DpSolution> Solve(DpStats* stats);
-  // The fewest slots any schedule of the chain needs.
+  // The fewest slots any schedule of the chain needs; after a Solve with a
+  // cost cap, the fewest in which one costs at most the cap.
   int64_t floor() const;
+  // After Solve: the least recompute time of interval (s, t) in m slots
+  // (0 <= s < t <= L, 0 <= m <= terms.slots()), +inf when nothing fits.
+  float Cost(int s, int t, int64_t m) const {
+    const CostRow row = Row(s, t);
+    return row.empty() || m < row.lo ? kNoFit : row.At(m);
+  }
   // After a successful Solve: the least-recompute schedule in `slots`
   // slots, floor() <= slots <= terms.slots(), from the same tables.
   DpSolution Reconstruct(int64_t slots) const;
@@ -73,16 +111,36 @@ class MultiLevelDp {
     const float* cost = table_.empty() || r.offset < 0 ? nullptr : table_.data() + r.offset;
     return CostRow{r.lo, r.hi, cost};
   }
+  void FillReference(DpStats* stats);
+  // After row c is filled: records its last cost and drops its cells above
+  // the cap (raising lo).
+  void FinishRow(int c);
+  void FillTiled(DpStats* stats);
+  // Tile (i, j) of FillTiled; `solves` marks the intervals that solve their
+  // class.
+  void SolveTile(int i, int j, const std::vector<char>& solves, DpStats* stats);
+  // Row (s, t)'s keeps into `out` (filled with +inf first).
+  void SolveKeeps(int s, int t, float* out) const;
+  // Row (s, t)'s splits p in [p_begin, p_end), by increasing p, given the
+  // sweep peaks of (s, t) by sweep step. Returns false once a split's
+  // forward time alone reaches the row's maximum (no later split can help).
+  bool SolveSplits(int s, int t, float* out, int p_begin, int p_end, const int64_t* sweep_need,
+                   DpStats* stats) const;
+  // Sweep peaks of (s, t) by sweep step into `out`.
+  void SweepNeeds(int s, int t, int64_t* out) const;
   void SolveInterval(int s, int t, float* out, DpStats* stats) const;
   IntervalChoice Choose(int s, int t, int64_t m) const;
 
   const ChainTerms& terms_;
   int num_layers_;
+  DpOptions options_;
+  float cap_;  // options_.cost_cap_ms as a float (rounded up)
   IntervalClasses classes_;
   IntervalBounds bounds_;
   struct RowRange {
-    int lo = 1, hi = 0;  // slot range; lo > hi: does not fit
+    int lo = 1, hi = 0;   // slot range; lo > hi: does not fit
     int64_t offset = -1;  // first cell in table_
+    float last = kNoFit;  // the cost at hi, once solved
   };
   std::vector<RowRange> rows_;  // [class]
   int64_t table_cells_ = 0;

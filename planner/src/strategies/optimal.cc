@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <type_traits>
 
 #include "remat/units.h"
 #include "solver/interval_bounds.h"
@@ -88,21 +91,40 @@ std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
   return out;
 }
 
+// Threads for the multi-level fill: the machine's, up to 16.
+int SolverThreads() {
+  return static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
+}
+
 // One solver's DP over slots for a budget (multi-level or single-level):
 // Solve(rounding) fills it, PlanAt(m) reconstructs and simulates its plan in
-// m slots, for floor() <= m <= slots().
+// m slots, for floor() <= m <= slots(). `cap_ms`: the recompute time of a
+// plan already known to fit; the multi-level DP leaves out whatever costs
+// more (a pass then fails when nothing in its slots beats the cap).
 template <typename Dp>
 class SlotPass {
  public:
   using ToPlan = std::function<Result<Plan>(const Dp&, int64_t)>;
-  SlotPass(const Profile& p, int64_t activation_budget, int64_t slots, ToPlan to_plan)
-      : profile_(p), budget_(activation_budget), slots_(slots), to_plan_(std::move(to_plan)) {}
+  SlotPass(const Profile& p, int64_t activation_budget, int64_t slots, ToPlan to_plan,
+           double cap_ms = std::numeric_limits<double>::infinity())
+      : profile_(p),
+        budget_(activation_budget),
+        slots_(slots),
+        to_plan_(std::move(to_plan)),
+        cap_ms_(cap_ms) {}
 
   bool Solve(solver::Rounding rounding) {
     dp_.reset();
     terms_ = std::make_unique<ChainTerms>(
         profile_, MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_)));
-    dp_ = std::make_unique<Dp>(*terms_);
+    if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
+      solver::DpOptions options;
+      options.cost_cap_ms = cap_ms_;
+      options.threads = SolverThreads();
+      dp_ = std::make_unique<Dp>(*terms_, options);
+    } else {
+      dp_ = std::make_unique<Dp>(*terms_);
+    }
     return dp_->Solve(nullptr).has_value();
   }
   int64_t slots() const { return terms_->slots(); }
@@ -114,6 +136,7 @@ class SlotPass {
   const Profile& profile_;
   int64_t budget_, slots_;
   ToPlan to_plan_;
+  double cap_ms_;
   std::unique_ptr<ChainTerms> terms_;
   std::unique_ptr<Dp> dp_;
 };
@@ -191,15 +214,28 @@ class OptimalSolver : public StrategySolver {
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
     if (activation_budget > 0) {
+      // The best layer list is a multi-level schedule too: when it fits, no
+      // multi-level plan costing more is of any use, which caps the DP.
+      REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
+      const double cap =
+          single.fits ? single.predicted.recompute_ms : std::numeric_limits<double>::infinity();
       REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
       SlotPass<solver::MultiLevelDp> pass(
-          p, activation_budget, slots, [&](const solver::MultiLevelDp& dp, int64_t m) {
+          p, activation_budget, slots,
+          [&](const solver::MultiLevelDp& dp, int64_t m) {
             return MakePlanFromSchedule(
                 p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
-          });
+          },
+          cap);
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (single.fits && (!plan || BetterPlan(single, *plan))) {
+        // Nothing multi-level is faster (or it did not fit in bytes): the
+        // layer list's schedule, as this strategy's plan.
+        REMAT_ASSIGN_OR_RETURN(
+            plan, MakePlanFromSchedule(p, strategy(), "", single.schedule, o.budget_bytes));
+      }
       if (plan) {
-        plan->parameter = DescribeRecompute(*plan);
+        plan->parameter = DescribeRecompute(*plan) + VersusSingleLevel(single, *plan);
         return *std::move(plan);
       }
     }
@@ -208,12 +244,13 @@ class OptimalSolver : public StrategySolver {
 
  private:
   // The requested slots, or for the default, as many as keep the cost
-  // tables within kMaxTableBytes.
+  // tables within kMaxTableBytes. Sized from an upper bound on the tables
+  // (MultiLevelDp::TableBytesBound), without building the DP.
   static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
                                                int64_t activation_budget) {
     const int64_t slots = OptimalSlots(o);
     const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
-    const int64_t table = solver::MultiLevelDp(terms).table_bytes();
+    const int64_t table = solver::MultiLevelDp::TableBytesBound(terms);
     if (table <= kMaxTableBytes) return slots;
     if (o.slots > 0) {
       return Status::Invalid(std::to_string(o.slots) + " memory slots would need " +
@@ -222,6 +259,15 @@ class OptimalSolver : public StrategySolver {
                              FormatBytes(kMaxTableBytes) + "); use fewer slots");
     }
     return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
+  }
+
+  // What multi-level buys over the best layer list: " (single-level: +12 ms)".
+  static std::string VersusSingleLevel(const Plan& single, const Plan& plan) {
+    if (!single.fits || single.predicted.step_ms <= plan.predicted.step_ms * (1 + 1e-9)) {
+      return "";
+    }
+    return " (single-level: +" + FormatMillis(single.predicted.step_ms - plan.predicted.step_ms) +
+           ")";
   }
 
   Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {

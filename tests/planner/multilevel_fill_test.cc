@@ -1,0 +1,141 @@
+// The tiled fill and the cost cap give the reference fill's tables, cell by
+// cell.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "solver/multilevel_dp.h"
+#include "testing/chains.h"
+
+namespace remat::solver {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Every cell of `dp` against `reference` (uncapped): equal to float rounding
+// where the reference costs at most `cap`, +inf where it costs more.
+int CompareTables(const MultiLevelDp& reference, const MultiLevelDp& dp, const ChainTerms& terms,
+                  double cap, const std::string& what) {
+  const int L = terms.num_layers();
+  int bad = 0;
+  for (int s = 0; s < L; ++s) {
+    for (int t = s + 1; t <= L; ++t) {
+      for (int64_t m = 0; m <= terms.slots(); ++m) {
+        const double x = reference.Cost(s, t, m), y = dp.Cost(s, t, m);
+        const double tol = 1e-5 * (1 + std::abs(x));
+        bool ok;
+        if (x > cap + tol) {
+          ok = std::isinf(y);
+        } else if (x < cap - tol) {
+          ok = std::isinf(x) ? std::isinf(y) : std::abs(x - y) <= tol;
+        } else {
+          ok = std::isinf(y) || std::abs(x - y) <= tol;
+        }
+        if (!ok && ++bad <= 3) {
+          ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": " << x << " vs "
+                        << y;
+        }
+      }
+    }
+  }
+  return bad;
+}
+
+bool SameOps(const std::vector<Op>& a, const std::vector<Op>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].kind != b[i].kind || a[i].layer != b[i].layer || a[i].save != b[i].save ||
+        a[i].option != b[i].option) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The reference fill without a cap against the tiled fill (1 and 3 threads)
+// and both fills under caps: at the optimum (a plan that cheap is known) and
+// below it (the root then has no schedule within the cap).
+void ExpectSameTables(const Profile& p, int64_t budget, int64_t slots, Rounding rounding) {
+  const ChainTerms terms(p, MemoryUnits(budget, slots, rounding));
+  MultiLevelDp reference(terms, {DpFill::kReference});
+  const std::optional<DpSolution> root = reference.Solve(nullptr);
+  EXPECT_GE(MultiLevelDp::TableBytesBound(terms), reference.table_bytes()) << p.model;
+  const std::string what =
+      p.model + " budget " + std::to_string(budget) + " slots " + std::to_string(slots);
+  for (double cap :
+       {kInf, root ? root->recompute_ms : kInf, root ? root->recompute_ms * 0.7 : kInf}) {
+    for (DpFill fill : {DpFill::kReference, DpFill::kTiled}) {
+      for (int threads : {1, 3}) {
+        if (fill == DpFill::kReference && (std::isinf(cap) || threads > 1)) continue;
+        DpOptions options;
+        options.fill = fill;
+        options.cost_cap_ms = cap;
+        options.threads = threads;
+        MultiLevelDp dp(terms, options);
+        const std::optional<DpSolution> sol = dp.Solve(nullptr);
+        const std::string label = what + (fill == DpFill::kTiled ? " tiled" : " reference") +
+                                  " cap " + std::to_string(cap) + " threads " +
+                                  std::to_string(threads);
+        EXPECT_EQ(sol.has_value(), root.has_value() && root->recompute_ms <= cap) << label;
+        if (!root) continue;
+        EXPECT_EQ(CompareTables(reference, dp, terms, cap, label), 0) << label;
+        // Equal tables, equal choices: the same schedule.
+        if (sol && std::isinf(cap)) {
+          EXPECT_TRUE(SameOps(sol->ops, root->ops)) << label;
+        }
+      }
+    }
+  }
+}
+
+std::vector<int64_t> Budgets(const Profile& p, int n) {
+  const ChainTerms exact(p, MemoryUnits::Bytes(int64_t{1} << 40));
+  const int L = p.num_layers();
+  const int64_t lo = IntervalBounds(exact, IntervalClasses(p), false).floor(0, L);
+  const int64_t hi = KeepAllNeeds(exact)[static_cast<size_t>(L)];
+  std::vector<int64_t> out;
+  for (int i = 0; i <= n; ++i) out.push_back(lo + (hi - lo) * i / n);
+  return out;
+}
+
+TEST(MultiLevelFill, RandomChains) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const Profile p = testing::RandomChain(2 + seed % 14, seed);
+    for (int64_t budget : Budgets(p, 4)) {
+      for (int64_t slots : {int64_t{40}, int64_t{300}, budget}) {
+        ExpectSameTables(p, budget, slots, seed % 2 ? Rounding::kUp : Rounding::kDown);
+      }
+    }
+  }
+}
+
+TEST(MultiLevelFill, IdenticalAndNearlyIdenticalBlocks) {
+  // Identical blocks share rows; times jittered by 1% or 10% (a measured
+  // profile) make every interval distinct again.
+  Profile same = testing::TransformerChain(18, 3);
+  for (LayerProfile& l : same.layers) {
+    if (l.kind == "block") l = same.layers[1], l.name = "block";
+  }
+  for (const Profile& p : {same, testing::JitterTimes(same, 0.01, 5),
+                           testing::JitterTimes(same, 0.1, 6), testing::UniformChain(20)}) {
+    for (int64_t budget : Budgets(p, 4)) {
+      ExpectSameTables(p, budget, 400, Rounding::kDown);
+      ExpectSameTables(p, budget, 90, Rounding::kUp);
+    }
+  }
+}
+
+TEST(MultiLevelFill, TransformerChains) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    const Profile p = testing::TransformerChain(8 + 4 * seed, seed);
+    for (int64_t budget : Budgets(p, 5)) {
+      ExpectSameTables(p, budget, 500, Rounding::kDown);
+      ExpectSameTables(p, budget, 150, Rounding::kUp);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat::solver
