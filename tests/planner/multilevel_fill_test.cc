@@ -73,6 +73,7 @@ void ExpectSameTables(const Profile& p, int64_t budget, int64_t slots, Rounding 
         options.fill = fill;
         options.cost_cap_ms = cap;
         options.threads = threads;
+        options.min_parallel_cells = 0;
         MultiLevelDp dp(terms, options);
         const std::optional<DpSolution> sol = dp.Solve(nullptr);
         const std::string label = what + (fill == DpFill::kTiled ? " tiled" : " reference") +

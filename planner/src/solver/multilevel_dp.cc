@@ -291,8 +291,10 @@ void MultiLevelDp::FillTiled(DpStats* stats) {
   }
   // Tiles of a wave run on separate threads when no two intervals share a
   // row (a shared row might be solved by one tile of the wave and read by
-  // another).
-  const int threads = shared ? 1 : std::max(1, options_.threads);
+  // another) and the tables are large enough to pay for starting threads
+  // once per wave.
+  const bool parallel = !shared && table_cells_ >= options_.min_parallel_cells;
+  const int threads = parallel ? std::max(1, options_.threads) : 1;
   std::vector<DpStats> thread_stats(threads);
   for (const auto& wave : waves) {
     const int workers = std::min<int>(threads, static_cast<int>(wave.size()));

@@ -58,8 +58,10 @@ struct DpOptions {
   // Solve returns nullopt when the root costs more in terms.slots().
   double cost_cap_ms = std::numeric_limits<double>::infinity();
   // Threads filling the tables (kTiled, chains whose intervals do not share
-  // rows); the tables are the same for any count.
+  // rows, tables of at least min_parallel_cells cells: threads start once
+  // per wave of tiles); the tables are the same for any count.
   int threads = 1;
+  int64_t min_parallel_cells = int64_t{1} << 20;
   // IntervalClasses' time_tolerance: 0 (the default) solves the chain as
   // given; > 0 lets layers of equal sizes whose times agree within it share
   // rows (not exact: within (1 + tol) / (1 - tol) of the optimum).
