@@ -34,13 +34,9 @@
 #include <string>
 #include <thread>
 
-<<<<<<< HEAD
-#include "remat/strategies.h"
-=======
 #include "remat/io.h"
-#include "remat/plan.h"
 #include "remat/profile.h"
->>>>>>> solver-speed
+#include "remat/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
@@ -203,7 +199,7 @@ bool WriteProfile(const std::string& arg) {
     std::exit(2);
   }
   const Chain& c = GetChain(families.at(name), layers);
-  const Status written = WriteFileAtomic(path, ProfileToJson(c.profile));
+  const Status written = WriteOutputFile(path, ProfileToJson(c.profile));
   if (!written.ok()) {
     std::fprintf(stderr, "%s\n", written.message().c_str());
     std::exit(2);
