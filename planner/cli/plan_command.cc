@@ -35,7 +35,6 @@ std::vector<FlagSpec> PlanFlags() {
       QuietFlag(),
   };
   for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
-  f.push_back(QuietFlag());
   f.push_back({"help", "", "show this help"});
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
   return f;

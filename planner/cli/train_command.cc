@@ -28,7 +28,6 @@ std::vector<FlagSpec> TrainFlags() {
       {"seed", "N", "seed of the weights, batches and dropout, default 0"},
       {"clock", "C", "wall (default) or thread (CPU time of the thread, as planner profile)"},
       QuietFlag(),
-      QuietFlag(),
       {"help", "", "show this help"},
   };
   for (const FlagSpec& r : ReportFileFlags()) flags.push_back(r);

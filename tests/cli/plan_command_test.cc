@@ -2,6 +2,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "cli_test_util.h"
 
@@ -37,7 +40,8 @@ TEST(PlanCommand, PrintsTheReportWithParsedBudget) {
 }
 
 TEST(PlanCommand, JsonHasTheDocumentedFields) {
-  const Captured c = RunCli({"plan", "--budget", "24GB", "--strategy", "selective", "--json", kExample});
+  const Captured c =
+      RunCli({"plan", "--budget", "24GB", "--strategy", "selective", "--json", kExample});
   ASSERT_EQ(c.code, 0) << c.err;
   const nlohmann::json j = nlohmann::json::parse(c.out);
   EXPECT_TRUE(j["fits"].get<bool>());
@@ -45,8 +49,8 @@ TEST(PlanCommand, JsonHasTheDocumentedFields) {
   EXPECT_EQ(j["budget_bytes"], 24'000'000'000);
   EXPECT_EQ(j["model"]["name"], "gpt2-small");
   EXPECT_EQ(j["model"]["parameters"], 124'439'808);
-  for (const char* k : {"peak_bytes", "activation_peak_bytes", "static_bytes", "step_ms",
-                        "recompute_ms"}) {
+  for (const char* k :
+       {"peak_bytes", "activation_peak_bytes", "static_bytes", "step_ms", "recompute_ms"}) {
     EXPECT_TRUE(j["predicted"].contains(k)) << k;
   }
   EXPECT_LE(j["predicted"]["peak_bytes"].get<int64_t>(), 24'000'000'000);
@@ -62,7 +66,8 @@ TEST(PlanCommand, JsonHasTheDocumentedFields) {
 TEST(PlanCommand, ManualLayersAndOutputFile) {
   ScratchDir dir;
   const std::string out = dir.Path("plan.json");
-  const Captured c = RunCli({"--budget", "80GiB", "--checkpoint-layers", "0,4,8", "-o", out, kExample});
+  const Captured c =
+      RunCli({"--budget", "80GiB", "--checkpoint-layers", "0,4,8", "-o", out, kExample});
   ASSERT_EQ(c.code, 0) << c.err;
   const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
   EXPECT_EQ(j["strategy"], "manual");
@@ -129,6 +134,22 @@ TEST(Cli, HelpAndUnknownCommands) {
   const Captured typo = RunCli({"--bugdet", "24GB", kExample});
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("did you mean --budget?"), std::string::npos) << typo.err;
+}
+
+TEST(Cli, EveryCommandsHelpListsEachFlagOnce) {
+  for (const char* command : {"plan", "profile", "train", "pareto"}) {
+    const Captured help = RunCli({command, "--help"});
+    ASSERT_EQ(help.code, 0) << command;
+    std::istringstream lines(help.out);
+    std::set<std::string> seen;
+    for (std::string line; std::getline(lines, line);) {
+      const size_t dash = line.find_first_not_of(' ');
+      if (dash == std::string::npos || line.compare(dash, 2, "--") != 0) continue;
+      const std::string flag = line.substr(dash, line.find(' ', dash) - dash);
+      EXPECT_TRUE(seen.insert(flag).second) << command << " --help lists " << flag << " twice";
+    }
+    EXPECT_FALSE(seen.empty()) << command;
+  }
 }
 
 }  // namespace
