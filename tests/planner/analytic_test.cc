@@ -53,14 +53,20 @@ TEST(Analytic, ReproducesKorthikantiPerLayerActivations) {
 }
 
 TEST(Analytic, FlashAttentionDropsTheQuadraticTerms) {
-  Result<Profile> prof = AnalyticProfile(Gpt3LayerShape(Precision::kBf16, AttentionImpl::kFlash), {});
+  Result<Profile> prof =
+      AnalyticProfile(Gpt3LayerShape(Precision::kBf16, AttentionImpl::kFlash), {});
   ASSERT_TRUE(prof.ok());
-  EXPECT_EQ(Block(*prof).activation_bytes, int64_t{34} * 2048 * 12288);
-  EXPECT_TRUE(Block(*prof).selective.empty());  // nothing left to recompute selectively
+  // 34 sbh and the kernel's fp32 logsumexp (a*s*b floats) for its backward.
+  const int64_t lse = int64_t{96} * 2048 * 4;
+  EXPECT_EQ(Block(*prof).activation_bytes, int64_t{34} * 2048 * 12288 + lse);
+  // Recomputing the core would drop the logsumexp alone: no quadratic term is left.
+  ASSERT_EQ(Block(*prof).selective.size(), 1u);
+  EXPECT_EQ(Block(*prof).selective[0].activation_bytes, Block(*prof).activation_bytes - lse);
 }
 
 TEST(Analytic, Fp32DoublesEverythingButTheMasks) {
-  Result<Profile> prof = AnalyticProfile(Gpt3LayerShape(Precision::kFp32, AttentionImpl::kEager), {});
+  Result<Profile> prof =
+      AnalyticProfile(Gpt3LayerShape(Precision::kFp32, AttentionImpl::kEager), {});
   ASSERT_TRUE(prof.ok());
   const int64_t sbh = int64_t{2048} * 12288, as2b = int64_t{96} * 2048 * 2048;
   // 16-bit: 32 sbh of values + 2 sbh of masks; 4 as^2b of values + 1 as^2b mask.

@@ -117,7 +117,8 @@ ModelConfig SmallLlama(AttentionImpl attention) {
 //   the norms' outputs, kept by the projections: 2h twice;
 //   eager: q 2ad, k and v repeated to a heads 2ad each, context 2ad,
 //          fp32 probabilities 4as and their bf16 copy 2as;
-//   flash: q 2ad, k and v 2*kv*d each (no repeat), context 2ad;
+//   flash: q 2ad, k and v 2*kv*d each (no repeat), context 2ad, the fp32
+//   logsumexp 4a per token;
 //   SwiGLU: gate 2f, silu(gate) 2f, up 2f, product 2f; the output 2h.
 TEST(ModelFamilies, LlamaBlockKeepsWhatAutogradSaves) {
   const int64_t h = 256, a = 8, kv = 2, d = 40, f = 688, s = 64, b = 2;
@@ -127,7 +128,8 @@ TEST(ModelFamilies, LlamaBlockKeepsWhatAutogradSaves) {
   EXPECT_EQ(Layer(*eager, "block0").activation_bytes, s * b * (common + 8 * a * d + 6 * a * s));
   Result<Profile> flash = AnalyticProfile(SmallLlama(AttentionImpl::kFlash), {});
   ASSERT_TRUE(flash.ok()) << flash.status().message();
-  EXPECT_EQ(Layer(*flash, "block0").activation_bytes, s * b * (common + 4 * a * d + 4 * kv * d));
+  EXPECT_EQ(Layer(*flash, "block0").activation_bytes,
+            s * b * (common + 4 * a * d + 4 * kv * d + 4 * a));
   // q: h x a*d, k and v: h x kv*d, o: a*d x h; two norms; gate, up, down.
   const int64_t block = h * a * d * 2 + 2 * h * kv * d + 2 * h + 3 * h * f;
   EXPECT_EQ(eager->parameters, 1000 * h * 2 + block + h);

@@ -171,12 +171,16 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   if (c_.attention == AttentionImpl::kFlash) {
     const T qc = MatmulInput(q, true), kc = MatmulInput(k, true), vc = MatmulInput(v, true);
     T ctx = Tensor("context", ctx_elems, dt_.matmul);
+    // The softmax statistics backward needs: one fp32 logsumexp per row of
+    // scores (PyTorch's flash and efficient SDPA kernels, CPU and CUDA).
+    T lse = Tensor("logsumexp", Mul({a, s, b}), 4, false);
     std::vector<T> in = {qc};
     if (kc.id != qc.id) in.push_back(kc);
     if (vc.id != qc.id && vc.id != kc.id) in.push_back(vc);
     std::vector<T> saved = in;
     saved.push_back(ctx);
-    Op("flash_attention", in, {ctx}, saved, 2 * qk_flops, 2.5, 0, 0, true);
+    saved.push_back(lse);
+    Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, 0, true);
     return ctx;
   }
   T kr = k, vr = v;
