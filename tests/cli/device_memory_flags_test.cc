@@ -73,6 +73,15 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
   EXPECT_EQ(d["source"], "h200 preset");
 }
 
+TEST(DeviceMemoryFlags, MarkdownNamesTheTerms) {
+  const Captured c = RunCli({"--budget", "24GB", "--device", "h200", "--format", "md", kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  for (const char* term : {"device peak", "allocated peak", "reserved peak", "fixed terms",
+                           "cuda_context 600.00 MiB + workspaces 64.00 MiB (h200 preset)"}) {
+    EXPECT_NE(c.out.find(term), std::string::npos) << term << "\n" << c.out;
+  }
+}
+
 TEST(DeviceMemoryFlags, FlagsOverrideThePreset) {
   const Captured c =
       RunCli({"--budget", "24GB", "--device", "h200", "--cuda-context", "1GiB", "--cuda-workspace",
