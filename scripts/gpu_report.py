@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Markdown report of a scripts/gpu_run.sh output folder: predicted vs
-measured peak and step time for every plan it trained on the GPU.
+measured peak and step time for every plan it trained on the GPU, and the
+device memory besides tensors (CUDA context, workspaces, the caching
+allocator's reserved above its rounded peak), written as a preset to
+OUT_DIR/profiles/h200-device.json in the units of
+planner/src/analytic/devices.cc.
 
 usage: gpu_report.py OUT_DIR > OUT_DIR/report.md
-(OUT_DIR: env.txt, fidelity.txt, runs/*.json|.rc|.err, log.txt; each optional)
+(OUT_DIR: env.txt, device.json, fidelity.txt, plans/*.json,
+runs/*.json|.rc|.err, log.txt; each optional)
 """
 import glob
 import json
@@ -13,6 +18,83 @@ import sys
 
 def gib(b):
     return f"{b / 2**30:.2f} GiB"
+
+
+def mib(b):
+    return f"{b / 2**20:.1f} MiB"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def device_memory(out):
+    """The device terms section; writes profiles/<device>-device.json."""
+    print("## Device memory besides tensors\n")
+    measured = load(os.path.join(out, "device.json"))
+    if measured is None:
+        print("CUDA context and workspaces: not measured (see the log).\n")
+    else:
+        print(f"CUDA context: {measured['cuda_context_bytes']:,} B "
+              f"({mib(measured['cuda_context_bytes'])}; {mib(measured['context_at_init_bytes'])} "
+              f"right after init, before cuBLAS), workspaces: {measured['workspace_bytes']:,} B "
+              f"({mib(measured['workspace_bytes'])}), on {measured['device']}, torch "
+              f"{measured['torch']}, CUDA {measured['cuda']}.\n")
+    # Fragmentation: the measured reserved peak above the predicted one (the
+    # caching allocator's rounding of the simulated timeline, no fragmentation).
+    # cuBLAS's workspaces come from the caching allocator (measured as
+    # allocated bytes), so the measured reserved peak holds them: they are a
+    # term of their own in the planner and are taken out here.
+    workspaces = max(0, measured["workspace_bytes"]) if measured else 0
+    rows = []
+    for path in sorted(glob.glob(os.path.join(out, "runs", "*.json"))):
+        name = os.path.basename(path)[:-5]
+        run, plan = load(path), load(os.path.join(out, "plans", name + ".json"))
+        if run is None or plan is None or "reserved_peak_bytes" not in plan["predicted"]:
+            continue
+        m = run.get("measured", {})
+        if not m.get("reserved_peak_bytes"):
+            continue
+        rounded = plan["predicted"]["reserved_peak_bytes"]
+        rows.append((name, plan["predicted"]["peak_bytes"], rounded, m["peak_bytes"],
+                     m["reserved_peak_bytes"],
+                     (m["reserved_peak_bytes"] - workspaces - rounded) / rounded))
+    if rows:
+        print("| run | predicted allocated | predicted reserved (rounded) | measured allocated "
+              "| measured reserved | reserved - workspaces above predicted |")
+        print("|---|---|---|---|---|---|")
+        for name, pa, pr, ma, mr, frag in rows:
+            print(f"| {name} | {gib(pa)} | {gib(pr)} | {gib(ma)} | {gib(mr)} | {100 * frag:+.2f}% |")
+        print()
+    if measured is None and not rows:
+        return
+    name = os.environ.get("DEVICE_NAME", "h200")
+    preset = {
+        "name": name,
+        "source": "scripts/gpu_run.sh (" + (measured["device"] if measured else "?") + ")",
+        "cuda_context_bytes": measured["cuda_context_bytes"] if measured else None,
+        "workspace_bytes": max(0, measured["workspace_bytes"]) if measured else None,
+        # The largest excess over the runs: a preset that holds for all of them.
+        "fragmentation": round(max(0.0, max(r[5] for r in rows)), 4) if rows else None,
+        "caching_allocator": True,
+        "measured": measured,
+        "runs": [dict(zip(["run", "predicted_allocated_bytes", "predicted_reserved_bytes",
+                           "measured_allocated_bytes", "measured_reserved_bytes",
+                           "reserved_above_predicted"], r)) for r in rows],
+    }
+    os.makedirs(os.path.join(out, "profiles"), exist_ok=True)
+    target = os.path.join(out, "profiles", name + "-device.json")
+    with open(target, "w") as f:
+        json.dump(preset, f, indent=1)
+        f.write("\n")
+    print(f"Preset for planner/src/analytic/devices.cc, written to `{target}`:\n")
+    print("```\n" + json.dumps({k: preset[k] for k in
+                                ("name", "cuda_context_bytes", "workspace_bytes",
+                                 "fragmentation", "caching_allocator")}) + "\n```\n")
 
 
 def main():
@@ -47,6 +129,8 @@ def main():
               f"| {gib(p['peak_bytes'])} | {gib(m['peak_bytes'])} | {err:+.2f}% "
               f"| {gib(m['reserved_peak_bytes'])} | {p['step_ms']:.1f} | {m['step_ms']:.1f} "
               f"| {m['step_ms'] / p['step_ms']:.3f} |")
+    print()
+    device_memory(out)
     log = os.path.join(out, "log.txt")
     if os.path.exists(log):
         print("\n## log\n\n```\n" + open(log).read().strip() + "\n```")

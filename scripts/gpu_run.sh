@@ -6,9 +6,15 @@
 # bench/models/h200-*.json: profile, plan every strategy, train, compare),
 # and for each model a budget sweep (the auto plan at 80/60/45% of the
 # `none` peak, trained) and a check that --memory-limit stops `none` below
-# its peak (exit 4). Everything goes under $OUT (default ./gpu-out): env.txt,
-# configure.log, build.log, gpu_tests.txt, fidelity.txt, fidelity/,
-# profiles/h200-*.json, plans/, runs/, log.txt and report.md.
+# its peak (exit 4). Before building, it measures what the card holds besides
+# tensors (device.json: the CUDA context from torch.cuda.mem_get_info before
+# and after init, and cuBLAS's workspaces); the budget sweep's plans predict
+# the caching allocator's reserved peak, so the report can set the measured
+# reserved against it and write profiles/h200-device.json, the device memory
+# preset in the units of planner/src/analytic/devices.cc. Everything goes
+# under $OUT (default ./gpu-out): env.txt, device.json, configure.log,
+# build.log, gpu_tests.txt, fidelity.txt, fidelity/, profiles/h200-*.json,
+# plans/, runs/, log.txt and report.md.
 #
 # Prepare here (a machine with apt and PyPI), once: scripts/gpu_run.sh --fetch
 #   downloads what the GPU machine may lack into .debs/ (git-ignored): the
@@ -20,6 +26,8 @@
 # and always writes report.md from what it has. Commit profiles/h200-*.json
 # and the report afterwards.
 #
+# ONLY=context: measure the context and workspaces, write the report, stop
+# (a minute of device time; also the rehearsal on a machine without a GPU).
 # env: OUT, DEADLINE_S, PYTHON (python3: the Python whose torch is used),
 #      BUILD_DIR (build-gpu), BUILD_TYPE (Release), JOBS (nproc),
 #      USE_CARRIED (1: the carried packages even where the machine has its own)
@@ -67,6 +75,46 @@ trap report EXIT
 torch.cuda.is_available())' 2>&1
 } > "$OUT/env.txt" 2>&1
 log "environment: $(grep -A1 '## PyTorch' "$OUT/env.txt" | tail -1)"
+
+# 1b. The CUDA context and the library workspaces: device memory in use
+#     (nvidia-smi) before this process, free memory after torch's CUDA init,
+#     then after a GEMM forward and its backward (autograd's own thread gets
+#     its own cuBLAS handle and workspace). Fails with one line without a GPU.
+used_before=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2> /dev/null |
+  head -1 | tr -dc 0-9)
+"$python" -W ignore - "${used_before:-}" > "$OUT/device.json" 2> "$OUT/device.err" <<'PY'
+import json, sys
+import torch
+if not torch.cuda.is_available():
+    sys.exit("no CUDA device: torch.cuda.is_available() is False (torch %s)" % torch.__version__)
+used_before = int(sys.argv[1]) * 2**20 if len(sys.argv) > 1 and sys.argv[1] else 0
+def outside():  # device bytes in use that torch's allocator does not hold
+    free, total = torch.cuda.mem_get_info()
+    return total - free - used_before - torch.cuda.memory_reserved(), total
+one = torch.zeros(1, device="cuda")
+torch.cuda.synchronize()
+context_init, total = outside()
+a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+(a @ a).float().sum().backward()
+torch.cuda.synchronize()
+context, _ = outside()
+live = sum((t.nbytes + 511) // 512 * 512 for t in (one, a, a.grad))
+print(json.dumps({
+    "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+    "cuda": torch.version.cuda, "total_bytes": total,
+    "used_before_bytes": used_before, "context_at_init_bytes": context_init,
+    "cuda_context_bytes": context,
+    "workspace_bytes": torch.cuda.memory_allocated() - live,
+    "reserved_after_gemm_bytes": torch.cuda.memory_reserved()}, indent=1))
+PY
+context_rc=$?
+if [ $context_rc -eq 0 ]; then
+  log "cuda context and workspaces: $(tr -d '\n' < "$OUT/device.json")"
+else
+  log "cuda context: not measured: $(tail -1 "$OUT/device.err")"
+  rm -f "$OUT/device.json"
+fi
+[ "${ONLY:-}" = context ] && exit $context_rc
 
 # 2. Carried packages, unpacked into a prefix of their own (not /); carried
 #    cmake / ninja wheels only where the machine has none.
@@ -166,14 +214,20 @@ for model in "${models[@]}"; do
       { log "profile $name failed: $(cat "$OUT/profiles/$name.err")"; continue; }
   fi
   log "profile $name: $profile"
-  "$planner" --strategy none -o "$OUT/plans/$name-none.json" "$profile" > /dev/null
+  # Zero context and workspaces, no fragmentation: the caching allocator's
+  # rounding alone, so predicted.reserved_peak_bytes is the rounded peak the
+  # measured reserved peak is set against (gpu_report.py).
+  rounding=(--cuda-context 0 --cuda-workspace 0 --fragmentation 0)
+  "$planner" --strategy none "${rounding[@]}" -o "$OUT/plans/$name-none.json" "$profile" \
+    > /dev/null
   peak=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted"]["peak_bytes"])' \
     "$OUT/plans/$name-none.json")
   [ "$(time_left)" -gt 30 ] && train "$name-none" "$model"
   for pct in 80 60 45; do
     [ "$(time_left)" -gt 30 ] || { log "skipping $name at $pct%: out of time"; continue; }
     budget=$((peak * pct / 100))
-    if "$planner" --budget "${budget}B" -o "$OUT/plans/$name-b$pct.json" "$profile" \
+    if "$planner" --budget "${budget}B" "${rounding[@]}" -o "$OUT/plans/$name-b$pct.json" \
+         "$profile" \
          > /dev/null 2> "$OUT/plans/$name-b$pct.err"; then
       train "$name-b$pct" "$model"
     else

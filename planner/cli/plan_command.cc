@@ -1,10 +1,12 @@
 // planner [plan] --budget SIZE [--strategy S] [--format text|json|md] [-o plan.json]
 //                [--report report.html] [--trace trace.json] INPUT
+#include <optional>
 #include <ostream>
 
 #include "commands.h"
 #include "job.h"
 #include "progress_bar.h"
+#include "remat/device_memory.h"
 #include "remat/io.h"
 #include "remat/plan_file.h"
 #include "remat/planning.h"
@@ -18,6 +20,36 @@ namespace {
 const char kUsage[] =
     "planner --budget 24GB [--strategy auto] [--format text|json|md] [-o plan.json] "
     "[--report report.html] [--trace trace.json] model.json";
+
+// The device's memory besides tensors: --device's preset, then these flags.
+std::vector<FlagSpec> DeviceMemoryFlags() {
+  return {
+      {"cuda-context", "SIZE", "CUDA context, e.g. 600MiB (default: --device preset, else 0)"},
+      {"cuda-workspace", "SIZE", "cuBLAS/cuDNN workspaces, e.g. 64MiB (default: as above)"},
+      {"fragmentation", "F", "caching allocator's cache on top, e.g. 5% (default: as above)"},
+  };
+}
+
+Result<DeviceMemoryTerms> ParseDeviceMemory(const Args& args) {
+  DeviceMemoryOverrides o;
+  auto bytes = [&args](const char* flag, std::optional<int64_t>* out) -> Status {
+    if (!args.Has(flag)) return Status::Ok();
+    Result<int64_t> b = ParseTermBytes(args.Get(flag));
+    if (!b.ok()) return b.status().WithPrefix(std::string("option --") + flag);
+    *out = *b;
+    return Status::Ok();
+  };
+  REMAT_RETURN_IF_ERROR(bytes("cuda-context", &o.cuda_context_bytes));
+  REMAT_RETURN_IF_ERROR(bytes("cuda-workspace", &o.workspace_bytes));
+  if (args.Has("fragmentation")) {
+    Result<double> f = ParseFraction(args.Get("fragmentation"));
+    if (!f.ok()) return f.status().WithPrefix("option --fragmentation");
+    o.fragmentation = *f;
+  }
+  Result<DeviceMemoryTerms> terms = ResolveDeviceMemory(args.Get("device"), o);
+  if (!terms.ok()) return terms.status().WithPrefix("option --device");
+  return terms;
+}
 
 std::vector<FlagSpec> PlanFlags() {
   std::vector<FlagSpec> f = {
@@ -37,6 +69,7 @@ std::vector<FlagSpec> PlanFlags() {
   for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
   f.push_back({"help", "", "show this help"});
   for (const FlagSpec& j : JobFlags()) f.push_back(j);
+  for (const FlagSpec& d : DeviceMemoryFlags()) f.push_back(d);
   return f;
 }
 
@@ -94,6 +127,7 @@ Result<PlanOptions> ParseOptions(const Args& args) {
   o.slots = static_cast<int>(slots);
   REMAT_ASSIGN_OR_RETURN(o.checkpoint_layers, args.GetIntList("checkpoint-layers"));
   REMAT_ASSIGN_OR_RETURN(o.selective_layers, args.GetIntList("selective-layers"));
+  REMAT_ASSIGN_OR_RETURN(o.device_memory, ParseDeviceMemory(args));
   return o;
 }
 

@@ -41,13 +41,20 @@ int LayerOf(TensorRef t) {
 // live table as it is at the op's peak moment available through `live`.
 class Replay {
  public:
-  Replay(const Profile& p, const Schedule& s, const ChainGraph& g) : p_(p), s_(s), graph_(g) {
+  Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
+         const CachingAllocatorModel* allocator)
+      : p_(p), s_(s), graph_(g), tally_(allocator) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
     cat_[MemoryCategory::kModelState] = p.static_bytes();
+    // The profile knows the model state as three sums: one request each.
+    tally_.Add(p.static_memory.parameter_bytes);
+    tally_.Add(p.static_memory.gradient_bytes);
+    tally_.Add(p.static_memory.optimizer_bytes);
     LiveTensor& x0 = live_[Key({TensorKind::kX, 0}, L)];
     x0 = {true, p.layers[0].input_bytes, MemoryCategory::kActivations, -1};
     cat_[MemoryCategory::kActivations] += x0.bytes;
+    tally_.Add(x0.bytes);
   }
 
   // Executes op `i`; fills the point. `pending_` holds the op's writes and
@@ -59,6 +66,7 @@ class Replay {
     pt->live_before = cat_.total();
     pt->start_ms = time_ms_;
     MemoryByCategory peak = cat_;
+    int64_t workspace = 0;  // the op's transient request at its peak moment
     double ms = 0;
     switch (op.kind) {
       case OpKind::kForward:
@@ -70,12 +78,13 @@ class Replay {
           LiveTensor& lt = live_[Key(t, L)];
           lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1};
           cat_[c] += lt.bytes;
+          tally_.Add(lt.bytes);
         }
         peak = cat_;
-        peak[MemoryCategory::kWorkspace] +=
-            op.save == SaveMode::kNone ? l.nograd_workspace_bytes()
-            : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
-                                              : l.forward_workspace_bytes;
+        workspace = op.save == SaveMode::kNone        ? l.nograd_workspace_bytes()
+                    : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
+                                                      : l.forward_workspace_bytes;
+        peak[MemoryCategory::kWorkspace] += workspace;
         ms = l.forward_ms;
         if (op.kind == OpKind::kForward) {
           r->forward_ms += ms;
@@ -98,8 +107,10 @@ class Replay {
           LiveTensor& lt = live_[Key(t, L)];
           lt = {true, TensorBytes(p_, t, op), MemoryCategory::kGradients, -1};
           cat_[MemoryCategory::kGradients] += lt.bytes;
+          tally_.Add(lt.bytes);
         }
         peak = cat_;
+        workspace = ws;
         peak[MemoryCategory::kWorkspace] += ws;
         ms = l.backward_ms + extra;
         r->backward_ms += l.backward_ms;
@@ -108,10 +119,12 @@ class Replay {
       }
       case OpKind::kFree: {
         LiveTensor& lt = live_[Key(op.tensor, L)];
+        // The op's peak is the moment before the free.
+        pt->reserved = tally_.reserved();
         cat_[lt.category] -= lt.bytes;
+        tally_.Remove(lt.bytes);
         lt = LiveTensor{};
-        break;  // the op's peak is the moment before the free
-
+        break;
       }
       case OpKind::kOptimizerStep:
         ms = p_.optimizer_ms;
@@ -123,9 +136,15 @@ class Replay {
     pt->at_peak = peak;
     pt->peak = peak.total();
     pt->live_after = cat_.total();
+    if (op.kind != OpKind::kFree) {
+      ReservedTally at_peak = tally_;
+      at_peak.Add(workspace);
+      pt->reserved = at_peak.reserved();
+    }
   }
 
   const std::vector<LiveTensor>& live() const { return live_; }
+  int64_t reserved_now() const { return tally_.reserved(); }
 
  private:
   const Profile& p_;
@@ -133,6 +152,7 @@ class Replay {
   const ChainGraph& graph_;
   std::vector<LiveTensor> live_;
   MemoryByCategory cat_;
+  ReservedTally tally_;
   double time_ms_ = 0;
 };
 
@@ -156,7 +176,8 @@ int64_t MemoryByCategory::total() const {
   return t;
 }
 
-Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule) {
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
+                                  const CachingAllocatorModel* allocator) {
   if (schedule.num_layers != profile.num_layers()) {
     return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
                            " layers but the profile has " + std::to_string(profile.num_layers()));
@@ -167,23 +188,27 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
   r.static_bytes = profile.static_bytes();
   r.timeline.resize(schedule.ops.size());
   {
-    Replay replay(profile, schedule, graph);
+    Replay replay(profile, schedule, graph, allocator);
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
       replay.Step(static_cast<int>(i), &r.timeline[i], &r);
       if (r.timeline[i].peak > r.peak_bytes || r.peak_op < 0) {
         r.peak_bytes = r.timeline[i].peak;
         r.peak_op = static_cast<int>(i);
       }
+      r.reserved_peak_bytes = std::max(r.reserved_peak_bytes, r.timeline[i].reserved);
+    }
+    if (schedule.ops.empty()) {
+      r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
+      r.reserved_peak_bytes = replay.reserved_now();
     }
   }
-  if (schedule.ops.empty()) r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
   r.activation_peak_bytes = r.peak_bytes - r.static_bytes;
   r.step_ms = r.forward_ms + r.backward_ms + r.recompute_ms + r.optimizer_ms;
   // Attribute the live tensors at the peak to layers: replay up to the peak op.
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
     r.at_peak = r.timeline[r.peak_op].at_peak;
-    Replay replay(profile, schedule, graph);
+    Replay replay(profile, schedule, graph, allocator);
     SimulationResult scratch;
     TimelinePoint pt;
     for (int i = 0; i <= r.peak_op; ++i) replay.Step(i, &pt, &scratch);

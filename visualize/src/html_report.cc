@@ -61,7 +61,7 @@ std::string Cards(const viz::ReportSummary& s, const ReportData& data) {
   const Plan& plan = data.plans->chosen;
   std::string meter;
   if (plan.budget_bytes > 0) {
-    const double share = std::min(100.0, 100.0 * static_cast<double>(plan.predicted.peak_bytes) /
+    const double share = std::min(100.0, 100.0 * static_cast<double>(plan.memory.total_bytes) /
                                              static_cast<double>(plan.budget_bytes));
     meter = std::string("<div class=\"meter") + (s.fits ? "" : " bad") +
             "\"><span style=\"width:" + viz::Num(share) + "%\"></span></div>";

@@ -126,11 +126,13 @@ ReportSummary Summarize(const ReportData& data) {
     s.how_chosen = plan.fits ? ", chosen by auto as the fastest plan that fits"
                              : ": nothing fits, this is the plan with the lowest peak";
   }
-  s.peak = FormatBytes(r.peak_bytes);
+  // With device terms the budget holds the device peak (remat/device_memory.h).
+  const int64_t peak = plan.memory.total_bytes;
+  s.peak = FormatBytes(peak);
   s.budget = plan.budget_bytes > 0 ? FormatBytes(plan.budget_bytes) : "none";
-  s.budget_share = plan.budget_bytes > 0 ? Percent(static_cast<double>(r.peak_bytes),
-                                                   static_cast<double>(plan.budget_bytes))
-                                         : "";
+  s.budget_share = plan.budget_bytes > 0
+                       ? Percent(static_cast<double>(peak), static_cast<double>(plan.budget_bytes))
+                       : "";
   s.step = FormatMillis(r.step_ms);
   s.recompute = FormatMillis(r.recompute_ms);
   s.overhead = SignedPercent(r.step_ms - base, base);
@@ -142,21 +144,31 @@ ReportSummary Summarize(const ReportData& data) {
     peak_line += " of " + s.budget + " budget (" + s.budget_share + ")  " +
                  (plan.fits ? "FITS" : "DOES NOT FIT");
   }
-  s.figures = {
-      {"predicted peak", peak_line},
-      {"activations", FormatBytes(r.activation_peak_bytes) + " at peak (model state " +
-                          FormatBytes(r.static_bytes) + ")"},
-      {"step time",
-       s.step + " (recompute " + s.recompute + ", " + s.overhead + " over no checkpointing)"},
-  };
+  const DeviceMemoryUse& m = plan.memory;
+  s.figures = {{plan.terms.any() ? "device peak" : "predicted peak", peak_line}};
+  if (plan.terms.any()) {
+    s.figures.push_back({"allocated peak", FormatBytes(m.allocated_peak_bytes)});
+    s.figures.push_back(
+        {"reserved peak", FormatBytes(m.reserved_peak_bytes) + " (allocated + " +
+                              FormatBytes(m.allocator_rounding_bytes) + " allocator rounding + " +
+                              FormatBytes(m.fragmentation_bytes) + " fragmentation)"});
+    s.figures.push_back({"fixed terms", "cuda_context " + FormatBytes(m.cuda_context_bytes) +
+                                            " + workspaces " + FormatBytes(m.workspace_bytes) +
+                                            " (" + plan.terms.source + ")"});
+  }
+  s.figures.push_back({"activations", FormatBytes(r.activation_peak_bytes) +
+                                          " at peak (model state " + FormatBytes(r.static_bytes) +
+                                          ")"});
+  s.figures.push_back({"step time", s.step + " (recompute " + s.recompute + ", " + s.overhead +
+                                        " over no checkpointing)"});
   if (!s.peak_op.empty()) s.figures.push_back({"peak reached at", s.peak_op});
 
   const SimulationResult& b = plans.baseline.predicted;
-  s.baseline = "peak " + FormatBytes(b.peak_bytes) + " (model state " +
+  s.baseline = "peak " + FormatBytes(plans.baseline.memory.total_bytes) + " (model state " +
                FormatBytes(b.static_bytes) + " + activations " +
                FormatBytes(b.activation_peak_bytes) + "), step " + FormatMillis(b.step_ms);
   if (plan.budget_bytes > 0) s.baseline += plans.baseline.fits ? ", fits" : ", does not fit";
-  s.baseline_peak = FormatBytes(b.peak_bytes);
+  s.baseline_peak = FormatBytes(plans.baseline.memory.total_bytes);
   s.baseline_step = FormatMillis(b.step_ms);
   s.baseline_fits = plan.budget_bytes <= 0 || plans.baseline.fits;
   s.recompute_share = Percent(r.recompute_ms, r.step_ms);
@@ -178,7 +190,7 @@ ReportSummary Summarize(const ReportData& data) {
   s.total = FormatBytes(r.peak_bytes);
   for (const Plan& c : plans.candidates) {
     s.strategies.push_back({ToString(c.strategy), c.parameter.empty() ? "-" : c.parameter,
-                            FormatBytes(c.predicted.peak_bytes), FormatMillis(c.predicted.step_ms),
+                            FormatBytes(c.memory.total_bytes), FormatMillis(c.predicted.step_ms),
                             FormatMillis(c.predicted.recompute_ms), c.fits,
                             c.strategy == plan.strategy && c.parameter == plan.parameter});
   }

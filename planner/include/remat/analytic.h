@@ -29,6 +29,11 @@ struct DeviceSpec {
   double bandwidth_gbps = 0;  // memory bandwidth, GB/s
   int64_t memory_bytes = 0;   // device memory, bytes
   double efficiency = 0.5;    // fraction of peak achieved
+  // Device memory besides tensors (remat/device_memory.h); all zero on a CPU.
+  int64_t cuda_context_bytes = 0;  // CUDA context and driver reservation
+  int64_t workspace_bytes = 0;     // cuBLAS/cuDNN workspaces
+  double fragmentation = 0;        // caching allocator's cache above its rounded peak
+  bool caching_allocator = false;  // PyTorch's CUDA caching allocator rounds requests
 };
 
 // "h200", "a100", "rtx4090", "cpu". Lists the accepted names on error.

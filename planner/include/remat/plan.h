@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "remat/decisions.h"
+#include "remat/device_memory.h"
 #include "remat/profile.h"
 #include "remat/schedule.h"
 #include "remat/simulator.h"
@@ -39,6 +40,9 @@ struct PlanOptions {
   std::vector<int> checkpoint_layers;  // manual: block indices to checkpoint
   std::vector<int> selective_layers;   // selective: block indices; empty = choose
   int slots = 0;                       // optimal: memory slots; 0 = solver default
+  // The device's memory besides tensors: with any term, solvers plan against
+  // TensorBudget(budget_bytes) and a plan fits when its device total does.
+  DeviceMemoryTerms device_memory;
 };
 
 struct Plan {
@@ -47,11 +51,15 @@ struct Plan {
   // "9/12 blocks", "9 selective"; empty for none. Every report shows it.
   std::string parameter;
   int64_t budget_bytes = 0;
-  bool fits = true;                      // predicted.peak_bytes <= budget (or no budget)
+  bool fits = true;                      // memory.total_bytes <= budget (or no budget)
   std::vector<LayerDecision> decisions;  // one per chain layer
   std::vector<int> selective_option;     // per layer: option index or -1
   Schedule schedule;
   SimulationResult predicted;
+  // The device memory terms of `predicted` (without terms: every peak is
+  // predicted.peak_bytes and the extra terms are 0).
+  DeviceMemoryUse memory;
+  DeviceMemoryTerms terms;  // what `memory` was accounted with
 };
 
 struct PlanSet {
@@ -65,9 +73,15 @@ struct PlanSet {
 Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
                                   Schedule schedule, int64_t budget_bytes);
 
+// Re-simulates `plan` with the allocator model of `terms` and accounts its
+// device memory against `budget_bytes` (its budget from then on): sets
+// predicted (reserved figures), memory, terms, budget_bytes and fits.
+Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
+                         int64_t budget_bytes, Plan* plan);
+
 // True if `a` is preferable to `b` under a budget: fitting beats not fitting;
-// among fitting plans the lower step time wins (then the lower peak); among
-// non-fitting plans the lower peak wins.
+// among fitting plans the lower step time wins (then the lower device total);
+// among non-fitting plans the lower device total wins.
 bool BetterPlan(const Plan& a, const Plan& b);
 
 }  // namespace remat

@@ -6,6 +6,9 @@
 //   forward(i)    peak = live + |x[i+1]| (+ |a[i]| with grad) + forward workspace
 //   backward(i)   peak = live + |g[i]| + backward workspace (+ selective recompute workspace)
 //   free(t)       live -= |t|
+// With a caching-allocator model each tensor, workspace and model-state
+// part is one request, and the reserved bytes at each op's peak moment are
+// tallied as the allocator rounds them (ReservedTally, device_memory.h).
 // Time: forward/recompute add forward_ms, backward adds backward_ms (plus the
 // selective option's extra_recompute_ms), the optimizer step optimizer_ms.
 // Every figure the planner reports comes from here.
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "remat/device_memory.h"
 #include "remat/profile.h"
 #include "remat/schedule.h"
 #include "remat/status.h"
@@ -45,10 +49,13 @@ struct TimelinePoint {
   int op_index = 0;
   double start_ms = 0;
   double end_ms = 0;
-  int64_t live_before = 0;  // bytes live when the op starts
-  int64_t peak = 0;         // highest bytes live during the op
-  int64_t live_after = 0;   // bytes live when it ends
-  MemoryByCategory at_peak; // composition of `peak`
+  int64_t live_before = 0;   // bytes live when the op starts
+  int64_t peak = 0;          // highest bytes live during the op
+  int64_t live_after = 0;    // bytes live when it ends
+  MemoryByCategory at_peak;  // composition of `peak`
+  // Bytes the allocator reserves for what is live at the op's peak moment
+  // (== peak without an allocator model).
+  int64_t reserved = 0;
 };
 
 struct SimulationResult {
@@ -58,6 +65,9 @@ struct SimulationResult {
   int64_t static_bytes = 0;           // model state, live throughout
   int64_t activation_peak_bytes = 0;  // peak_bytes - static_bytes
   MemoryByCategory at_peak;           // composition of the peak
+  // Max over timeline of reserved: the allocator-rounded peak (== peak_bytes
+  // without an allocator model; never below it).
+  int64_t reserved_peak_bytes = 0;
   // Bytes attributed to each layer at the peak (x[i+1], a[i] and g[i] are
   // layer i's); x[0] is attributed to layer 0.
   std::vector<int64_t> layer_bytes_at_peak;
@@ -69,9 +79,11 @@ struct SimulationResult {
   int recompute_ops = 0;    // number of kRecompute ops
 };
 
-// Replays `schedule` on `profile`. Fails (kInvalidInput) if the schedule is
-// not executable (see ValidateSchedule).
-Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule);
+// Replays `schedule` on `profile`, with `allocator` (may be null: reserved
+// equals allocated) rounding the requests. Fails (kInvalidInput) if the
+// schedule is not executable (see ValidateSchedule).
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
+                                  const CachingAllocatorModel* allocator = nullptr);
 
 }  // namespace remat
 

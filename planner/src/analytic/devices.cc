@@ -1,19 +1,45 @@
-// Device presets for the roofline time model (dense peaks from vendor data sheets).
+// Device presets: the roofline time model's peaks (vendor data sheets) and
+// the memory a GPU holds besides tensors (remat/device_memory.h).
+//
+// Memory terms, until scripts/gpu_run.sh measures them (it writes
+// profiles/h200-device.json in these units; docs/device-memory.md):
+//   cuda_context  assumed: CUDA 12/13 with lazy module loading, PyTorch 2.x;
+//                 what torch.cuda.mem_get_info loses at init plus the first
+//                 GEMM's kernels, rounded up: 600 MiB on H200, 500 MiB on
+//                 A100, 400 MiB on RTX 4090.
+//   workspaces    PyTorch's default cuBLAS workspace per (handle, stream)
+//                 (aten/src/ATen/cuda/CublasHandlePool.cpp): 32 MiB on sm90+,
+//                 4096 KiB x 2 + 16 KiB x 8 = 8,320 KiB before; two handles
+//                 (the forward's thread and autograd's backward thread). No
+//                 cuDNN: the transformers planned here run no convolutions.
+//   fragmentation assumed 5% of the rounded peak for a training step with
+//                 PyTorch's default (non-expandable) segments.
+// A CPU has none of them: its plans and reports are as without terms.
 #include "json_fields.h"
 #include "remat/analytic.h"
 
 namespace remat {
 namespace {
 
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kKiB = int64_t{1} << 10;
+
 const std::vector<DeviceSpec>& Devices() {
+  // clang-format off
   static const std::vector<DeviceSpec> devices = {
-      // name      16-bit TF  fp32 TF  GB/s    memory bytes                 efficiency
-      {"h200", 989.0, 67.0, 4800.0, int64_t{141} * 1000 * 1000 * 1000, 0.5},
-      {"a100", 312.0, 19.5, 2039.0, int64_t{80} * 1000 * 1000 * 1000, 0.5},
-      {"rtx4090", 165.2, 82.6, 1008.0, int64_t{24} << 30, 0.5},
+      // name      16-bit TF  fp32 TF  GB/s    memory bytes                       efficiency
+      //           cuda context  workspaces               fragmentation  caching allocator
+      {"h200",    989.0, 67.0, 4800.0, int64_t{141} * 1000 * 1000 * 1000, 0.5,
+                  600 * kMiB,    2 * 32 * kMiB,           0.05,          true},
+      {"a100",    312.0, 19.5, 2039.0, int64_t{80} * 1000 * 1000 * 1000,  0.5,
+                  500 * kMiB,    2 * 8320 * kKiB,         0.05,          true},
+      {"rtx4090", 165.2, 82.6, 1008.0, int64_t{24} << 30,                 0.5,
+                  400 * kMiB,    2 * 8320 * kKiB,         0.05,          true},
       // A 2-core AVX2 machine with OpenBLAS (this project's CI machine kind).
-      {"cpu", 0.05, 0.1, 20.0, int64_t{24} << 30, 0.5},
+      {"cpu",     0.05,  0.1,  20.0,   int64_t{24} << 30,                 0.5,
+                  0,             0,                       0.0,           false},
   };
+  // clang-format on
   return devices;
 }
 

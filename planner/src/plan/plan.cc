@@ -31,17 +31,32 @@ Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std
   plan.parameter = std::move(parameter);
   plan.budget_bytes = budget_bytes;
   REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
-  plan.fits = budget_bytes <= 0 || plan.predicted.peak_bytes <= budget_bytes;
+  plan.memory = AccountDeviceMemory(plan.predicted.peak_bytes, plan.predicted.reserved_peak_bytes,
+                                    plan.terms);
+  plan.fits = budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes;
   SummarizeDecisions(schedule, &plan.decisions, &plan.selective_option);
   plan.schedule = std::move(schedule);
   return plan;
+}
+
+Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
+                         int64_t budget_bytes, Plan* plan) {
+  if (terms.caching_allocator) {
+    REMAT_ASSIGN_OR_RETURN(plan->predicted, Simulate(profile, plan->schedule, &terms.allocator));
+  }
+  plan->terms = terms;
+  plan->memory =
+      AccountDeviceMemory(plan->predicted.peak_bytes, plan->predicted.reserved_peak_bytes, terms);
+  plan->budget_bytes = budget_bytes;
+  plan->fits = budget_bytes <= 0 || plan->memory.total_bytes <= budget_bytes;
+  return Status::Ok();
 }
 
 bool BetterPlan(const Plan& a, const Plan& b) {
   if (a.fits != b.fits) return a.fits;
   const double ta = a.predicted.step_ms, tb = b.predicted.step_ms;
   const bool same_time = std::fabs(ta - tb) <= 1e-9 * std::max(1.0, std::max(ta, tb));
-  const int64_t pa = a.predicted.peak_bytes, pb = b.predicted.peak_bytes;
+  const int64_t pa = a.memory.total_bytes, pb = b.memory.total_bytes;
   if (a.fits) return same_time ? pa < pb : ta < tb;
   return pa != pb ? pa < pb : ta < tb;
 }

@@ -10,9 +10,13 @@
 namespace remat {
 namespace {
 
-nlohmann::ordered_json PredictedJson(const SimulationResult& r) {
+nlohmann::ordered_json PredictedJson(const Plan& plan) {
+  const SimulationResult& r = plan.predicted;
   nlohmann::ordered_json j;
   j["peak_bytes"] = r.peak_bytes;
+  j["allocated_peak_bytes"] = plan.memory.allocated_peak_bytes;
+  j["reserved_peak_bytes"] = plan.memory.reserved_peak_bytes;
+  j["device_peak_bytes"] = plan.memory.total_bytes;
   j["activation_peak_bytes"] = r.activation_peak_bytes;
   j["static_bytes"] = r.static_bytes;
   j["step_ms"] = r.step_ms;
@@ -30,12 +34,29 @@ nlohmann::ordered_json PredictedJson(const SimulationResult& r) {
   return j;
 }
 
+// The device's terms and what they add to the plan (remat/device_memory.h).
+nlohmann::ordered_json DeviceMemoryJson(const Plan& plan) {
+  const DeviceMemoryTerms& t = plan.terms;
+  const DeviceMemoryUse& m = plan.memory;
+  nlohmann::ordered_json j;
+  j["source"] = t.source;
+  j["cuda_context_bytes"] = m.cuda_context_bytes;
+  j["workspace_bytes"] = m.workspace_bytes;
+  j["fragmentation"] = t.fragmentation;
+  j["caching_allocator"] = t.caching_allocator;
+  j["allocator_rounding_bytes"] = m.allocator_rounding_bytes;
+  j["fragmentation_bytes"] = m.fragmentation_bytes;
+  j["tensor_budget_bytes"] = TensorBudget(plan.budget_bytes, t);
+  return j;
+}
+
 nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
   nlohmann::ordered_json j;
   j["strategy"] = ToString(p.strategy);
   j["parameter"] = p.parameter;
   j["fits"] = p.fits;
   j["peak_bytes"] = p.predicted.peak_bytes;
+  j["device_peak_bytes"] = p.memory.total_bytes;
   j["step_ms"] = p.predicted.step_ms;
   j["recompute_ms"] = p.predicted.recompute_ms;
   return j;
@@ -57,7 +78,8 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
-  j["predicted"] = PredictedJson(plan.predicted);
+  j["predicted"] = PredictedJson(plan);
+  j["device_memory"] = DeviceMemoryJson(plan);
   j["baseline"] = PlanSummaryJson(plans.baseline);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int i = 0; i < profile.num_layers(); ++i) {

@@ -42,7 +42,7 @@ int64_t LargestFittingMicroBatch(const Job& job, int64_t above, const PlanOption
 std::string Describe(const FitSuggestion& s, int64_t global) {
   std::string text = "micro_batch " + std::to_string(s.micro_batch) + " fits (" +
                      ToString(s.plan.strategy) + ", peak " +
-                     FormatBytes(s.plan.predicted.peak_bytes) + ")";
+                     FormatBytes(s.plan.memory.total_bytes) + ")";
   if (s.grad_accumulation > 0 && global > s.micro_batch) {
     text += " with grad_accumulation " + std::to_string(s.grad_accumulation) +
             ", keeping the global batch of " + std::to_string(global);
@@ -71,17 +71,21 @@ std::string StateAdvice(const ModelConfig* c) {
 FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search) {
   FitAdvice a;
   a.budget_bytes = options.budget_bytes;
-  a.lowest_peak_bytes = plans.chosen.predicted.peak_bytes;
+  a.lowest_peak_bytes = plans.chosen.memory.total_bytes;
   a.lowest_peak_strategy = plans.chosen.strategy;
   for (const Plan& c : plans.candidates) {
-    if (c.predicted.peak_bytes < a.lowest_peak_bytes) {
-      a.lowest_peak_bytes = c.predicted.peak_bytes;
+    if (c.memory.total_bytes < a.lowest_peak_bytes) {
+      a.lowest_peak_bytes = c.memory.total_bytes;
       a.lowest_peak_strategy = c.strategy;
     }
   }
   a.model_state_bytes = job.profile.static_bytes();
-  a.model_state_exceeds_budget = a.model_state_bytes >= options.budget_bytes;
+  const int64_t tensor_budget = TensorBudget(options.budget_bytes, options.device_memory);
+  a.model_state_exceeds_budget = a.model_state_bytes >= tensor_budget;
   a.message = "no plan fits in " + FormatBytes(options.budget_bytes) +
+              (options.device_memory.any()
+                   ? " (" + FormatBytes(tensor_budget) + " for tensors after the device's terms)"
+                   : "") +
               ": the smallest peak any strategy reaches is " + FormatBytes(a.lowest_peak_bytes) +
               " (" + ToString(a.lowest_peak_strategy) + ")";
   const ModelConfig* c = job.has_config() ? &job.config() : nullptr;

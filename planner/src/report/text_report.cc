@@ -24,16 +24,34 @@ std::string PadLeft(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+// The device's terms beside the tensors (remat/device_memory.h), one named
+// line each.
+void DeviceTerms(std::ostringstream& o, const Plan& plan) {
+  const DeviceMemoryUse& m = plan.memory;
+  o << "  allocated peak   " << FormatBytes(m.allocated_peak_bytes)
+    << " (tensors: torch.cuda.max_memory_allocated)\n";
+  o << "  reserved peak    " << FormatBytes(m.reserved_peak_bytes) << " (allocated + "
+    << FormatBytes(m.allocator_rounding_bytes) << " allocator rounding + "
+    << FormatBytes(m.fragmentation_bytes) << " fragmentation at "
+    << Percent(plan.terms.fragmentation, 1.0) << ")\n";
+  o << "  fixed terms      " << FormatBytes(m.cuda_context_bytes + m.workspace_bytes)
+    << " (cuda_context " << FormatBytes(m.cuda_context_bytes) << " + workspaces "
+    << FormatBytes(m.workspace_bytes) << "; " << plan.terms.source << ")\n";
+}
+
 void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   const SimulationResult& r = plan.predicted;
   const double base = BaselineStepMs(p);
-  o << "  predicted peak   " << FormatBytes(r.peak_bytes);
+  const bool terms = plan.terms.any();
+  const int64_t peak = plan.memory.total_bytes;
+  o << (terms ? "  device peak      " : "  predicted peak   ") << FormatBytes(peak);
   if (plan.budget_bytes > 0) {
     o << " of " << FormatBytes(plan.budget_bytes) << " budget ("
-      << Percent(static_cast<double>(r.peak_bytes), static_cast<double>(plan.budget_bytes)) << ")  "
+      << Percent(static_cast<double>(peak), static_cast<double>(plan.budget_bytes)) << ")  "
       << (plan.fits ? "FITS" : "DOES NOT FIT");
   }
   o << "\n";
+  if (terms) DeviceTerms(o, plan);
   o << "  activations      " << FormatBytes(r.activation_peak_bytes) << " at peak (model state "
     << FormatBytes(r.static_bytes) << ")\n";
   o << "  step time        " << FormatMillis(r.step_ms) << " (recompute "
@@ -72,14 +90,29 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
   } else {
     o << "  budget           none given (use --budget, e.g. --budget 24GB)\n";
   }
+  if (plan.terms.any()) {
+    o << "  device terms     " << plan.terms.source << ": cuda_context "
+      << FormatBytes(plan.terms.cuda_context_bytes) << ", workspaces "
+      << FormatBytes(plan.terms.workspace_bytes) << ", fragmentation "
+      << Percent(plan.terms.fragmentation, 1.0)
+      << (plan.terms.caching_allocator ? ", caching allocator rounding" : "");
+    if (plan.budget_bytes > 0) {
+      o << "; " << FormatBytes(TensorBudget(plan.budget_bytes, plan.terms)) << " left for tensors";
+    }
+    o << "\n";
+  }
   o << "\n";
 }
 
 void Baseline(std::ostringstream& o, const PlanSet& plans) {
   const SimulationResult& b = plans.baseline.predicted;
-  o << "Without checkpointing: peak " << FormatBytes(b.peak_bytes) << " (model state "
-    << FormatBytes(b.static_bytes) << " + activations " << FormatBytes(b.activation_peak_bytes)
-    << "), step " << FormatMillis(b.step_ms);
+  o << "Without checkpointing: peak " << FormatBytes(plans.baseline.memory.total_bytes)
+    << " (model state " << FormatBytes(b.static_bytes) << " + activations "
+    << FormatBytes(b.activation_peak_bytes);
+  if (plans.baseline.terms.any()) {
+    o << " + device terms " << FormatBytes(plans.baseline.memory.total_bytes - b.peak_bytes);
+  }
+  o << "), step " << FormatMillis(b.step_ms);
   if (plans.chosen.budget_bytes > 0) o << (plans.baseline.fits ? ", fits" : ", does not fit");
   o << "\n\n";
 }
@@ -149,7 +182,7 @@ void StrategyTable(std::ostringstream& o, const PlanSet& plans) {
   for (const Plan& c : plans.candidates) {
     o << "  " << Pad(ToString(c.strategy), 16)
       << Pad(c.parameter.empty() ? "-" : c.parameter, setting_width)
-      << PadLeft(FormatBytes(c.predicted.peak_bytes), 12)
+      << PadLeft(FormatBytes(c.memory.total_bytes), 12)
       << PadLeft(FormatMillis(c.predicted.step_ms), 12)
       << PadLeft(FormatMillis(c.predicted.recompute_ms), 12) << "  " << (c.fits ? "yes" : "no")
       << "\n";

@@ -1,4 +1,6 @@
 // The solver registry and MakePlan: one strategy, or auto over all of them.
+#include <algorithm>
+
 #include "strategies/solvers.h"
 
 namespace remat {
@@ -24,24 +26,57 @@ std::vector<Strategy> SweepableStrategies() {
   return out;
 }
 
+namespace {
+
+// Re-solves with a smaller tensor budget while the allocator's rounding
+// pushes a plan that fits its tensor budget over the device budget.
+constexpr int kRoundingRetries = 4;
+
+// `solver`'s plan under `options`: as the solver makes it without device
+// memory terms; with terms, solved against the tensor budget and accounted
+// against the device budget (AccountPlanMemory).
+Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
+                           const PlanOptions& options) {
+  const DeviceMemoryTerms& terms = options.device_memory;
+  if (!terms.any()) return solver.Solve(profile, options);
+  PlanOptions tensors = options;
+  tensors.device_memory = DeviceMemoryTerms{};
+  tensors.budget_bytes = TensorBudget(options.budget_bytes, terms);
+  Plan plan;
+  for (int attempt = 0;; ++attempt) {
+    REMAT_ASSIGN_OR_RETURN(plan, solver.Solve(profile, tensors));
+    const bool fits_tensors = plan.fits;
+    REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &plan));
+    if (plan.fits || !fits_tensors || options.budget_bytes <= 0 || attempt == kRoundingRetries ||
+        tensors.budget_bytes <= 1) {
+      return plan;
+    }
+    const int64_t over = plan.memory.total_bytes - options.budget_bytes;
+    tensors.budget_bytes = std::max<int64_t>(1, tensors.budget_bytes - over);
+  }
+}
+
+}  // namespace
+
 Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
   REMAT_RETURN_IF_ERROR(
       ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
   PlanSet set;
-  REMAT_ASSIGN_OR_RETURN(set.baseline, FindSolver(Strategy::kNone)->Solve(profile, options));
+  REMAT_ASSIGN_OR_RETURN(set.baseline,
+                         SolveOnDevice(*FindSolver(Strategy::kNone), profile, options));
   if (options.strategy != Strategy::kAuto) {
     const StrategySolver* solver = FindSolver(options.strategy);
     if (solver == nullptr) {
       return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
                              "' is not available in this build");
     }
-    REMAT_ASSIGN_OR_RETURN(set.chosen, solver->Solve(profile, options));
+    REMAT_ASSIGN_OR_RETURN(set.chosen, SolveOnDevice(*solver, profile, options));
     set.candidates.push_back(set.chosen);
     return set;
   }
   set.auto_selected = true;
   for (Strategy s : SweepableStrategies()) {
-    REMAT_ASSIGN_OR_RETURN(Plan plan, FindSolver(s)->Solve(profile, options));
+    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveOnDevice(*FindSolver(s), profile, options));
     if (set.candidates.empty() || BetterPlan(plan, set.chosen)) set.chosen = plan;
     set.candidates.push_back(std::move(plan));
   }
