@@ -177,6 +177,16 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
   if (dtype == "bfloat16") c.precision = Precision::kAmpBf16;
   if (dtype == "float16") c.precision = Precision::kAmpFp16;
 
+  // transformers runs these models with SDPA unless the config names another
+  // attention implementation.
+  c.attention = AttentionImpl::kSdpa;
+  for (const char* key : {"attn_implementation", "_attn_implementation"}) {
+    if (!doc.contains(key) || !doc[key].is_string()) continue;
+    const std::string impl = doc[key].get<std::string>();
+    if (impl == "eager") c.attention = AttentionImpl::kEager;
+    if (impl.rfind("flash_attention", 0) == 0) c.attention = AttentionImpl::kFlash;
+  }
+
   // The head: the "remat" object's, else the model class's.
   nlohmann::json job = nlohmann::json::object();
   if (doc.contains("remat")) {

@@ -11,7 +11,7 @@ namespace {
 const std::vector<std::string> kArchitectures = {"gpt", "bert", "llama"};
 const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
-const std::vector<std::string> kAttention = {"eager", "flash"};
+const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
 // Indexed by enum value; "default" is never accepted in a file.
 const std::vector<std::string> kHeads = {"default", "lm", "mlm", "pooling", "classification"};
 const std::vector<std::string> kPoolings = {"mean", "cls"};

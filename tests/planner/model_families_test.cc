@@ -140,10 +140,12 @@ TEST(ModelFamilies, LlamaBlockKeepsWhatAutogradSaves) {
 
 // fp16, eager, dropout, per token of an encoder block (HF BertLayer):
 // q, k 4h; v 2h; probabilities 2as, their mask as, dropped 2as; context 2h;
-// two dropout masks h each; each LayerNorm's input 2h and output 2h (kept by
-// the next linear, or the block's output); GELU in and out 4f.
+// two dropout masks h each; each LayerNorm's input 2h, output 2h (kept by
+// the next linear, or the block's output) and fp32 mean and rstd 8; GELU in
+// and out 4f.
 TEST(ModelFamilies, BertBlockKeepsWhatAutogradSaves) {
   ModelConfig c = Hf(kRobertaBase);
+  c.attention = AttentionImpl::kEager;
   c.layers = 1;
   c.seq_len = 128;
   c.micro_batch = 4;
@@ -151,8 +153,61 @@ TEST(ModelFamilies, BertBlockKeepsWhatAutogradSaves) {
   Result<Profile> p = AnalyticProfile(c, {});
   ASSERT_TRUE(p.ok()) << p.status().message();
   const int64_t h = 768, f = 3072, a = 12, s = 128, b = 4;
-  EXPECT_EQ(Layer(*p, "block0").activation_bytes, s * b * (18 * h + 4 * f + 5 * a * s));
+  EXPECT_EQ(Layer(*p, "block0").activation_bytes, s * b * (18 * h + 4 * f + 5 * a * s + 16));
   EXPECT_EQ(p->num_layers(), 1 + 3);  // embedding, block0, head, loss
+}
+
+TEST(ModelFamilies, HfConfigsRunSdpaUnlessTheyNameAnother) {
+  EXPECT_EQ(Hf(kRobertaBase).attention, AttentionImpl::kSdpa);  // transformers' default
+  EXPECT_EQ(Hf(Replace(kRobertaBase, "\"vocab_size\"",
+                       "\"attn_implementation\":\"eager\",\"vocab_size\""))
+                .attention,
+            AttentionImpl::kEager);
+  EXPECT_EQ(Hf(Replace(kRobertaBase, "\"vocab_size\"",
+                       "\"_attn_implementation\":\"flash_attention_2\",\"vocab_size\""))
+                .attention,
+            AttentionImpl::kFlash);
+  EXPECT_EQ(Hf(Replace(kRobertaBase, "\"vocab_size\"",
+                       "\"remat\":{\"attention\":\"eager\"},\"vocab_size\""))
+                .attention,
+            AttentionImpl::kEager);
+}
+
+Profile OnDevice(const ModelConfig& c, const char* device) {
+  AnalyticOptions o;
+  o.device = *LookupDevice(device);
+  Result<Profile> p = AnalyticProfile(c, o);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : Profile{};
+}
+
+// Blocks as transformers 5.24 (sdpa) runs them on PyTorch 2.11's CPU kernels,
+// fp32, with the bytes remat's CPU meter measured from a forward hook
+// around each layer (bench/models/hf/, the shapes of bench/hf_fidelity.sh).
+TEST(ModelFamilies, SdpaKeepsWhatPyTorchsKernelsKeep) {
+  // Llama, GQA 8/2, no attention dropout: the CPU flash kernel (q, k and v
+  // unrepeated, the output and the fp32 logsumexp) on CPU as on CUDA.
+  ModelConfig llama = Hf(Llama("llama", 4, 256, 8, 2, 688, 8000, false));
+  llama.seq_len = 256;
+  llama.micro_batch = 4;
+  EXPECT_EQ(Layer(OnDevice(llama, "cpu"), "block0").activation_bytes, 20'226'048);
+  llama.attention = AttentionImpl::kFlash;
+  EXPECT_EQ(Layer(OnDevice(llama, "a100"), "block0").activation_bytes, 20'226'048);
+  // BERT with attention dropout 0.1: on CPU the math path (q and k scaled
+  // copies, fp32 probabilities, an fp32 dropout mask and the dropped
+  // probabilities), and the hidden dropouts' masks fp32 too.
+  ModelConfig bert = Hf(R"({"architectures":["BertForMaskedLM"],"model_type":"bert",
+      "hidden_size":256,"intermediate_size":1024,"num_hidden_layers":4,"num_attention_heads":4,
+      "max_position_embeddings":512,"type_vocab_size":2,"vocab_size":8000})");
+  bert.seq_len = 128;
+  bert.micro_batch = 8;
+  const Profile cpu = OnDevice(bert, "cpu");
+  EXPECT_EQ(Layer(cpu, "block0").activation_bytes, 25'182'208);
+  EXPECT_EQ(Layer(cpu, "head").activation_bytes, 35'921'920);  // transform + decoder
+  // On CUDA the fused kernel draws the dropout: no s x s tensor, 1-byte masks.
+  const int64_t tokens = 128 * 8, h = 256, f = 1024, a = 4;
+  EXPECT_EQ(Layer(OnDevice(bert, "a100"), "block0").activation_bytes,
+            tokens * (4 * 4 * h + 4 * a + 2 * h + 2 * (8 * h + 8) + 2 * 4 * f));
 }
 
 constexpr char kSeedJob[] = R"({"architectures":["RobertaForMaskedLM"],"model_type":"roberta",

@@ -65,6 +65,12 @@ enum class Optimizer {
 enum class AttentionImpl {
   kEager,  // materializes the (s x s) score, softmax and dropout tensors
   kFlash,  // fused kernel: no s^2 tensors are kept
+  // torch.nn.functional.scaled_dot_product_attention (transformers' default
+  // "sdpa"): a fused kernel's memory (as kFlash) on CUDA, and on CPU without
+  // attention dropout; with dropout on CPU, where no fused kernel draws
+  // dropout, PyTorch's math path (scaled copies of q and k, the
+  // probabilities, the dropout mask and the dropped probabilities).
+  kSdpa,
 };
 
 struct ModelConfig {

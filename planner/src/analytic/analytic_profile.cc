@@ -54,7 +54,9 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   if (device.name.empty()) {
     REMAT_ASSIGN_OR_RETURN(device, LookupDevice("a100"));
   }
-  REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config));
+  KernelDevice kernels;
+  kernels.cpu = device.name == "cpu";
+  REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels));
   const bool fp32 = config.precision == Precision::kFp32;
   double tflops = fp32 ? device.tflops_fp32 : device.tflops_16bit;
   double efficiency = device.efficiency;

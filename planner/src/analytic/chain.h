@@ -30,8 +30,9 @@ struct OpTimeModel {
 //   selective option  "attention_core" when the layer has core ops: drops the
 //                     core's saved internals, recomputes them in backward.
 // `kinds` maps a layer tag to its kind (embedding/block/...).
-Result<std::vector<LayerProfile>> DeriveChain(const OpGraph& graph, const OpTimeModel& time,
-                                              const std::vector<std::pair<std::string, std::string>>& kinds);
+Result<std::vector<LayerProfile>> DeriveChain(
+    const OpGraph& graph, const OpTimeModel& time,
+    const std::vector<std::pair<std::string, std::string>>& kinds);
 
 }  // namespace remat
 

@@ -18,8 +18,8 @@ Dtypes DtypesFor(Precision p) {
   return {4, 4, 4, 4, 4, false};
 }
 
-Builder::Builder(const ModelConfig& c, TransformerGraph* out)
-    : c_(c), dt_(DtypesFor(c.precision)), out_(out) {
+Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out)
+    : c_(c), device_(device), dt_(DtypesFor(c.precision)), out_(out) {
   sequences_ = Mul({c.micro_batch, c.texts_per_example});
   tokens_ = Mul({c.seq_len, sequences_});
 }
@@ -120,7 +120,10 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
 
 T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
   T y = Tensor(name, x.elems, dt_.stream);
-  Op(name, {x}, {y}, {x}, 5.0 * x.elems, 2.0, 2 * width);
+  // native_layer_norm keeps its input and, per row, the fp32 mean and rstd.
+  const int64_t rows = x.elems / width;
+  T mean = Tensor(name + ".mean", rows, 4, false), rstd = Tensor(name + ".rstd", rows, 4, false);
+  Op(name, {x}, {y, mean, rstd}, {x, mean, rstd}, 5.0 * x.elems, 2.0, 2 * width);
   return y;
 }
 
@@ -145,7 +148,9 @@ T Builder::RmsNorm(const std::string& name, const T& x, int64_t width) {
 T Builder::Dropout(const std::string& name, const T& x, bool core) {
   if (c_.dropout <= 0) return x;
   T y = Tensor(name, x.elems, x.elem_bytes);
-  T mask = Tensor(name + ".mask", x.elems, 1, false);
+  // CUDA's fused dropout keeps a bool mask; at::dropout on CPU multiplies by
+  // a mask of the input's dtype and keeps that.
+  T mask = Tensor(name + ".mask", x.elems, device_.cpu ? x.elem_bytes : 1, false);
   Op(name, {x}, {y, mask}, {mask}, 2.0 * x.elems, 1.0, 0, 0, core);
   return y;
 }
@@ -164,25 +169,31 @@ T Builder::Pointwise(const std::string& name, const T& x, double flops_per_elem,
   return y;
 }
 
+T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops) {
+  const int64_t s = c_.seq_len, b = sequences_, a = c_.heads;
+  const T qc = MatmulInput(q, true), kc = MatmulInput(k, true), vc = MatmulInput(v, true);
+  T ctx = Tensor("context", ctx_elems, dt_.matmul);
+  // The softmax statistics backward needs: one fp32 logsumexp per row of
+  // scores (PyTorch's flash and efficient SDPA kernels, CPU and CUDA).
+  T lse = Tensor("logsumexp", Mul({a, s, b}), 4, false);
+  std::vector<T> in = {qc};
+  if (kc.id != qc.id) in.push_back(kc);
+  if (vc.id != qc.id && vc.id != kc.id) in.push_back(vc);
+  std::vector<T> saved = in;
+  saved.push_back(ctx);
+  saved.push_back(lse);
+  Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, 0, true);
+  return ctx;
+}
+
 T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& shape) {
   const int64_t s = c_.seq_len, b = sequences_, a = shape.heads, d = shape.head_dim;
   const double qk_flops = 2.0 * b * s * s * a * d;
   const int64_t ctx_elems = Mul({s, b, a, d});
-  if (c_.attention == AttentionImpl::kFlash) {
-    const T qc = MatmulInput(q, true), kc = MatmulInput(k, true), vc = MatmulInput(v, true);
-    T ctx = Tensor("context", ctx_elems, dt_.matmul);
-    // The softmax statistics backward needs: one fp32 logsumexp per row of
-    // scores (PyTorch's flash and efficient SDPA kernels, CPU and CUDA).
-    T lse = Tensor("logsumexp", Mul({a, s, b}), 4, false);
-    std::vector<T> in = {qc};
-    if (kc.id != qc.id) in.push_back(kc);
-    if (vc.id != qc.id && vc.id != kc.id) in.push_back(vc);
-    std::vector<T> saved = in;
-    saved.push_back(ctx);
-    saved.push_back(lse);
-    Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, 0, true);
-    return ctx;
-  }
+  // SDPA draws dropout in a fused kernel on CUDA only.
+  const bool fused = c_.attention == AttentionImpl::kFlash ||
+                     (c_.attention == AttentionImpl::kSdpa && !(device_.cpu && c_.dropout > 0));
+  if (fused) return FusedAttention(q, k, v, ctx_elems, qk_flops);
   T kr = k, vr = v;
   if (shape.kv_heads != a) {
     // repeat_kv: expand + reshape copies each key/value head to its group.
@@ -191,17 +202,34 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
     vr = Tensor("v_repeated", ctx_elems, v.elem_bytes);
     Op("repeat_v", {v}, {vr}, {}, 0, 1.0, 0, 0, true);
   }
-  const T qc = MatmulInput(q, true), kc = MatmulInput(kr, true), vc = MatmulInput(vr, true);
+  T qc = MatmulInput(q, true), kc = MatmulInput(kr, true);
+  const T vc = MatmulInput(vr, true);
+  if (c_.attention == AttentionImpl::kSdpa) {
+    // The math path scales q and k by sqrt(scale) each before q k^T, and
+    // the matmul keeps the scaled copies.
+    T qs = Tensor("q_scaled", qc.elems, qc.elem_bytes);
+    Op("scale_q", {qc}, {qs}, {}, static_cast<double>(qc.elems), 1.0, 0, 0, true);
+    T ks = Tensor("k_scaled", kc.elems, kc.elem_bytes);
+    Op("scale_k", {kc}, {ks}, {}, static_cast<double>(kc.elems), 1.0, 0, 0, true);
+    qc = qs;
+    kc = ks;
+  }
   const int64_t scores = Mul({a, s, s, b});
   T sc = Tensor("scores", scores, dt_.matmul);
   std::vector<T> qk = {qc};
   if (kc.id != qc.id) qk.push_back(kc);
   Op("scores", qk, {sc}, qk, qk_flops, 2.0, 0, 0, true);
-  T masked = Tensor("masked_scores", scores, dt_.matmul);
-  Op("scale_mask", {sc}, {masked}, {}, 2.0 * scores, 1.0, 0, 0, true);
-  T probs = Tensor("probs", scores, shape.softmax_fp32 ? 4 : dt_.softmax);
+  const bool sdpa = c_.attention == AttentionImpl::kSdpa;
+  T masked = sc;  // SDPA's math path adds the mask in place
+  if (!sdpa) {
+    masked = Tensor("masked_scores", scores, dt_.matmul);
+    Op("scale_mask", {sc}, {masked}, {}, 2.0 * scores, 1.0, 0, 0, true);
+  }
+  // HF's eager llama upcasts the softmax; SDPA's runs in the input dtype.
+  const bool softmax_fp32 = shape.softmax_fp32 && !sdpa;
+  T probs = Tensor("probs", scores, softmax_fp32 ? 4 : dt_.softmax);
   Op("softmax", {masked}, {probs}, {probs}, 5.0 * scores, 1.0, 0, 0, true);
-  if (shape.softmax_fp32 && q.elem_bytes != 4) {
+  if (softmax_fp32 && q.elem_bytes != 4) {
     // .to(query.dtype): a copy, kept by what follows.
     T cast = Tensor("probs_cast", scores, q.elem_bytes);
     Op("probs_cast", {probs}, {cast}, {}, static_cast<double>(scores), 1.0, 0, 0, true);

@@ -55,7 +55,7 @@ struct AttentionShape {
 class Builder {
  public:
   // `c` has its defaults resolved (WithDefaults) and outlives the builder.
-  Builder(const ModelConfig& c, TransformerGraph* out);
+  Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out);
 
   bool overflow() const { return overflow_; }
   const ModelConfig& config() const { return c_; }
@@ -87,7 +87,7 @@ class Builder {
   T Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
            bool tied = false, bool trainable = true);
 
-  // LayerNorm (fused: keeps its input).
+  // LayerNorm (fused: keeps its input and the fp32 mean and rstd of each row).
   T LayerNorm(const std::string& name, const T& x, int64_t width);
   // HF LlamaRMSNorm, op by op: x.to(fp32) (kept by pow and mul), rsqrt of
   // the variance (kept, 4 bytes a row), and x * rsqrt cast back to the input
@@ -109,9 +109,13 @@ class Builder {
   T Attention(const T& q, const T& k, const T& v, const AttentionShape& shape);
 
  private:
+  T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops);
+
+ private:
   void Count(int64_t bytes);
 
   const ModelConfig& c_;
+  KernelDevice device_;
   Dtypes dt_;
   TransformerGraph* out_;
   std::string layer_;

@@ -8,11 +8,10 @@
 #ifndef REMAT_SRC_ANALYTIC_OP_GRAPH_H_
 #define REMAT_SRC_ANALYTIC_OP_GRAPH_H_
 
+#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 namespace remat {
 
@@ -25,17 +24,17 @@ struct TensorInfo {
 
 struct OpInfo {
   std::string name;
-  std::string layer;           // chain group ("embedding", "block3", "head", ...)
-  std::vector<int> inputs;     // tensor ids
-  std::vector<int> outputs;    // tensor ids (masks are outputs too)
-  std::vector<int> saved;      // tensor ids kept for backward (inputs or outputs)
+  std::string layer;         // chain group ("embedding", "block3", "head", ...)
+  std::vector<int> inputs;   // tensor ids
+  std::vector<int> outputs;  // tensor ids (masks are outputs too)
+  std::vector<int> saved;    // tensor ids kept for backward (inputs or outputs)
   double forward_flops = 0;
-  double forward_bytes = 0;    // bytes read + written, for the roofline
+  double forward_bytes = 0;  // bytes read + written, for the roofline
   double backward_flops = 0;
   double backward_bytes = 0;
   int64_t backward_workspace = 0;  // transient bytes in backward (e.g. a weight gradient)
-  int64_t parameters = 0;      // parameters this op owns
-  bool attention_core = false; // recomputed by the selective option
+  int64_t parameters = 0;          // parameters this op owns
+  bool attention_core = false;     // recomputed by the selective option
 };
 
 class OpGraph {

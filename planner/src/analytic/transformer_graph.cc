@@ -8,10 +8,11 @@
 
 namespace remat {
 
-Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config) {
+Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
+                                               const KernelDevice& device) {
   const ModelConfig c = WithDefaults(config);
   TransformerGraph out;
-  Builder B(c, &out);
+  Builder B(c, device, &out);
 
   // Embedding: token ids (int64) in, the residual stream out.
   B.Layer("embedding", kEmbeddingKind);

@@ -20,10 +20,19 @@ struct TransformerGraph {
   int64_t trainable_parameters = 0;                        // those the loss reaches (get gradients)
 };
 
+// Where the step runs, for the kernels whose saved tensors differ by device.
+struct KernelDevice {
+  // CPU: dropout (at::dropout, nn.Dropout) keeps a mask in the input's dtype,
+  // where CUDA's fused dropout keeps one byte an element; SDPA with dropout
+  // runs its math path.
+  bool cpu = false;
+};
+
 // Layers: "embedding", "block0".."block{L-1}", "final_norm" (gpt, llama),
 // "head" and "loss". Defaults of `config` need not be resolved. Fails if a
 // byte count would overflow 64 bits.
-Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config);
+Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
+                                               const KernelDevice& device = {});
 
 }  // namespace remat
 
