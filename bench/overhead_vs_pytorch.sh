@@ -41,6 +41,8 @@ export REMAT_METER_LIB=${REMAT_METER_LIB:-$build/lib/libremat_cpu_meter.so}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # A cold cache unless told: compile time is then a first compile's.
+cache="cold cache"
+[ -n "${TORCHINDUCTOR_CACHE_DIR:-}" ] && cache="cache $TORCHINDUCTOR_CACHE_DIR"
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$work/inductor}
 started=$(date +%s)
 
@@ -65,7 +67,7 @@ run() {
     remat)
       out=$work/remat-$plan-$r.json
       "$planner" train --clock "$clock" --plan "$work/$plan.json" --steps "$steps" --json "$model" \
-        > "$out.tmp"
+        > "$out.tmp" 2> "$out.err" || { cat "$out.err" >&2; return 1; }
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["measured"]
 json.dump({"peak_bytes": m["peak_bytes"], "steps": d["steps"]}, open(sys.argv[2], "w"))' \
         "$out.tmp" "$out" ;;
@@ -117,9 +119,9 @@ PY
 )
 for r in $(seq 2 "$rounds"); do round "$r"; done
 
-python3 - "$work" "$rounds" "$budgets" "${plans[@]}" <<'PY'
+python3 - "$work" "$cache" "$budgets" "${plans[@]}" <<'PY'
 import glob, json, statistics, sys
-work, rounds, budgets, plans = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+work, cache, budgets, plans = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
 
 def pooled(pattern):
     files = glob.glob(f"{work}/{pattern}-*.json")
@@ -158,7 +160,7 @@ for p in plans:
             if r["fastest"] < ours["fastest"]:
                 wins.append(f"{p}: {name} fastest step {100 * (1 - r['fastest'] / ours['fastest']):.1f}% faster")
 print()
-print("torch.compile budget search (each budget compiled once, cold cache; compile = wall time of "
+print(f"torch.compile budget search (each budget compiled once, {cache}; compile = wall time of "
       "the first call, not a step):")
 for b in budgets:
     c = compiled[b]
