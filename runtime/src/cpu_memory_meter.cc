@@ -10,9 +10,13 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "memory_meter.h"
 
@@ -21,12 +25,21 @@ namespace {
 
 constexpr size_t kHeader = 64;  // keeps c10's 64-byte alignment
 
+// The timeline being recorded (memory_meter.h: StartCpuTimeline).
+struct Recorder {
+  std::mutex mutex;
+  int64_t max_samples = 0;
+  MeterTimeline timeline;
+};
+
 struct Counters {
   std::atomic<int64_t> current{0};
   std::atomic<int64_t> peak{0};
   std::atomic<int64_t> limit{0};
   std::mutex oom_mutex;
   std::optional<OomEvent> oom;
+  std::atomic<bool> recording{false};
+  Recorder recorder;
 };
 
 Counters& counters() {
@@ -40,12 +53,41 @@ void RaisePeak(Counters& c, int64_t now) {
   }
 }
 
+// Adds one event (`now`: bytes in use after it) to the timeline: into the
+// last sample while its window of `stride` events is open, else a new
+// sample; when the samples are full, adjacent pairs merge by their maximum
+// and the stride doubles.
+void Record(Recorder& r, int64_t now) {
+  std::lock_guard<std::mutex> lock(r.mutex);
+  MeterTimeline& t = r.timeline;
+  std::vector<int64_t>& samples = t.bytes;
+  int64_t window = t.events / t.stride;
+  if (window == static_cast<int64_t>(samples.size()) && window == r.max_samples) {
+    const size_t merged = (samples.size() + 1) / 2;
+    for (size_t i = 0; i < merged; ++i) {
+      const size_t j = 2 * i;
+      samples[i] = j + 1 < samples.size() ? std::max(samples[j], samples[j + 1]) : samples[j];
+    }
+    samples.resize(merged);
+    t.stride *= 2;
+    window = t.events / t.stride;
+  }
+  if (window == static_cast<int64_t>(samples.size())) {
+    samples.push_back(now);
+  } else {
+    samples.back() = std::max(samples.back(), now);
+  }
+  ++t.events;
+}
+
 void DeleteBlock(void* ptr) {
   if (ptr == nullptr) return;
   char* base = static_cast<char*>(ptr) - kHeader;
   int64_t bytes = 0;
   std::memcpy(&bytes, base, sizeof(bytes));
-  counters().current.fetch_sub(bytes, std::memory_order_relaxed);
+  Counters& c = counters();
+  const int64_t now = c.current.fetch_sub(bytes, std::memory_order_relaxed) - bytes;
+  if (c.recording.load(std::memory_order_relaxed)) Record(c.recorder, now);
   c10::free_cpu(base);
 }
 
@@ -74,6 +116,7 @@ c10::DataPtr AllocateBlock(size_t n) {
     c.current.fetch_sub(bytes, std::memory_order_relaxed);
     throw;
   }
+  if (c.recording.load(std::memory_order_relaxed)) Record(c.recorder, now);
   std::memcpy(base, &bytes, sizeof(bytes));
   void* data = base + kHeader;
   return {data, data, &DeleteBlock, cpu};
@@ -113,6 +156,7 @@ class CpuMeterImpl final : public MemoryMeter {
     return Status::Ok();
   }
   int64_t limit_bytes() const override { return counters().limit.load(); }
+  bool installed() const { return installed_; }
   std::optional<OomEvent> TakeOom() override {
     std::lock_guard<std::mutex> lock(counters().oom_mutex);
     std::optional<OomEvent> e = counters().oom;
@@ -124,11 +168,39 @@ class CpuMeterImpl final : public MemoryMeter {
   bool installed_ = false;
 };
 
-}  // namespace
-
-MemoryMeter& CpuMeter() {
+CpuMeterImpl& Meter() {
   static CpuMeterImpl* meter = new CpuMeterImpl();
   return *meter;
+}
+
+}  // namespace
+
+MemoryMeter& CpuMeter() { return Meter(); }
+
+Status StartCpuTimeline(int64_t max_samples) {
+  if (max_samples < 1) {
+    return Status::Invalid("timeline max_samples must be at least 1, got " +
+                           std::to_string(max_samples));
+  }
+  if (!Meter().installed()) {
+    return Status::Internal("the metering CPU allocator could not be registered");
+  }
+  Counters& c = counters();
+  std::lock_guard<std::mutex> lock(c.recorder.mutex);
+  c.recorder.max_samples = max_samples;
+  c.recorder.timeline = MeterTimeline{};
+  c.recorder.timeline.bytes.reserve(static_cast<size_t>(std::min<int64_t>(max_samples, 1 << 16)));
+  c.recording.store(true);
+  return Status::Ok();
+}
+
+MeterTimeline StopCpuTimeline() {
+  Counters& c = counters();
+  c.recording.store(false);
+  std::lock_guard<std::mutex> lock(c.recorder.mutex);
+  MeterTimeline t = std::move(c.recorder.timeline);
+  c.recorder.timeline = MeterTimeline{};
+  return t;
 }
 
 }  // namespace remat::runtime

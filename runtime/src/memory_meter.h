@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "remat/status.h"
 
@@ -54,6 +55,30 @@ class MemoryMeter {
 // allocator; tensors allocated before that are not counted (and their frees
 // are not either).
 MemoryMeter& CpuMeter();
+
+// The CPU meter's timeline: the bytes in use after every allocation and
+// free recorded between StartCpuTimeline() and StopCpuTimeline(), in event
+// order, held in at most `max_samples` samples. Sample i covers events
+// [i * stride, (i + 1) * stride) and holds the highest bytes in use after
+// any of them; stride is 1 (every event exact) until the events outnumber
+// max_samples, and doubles each time they would not fit, adjacent samples
+// merging by their maximum. The highest sample is therefore the peak of
+// the recording, whatever its length. Events of concurrent threads are
+// ordered as they take the recorder's lock.
+struct MeterTimeline {
+  std::vector<int64_t> bytes;  // absolute bytes in use, one per sample
+  int64_t events = 0;          // allocations and frees recorded
+  int64_t stride = 1;          // events per sample, a power of two
+};
+
+// Starts recording the CPU meter's timeline, dropping any earlier one.
+// Requires max_samples >= 1 and the metering allocator in place (CpuMeter()
+// registers it); recording costs a lock per allocation and free, and
+// nothing but one branch when off.
+Status StartCpuTimeline(int64_t max_samples);
+
+// Stops recording and returns the timeline (empty if none was started).
+MeterTimeline StopCpuTimeline();
 
 // The CUDA meter for `device`, or an error when this build has no CUDA
 // LibTorch or the device does not exist.

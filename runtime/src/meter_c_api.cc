@@ -1,7 +1,21 @@
 // The CPU meter behind a C interface, for processes that are not ours:
-// bench/overhead_vs_pytorch.py loads libremat_cpu_meter.so with ctypes into
-// Python's PyTorch (the same libc10), so both sides are metered alike.
+// python/remat_measure loads libremat_cpu_meter.so with ctypes into
+// Python's PyTorch (the same libc10), so that a PyTorch program is metered
+// exactly as remat's runtime is.
+#include <algorithm>
+#include <utility>
+
 #include "memory_meter.h"
+
+namespace {
+
+// The timeline of the last remat_meter_timeline_stop(), until the next one.
+remat::runtime::MeterTimeline& StoppedTimeline() {
+  static auto* t = new remat::runtime::MeterTimeline();
+  return *t;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -10,5 +24,35 @@ int remat_meter_install() { return remat::runtime::CpuMeter().SetLimit(0).ok() ?
 long long remat_meter_current_bytes() { return remat::runtime::CpuMeter().current_bytes(); }
 long long remat_meter_peak_bytes() { return remat::runtime::CpuMeter().peak_bytes(); }
 void remat_meter_reset_peak() { remat::runtime::CpuMeter().ResetPeak(); }
+
+// Starts recording the timeline (memory_meter.h: StartCpuTimeline) in at
+// most `max_samples` samples; returns 1, or 0 when max_samples < 1 or the
+// meter is not installed.
+int remat_meter_timeline_start(long long max_samples) {
+  return remat::runtime::StartCpuTimeline(max_samples).ok() ? 1 : 0;
+}
+
+// Stops recording; returns the number of samples, which the three below
+// read until the next stop.
+long long remat_meter_timeline_stop() {
+  StoppedTimeline() = remat::runtime::StopCpuTimeline();
+  return static_cast<long long>(StoppedTimeline().bytes.size());
+}
+
+// Allocations and frees the stopped timeline recorded.
+long long remat_meter_timeline_events() { return StoppedTimeline().events; }
+
+// Events per sample of the stopped timeline (a power of two).
+long long remat_meter_timeline_stride() { return StoppedTimeline().stride; }
+
+// Copies the first min(capacity, samples) samples (absolute bytes in use)
+// into `out`; returns how many it copied.
+long long remat_meter_timeline_copy(long long* out, long long capacity) {
+  const auto& bytes = StoppedTimeline().bytes;
+  const long long n = std::min<long long>(capacity, static_cast<long long>(bytes.size()));
+  if (out == nullptr || n <= 0) return 0;
+  std::copy(bytes.begin(), bytes.begin() + n, out);
+  return n;
+}
 
 }  // extern "C"

@@ -2,6 +2,8 @@
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "gpt_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -48,6 +50,38 @@ TEST(CpuMeter, LimitRefusesLikeAnOutOfMemoryError) {
   EXPECT_FALSE(meter.TakeOom().has_value());
   ASSERT_TRUE(meter.SetLimit(0).ok());
   EXPECT_NO_THROW(at::empty({1000}, at::kFloat));
+}
+
+TEST(CpuMeter, TimelineRecordsBytesAfterEveryEvent) {
+  MemoryMeter& meter = CpuMeter();
+  const int64_t before = meter.current_bytes();
+  ASSERT_TRUE(StartCpuTimeline(16).ok());
+  {
+    at::Tensor a = at::empty({1000}, at::kFloat);
+    at::Tensor b = at::empty({10}, at::kDouble);
+  }  // b is freed first, then a
+  const MeterTimeline t = StopCpuTimeline();
+  EXPECT_EQ(t.events, 4);
+  EXPECT_EQ(t.stride, 1);
+  EXPECT_EQ(t.bytes, (std::vector<int64_t>{before + 4000, before + 4080, before + 4000, before}));
+  { at::Tensor after = at::empty({10}, at::kFloat); }
+  EXPECT_TRUE(StopCpuTimeline().bytes.empty()) << "nothing is recorded once stopped";
+}
+
+TEST(CpuMeter, LongTimelinesMergeByWindowMaxima) {
+  const int64_t before = CpuMeter().current_bytes();
+  ASSERT_TRUE(StartCpuTimeline(3).ok());
+  for (int64_t n : {1, 5, 2, 7, 3}) at::empty({n}, at::kFloat);  // 10 events
+  const MeterTimeline t = StopCpuTimeline();
+  EXPECT_EQ(t.events, 10);
+  // 10 events in at most 3 samples: stride 4 (windows 0-3, 4-7, 8-9).
+  EXPECT_EQ(t.stride, 4);
+  EXPECT_EQ(t.bytes, (std::vector<int64_t>{before + 20, before + 28, before + 12}));
+}
+
+TEST(CpuMeter, TimelineNeedsAtLeastOneSample) {
+  EXPECT_FALSE(StartCpuTimeline(0).ok());
+  EXPECT_TRUE(StopCpuTimeline().bytes.empty());
 }
 
 TEST(CpuMeter, ATrainingStepReturnsToItsBaseline) {
