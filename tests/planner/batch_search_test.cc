@@ -98,12 +98,15 @@ TEST(BatchSearch, RefusesGlobalBatchBelowOneAndProfiles) {
             StatusCode::kInvalidInput);
 }
 
-TEST(BatchSearch, RunPlannerPlansTheChosenMicroBatch) {
-  const Job job = SmallJob();
+Result<PlanningResult> PlanGlobalBatch(int64_t budget, int64_t global) {
   PlanningRequest request;
-  request.options = Budget(60'000'000);
-  request.global_batch = 32;
-  Result<PlanningResult> r = RunPlanner(job, request);
+  request.options = Budget(budget);
+  request.global_batch = global;
+  return RunPlanner(SmallJob(), request);
+}
+
+TEST(BatchSearch, RunPlannerPlansTheChosenMicroBatch) {
+  Result<PlanningResult> r = PlanGlobalBatch(60'000'000, 32);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->batch && r->batch_job);
   const BatchCandidate& c = r->batch->weighed[r->batch->chosen];
@@ -115,31 +118,24 @@ TEST(BatchSearch, RunPlannerPlansTheChosenMicroBatch) {
 }
 
 TEST(BatchSearch, NothingFitsSaysWhatWould) {
-  const Job job = SmallJob();
-  PlanningRequest request;
-  request.options = Budget(6'000'000);  // below the model state
-  request.global_batch = 16;
-  Result<PlanningResult> r = RunPlanner(job, request);
+  Result<PlanningResult> r = PlanGlobalBatch(6'000'000, 16);  // below the model state
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->batch->chosen, -1);
   EXPECT_EQ(r->fit_status().code(), StatusCode::kNoFit);
   const std::string& m = r->advice->message;
   EXPECT_NE(m.find("global batch of 16"), std::string::npos) << m;
-  EXPECT_NE(m.find("fits"), std::string::npos) << m;
+  EXPECT_NE(m.find("model state alone"), std::string::npos) << m;
   EXPECT_EQ(r->batch_job->config().micro_batch, 1);
 }
 
 TEST(BatchSearch, WarnsAboveOneHundredTwentyEightMicroBatches) {
-  const Job job = SmallJob();
-  PlanningRequest request;
-  request.options = Budget(45'000'000);
-  request.global_batch = 256;
-  Result<PlanningResult> r = RunPlanner(job, request);
+  // 22 MiB: only micro-batch 1 fits, so K = 256.
+  Result<PlanningResult> r = PlanGlobalBatch(22 << 20, 256);
   ASSERT_TRUE(r.ok());
-  ASSERT_GE(r->batch->chosen, 0);
-  if (r->batch->weighed[r->batch->chosen].grad_accumulation > kManyMicroBatches) {
-    ASSERT_EQ(r->warnings.size(), 1u);
-  }
+  ASSERT_EQ(r->batch->chosen, 0);
+  EXPECT_EQ(r->batch->weighed[0].grad_accumulation, 256);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("grad_accumulation 256 is above 128"), std::string::npos);
   // Set directly, too.
   JobOverrides o;
   o.grad_accumulation = 200;

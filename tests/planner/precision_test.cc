@@ -125,33 +125,40 @@ Job JobOf(const std::string& json) {
   return *job;
 }
 
+// The hint for a small job in `precision` under a budget of `state_fraction`
+// of its model state (nothing fits).
+FitAdvice AdviceFor(const std::string& precision, double state_fraction) {
+  const Job job = JobOf(
+      R"({"layers": 4, "hidden": 256, "heads": 4, "vocab": 4096, "seq_len": 64,
+          "micro_batch": 1, "dropout": 0, "optimizer": "adamw", "precision": ")" +
+      precision + "\"}");
+  PlanOptions o;
+  o.budget_bytes = static_cast<int64_t>(state_fraction * job.profile.static_bytes());
+  Result<PlanSet> plans = MakePlan(job.profile, o);
+  EXPECT_TRUE(plans.ok() && !plans->chosen.fits);
+  return AdviseFit(job, *plans, o, true);
+}
+
 // The model state alone does not fit: the hint names conventions the job
 // does not use yet, each with its predicted peak, never the job's own.
 TEST(FitAdvice, NamesWhatWouldFitNeverWhatIsSet) {
-  const std::string shape =
-      R"("layers": 4, "hidden": 256, "heads": 4, "vocab": 4096, "seq_len": 64,
-         "micro_batch": 1, "dropout": 0, "optimizer": "adamw")";
-  const Job amp = JobOf("{" + shape + R"(, "precision": "amp_bf16"})");
-  PlanOptions o;
   // Between the pure-bf16 state (8 B/param) and the amp state (16 B/param).
-  o.budget_bytes = amp.profile.static_bytes() * 3 / 4;
-  Result<PlanSet> plans = MakePlan(amp.profile, o);
-  ASSERT_TRUE(plans.ok());
-  ASSERT_FALSE(plans->chosen.fits);
-  const FitAdvice a = AdviseFit(amp, *plans, o, true);
+  const FitAdvice a = AdviceFor("amp_bf16", 0.75);
   EXPECT_TRUE(a.model_state_exceeds_budget);
   EXPECT_NE(a.message.find("precision bf16 fits ("), std::string::npos) << a.message;
   EXPECT_NE(a.message.find("peak"), std::string::npos) << a.message;
   EXPECT_EQ(a.message.find("precision amp_bf16"), std::string::npos) << a.message;
 
-  const Job bf16 = JobOf("{" + shape + R"(, "precision": "bf16"})");
-  o.budget_bytes = bf16.profile.static_bytes() - 1;
-  plans = MakePlan(bf16.profile, o);
-  ASSERT_TRUE(plans.ok());
-  const FitAdvice b = AdviseFit(bf16, *plans, o, true);
+  const FitAdvice b = AdviceFor("bf16", 0.999);
+  EXPECT_TRUE(b.model_state_exceeds_budget);
   EXPECT_EQ(b.message.find("precision bf16"), std::string::npos) << b.message;
   EXPECT_EQ(b.message.find("16-bit"), std::string::npos) << b.message;
   EXPECT_NE(b.message.find("shard"), std::string::npos) << b.message;
+
+  // mixed_bf16 with fp32 gradients (18 B/param): 16-bit gradients (16 B) fit.
+  const FitAdvice m = AdviceFor("mixed_bf16", 0.999);
+  EXPECT_NE(m.message.find("grad_dtype bf16 fits ("), std::string::npos) << m.message;
+  EXPECT_EQ(m.message.find("precision mixed_bf16"), std::string::npos) << m.message;
 }
 
 }  // namespace

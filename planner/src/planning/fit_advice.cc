@@ -87,6 +87,15 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
       });
       if (plan) add(Fits(std::string("precision ") + ToString(p.precision), *plan));
     }
+    const bool mixed = job_config.precision == Precision::kMixedBf16 ||
+                       job_config.precision == Precision::kMixedFp16;
+    if (mixed && GradientBytes(job_config.precision, job_config.grad_dtype) == 4) {
+      const GradDtype half =
+          job_config.precision == Precision::kMixedBf16 ? GradDtype::kBf16 : GradDtype::kFp16;
+      std::optional<Plan> plan =
+          FittingPlanWith(job, options, [&](ModelConfig* c) { c->grad_dtype = half; });
+      if (plan) add(Fits(std::string("grad_dtype ") + ToString(half), *plan));
+    }
     for (Optimizer o : {Optimizer::kSgdMomentum, Optimizer::kSgd}) {
       if (o == job_config.optimizer) continue;
       std::optional<Plan> plan =
