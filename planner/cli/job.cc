@@ -7,8 +7,11 @@ std::vector<FlagSpec> JobFlags() {
       {"device", "NAME", "device for analytic times: h200, a100 (default), rtx4090, cpu"},
       {"tflops", "X", "achieved TFLOP/s for analytic times (overrides --device peaks)"},
       {"micro-batch", "N", "override model.json micro_batch"},
+      {"grad-accumulation", "K",
+       "override model.json grad_accumulation (micro-batches per update)"},
       {"seq-len", "N", "override model.json seq_len"},
-      {"precision", "P", "override precision: fp32, bf16, fp16, amp_bf16, amp_fp16"},
+      {"precision", "P",
+       "override precision: fp32, bf16, fp16, amp_bf16, amp_fp16, mixed_bf16, mixed_fp16"},
   };
 }
 
@@ -26,6 +29,9 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
   JobOverrides o;
   if (args.Has("micro-batch")) {
     REMAT_ASSIGN_OR_RETURN(o.micro_batch, args.GetInt("micro-batch", 1, 1, 1 << 24));
+  }
+  if (args.Has("grad-accumulation")) {
+    REMAT_ASSIGN_OR_RETURN(o.grad_accumulation, args.GetInt("grad-accumulation", 1, 1, 1 << 24));
   }
   if (args.Has("seq-len")) {
     REMAT_ASSIGN_OR_RETURN(o.seq_len, args.GetInt("seq-len", 1, 1, 1 << 24));

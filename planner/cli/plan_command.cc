@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "job.h"
 #include "progress_bar.h"
+#include "remat/batch_report.h"
 #include "remat/device_memory.h"
 #include "remat/io.h"
 #include "remat/plan_file.h"
@@ -61,6 +62,7 @@ std::vector<FlagSpec> PlanFlags() {
       {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
       {"selective-layers", "LIST", "selective: block indices (default: as many as needed)"},
       {"slots", "N", "optimal: memory resolution of the solver"},
+      {"global-batch", "G", "choose micro_batch b and grad_accumulation G/b with the plan"},
       {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
       {"json", "", "the same as --format json"},
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
@@ -160,12 +162,24 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(const Format format, ParseFormat(args));
   REMAT_ASSIGN_OR_RETURN(const ReportFileOptions files, ParseReportFileOptions(args));
   if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
+  if (args.Has("global-batch")) {
+    for (const char* fixed : {"micro-batch", "grad-accumulation"}) {
+      if (args.Has(fixed)) {
+        return Status::Invalid(std::string("option --global-batch chooses the micro-batch and "
+                                           "accumulation; it contradicts --") +
+                               fixed);
+      }
+    }
+    REMAT_ASSIGN_OR_RETURN(request.global_batch, args.GetInt("global-batch", 0, 1, 1 << 24));
+  }
   REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
 
   ProgressBar progress(*env.err, WithQuiet(env.progress, args));
   request.progress = progress.Callback();
   REMAT_ASSIGN_OR_RETURN(const PlanningResult result, RunPlanner(job, request));
   progress.Finish();
+  for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
+  if (result.batch_job) job = *result.batch_job;
   if (result.advice) job.context.note = "NO PLAN FITS: " + result.advice->message;
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
@@ -177,6 +191,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   // With -o the plan JSON goes to the file and the terminal gets the report.
   const Format shown = format == Format::kJson && args.Has("o") ? Format::kText : format;
   REMAT_ASSIGN_OR_RETURN(const std::string out, Render(shown, result, job, command));
+  if (result.batch && shown == Format::kText) *env.out << FormatBatchSearchText(*result.batch);
   *env.out << out;
   return result.fit_status();
 }

@@ -4,12 +4,16 @@
 
 #include "json_fields.h"
 #include "json_values.h"
+#include "remat/precision.h"
 
 namespace remat {
 namespace {
 
 const std::vector<std::string> kArchitectures = {"gpt", "bert", "llama"};
-const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16"};
+const std::vector<std::string> kPrecisions = {"fp32",     "bf16",       "fp16",      "amp_bf16",
+                                              "amp_fp16", "mixed_bf16", "mixed_fp16"};
+// Indexed by enum value; "default" is never accepted in a file.
+const std::vector<std::string> kGradDtypes = {"default", "fp32", "bf16", "fp16"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
 const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
 // Indexed by enum value; "default" is never accepted in a file.
@@ -28,6 +32,7 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "max_position",
                                              "grad_accumulation",
                                              "precision",
+                                             "grad_dtype",
                                              "optimizer",
                                              "attention",
                                              "dropout",
@@ -185,6 +190,7 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
 
 const char* ToString(Architecture v) { return kArchitectures[static_cast<int>(v)].c_str(); }
 const char* ToString(Precision v) { return kPrecisions[static_cast<int>(v)].c_str(); }
+const char* ToString(GradDtype v) { return kGradDtypes[static_cast<int>(v)].c_str(); }
 const char* ToString(Optimizer v) { return kOptimizers[static_cast<int>(v)].c_str(); }
 const char* ToString(AttentionImpl v) { return kAttention[static_cast<int>(v)].c_str(); }
 const char* ToString(Head v) { return kHeads[static_cast<int>(v)].c_str(); }
@@ -242,6 +248,9 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &c.grad_accumulation, false, 1, kMaxTokens));
   REMAT_RETURN_IF_ERROR(r.Enum("precision", &precision, kPrecisions, false));
   c.precision = FromName<Precision>(kPrecisions, precision);
+  std::string grad_dtype = "default";
+  REMAT_RETURN_IF_ERROR(r.Enum("grad_dtype", &grad_dtype, Accepted(kGradDtypes), false));
+  c.grad_dtype = FromName<GradDtype>(kGradDtypes, grad_dtype);
   REMAT_RETURN_IF_ERROR(r.Enum("optimizer", &optimizer, kOptimizers, false));
   c.optimizer = FromName<Optimizer>(kOptimizers, optimizer);
   REMAT_RETURN_IF_ERROR(r.Enum("attention", &attention, kAttention, false));
@@ -290,6 +299,10 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
                                    " (learned positions need one row per token)");
   }
   if (!(c.dropout >= 0.0 && c.dropout < 1.0)) return bad("dropout", "expected a number in [0, 1)");
+  if (const std::string why = GradDtypeProblem(c.precision, c.grad_dtype); !why.empty()) {
+    return bad("grad_dtype", std::string(ToString(c.grad_dtype)) + " with precision " +
+                                 ToString(c.precision) + ": " + why);
+  }
   return ValidateShapeAndHead(WithDefaults(c), source);
 }
 
@@ -307,6 +320,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["max_position"] = c.max_position;
   j["grad_accumulation"] = c.grad_accumulation;
   j["precision"] = ToString(c.precision);
+  if (c.grad_dtype != GradDtype::kDefault) j["grad_dtype"] = ToString(c.grad_dtype);
   j["optimizer"] = ToString(c.optimizer);
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;

@@ -86,6 +86,9 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (!TimeOk(p.optimizer_ms)) {
     return Status::Invalid(source + ": field 'optimizer_ms': must be in [0, 1e12] ms");
   }
+  if (p.accumulate_ms != -1 && !TimeOk(p.accumulate_ms)) {
+    return Status::Invalid(source + ": field 'accumulate_ms': must be in [0, 1e12] ms");
+  }
   CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
@@ -154,6 +157,7 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
   REMAT_RETURN_IF_ERROR(r.Int("micro_batch", &p.micro_batch, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("seq_len", &p.seq_len, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Double("optimizer_ms", &p.optimizer_ms, false, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(r.Double("accumulate_ms", &p.accumulate_ms, false, 0, kMaxMs));
   int64_t static_bytes = 0;
   REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
   if (doc.contains("static")) {
@@ -199,6 +203,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
                  {"gradient_bytes", p.static_memory.gradient_bytes},
                  {"optimizer_bytes", p.static_memory.optimizer_bytes}};
   j["optimizer_ms"] = p.optimizer_ms;
+  if (p.accumulate_ms >= 0) j["accumulate_ms"] = p.accumulate_ms;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     nlohmann::ordered_json lj;
@@ -244,6 +249,16 @@ std::vector<int> BlockLayers(const Profile& p) {
     for (int i = 0; i < p.num_layers(); ++i) blocks.push_back(i);
   }
   return blocks;
+}
+
+double GradientAccumulateMs(const Profile& p) {
+  if (p.accumulate_ms >= 0) return p.accumulate_ms;
+  const StaticMemory& s = p.static_memory;
+  const double optimizer_bytes = 2.0 * static_cast<double>(s.parameter_bytes) +
+                                 static_cast<double>(s.gradient_bytes) +
+                                 2.0 * static_cast<double>(s.optimizer_bytes);
+  if (optimizer_bytes <= 0) return 0;
+  return p.optimizer_ms * 3.0 * static_cast<double>(s.gradient_bytes) / optimizer_bytes;
 }
 
 double BaselineStepMs(const Profile& p) {

@@ -59,7 +59,8 @@ void ScheduleExecutor::Clear() {
   a_.clear();
 }
 
-void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
+void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, double loss_scale,
+                             StepResult* result) {
   const int L = model_.num_layers();
   switch (op.kind) {
     case OpKind::kForward:
@@ -86,7 +87,10 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
       if (!a_[i].live())
         throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
       Live(x_[i + 1], "x", i + 1);
-      const at::Tensor grad_output = i + 1 < L ? Live(g_[i + 1], "g", i + 1) : at::Tensor();
+      // The loss layer starts from d(loss / K)/d(loss) = 1/K (undefined: 1).
+      const at::Tensor grad_output = i + 1 < L           ? Live(g_[i + 1], "g", i + 1)
+                                     : loss_scale != 1.0 ? at::full_like(a_[i].output, loss_scale)
+                                                         : at::Tensor();
       double core_ms = 0;
       at::Tensor input_grad = Backward(model_, a_[i], grad_output, timing_, &core_ms);
       result->recompute_ms += core_ms;
@@ -109,14 +113,20 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, StepResult* result) {
       break;
     }
     case OpKind::kOptimizerStep:
-      if (optimizer_ != nullptr) optimizer_->Step();
+      if (optimizer_ != nullptr && last_micro_batch) optimizer_->Step();
       break;
   }
 }
 
 Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tensor batch,
-                                             int64_t step) {
+                                             int64_t step, int64_t micro, int64_t micro_batches) {
   REMAT_RETURN_IF_ERROR(Check(schedule, model_));
+  if (micro_batches < 1 || micro < 0 || micro >= micro_batches) {
+    return Status::Invalid("micro-batch " + std::to_string(micro) + " of " +
+                           std::to_string(micro_batches) + " per update");
+  }
+  const bool last_micro_batch = micro + 1 == micro_batches;
+  const double loss_scale = 1.0 / static_cast<double>(micro_batches);
   const int L = model_.num_layers();
   x_.assign(L + 1, at::Tensor());
   g_.assign(L + 1, at::Tensor());
@@ -135,7 +145,8 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
                         " (" + DescribeOp(op);
     if (op.layer >= 0 && op.layer < L) where += ", layer '" + model_.layer_name(op.layer) + "'";
     where += ")";
-    const Status status = CatchTorchErrors(where, meter_, [&] { RunOp(op, step, &result); });
+    const Status status = CatchTorchErrors(
+        where, meter_, [&] { RunOp(op, step, last_micro_batch, loss_scale, &result); });
     if (!status.ok()) {
       Clear();
       return status;

@@ -52,10 +52,18 @@ class ScheduleExecutor {
   // frees like any other tensor (pass it moved). An out-of-memory under the meter's
   // cap returns kOutOfMemory naming the op; other LibTorch errors kInternal.
   // Whatever the schedule leaves live is released at the end, also on error.
-  Result<StepResult> RunStep(const Schedule& schedule, at::Tensor batch, int64_t step);
+  //
+  // Gradient accumulation: micro-batch `micro` (0-based) of `micro_batches`
+  // per update. Its loss is divided by micro_batches before backward (the
+  // loss layer's backward starts from 1/K), the gradients add into .grad in
+  // place, and kOptimizerStep runs only for the last micro-batch (the
+  // optimizer zeroes .grad after its step).
+  Result<StepResult> RunStep(const Schedule& schedule, at::Tensor batch, int64_t step,
+                             int64_t micro = 0, int64_t micro_batches = 1);
 
  private:
-  void RunOp(const Op& op, int64_t step, StepResult* result);
+  void RunOp(const Op& op, int64_t step, bool last_micro_batch, double loss_scale,
+             StepResult* result);
   const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
   void Clear();
 

@@ -51,6 +51,11 @@ class LimitGuard {
 
 Status CheckConfig(const ModelConfig& config) {
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
+  if (config.precision == Precision::kMixedBf16 || config.precision == Precision::kMixedFp16) {
+    return Status::Invalid(config.name + ": field 'precision': the runtime trains fp32, bf16 " +
+                           "or fp16; " + ToString(config.precision) +
+                           " (fp32 master weights) is planned, not run");
+  }
   return GptModel::Supports(config);
 }
 
@@ -91,12 +96,28 @@ class TorchRuntime final : public Runtime {
     ScheduleExecutor executor(*model, optimizer.get(), meter, options.seed, clock);
     std::vector<double> step_ms, recompute_ms;
     ReportProgress(options.progress, "training", 0, options.steps);
+    // A step is one optimizer step over grad_accumulation micro-batches
+    // (schedule_executor.h): its loss is their mean, its time their sum,
+    // its peak their highest.
+    const int64_t k = config.grad_accumulation;
     for (int step = 0; step < options.steps; ++step) {
-      at::Tensor batch;
-      REMAT_RETURN_IF_ERROR(
-          CatchTorchErrors("step " + std::to_string(step + 1) + ", making the batch", meter,
-                           [&] { batch = model->MakeBatch(options.seed, step); }));
-      REMAT_ASSIGN_OR_RETURN(StepResult s, executor.RunStep(schedule, std::move(batch), step));
+      StepResult update;
+      for (int64_t micro = 0; micro < k; ++micro) {
+        const int64_t index = step * k + micro;  // batches and dropout differ per micro-batch
+        at::Tensor batch;
+        REMAT_RETURN_IF_ERROR(
+            CatchTorchErrors("step " + std::to_string(step + 1) + ", making the batch", meter,
+                             [&] { batch = model->MakeBatch(options.seed, index); }));
+        REMAT_ASSIGN_OR_RETURN(StepResult s,
+                               executor.RunStep(schedule, std::move(batch), index, micro, k));
+        update.loss += s.loss / static_cast<double>(k);
+        update.ms += s.ms;
+        update.recompute_ms += s.recompute_ms;
+        update.peak_bytes = std::max(update.peak_bytes, s.peak_bytes);
+        update.reserved_peak_bytes = std::max(update.reserved_peak_bytes, s.reserved_peak_bytes);
+        update.ops = std::move(s.ops);  // the last micro-batch's, with the optimizer step
+      }
+      const StepResult& s = update;
       const StepRecord record{step + 1, s.loss, s.peak_bytes, s.ms, s.recompute_ms};
       result.steps.push_back(record);
       result.peak_bytes = std::max(result.peak_bytes, s.peak_bytes);
@@ -105,7 +126,7 @@ class TorchRuntime final : public Runtime {
         step_ms.push_back(s.ms);
         recompute_ms.push_back(s.recompute_ms);
       }
-      if (step + 1 == options.steps) result.ops = std::move(s.ops);
+      if (step + 1 == options.steps) result.ops = std::move(update.ops);
       if (options.on_step) options.on_step(record);
       ReportProgress(options.progress, "training", step + 1, options.steps,
                      "step " + std::to_string(step + 1));

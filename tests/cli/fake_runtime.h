@@ -31,6 +31,7 @@ class FakeRuntime : public Runtime {
   Result<TrainResult> Train(const ModelConfig& config, const Schedule& schedule,
                             const TrainOptions& options) override {
     ++train_calls;
+    last_grad_accumulation = config.grad_accumulation;
     REMAT_ASSIGN_OR_RETURN(const Profile p, AnalyticProfile(config, AnalyticOptions{}));
     REMAT_ASSIGN_OR_RETURN(const SimulationResult sim, Simulate(p, schedule));
     if (options.memory_limit_bytes > 0 && sim.peak_bytes > options.memory_limit_bytes) {
@@ -55,6 +56,7 @@ class FakeRuntime : public Runtime {
 
   int measure_calls = 0;
   int train_calls = 0;
+  int64_t last_grad_accumulation = 0;  // of the last Train call
   MeasureOptions last_measure;
 
  private:

@@ -70,6 +70,19 @@ TEST_F(FakeTrain, JsonReportCarriesTheComparison) {
   EXPECT_EQ(j["steps"].size(), 2u);
 }
 
+TEST_F(FakeTrain, ThePlansAccumulationReachesTheRuntimeAndThePredictionIsPerUpdate) {
+  const std::string plan = PlanFile({"--strategy", "none", "--grad-accumulation", "4"}, "k4.json");
+  const nlohmann::json planned = nlohmann::json::parse(ReadAll(plan));
+  ASSERT_EQ(planned["grad_accumulation"], 4);
+  const Captured c = Run({"train", "--plan", plan, "--steps", "2", "--json", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_grad_accumulation, 4);
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_DOUBLE_EQ(j["predicted"]["step_ms"].get<double>(),
+                   planned["predicted"]["update_ms"].get<double>());
+  EXPECT_EQ(j["predicted"]["peak_bytes"], planned["predicted"]["peak_bytes"]);
+}
+
 TEST_F(FakeTrain, OutOfMemoryIsOneLineAndExitCode4) {
   const std::string segment = PlanFile({"--strategy", "segment"}, "segment.json");
   const std::string none = PlanFile({"--strategy", "none"}, "none.json");

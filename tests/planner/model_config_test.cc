@@ -56,7 +56,8 @@ TEST(ModelConfig, BadInputSaysFileFieldAndWhatIsAccepted) {
             "model.json: field 'layers': missing (required)");
   std::string m = Error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
                             "precision": "fp8"})");
-  EXPECT_NE(m.find("unknown value \"fp8\", expected fp32, bf16, fp16, amp_bf16 or amp_fp16"),
+  EXPECT_NE(m.find("unknown value \"fp8\", expected fp32, bf16, fp16, amp_bf16, amp_fp16, "
+                   "mixed_bf16 or mixed_fp16"),
             std::string::npos)
       << m;
   m = Error(

@@ -54,20 +54,24 @@ int64_t ParameterCount(const ModelConfig& config);
 // under the pooling head). -1 on overflow.
 int64_t TrainableParameterCount(const ModelConfig& config);
 
-// Model-state bytes per parameter for a precision and optimizer (README table).
+// Model-state bytes per trained parameter for a precision convention
+// (precision.h), gradient dtype and optimizer. Master weights (mixed_*)
+// count as optimizer state.
 struct BytesPerParameter {
   int weights = 0;
   int gradients = 0;
   int optimizer = 0;
   int total() const { return weights + gradients + optimizer; }
 };
-BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer);
+BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer,
+                                         GradDtype grad_dtype = GradDtype::kDefault);
 
 // Model-state bytes of `parameters` weights of which `trainable` get
 // gradients and optimizer state (the frozen rest holds weights only).
 // Fails if a product overflows 64 bits.
 Result<StaticMemory> ModelStateBytes(int64_t parameters, int64_t trainable, Precision precision,
-                                     Optimizer optimizer);
+                                     Optimizer optimizer,
+                                     GradDtype grad_dtype = GradDtype::kDefault);
 
 // The analytic profile: one layer per embedding, block, final norm (gpt,
 // llama), head and loss. Profile::parameters counts every weight; the static

@@ -24,6 +24,9 @@ struct JobOverrides {
   std::optional<int64_t> micro_batch;  // sequences per micro-batch
   std::optional<int64_t> seq_len;      // tokens per sequence (raises max_position to it)
   std::optional<Precision> precision;
+  // Micro-batches per optimizer step: changes no size or time of a
+  // micro-step, so it applies to profiles too.
+  std::optional<int64_t> grad_accumulation;
   std::optional<std::string> device;  // analytic times: "h200", "a100" (default), ...
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
   bool any_model_field() const { return micro_batch || seq_len || precision; }
@@ -37,6 +40,7 @@ struct Job {
   ReportContext context;  // input path and kind, and the config when there is one
   bool has_config() const { return context.has_config; }
   const ModelConfig& config() const { return context.config; }
+  int64_t grad_accumulation() const { return context.grad_accumulation; }
 };
 
 // The job of an input already read (e.g. by LoadPlannerInput), with
@@ -46,9 +50,9 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides);
 // Reads `path` and makes its job.
 Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides);
 
-// The job's model with another micro-batch: its analytic profile. Fails for
-// profile inputs.
-Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch);
+// The job's model with another micro-batch (and, when `grad_accumulation`
+// > 0, another accumulation): its analytic profile. Fails for profile inputs.
+Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation = 0);
 
 }  // namespace remat
 

@@ -47,12 +47,24 @@ enum class Loss {
                   // b x (texts_per_example - 1) * b similarity matrix
 };
 
+// The conventions, byte for byte, are in remat/precision.h.
 enum class Precision {
-  kFp32,     // everything fp32
-  kBf16,     // weights, grads, activations and optimizer state in bf16
-  kFp16,     // same in fp16
-  kAmpBf16,  // torch.autocast(bf16): fp32 weights/grads/state, bf16 matmuls
-  kAmpFp16,  // torch.autocast(fp16) + GradScaler
+  kFp32,       // everything fp32
+  kBf16,       // weights, grads, activations and optimizer state in bf16
+  kFp16,       // same in fp16
+  kAmpBf16,    // torch.autocast(bf16): fp32 weights/grads/state, bf16 matmuls
+  kAmpFp16,    // torch.autocast(fp16) + GradScaler
+  kMixedBf16,  // Megatron/DeepSpeed: bf16 weights and activations, fp32 master
+               // weights and optimizer state, gradients per grad_dtype
+  kMixedFp16,  // the same in fp16, with a dynamic loss scaler
+};
+
+// The dtype gradients are kept (and accumulated across micro-batches) in.
+enum class GradDtype {
+  kDefault,  // the precision's convention (precision.h)
+  kFp32,
+  kBf16,
+  kFp16,
 };
 
 enum class Optimizer {
@@ -86,6 +98,7 @@ struct ModelConfig {
   int64_t max_position = 0;       // learned position table size; default seq_len
   int64_t grad_accumulation = 1;  // micro-batches per optimizer step
   Precision precision = Precision::kFp32;
+  GradDtype grad_dtype = GradDtype::kDefault;  // a choice for mixed_* only
   Optimizer optimizer = Optimizer::kAdamW;
   AttentionImpl attention = AttentionImpl::kEager;
   double dropout = 0.1;        // in [0, 1); 0 removes the dropout masks
@@ -140,6 +153,7 @@ const char* ToString(Head v);  // kDefault -> "default"
 const char* ToString(Pooling v);
 const char* ToString(Loss v);  // kDefault -> "default"
 const char* ToString(Precision v);
+const char* ToString(GradDtype v);  // kDefault -> "default"
 const char* ToString(Optimizer v);
 const char* ToString(AttentionImpl v);
 Result<Precision> ParsePrecision(std::string_view text);

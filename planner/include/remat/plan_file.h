@@ -26,6 +26,7 @@ struct LoadedPlan {
   std::string strategy;
   std::string parameter;  // the strategy's setting ("every 2"), as planned
   int64_t budget_bytes = 0;
+  int64_t grad_accumulation = 1;  // micro-batches per optimizer step (absent: 1)
   Profile profile;
   Schedule schedule;
   int64_t predicted_peak_bytes = 0;

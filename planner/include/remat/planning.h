@@ -5,9 +5,9 @@
 //
 // The result holds the chosen plan and the best plan of each strategy tried,
 // and, when asked, the Pareto sweep over budgets and, when nothing fits,
-// what would. Front ends (the CLI, tests, scripts) call this and render the
-// result; they plan nothing themselves. Later questions (micro-batch with
-// accumulation, op-level options, offload) extend the request and result.
+// what would; with a global batch, the micro-batch and gradient accumulation
+// chosen with the plan (SearchBatch). Front ends (the CLI, tests, scripts)
+// call this and render the result; they plan nothing themselves.
 #ifndef REMAT_PLANNING_H_
 #define REMAT_PLANNING_H_
 
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "remat/accumulation.h"
 #include "remat/job.h"
 #include "remat/pareto.h"
 #include "remat/plan.h"
@@ -34,7 +35,36 @@ struct PlanningRequest {
   // e.g. for the HTML report's Pareto chart; 0: no sweep.
   int sweep_points = 0;
   ProgressCallback progress;  // told of the sweep, one item per plan; may be empty
+  // > 0: choose the micro-batch with the plan for this many examples per
+  // optimizer step (SearchBatch); the job's micro_batch and
+  // grad_accumulation are replaced by the chosen ones. Model inputs only.
+  int64_t global_batch = 0;
 };
+
+// One micro-batch the batch search weighed.
+struct BatchCandidate {
+  int64_t micro_batch = 0;
+  int64_t grad_accumulation = 0;  // global batch / micro_batch
+  Plan plan;  // the request's strategy at this micro-batch (auto: the fastest that fits)
+  UpdatePrediction update;  // time per optimizer step with `plan`
+};
+
+// The joint choice of micro-batch, accumulation and plan for a global batch.
+struct BatchSearch {
+  int64_t global_batch = 0;
+  // Every micro-batch dividing global_batch, ascending, up to the first that
+  // does not fit: activations grow with the micro-batch and the model state
+  // does not, so no larger one fits either (those are counted in `skipped`).
+  std::vector<BatchCandidate> weighed;
+  int skipped = 0;
+  int chosen = -1;  // index in weighed: least update_ms among fitting plans; -1 if none fits
+};
+
+// Weighs every micro-batch b dividing `global_batch` (K = global_batch / b)
+// with the plan `options` asks for at the budget and chooses the least
+// predicted time per optimizer step. Fails for profile inputs (their
+// micro-batch is measured) and global_batch < 1.
+Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const PlanOptions& options);
 
 // One way to make the job fit: auto's plan at another micro-batch.
 struct FitSuggestion {
@@ -61,8 +91,15 @@ struct FitAdvice {
 
 struct PlanningResult {
   PlanSet plans;
+  // With a global batch: the search, and the job at its chosen micro-batch
+  // and accumulation (at micro-batch 1 when none fits), which `plans` and
+  // `advice` are about.
+  std::optional<BatchSearch> batch;
+  std::optional<Job> batch_job;
   std::optional<ParetoCurve> sweep;  // when requested
   std::optional<FitAdvice> advice;   // exactly when plans.chosen does not fit
+  // For people, not an error: e.g. more than kManyMicroBatches per update.
+  std::vector<std::string> warnings;
   // OK, or kNoFit with the advice's message: what a front end reports after
   // rendering the plan (which is still the best there is).
   Status fit_status() const;

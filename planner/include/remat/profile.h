@@ -99,6 +99,11 @@ struct Profile {
   int64_t seq_len = 0;      // tokens per sequence (0 = unknown)
   StaticMemory static_memory;
   double optimizer_ms = 0;  // time of the optimizer step
+  // Time to add one micro-batch's parameter gradients into the gradient
+  // buffers kept across the micro-batches of an update (gradient
+  // accumulation: read both, write the sum). -1: not given; then
+  // GradientAccumulateMs estimates it from optimizer_ms.
+  double accumulate_ms = -1;
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }
@@ -118,6 +123,13 @@ std::string ProfileToJson(const Profile& profile);
 // Indices of layers heuristics act on: the "block" layers, or all layers if
 // the chain has no block.
 std::vector<int> BlockLayers(const Profile& profile);
+
+// accumulate_ms when given; else optimizer_ms scaled by the bytes each pass
+// moves: the sum reads and writes the gradients (3 x gradient bytes), the
+// optimizer step reads weights, gradients and state and writes weights and
+// state (2 x parameter + gradient + 2 x optimizer bytes). Both are
+// bandwidth-bound elementwise passes. 0 when the profile has no gradients.
+double GradientAccumulateMs(const Profile& profile);
 
 // Sum of forward_ms + backward_ms over layers, plus optimizer_ms: the step
 // time with nothing recomputed.

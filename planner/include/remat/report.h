@@ -20,6 +20,7 @@ struct ReportContext {
   std::string input_kind;   // "model.json", "config.json", "profile"
   bool has_config = false;  // `config` is meaningful
   ModelConfig config;
+  int64_t grad_accumulation = 1;  // micro-batches per optimizer step (config's or overridden)
   std::string note;  // extra line (e.g. a suggestion), may be empty
 };
 

@@ -97,7 +97,9 @@ class Runtime {
   // Measures a per-layer profile of the model (times, activation bytes, workspaces).
   virtual Result<Profile> Measure(const ModelConfig& config, const MeasureOptions& options) = 0;
   // Runs training steps executing `schedule`, which must be for `config`'s
-  // chain (selective ops use option 0, the attention core). Hitting
+  // chain (selective ops use option 0, the attention core). A step is one
+  // optimizer step over config.grad_accumulation micro-batches, each running
+  // the schedule (loss / K, gradients summed in place). Hitting
   // options.memory_limit_bytes returns kOutOfMemory naming the op, the bytes
   // asked for, the bytes in use and the limit.
   virtual Result<TrainResult> Train(const ModelConfig& config, const Schedule& schedule,

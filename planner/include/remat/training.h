@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "remat/accumulation.h"
 #include "remat/job.h"
 #include "remat/pareto.h"
 #include "remat/plan.h"
@@ -29,7 +30,11 @@ struct TrainComparison {
   std::string plan_path;
   LoadedPlan plan;             // profile + schedule the prediction comes from
   PlanSet plans;               // the plan as the reports read it (PlanSetOf)
-  SimulationResult predicted;  // plans.chosen.predicted
+  // plans.chosen.predicted; with grad_accumulation K > 1 its times are per
+  // update (K micro-steps and the optimizer step, as `update`), the unit a
+  // training step measures.
+  SimulationResult predicted;
+  UpdatePrediction update;     // the plan's update of plan.grad_accumulation micro-batches
   TrainResult measured;        // the runtime's run of plan.schedule
   int64_t memory_limit_bytes = 0;
   std::optional<ParetoCurve> sweep;  // when requested

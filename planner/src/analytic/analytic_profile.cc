@@ -2,35 +2,39 @@
 #include "analytic/transformer_graph.h"
 #include "remat/analytic.h"
 #include "remat/checked_math.h"
+#include "remat/precision.h"
 
 namespace remat {
 
-BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer) {
+BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer,
+                                         GradDtype grad_dtype) {
   // Pure 16-bit training keeps weights, gradients and (as torch.optim does)
-  // the optimizer state in the parameter dtype. AMP keeps fp32 master weights,
-  // fp32 gradients and fp32 state.
-  const int w = (precision == Precision::kBf16 || precision == Precision::kFp16) ? 2 : 4;
+  // the optimizer state in the parameter dtype; AMP keeps all of it in fp32;
+  // mixed_* keep 16-bit weights and an fp32 master copy with the moments.
+  const PrecisionConvention& c = ConventionOf(precision);
   BytesPerParameter b;
-  b.weights = w;
-  b.gradients = w;
+  b.weights = c.weight_bytes;
+  b.gradients = GradientBytes(precision, grad_dtype);
+  int moments = 0;
   switch (optimizer) {
     case Optimizer::kAdamW:
-      b.optimizer = 2 * w;
+      moments = 2;
       break;
     case Optimizer::kSgdMomentum:
-      b.optimizer = w;
+      moments = 1;
       break;
     case Optimizer::kSgd:
-    case Optimizer::kNone:
-      b.optimizer = 0;
       break;
+    case Optimizer::kNone:  // no update: no master weights either
+      return b;
   }
+  b.optimizer = c.master_weight_bytes + moments * c.moment_bytes;
   return b;
 }
 
 Result<StaticMemory> ModelStateBytes(int64_t parameters, int64_t trainable, Precision precision,
-                                     Optimizer optimizer) {
-  const BytesPerParameter per = ModelStatePerParameter(precision, optimizer);
+                                     Optimizer optimizer, GradDtype grad_dtype) {
+  const BytesPerParameter per = ModelStatePerParameter(precision, optimizer, grad_dtype);
   const CheckedInt all(parameters), trained(trainable);
   const CheckedInt pw = all * per.weights, pg = trained * per.gradients,
                    po = trained * per.optimizer;
@@ -57,7 +61,7 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   KernelDevice kernels;
   kernels.cpu = device.name == "cpu";
   REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels));
-  const bool fp32 = config.precision == Precision::kFp32;
+  const bool fp32 = ConventionOf(config.precision).activation_bytes == 4;
   double tflops = fp32 ? device.tflops_fp32 : device.tflops_16bit;
   double efficiency = device.efficiency;
   if (options.tflops > 0) {
@@ -78,7 +82,8 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   p.micro_batch = config.micro_batch;  // examples (mnrl: texts_per_example texts each)
   p.seq_len = config.seq_len;
   Result<StaticMemory> state =
-      ModelStateBytes(tg.parameters, tg.trainable_parameters, config.precision, config.optimizer);
+      ModelStateBytes(tg.parameters, tg.trainable_parameters, config.precision, config.optimizer,
+                      config.grad_dtype);
   if (!state.ok()) return state.status().WithPrefix(config.name);
   p.static_memory = *state;
   // The optimizer step reads weights, gradients and state and writes weights
@@ -87,7 +92,14 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
                                  ModelStatePerParameter(config.precision, config.optimizer).weights;
   const double touched = 2.0 * trained_weights + p.static_memory.gradient_bytes +
                          2.0 * p.static_memory.optimizer_bytes;
-  p.optimizer_ms = config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched);
+  // A loss scaler unscales the gradients (read, write) before the step.
+  const double unscale = ConventionOf(config.precision).loss_scaler
+                             ? 2.0 * static_cast<double>(p.static_memory.gradient_bytes)
+                             : 0.0;
+  p.optimizer_ms = config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched + unscale);
+  // Gradient accumulation adds each micro-batch's gradients into the kept
+  // ones: read both, write the sum.
+  p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));
   p.layers = std::move(layers);
   REMAT_RETURN_IF_ERROR(ValidateProfile(p, config.name));
   return p;

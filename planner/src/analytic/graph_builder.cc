@@ -2,20 +2,15 @@
 
 #include <algorithm>
 
+#include "remat/precision.h"
+
 namespace remat {
 
 Dtypes DtypesFor(Precision p) {
-  switch (p) {
-    case Precision::kFp32:
-      return {4, 4, 4, 4, 4, false};
-    case Precision::kBf16:
-    case Precision::kFp16:
-      return {2, 2, 2, 2, 2, false};
-    case Precision::kAmpBf16:
-    case Precision::kAmpFp16:
-      return {4, 2, 4, 4, 4, true};
-  }
-  return {4, 4, 4, 4, 4, false};
+  const PrecisionConvention& c = ConventionOf(p);
+  if (c.autocast) return {4, c.activation_bytes, 4, 4, c.weight_bytes, true};
+  const int a = c.activation_bytes;
+  return {a, a, a, a, c.weight_bytes, false};
 }
 
 Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out)

@@ -5,12 +5,13 @@
 
 #include "json_fields.h"
 #include "json_values.h"
+#include "remat/accumulation.h"
 #include "remat/strategies.h"
 
 namespace remat {
 namespace {
 
-nlohmann::ordered_json PredictedJson(const Plan& plan) {
+nlohmann::ordered_json PredictedJson(const Plan& plan, const UpdatePrediction& u) {
   const SimulationResult& r = plan.predicted;
   nlohmann::ordered_json j;
   j["peak_bytes"] = r.peak_bytes;
@@ -24,6 +25,12 @@ nlohmann::ordered_json PredictedJson(const Plan& plan) {
   j["forward_ms"] = r.forward_ms;
   j["backward_ms"] = r.backward_ms;
   j["optimizer_ms"] = r.optimizer_ms;
+  // One optimizer step of grad_accumulation micro-batches (accumulation.h).
+  j["micro_step_ms"] = u.micro_step_ms;
+  j["accumulate_ms"] = u.accumulate_ms;
+  j["optimizer_step_ms"] = u.optimizer_step_ms;
+  j["update_ms"] = u.update_ms;
+  j["tokens_per_s"] = u.tokens_per_s;
   j["recompute_ops"] = r.recompute_ops;
   j["peak_op"] = r.peak_op;
   nlohmann::ordered_json at;
@@ -72,13 +79,16 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["parameter"] = plan.parameter;
   j["auto_selected"] = plans.auto_selected;
   j["budget_bytes"] = plan.budget_bytes;
+  j["micro_batch"] = profile.micro_batch;
+  j["grad_accumulation"] = ctx.grad_accumulation;
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
                 {"input", ctx.input_path},
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
-  j["predicted"] = PredictedJson(plan);
+  j["predicted"] =
+      PredictedJson(plan, PredictUpdate(profile, plan.predicted, ctx.grad_accumulation));
   j["device_memory"] = DeviceMemoryJson(plan);
   j["baseline"] = PlanSummaryJson(plans.baseline);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
@@ -116,6 +126,7 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
   REMAT_RETURN_IF_ERROR(r.String("strategy", &plan.strategy, true));
   REMAT_RETURN_IF_ERROR(r.String("parameter", &plan.parameter, false));
   REMAT_RETURN_IF_ERROR(r.Int("budget_bytes", &plan.budget_bytes, false, 0));
+  REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &plan.grad_accumulation, false, 1, 1 << 24));
   if (!doc.contains("profile") || !doc["profile"].is_object()) {
     return r.Error("profile",
                    "missing: a plan file carries the profile it was made for "

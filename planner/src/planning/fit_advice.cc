@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "remat/planning.h"
+#include "remat/precision.h"
 #include "remat/units.h"
 
 namespace remat {
@@ -50,20 +51,65 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
   return text;
 }
 
-// What else shrinks the model state, skipping what the job already uses.
-std::string StateAdvice(const ModelConfig* c) {
-  std::string options;
-  auto add = [&](const std::string& o) { options += (options.empty() ? "" : ", ") + o; };
-  if (c == nullptr || c->precision == Precision::kFp32 || c->precision == Precision::kAmpBf16 ||
-      c->precision == Precision::kAmpFp16) {
-    add("pure bf16 weights and optimizer state");
+// Auto's plan for the job's model changed by `change`, if one fits.
+template <typename Change>
+std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, Change change) {
+  ModelConfig c = job.config();
+  change(&c);
+  if (!ValidateModelConfig(c, job.input.path).ok()) return std::nullopt;
+  Result<Profile> profile = AnalyticProfile(c, job.analytic);
+  if (!profile.ok() || profile->static_bytes() >= options.budget_bytes) return std::nullopt;
+  PlanOptions auto_options = options;
+  auto_options.strategy = Strategy::kAuto;
+  Result<PlanSet> s = MakePlan(*profile, auto_options);
+  if (!s.ok() || !s->chosen.fits) return std::nullopt;
+  return s->chosen;
+}
+
+std::string Fits(const std::string& what, const Plan& plan) {
+  return what + " fits (" + ToString(plan.strategy) + ", peak " +
+         FormatBytes(plan.predicted.peak_bytes) + ")";
+}
+
+// What shrinks the model state enough to fit, each planned at the job's
+// micro-batch: other precision conventions and optimizers, never the ones
+// the job already uses. Sharding (which remat does not plan) last.
+std::string StateAdvice(const Job& job, const PlanOptions& options) {
+  std::string text;
+  auto add = [&](const std::string& o) { text += (text.empty() ? "" : "; ") + o; };
+  if (job.has_config()) {
+    const ModelConfig& job_config = job.config();
+    for (const PrecisionConvention& p : PrecisionConventions()) {
+      if (p.precision == job_config.precision) continue;
+      std::optional<Plan> plan = FittingPlanWith(job, options, [&](ModelConfig* c) {
+        c->precision = p.precision;
+        c->grad_dtype = GradDtype::kDefault;
+      });
+      if (plan) add(Fits(std::string("precision ") + ToString(p.precision), *plan));
+    }
+    const bool mixed = job_config.precision == Precision::kMixedBf16 ||
+                       job_config.precision == Precision::kMixedFp16;
+    if (mixed && GradientBytes(job_config.precision, job_config.grad_dtype) == 4) {
+      const GradDtype half =
+          job_config.precision == Precision::kMixedBf16 ? GradDtype::kBf16 : GradDtype::kFp16;
+      std::optional<Plan> plan =
+          FittingPlanWith(job, options, [&](ModelConfig* c) { c->grad_dtype = half; });
+      if (plan) add(Fits(std::string("grad_dtype ") + ToString(half), *plan));
+    }
+    for (Optimizer o : {Optimizer::kSgdMomentum, Optimizer::kSgd}) {
+      if (o == job_config.optimizer) continue;
+      std::optional<Plan> plan =
+          FittingPlanWith(job, options, [&](ModelConfig* c) { c->optimizer = o; });
+      if (plan) add(Fits(std::string("optimizer ") + ToString(o), *plan));
+    }
   }
-  if (c == nullptr || c->optimizer == Optimizer::kAdamW ||
-      c->optimizer == Optimizer::kSgdMomentum) {
-    add("an optimizer with less state (sgd)");
+  if (!job.has_config()) {
+    add("a profile's precision and optimizer are measured: shard the model state across devices");
+  } else {
+    add(text.empty() ? "no other precision or optimizer fits: shard the model state across devices"
+                     : "or shard the model state across devices");
   }
-  add("sharding the model state across devices");
-  return options;
+  return text;
 }
 
 }  // namespace
@@ -91,7 +137,7 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& opt
   const ModelConfig* c = job.has_config() ? &job.config() : nullptr;
   if (a.model_state_exceeds_budget) {
     a.message += "; the model state alone (parameters, gradients, optimizer) needs " +
-                 FormatBytes(a.model_state_bytes) + ": consider " + StateAdvice(c);
+                 FormatBytes(a.model_state_bytes) + ": " + StateAdvice(job, options);
     return a;
   }
   if (c == nullptr || !search) {

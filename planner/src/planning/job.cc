@@ -12,6 +12,7 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
     }
   }
   if (o.precision) c->precision = *o.precision;
+  if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
   return ValidateModelConfig(*c, source);
 }
 
@@ -27,7 +28,12 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
     if (!(*overrides.tflops > 0)) return Status::Invalid("achieved TFLOP/s must be above 0");
     job.analytic.tflops = *overrides.tflops;
   }
+  if (overrides.grad_accumulation && *overrides.grad_accumulation < 1) {
+    return Status::Invalid("grad_accumulation must be at least 1, got " +
+                           std::to_string(*overrides.grad_accumulation));
+  }
   if (job.input.kind == PlannerInput::Kind::kProfile) {
+    job.context.grad_accumulation = overrides.grad_accumulation.value_or(1);
     if (overrides.any()) {
       return Status::Invalid(path +
                              " is a profile (measured or hand-written sizes and times): "
@@ -45,6 +51,7 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
       job.input.kind == PlannerInput::Kind::kHfConfig ? "config.json" : "model.json";
   job.context.has_config = true;
   job.context.config = c;
+  job.context.grad_accumulation = c.grad_accumulation;
   REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(c, job.analytic));
   return job;
 }
@@ -54,14 +61,16 @@ Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
   return MakeJob(std::move(input), overrides);
 }
 
-Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch) {
+Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation) {
   if (!job.has_config()) {
     return Status::Invalid(job.input.path + " is a profile: its micro-batch is measured");
   }
   Job other = job;
   other.input.config.micro_batch = micro_batch;
+  if (grad_accumulation > 0) other.input.config.grad_accumulation = grad_accumulation;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.input.config, job.input.path));
   other.context.config = other.input.config;
+  other.context.grad_accumulation = other.input.config.grad_accumulation;
   REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.input.config, other.analytic));
   return other;
 }

@@ -21,7 +21,18 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
   if (!plans.ok()) return plans.status().WithPrefix(request.plan_path);
   c.plans = std::move(*plans);
   c.predicted = c.plans.chosen.predicted;
-  REMAT_ASSIGN_OR_RETURN(c.measured, runtime.Train(job.config(), c.plan.schedule, request.options));
+  const int64_t k = c.plan.grad_accumulation;
+  c.update = PredictUpdate(c.plan.profile, c.predicted, k);
+  if (k > 1) {
+    const double micro = static_cast<double>(k);
+    c.predicted.step_ms = c.update.update_ms;
+    c.predicted.forward_ms *= micro;
+    c.predicted.backward_ms *= micro;
+    c.predicted.recompute_ms *= micro;
+  }
+  ModelConfig config = job.config();
+  config.grad_accumulation = k;  // the plan's, as planned
+  REMAT_ASSIGN_OR_RETURN(c.measured, runtime.Train(config, c.plan.schedule, request.options));
   if (request.sweep_points >= 2) {
     ParetoOptions sweep;
     sweep.points = request.sweep_points;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "remat/accumulation.h"
 #include "remat/analytic.h"
 #include "remat/report.h"
 #include "remat/units.h"
@@ -37,6 +38,19 @@ void DeviceTerms(std::ostringstream& o, const Plan& plan) {
   o << "  fixed terms      " << FormatBytes(m.cuda_context_bytes + m.workspace_bytes)
     << " (cuda_context " << FormatBytes(m.cuda_context_bytes) << " + workspaces "
     << FormatBytes(m.workspace_bytes) << "; " << plan.terms.source << ")\n";
+}
+
+// One optimizer step over K > 1 micro-batches (remat/accumulation.h).
+void UpdateLine(std::ostringstream& o, const Plan& plan, const Profile& p, int64_t k) {
+  if (k <= 1) return;
+  const UpdatePrediction u = PredictUpdate(p, plan.predicted, k);
+  o << "  per update       " << k << " x " << FormatMillis(u.micro_step_ms) << " + " << k - 1
+    << " x " << FormatMillis(u.accumulate_ms) << " adding gradients + "
+    << FormatMillis(u.optimizer_step_ms) << " optimizer = " << FormatMillis(u.update_ms);
+  if (u.tokens_per_s > 0) {
+    o << ", " << FormatCount(static_cast<int64_t>(u.tokens_per_s)) << " tokens/s";
+  }
+  o << "\n";
 }
 
 void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
@@ -81,7 +95,9 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
     if (c.grad_accumulation > 1) o << ", grad_accumulation " << c.grad_accumulation;
     o << "\n";
   } else if (p.micro_batch > 0) {
-    o << "  job              seq_len " << p.seq_len << ", micro_batch " << p.micro_batch << "\n";
+    o << "  job              seq_len " << p.seq_len << ", micro_batch " << p.micro_batch;
+    if (ctx.grad_accumulation > 1) o << ", grad_accumulation " << ctx.grad_accumulation;
+    o << "\n";
   }
   if (p.parameters > 0) o << "  parameters       " << FormatCount(p.parameters) << "\n";
   if (plan.budget_bytes > 0) {
@@ -117,7 +133,7 @@ void Baseline(std::ostringstream& o, const PlanSet& plans) {
   o << "\n\n";
 }
 
-void ChosenPlan(std::ostringstream& o, const PlanSet& plans, const Profile& p) {
+void ChosenPlan(std::ostringstream& o, const PlanSet& plans, const Profile& p, int64_t k) {
   const Plan& plan = plans.chosen;
   o << "Plan: " << ToString(plan.strategy);
   if (!plan.parameter.empty()) o << " (" << plan.parameter << ")";
@@ -127,6 +143,7 @@ void ChosenPlan(std::ostringstream& o, const PlanSet& plans, const Profile& p) {
   }
   o << "\n";
   Summary(o, plan, p);
+  UpdateLine(o, plan, p, k);
   o << "\n";
 }
 
@@ -196,7 +213,7 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
   std::ostringstream o;
   Header(o, plans.chosen, p, ctx);
   Baseline(o, plans);
-  ChosenPlan(o, plans, p);
+  ChosenPlan(o, plans, p, ctx.grad_accumulation);
   MemoryAtPeak(o, plans.chosen.predicted, p);
   LayerTable(o, plans.chosen, p);
   StrategyTable(o, plans);

@@ -1,0 +1,53 @@
+// SearchBatch: the micro-batch, the accumulation and the plan chosen together
+// for a global batch.
+#include <algorithm>
+
+#include "remat/planning.h"
+
+namespace remat {
+
+Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const PlanOptions& options) {
+  if (global_batch < 1) {
+    return Status::Invalid("the global batch must be at least 1 example, got " +
+                           std::to_string(global_batch));
+  }
+  if (!job.has_config()) {
+    return Status::Invalid(job.input.path +
+                           " is a profile: its micro-batch is measured, so a global batch "
+                           "cannot choose another; plan its model.json or config.json");
+  }
+  BatchSearch search;
+  search.global_batch = global_batch;
+  std::vector<int64_t> divisors;
+  for (int64_t b = 1; b <= global_batch / b; ++b) {
+    if (global_batch % b != 0) continue;
+    divisors.push_back(b);
+    if (b != global_batch / b) divisors.push_back(global_batch / b);
+  }
+  std::sort(divisors.begin(), divisors.end());
+  for (size_t i = 0; i < divisors.size(); ++i) {
+    const int64_t b = divisors[i];
+    const int64_t k = global_batch / b;
+    REMAT_ASSIGN_OR_RETURN(const Job at, WithMicroBatch(job, b, k));
+    REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(at.profile, options));
+    BatchCandidate c;
+    c.micro_batch = b;
+    c.grad_accumulation = k;
+    c.update = PredictUpdate(at.profile, plans.chosen.predicted, k);
+    c.plan = std::move(plans.chosen);
+    const bool fits = c.plan.fits;
+    search.weighed.push_back(std::move(c));
+    const BatchCandidate& last = search.weighed.back();
+    if (fits && (search.chosen < 0 ||
+                 last.update.update_ms < search.weighed[search.chosen].update.update_ms)) {
+      search.chosen = static_cast<int>(search.weighed.size()) - 1;
+    }
+    if (!fits) {
+      search.skipped = static_cast<int>(divisors.size() - i - 1);
+      break;
+    }
+  }
+  return search;
+}
+
+}  // namespace remat
