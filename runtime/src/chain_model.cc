@@ -212,6 +212,15 @@ at::Tensor ChainModel::CrossEntropy(const at::Tensor& logits, const at::Tensor& 
   return at::nll_loss(at::log_softmax(logits, -1), targets, {}, at::Reduction::Mean, -100);
 }
 
+at::Tensor ChainModel::TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const {
+  const int64_t n = sequences_ * config_.seq_len;
+  return CrossEntropy(logits.view({n, config_.vocab}), batch[1].reshape({n}));
+}
+
+at::Tensor ChainModel::MakeBatch(uint64_t seed, int64_t step) const {
+  return ToDevice(ArithmeticBatch(seed, step));
+}
+
 at::Tensor ChainModel::ArithmeticBatch(uint64_t seed, int64_t step) const {
   const int64_t b = sequences_, s = config_.seq_len, V = config_.vocab;
   std::mt19937_64 rng(SplitMix(seed ^ 0xba7cULL) + static_cast<uint64_t>(step));

@@ -68,9 +68,9 @@ class ChainModel {
   std::string DescribeChain() const;
 
   // A synthetic batch for `step`: (2, sequences, seq_len) int64, row 0 the
-  // token ids, row 1 the targets the loss reads (architecture-specific).
-  // This is the chain's x[0].
-  virtual at::Tensor MakeBatch(uint64_t seed, int64_t step) const = 0;
+  // token ids, row 1 the targets the loss reads. This is the chain's x[0].
+  // By default arithmetic sequences and their next tokens (causal LMs).
+  virtual at::Tensor MakeBatch(uint64_t seed, int64_t step) const;
 
   // The forward of chain layer `layer` on its input `x` (the batch for the
   // embedding), seeding dropout from `seeds`. `batch` is x[0]: the loss layer
@@ -133,6 +133,8 @@ class ChainModel {
   // Mean cross-entropy of (n, classes) logits against (n) targets; targets
   // of -100 are ignored. log_softmax keeps its output.
   static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets);
+  // CrossEntropy of (sequences, s, vocab) logits against the batch's row 1.
+  at::Tensor TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const;
   // Arithmetic token sequences (start and stride random per sequence, the
   // next token predictable from the context): (2, sequences, s), row 0 the
   // tokens, row 1 the next tokens. On the CPU.

@@ -145,10 +145,8 @@ at::Tensor EncoderModel::Head(const at::Tensor& x, const DropoutSeeds& seeds) co
 at::Tensor EncoderModel::Loss(const at::Tensor& x, const at::Tensor& batch) const {
   const ModelConfig& c = config();
   switch (c.head) {
-    case Head::kMlm: {
-      const int64_t n = sequences() * c.seq_len;
-      return CrossEntropy(x.view({n, c.vocab}), batch[1].reshape({n}));
-    }
+    case Head::kMlm:
+      return TokenLoss(x, batch);
     case Head::kClassification:
       return CrossEntropy(x, batch[1].select(1, 0).contiguous());
     case Head::kPooling: {

@@ -34,10 +34,6 @@ GptModel::GptModel(const ModelConfig& config, const at::Device& device, uint64_t
   causal_bias_ = CausalBias();
 }
 
-at::Tensor GptModel::MakeBatch(uint64_t seed, int64_t step) const {
-  return ToDevice(ArithmeticBatch(seed, step));
-}
-
 at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                                   const DropoutSeeds& seeds) const {
   const ModelConfig& c = config();
@@ -51,10 +47,8 @@ at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tens
       return at::layer_norm(x, {c.hidden}, lnf_w_, lnf_b_, kNormEps);
     case LayerKind::kHead:
       return at::linear(x, c.tie_embeddings ? wte_ : lm_head_);
-    case LayerKind::kLoss: {
-      const int64_t n = c.micro_batch * c.seq_len;
-      return CrossEntropy(x.view({n, c.vocab}), batch[1].reshape({n}));
-    }
+    case LayerKind::kLoss:
+      return TokenLoss(x, batch);
     case LayerKind::kBlock:
       break;
   }

@@ -50,10 +50,6 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
   sin_ = emb.sin().to(device, dtype());
 }
 
-at::Tensor LlamaModel::MakeBatch(uint64_t seed, int64_t step) const {
-  return ToDevice(ArithmeticBatch(seed, step));
-}
-
 at::Tensor LlamaModel::RmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
   // Keeps x in fp32 (x itself in fp32), the fp32 rsqrt per row and the
   // normalized x in x's dtype.
@@ -88,10 +84,8 @@ at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Te
       return RmsNorm(x, norm_);
     case LayerKind::kHead:
       return at::linear(x, c.tie_embeddings ? embed_ : lm_head_);
-    case LayerKind::kLoss: {
-      const int64_t n = c.micro_batch * c.seq_len;
-      return CrossEntropy(x.view({n, c.vocab}), batch[1].reshape({n}));
-    }
+    case LayerKind::kLoss:
+      return TokenLoss(x, batch);
     case LayerKind::kBlock:
       break;
   }

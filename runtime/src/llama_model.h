@@ -30,8 +30,6 @@ class LlamaModel final : public ChainModel {
   // Requires ModelSupports(config).
   LlamaModel(const ModelConfig& config, const at::Device& device, uint64_t seed);
 
-  // Row 1: the next-token targets.
-  at::Tensor MakeBatch(uint64_t seed, int64_t step) const override;
   Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const override;
   at::Tensor AttentionCore(int layer, const Heads& heads, const DropoutSeeds& seeds) const override;
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,

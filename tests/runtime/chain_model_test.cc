@@ -43,28 +43,30 @@ int LayerNormsIn(const ModelConfig& c, const std::string& kind) {
 
 // Each layer's kept bytes (activation_bytes: everything a forward with grad
 // keeps, output included), in full and under the selective option, measured
-// against the analytic op graph's: equal but for what the op model leaves
-// out on purpose, a LayerNorm's mean and rstd, and a few scalars of the loss
-// (nll_loss's total weight).
-TEST_P(Families, KeptBytesAreTheAnalyticModels) {
+// against the analytic op graph's for `c`: equal but for what the op model
+// leaves out on purpose, a LayerNorm's mean and rstd (2 values per row in
+// the weights' dtype on CPU), and a few scalars of the loss (nll_loss's
+// total weight, mnrl's norms).
+void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
   MeasureOptions o;
   o.warmup = 0;
   o.repeats = 1;
-  Result<Profile> measured = MeasureProfile(config(), o, Timing{}, CpuMeter());
+  Result<Profile> measured = MeasureProfile(c, o, Timing{}, CpuMeter());
   ASSERT_TRUE(measured.ok()) << measured.status().message();
-  const Profile analytic = testing::AnalyticOf(config());
+  const Profile analytic = testing::AnalyticOf(c);
   ASSERT_EQ(measured->num_layers(), analytic.num_layers());
-  const int64_t rows = SequencesPerMicroBatch(config()) * config().seq_len;
+  const int64_t rows = SequencesPerMicroBatch(c) * c.seq_len;
+  const int64_t stat_bytes = c.precision == Precision::kFp32 ? 4 : 2;
   for (int i = 0; i < analytic.num_layers(); ++i) {
     const LayerProfile &m = measured->layers[i], &a = analytic.layers[i];
     EXPECT_EQ(m.name, a.name);
     EXPECT_EQ(m.kind, a.kind);
-    EXPECT_EQ(m.output_bytes, a.output_bytes) << m.name;
-    if (m.kind == "loss") {
+    if (m.kind == "loss") {  // the loss: a scalar in the model's dtype, modeled fp32
       EXPECT_NEAR(m.activation_bytes, a.activation_bytes, 32) << m.name;
       continue;
     }
-    const int64_t norms = 8 * rows * LayerNormsIn(config(), m.kind);
+    EXPECT_EQ(m.output_bytes, a.output_bytes) << m.name;
+    const int64_t norms = 2 * stat_bytes * rows * LayerNormsIn(c, m.kind);
     EXPECT_EQ(m.activation_bytes, a.activation_bytes + norms) << m.name;
     if (m.kind == "block") {
       ASSERT_EQ(m.selective.size(), 1u);
@@ -72,6 +74,16 @@ TEST_P(Families, KeptBytesAreTheAnalyticModels) {
       EXPECT_EQ(m.selective[0].activation_bytes, a.selective[0].activation_bytes + norms) << m.name;
     }
   }
+}
+
+TEST_P(Families, KeptBytesAreTheAnalyticModels) { ExpectKeptBytesOfTheAnalyticModel(config()); }
+
+// bf16: llama's RMSNorm keeps an fp32 copy of x and its softmax an fp32
+// probability matrix beside the bf16 one; mean pooling sums in fp32.
+TEST_P(Families, KeptBytesAreTheAnalyticModelsInBf16) {
+  ModelConfig c = config();
+  c.precision = Precision::kBf16;
+  ExpectKeptBytesOfTheAnalyticModel(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Families, ::testing::ValuesIn(testing::TinyFamilies()),
