@@ -39,7 +39,9 @@ T PoolTokens(Builder& B, const T& x) {
   const int64_t rows = B.Mul({B.sequences(), c.hidden});
   T mask = B.Tensor("mask", B.tokens(), x.elem_bytes, false);
   B.Op("mask", {}, {mask}, {}, 0, 1.0);
-  T masked = B.Tensor("masked", x.elems, x.elem_bytes);
+  // The sum's gradient is a broadcast view of the mean's (no bytes): the
+  // product's gradient costs nothing, hence no requires_grad.
+  T masked = B.Tensor("masked", x.elems, x.elem_bytes, false);
   B.Op("mask_multiply", {x, mask}, {masked}, {mask}, static_cast<double>(x.elems), 1.0);
   T sum = B.Tensor("masked_sum", rows, 4);
   B.Op("masked_sum", {masked}, {sum}, {}, static_cast<double>(x.elems), 1.0);
