@@ -2,7 +2,9 @@
 // and bert MLM compute what Hugging Face transformers' own modules compute:
 // the weights, a batch and the loss go to tests/runtime/hf_reference.py,
 // which loads them into LlamaForCausalLM / Qwen2ForCausalLM /
-// BertForMaskedLM (eager, no dropout) and compares the loss. Skipped,
+// BertForMaskedLM (eager, no dropout), or a BertModel under
+// sentence-transformers' mean Pooling and MultipleNegativesRankingLoss, and
+// compares the loss. Skipped,
 // visibly, where the repository's .venv has no transformers.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -37,9 +39,10 @@ void ExpectTransformersLoss(ModelConfig c, int kind, const std::string& name) {
     for (int i = 0; i < model->num_layers(); ++i) x = model->Forward(i, x, batch, {});
   }
   c10::List<at::Tensor> dump;
-  dump.push_back(at::tensor(std::vector<int64_t>{
-      kind, c.layers, c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn_hidden, c.vocab, c.seq_len,
-      c.max_position, c.type_vocab, c.qkv_bias ? 1 : 0, c.tie_embeddings ? 1 : 0}));
+  dump.push_back(at::tensor(std::vector<int64_t>{kind, c.layers, c.hidden, c.heads, c.kv_heads,
+                                                 c.head_dim, c.ffn_hidden, c.vocab, c.seq_len,
+                                                 c.max_position, c.type_vocab, c.qkv_bias ? 1 : 0,
+                                                 c.tie_embeddings ? 1 : 0, c.texts_per_example}));
   dump.push_back(batch);
   dump.push_back(x);
   for (const at::Tensor& p : model->parameters()) dump.push_back(p.detach());
@@ -58,6 +61,12 @@ TEST(HfReference, LlamaWithGroupedQueryAttention) {
 
 TEST(HfReference, Qwen2WithQkvBiasesAndWideHeads) {
   ExpectTransformersLoss(testing::TinyQwen2(), 0, "qwen2");
+}
+
+// sentence-transformers' own mean Pooling and MultipleNegativesRankingLoss
+// on a BertModel, triplets.
+TEST(HfReference, SentenceTransformersMeanPoolingMnrl) {
+  ExpectTransformersLoss(testing::TinyBert(Head::kPooling), 2, "mnrl");
 }
 
 TEST(HfReference, BertForMaskedLm) {
