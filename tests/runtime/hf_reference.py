@@ -3,9 +3,10 @@
 usage: hf_reference.py DUMP.pt
 DUMP.pt (torch::pickle_save from tests/runtime/hf_reference_test.cc) holds a
 list: [shape, batch, loss, *parameters]; shape = [kind (0 llama, 1 bert mlm,
-2 bert + sentence-transformers mean pooling + MultipleNegativesRankingLoss),
+2 bert + sentence-transformers mean pooling + MultipleNegativesRankingLoss,
+3 BertForSequenceClassification),
 layers, hidden, heads, kv_heads, head_dim, ffn, vocab, seq_len, max_position,
-type_vocab, qkv_bias, tie_embeddings, texts_per_example]. Builds the HF model
+type_vocab, qkv_bias, tie_embeddings, texts_per_example, num_labels]. Builds the HF model
 of that shape (eager attention, no dropout), loads the runtime's parameters
 in their order, computes the loss on the batch and prints it; exit 0 if it
 equals the runtime's loss within 1e-5 (relative), else 1.
@@ -54,6 +55,17 @@ def bert_mlm(shape, params):
     t = "cls.predictions."
     names += [t + "transform.dense.weight", t + "transform.dense.bias",
               t + "transform.LayerNorm.weight", t + "transform.LayerNorm.bias", t + "bias"]
+    return model, names
+
+
+def bert_classification(shape, params):
+    from transformers import BertForSequenceClassification
+    config = bert_config(shape)
+    config.num_labels = shape[14]
+    model = BertForSequenceClassification(config)
+    names = bert_names(shape[1], "bert.")
+    names += ["bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight",
+              "classifier.bias"]
     return model, names
 
 
@@ -111,7 +123,7 @@ def main():
         model = SentenceEmbeddingMnrl(shape)
         names = bert_names(shape[1], "bert.")
     else:
-        model, names = (llama if shape[0] == 0 else bert_mlm)(shape, params)
+        model, names = (llama, bert_mlm, None, bert_classification)[shape[0]](shape, params)
     (model.bert if shape[0] == 2 else model).config._attn_implementation = "eager"
     state = dict(model.named_parameters())
     if len(names) != len(params):
@@ -129,8 +141,10 @@ def main():
             reference = model(batch[0]).item()
         else:
             logits = model(input_ids=batch[0]).logits
-            vocab = logits.shape[-1]
-            reference = F.cross_entropy(logits.reshape(-1, vocab).float(), batch[1].reshape(-1),
+            # classification: one label per text, in column 0 of the targets
+            targets = batch[1][:, 0] if shape[0] == 3 else batch[1].reshape(-1)
+            classes = logits.shape[-1]
+            reference = F.cross_entropy(logits.reshape(-1, classes).float(), targets,
                                         ignore_index=-100).item()
     print(f"runtime loss {loss:.8f}, transformers loss {reference:.8f}")
     return 0 if abs(reference - loss) <= 1e-5 * abs(reference) else 1

@@ -2,7 +2,7 @@
 // and bert MLM compute what Hugging Face transformers' own modules compute:
 // the weights, a batch and the loss go to tests/runtime/hf_reference.py,
 // which loads them into LlamaForCausalLM / Qwen2ForCausalLM /
-// BertForMaskedLM (eager, no dropout), or a BertModel under
+// BertForMaskedLM / BertForSequenceClassification (eager, no dropout), or a BertModel under
 // sentence-transformers' mean Pooling and MultipleNegativesRankingLoss, and
 // compares the loss. Skipped,
 // visibly, where the repository's .venv has no transformers.
@@ -39,10 +39,10 @@ void ExpectTransformersLoss(ModelConfig c, int kind, const std::string& name) {
     for (int i = 0; i < model->num_layers(); ++i) x = model->Forward(i, x, batch, {});
   }
   c10::List<at::Tensor> dump;
-  dump.push_back(at::tensor(std::vector<int64_t>{kind, c.layers, c.hidden, c.heads, c.kv_heads,
-                                                 c.head_dim, c.ffn_hidden, c.vocab, c.seq_len,
-                                                 c.max_position, c.type_vocab, c.qkv_bias ? 1 : 0,
-                                                 c.tie_embeddings ? 1 : 0, c.texts_per_example}));
+  dump.push_back(at::tensor(
+      std::vector<int64_t>{kind, c.layers, c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn_hidden,
+                           c.vocab, c.seq_len, c.max_position, c.type_vocab, c.qkv_bias ? 1 : 0,
+                           c.tie_embeddings ? 1 : 0, c.texts_per_example, c.num_labels}));
   dump.push_back(batch);
   dump.push_back(x);
   for (const at::Tensor& p : model->parameters()) dump.push_back(p.detach());
@@ -67,6 +67,10 @@ TEST(HfReference, Qwen2WithQkvBiasesAndWideHeads) {
 // on a BertModel, triplets.
 TEST(HfReference, SentenceTransformersMeanPoolingMnrl) {
   ExpectTransformersLoss(testing::TinyBert(Head::kPooling), 2, "mnrl");
+}
+
+TEST(HfReference, BertForSequenceClassification) {
+  ExpectTransformersLoss(testing::TinyBert(Head::kClassification), 3, "classification");
 }
 
 TEST(HfReference, BertForMaskedLm) {
