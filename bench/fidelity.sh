@@ -17,6 +17,8 @@
 # (nice -n -10, as root) keeps other processes off our core.
 #
 # usage: bench/fidelity.sh [MODEL.json ...]
+#   (any architecture the runtime builds: bench/models/cpu-llama-s.json (GQA),
+#   cpu-bert-s.json (MLM), cpu-sbert-s.json (mean pooling + mnrl on triplets))
 #   env: BUILD (build), ROUNDS (2), STEPS (3 per run, the first is warm-up),
 #        REPEATS (5, profile repetitions), DEVICE (cpu; or cuda, cuda:N),
 #        CLOCK (thread on cpu, wall on cuda), KEEP (a directory to keep the

@@ -16,13 +16,13 @@ at::Tensor InputLeaf(int layer, const at::Tensor& x) {
 
 }  // namespace
 
-at::Tensor ForwardNoGrad(const GptModel& model, int layer, const at::Tensor& x,
+at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,
                          const at::Tensor& batch, const DropoutSeeds& seeds) {
   c10::NoGradGuard no_grad;
   return model.Forward(layer, x, batch, seeds);
 }
 
-SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x,
+SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, bool selective) {
   c10::AutoGradMode grad(true);
   SavedLayer s;
@@ -32,7 +32,7 @@ SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x
   } else {
     s.selective = true;
     s.seeds = seeds;
-    s.heads = model.Prologue(layer, s.input);
+    s.heads = model.Prologue(layer, s.input, seeds);
     {
       c10::NoGradGuard no_grad;
       s.context = model.AttentionCore(layer, s.heads, seeds);
@@ -44,7 +44,7 @@ SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x
   return s;
 }
 
-at::Tensor Backward(const GptModel& model, SavedLayer& saved, const at::Tensor& grad_output,
+at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
                     const Timing& timing, double* recompute_ms) {
   if (recompute_ms != nullptr) *recompute_ms = 0;
   const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
@@ -53,19 +53,20 @@ at::Tensor Backward(const GptModel& model, SavedLayer& saved, const at::Tensor& 
     // The epilogue gave the context's gradient; recompute the core from the
     // kept q, k, v (same dropout mask) and backpropagate through it, then
     // through the prologue.
-    at::Tensor heads_grad;
+    std::vector<at::Tensor> heads_grads;
     {
       c10::AutoGradMode grad_mode(true);
-      const at::Tensor heads = saved.heads.detach().requires_grad_(true);
+      Heads heads;
+      for (const at::Tensor& h : saved.heads) heads.push_back(h.detach().requires_grad_(true));
       const DeviceClock clock(timing);
       const at::Tensor context = model.AttentionCore(saved.layer, heads, saved.seeds);
       if (recompute_ms != nullptr) *recompute_ms = clock.ElapsedMs();
       at::Tensor context_grad = saved.context.grad();
       saved.context.mutable_grad().reset();
       torch::autograd::backward({context}, {context_grad});
-      heads_grad = heads.grad();
+      for (const at::Tensor& h : heads) heads_grads.push_back(h.grad());
     }
-    torch::autograd::backward({saved.heads}, {heads_grad});
+    torch::autograd::backward(saved.heads, heads_grads);
   }
   if (saved.layer == 0) return {};
   at::Tensor input_grad = saved.input.grad();

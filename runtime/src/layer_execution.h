@@ -12,8 +12,8 @@
 
 #include <ATen/ATen.h>
 
+#include "chain_model.h"
 #include "device.h"
-#include "gpt_model.h"
 
 namespace remat::runtime {
 
@@ -24,7 +24,7 @@ struct SavedLayer {
   at::Tensor output;  // the layer's output, carrying its autograd graph
   // Selective forward (attention core recomputed in backward):
   bool selective = false;
-  at::Tensor heads;    // prologue output with its graph; the core's input
+  Heads heads;         // prologue outputs with their graph; the core's input
   at::Tensor context;  // the epilogue's context leaf (core output, no graph)
   DropoutSeeds seeds;  // to redraw the core's dropout mask
 
@@ -32,12 +32,12 @@ struct SavedLayer {
 };
 
 // A forward without grad: the output only.
-at::Tensor ForwardNoGrad(const GptModel& model, int layer, const at::Tensor& x,
+at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,
                          const at::Tensor& batch, const DropoutSeeds& seeds);
 
 // A forward with grad. With `selective` (blocks only) the attention core runs
-// without grad and only its input (q, k, v) and output are kept.
-SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x,
+// without grad and only its inputs (q, k, v) and output are kept.
+SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, bool selective);
 
 // Backpropagates `grad_output` (undefined for the loss layer: d loss = 1)
@@ -45,7 +45,7 @@ SavedLayer ForwardWithGrad(const GptModel& model, int layer, const at::Tensor& x
 // Returns the gradient of the layer's input (undefined for the embedding).
 // `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
 // the attention core's forward recomputed for a selective layer, else 0.
-at::Tensor Backward(const GptModel& model, SavedLayer& saved, const at::Tensor& grad_output,
+at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
                     const Timing& timing, double* recompute_ms);
 
 }  // namespace remat::runtime

@@ -30,7 +30,7 @@ struct OptimizerSettings {
 class ModelOptimizer {
  public:
   // Allocates the state for `params` (which must have their .grad allocated,
-  // see GptModel::AllocateGradients) in their dtype, as torch.optim does.
+  // see ChainModel::AllocateGradients) in their dtype, as torch.optim does.
   ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
                  const OptimizerSettings& settings = {});
   ModelOptimizer(const ModelOptimizer&) = delete;

@@ -4,8 +4,8 @@
 #include <memory>
 #include <vector>
 
+#include "chain_model.h"
 #include "device.h"
-#include "gpt_model.h"
 #include "layer_execution.h"
 #include "median.h"
 #include "optimizer.h"
@@ -68,7 +68,7 @@ class Profiler {
   const MeasureOptions& options_;
   Timing timing_;
   MemoryMeter& meter_;
-  std::unique_ptr<GptModel> model_;
+  std::unique_ptr<ChainModel> model_;
   at::Tensor batch_;
 };
 
@@ -170,7 +170,7 @@ Status Profiler::Run(Profile* out) {
   std::unique_ptr<ModelOptimizer> optimizer;
   REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter_, [&] {
     const int64_t start = meter_.current_bytes();
-    model_ = std::make_unique<GptModel>(config_, device, options_.seed);
+    model_ = MakeChainModel(config_, device, options_.seed);
     const int64_t weights = meter_.current_bytes();
     model_->AllocateGradients();
     const int64_t grads = meter_.current_bytes();

@@ -29,7 +29,7 @@
 
 namespace remat::runtime {
 
-// Requires GptModel::Supports(config). Torch errors are returned as Status.
+// Requires ModelSupports(config). Torch errors are returned as Status.
 Result<Profile> MeasureProfile(const ModelConfig& config, const MeasureOptions& options,
                                const Timing& timing, MemoryMeter& meter);
 

@@ -9,7 +9,7 @@
 
 namespace remat::runtime {
 
-ScheduleExecutor::ScheduleExecutor(const GptModel& model, ModelOptimizer* optimizer,
+ScheduleExecutor::ScheduleExecutor(const ChainModel& model, ModelOptimizer* optimizer,
                                    MemoryMeter& meter, uint64_t seed, ClockKind clock)
     : model_(model),
       optimizer_(optimizer),
@@ -17,13 +17,12 @@ ScheduleExecutor::ScheduleExecutor(const GptModel& model, ModelOptimizer* optimi
       seed_(seed),
       timing_{model.device(), clock} {}
 
-Status ScheduleExecutor::Check(const Schedule& schedule, const GptModel& model) {
+Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model) {
   const int L = model.num_layers();
   if (schedule.num_layers != L) {
     return Status::Invalid("the schedule is for a " + std::to_string(schedule.num_layers) +
-                           "-layer chain, the model has " + std::to_string(L) +
-                           " layers (embedding, " + std::to_string(L - 4) +
-                           " blocks, final_norm, head, loss)");
+                           "-layer chain, the model has " + std::to_string(L) + " layers (" +
+                           model.DescribeChain() + ")");
   }
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const Op& op = schedule.ops[i];

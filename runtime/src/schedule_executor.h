@@ -1,4 +1,4 @@
-// Executes a planner Schedule on a GptModel, op by op, measuring each op.
+// Executes a planner Schedule on a ChainModel, op by op, measuring each op.
 //
 // The executor holds the schedule's tensors: x[i] (activations between
 // layers), a[i] (what a forward with grad keeps, as a SavedLayer) and g[i]
@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "chain_model.h"
 #include "device.h"
-#include "gpt_model.h"
 #include "layer_execution.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -38,17 +38,17 @@ class ScheduleExecutor {
  public:
   // `optimizer` may be null: kOptimizerStep then does nothing (gradients stay
   // in .grad, for tests). All references must outlive the executor.
-  ScheduleExecutor(const GptModel& model, ModelOptimizer* optimizer, MemoryMeter& meter,
+  ScheduleExecutor(const ChainModel& model, ModelOptimizer* optimizer, MemoryMeter& meter,
                    uint64_t seed, ClockKind clock = ClockKind::kWall);
   ScheduleExecutor(const ScheduleExecutor&) = delete;
   ScheduleExecutor& operator=(const ScheduleExecutor&) = delete;
 
   // OK if `schedule` fits the model's chain: same layer count, selective
   // ops only on blocks (option 0, the attention core).
-  static Status Check(const Schedule& schedule, const GptModel& model);
+  static Status Check(const Schedule& schedule, const ChainModel& model);
 
   // Runs training step `step` (0-based; dropout seeds depend on it) on
-  // `batch`, the chain's x[0] (GptModel::MakeBatch), which the schedule
+  // `batch`, the chain's x[0] (ChainModel::MakeBatch), which the schedule
   // frees like any other tensor (pass it moved). An out-of-memory under the meter's
   // cap returns kOutOfMemory naming the op; other LibTorch errors kInternal.
   // Whatever the schedule leaves live is released at the end, also on error.
@@ -67,7 +67,7 @@ class ScheduleExecutor {
   const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
   void Clear();
 
-  const GptModel& model_;
+  const ChainModel& model_;
   ModelOptimizer* optimizer_;
   MemoryMeter& meter_;
   uint64_t seed_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "chain_model.h"
 #include "device.h"
-#include "gpt_model.h"
 #include "median.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -56,7 +56,7 @@ Status CheckConfig(const ModelConfig& config) {
                            "or fp16; " + ToString(config.precision) +
                            " (fp32 master weights) is planned, not run");
   }
-  return GptModel::Supports(config);
+  return ModelSupports(config);
 }
 
 class TorchRuntime final : public Runtime {
@@ -81,13 +81,13 @@ class TorchRuntime final : public Runtime {
     const LimitGuard guard(meter);
     REMAT_RETURN_IF_ERROR(meter.SetLimit(options.memory_limit_bytes));
 
-    std::unique_ptr<GptModel> model;
+    std::unique_ptr<ChainModel> model;
     std::unique_ptr<ModelOptimizer> optimizer;
     TrainResult result;
     result.device = DeviceDescription(d.device);
     REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter, [&] {
       const int64_t start = meter.current_bytes();
-      model = std::make_unique<GptModel>(config, d.device, options.seed);
+      model = MakeChainModel(config, d.device, options.seed);
       model->AllocateGradients();
       optimizer = std::make_unique<ModelOptimizer>(config.optimizer, model->parameters());
       result.model_state_bytes = meter.current_bytes() - start;

@@ -235,9 +235,10 @@ TEST(ModelFamilies, MnrlOnTripletsIsASentenceEmbeddingJob) {
   EXPECT_EQ(p->static_memory.optimizer_bytes, 8 * trained);
   // No vocabulary logits anywhere: the largest tensor is a block's.
   for (const LayerProfile& l : p->layers) EXPECT_LE(l.output_bytes, n * h * 4) << l.name;
-  // Mean pooling keeps the expanded fp32 mask (n x h) and the per-text token
-  // counts (t*b x h, fp32); its output is the fp32 mean.
-  EXPECT_EQ(Layer(*p, "head").activation_bytes, n * h * 4 + 2 * t * b * h * 4);
+  // Mean pooling (sentence-transformers v5+) keeps the (n x 1) mask in the
+  // embeddings' dtype (fp32 here: amp's last LayerNorm is fp32) and the
+  // per-text token counts (t*b, fp32); its output is the fp32 mean.
+  EXPECT_EQ(Layer(*p, "head").activation_bytes, n * 4 + t * b * 4 + t * b * h * 4);
   // mnrl: candidates (t-1)b x h fp32; norms and clamped norms, fp32, per
   // row; fp16 casts of the normalized anchors and candidates (the matmul's
   // inputs); fp32 log-probabilities b x (t-1)b; the loss.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -150,6 +151,51 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("was made for micro_batch 2, seq_len 32"), std::string::npos) << c.err;
 }
+
+// A llama with grouped-query attention, a bert with its MLM head and a bert
+// trained as a sentence-embedding model (mean pooling, mnrl on triplets):
+// from a measured profile, every strategy's measured peak is its predicted
+// peak (the CPU meter counts exact bytes; the profile measured what runs).
+struct FamilyModel {
+  const char* name;
+  const char* json;
+};
+
+class TrainFamilies : public ::testing::TestWithParam<FamilyModel> {};
+
+TEST_P(TrainFamilies, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
+  ScratchDir dir;
+  const std::string model = dir.Write("model.json", GetParam().json);
+  const std::string profile = dir.Path("profile.json");
+  const Captured p = RunWithRuntime({"profile", "--repeats", "1", "-o", profile, model});
+  ASSERT_EQ(p.code, 0) << p.err;
+  for (const std::string strategy : {"none", "uniform", "segment", "selective"}) {
+    const std::string plan = dir.Path(strategy + "-plan.json");
+    const Captured planned = RunWithRuntime({"--strategy", strategy, "-o", plan, profile});
+    ASSERT_EQ(planned.code, 0) << planned.err;
+    const Captured c = RunWithRuntime({"train", "--plan", plan, "--steps", "2", "--json", model});
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json j = nlohmann::json::parse(c.out);
+    const int64_t predicted = j["predicted"]["peak_bytes"], measured = j["measured"]["peak_bytes"];
+    EXPECT_EQ(measured, predicted) << GetParam().name << " " << strategy;
+    EXPECT_TRUE(std::isfinite(j["steps"][1]["loss"].get<double>()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, TrainFamilies,
+    ::testing::Values(
+        FamilyModel{"llama_gqa", R"({"name": "tiny-llama", "architecture": "llama", "layers": 4,
+          "hidden": 32, "heads": 4, "kv_heads": 2, "ffn_hidden": 64, "vocab": 64, "seq_len": 32,
+          "micro_batch": 2, "precision": "fp32", "dropout": 0.1, "tie_embeddings": false})"},
+        FamilyModel{"bert_mlm", R"({"name": "tiny-bert", "architecture": "bert", "layers": 4,
+          "hidden": 32, "heads": 4, "vocab": 64, "seq_len": 32, "max_position": 40,
+          "type_vocab": 2, "micro_batch": 2, "precision": "fp32", "dropout": 0.1})"},
+        FamilyModel{"bert_mnrl", R"({"name": "tiny-sbert", "architecture": "bert", "layers": 4,
+          "hidden": 32, "heads": 4, "vocab": 64, "seq_len": 32, "head": "pooling",
+          "texts_per_example": 3, "pooler": true, "micro_batch": 2, "precision": "fp32",
+          "dropout": 0.1})"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace remat::cli

@@ -197,6 +197,17 @@ std::optional<SelectiveOption> AttentionCoreOption(const OpGraph& g, const OpTim
   opt.name = kAttentionCoreOption;
   opt.activation_bytes = activation_bytes;
   for (int t : dropped) opt.activation_bytes -= tensors[t].bytes;
+  // The core's inputs made by the layer's other ops are kept to recompute
+  // it, also those no op saves in a full forward (k and v before repeat_kv,
+  // a tensor the core casts for its matmuls).
+  const std::set<int> layer_ops(ops.begin(), ops.end());
+  for (int op : core) {
+    for (int t : g.ops()[op].inputs) {
+      const int p = tensors[t].producer;
+      if (p < 0 || core_set.count(p) > 0 || layer_ops.count(p) == 0) continue;
+      if (saved.count(t) == 0 && kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+    }
+  }
   for (int op : core) {
     opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
   }

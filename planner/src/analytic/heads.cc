@@ -26,22 +26,33 @@ void FrozenPooler(Builder& B, const T& x) {
   B.Op("pooler_tanh", {dense}, {out}, {}, 4.0 * dense.elems, 0, 0, 0, false, false);
 }
 
-// sentence-transformers' Pooling. Mean: attention_mask expanded to the
-// hidden size and .float()-ed (a full fp32 copy, kept by the multiply),
-// the masked sum, divided by the per-text token count (fp32, kept by the
-// division); the result is fp32. CLS: the first token.
+// sentence-transformers' Pooling (v5+, pooling.py). Mean: the attention
+// mask unsqueezed to (texts, s, 1) in the embeddings' dtype (kept by the
+// multiply, which broadcasts it over the hidden size), the masked product
+// (n x h, a transient), its sum over the tokens accumulated in fp32 (fp32
+// for 16-bit embeddings, else their dtype), divided by the clamped fp32
+// token count per text (kept by the division), the mean cast back to the
+// embeddings' dtype. CLS: the first token.
 T PoolTokens(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   if (c.pooling == Pooling::kCls) return SelectToken(B, "cls", x);
   const int64_t rows = B.Mul({B.sequences(), c.hidden});
-  T mask = B.Tensor("mask_expanded", x.elems, 4, false);
-  B.Op("mask_expand", {}, {mask}, {}, 0, 1.0);
+  T mask = B.Tensor("mask", B.tokens(), x.elem_bytes, false);
+  B.Op("mask", {}, {mask}, {}, 0, 1.0);
+  // The sum's gradient is a broadcast view of the mean's (no bytes): the
+  // product's gradient costs nothing, hence no requires_grad.
+  T masked = B.Tensor("masked", x.elems, x.elem_bytes, false);
+  B.Op("mask_multiply", {x, mask}, {masked}, {mask}, static_cast<double>(x.elems), 1.0);
   T sum = B.Tensor("masked_sum", rows, 4);
-  T count = B.Tensor("token_count", rows, 4, false);
-  B.Op("masked_sum", {x, mask}, {sum, count}, {mask}, 2.0 * x.elems, 1.0);
+  B.Op("masked_sum", {masked}, {sum}, {}, static_cast<double>(x.elems), 1.0);
+  T count = B.Tensor("token_count", B.sequences(), 4, false);
+  B.Op("token_count", {mask}, {count}, {}, static_cast<double>(B.tokens()), 1.0);
   T mean = B.Tensor("mean", rows, 4);
   B.Op("mean", {sum, count}, {mean}, {count}, static_cast<double>(rows), 1.0);
-  return mean;
+  if (x.elem_bytes == 4) return mean;
+  T cast = B.Tensor("mean_cast", rows, x.elem_bytes);
+  B.Op("mean_cast", {mean}, {cast}, {}, static_cast<double>(rows), 1.0);
+  return cast;
 }
 
 T CrossEntropy(Builder& B, const T& logits, int64_t rows) {

@@ -1,0 +1,244 @@
+#include "chain_model.h"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <tuple>
+
+#include "encoder_model.h"
+#include "gpt_model.h"
+#include "llama_model.h"
+
+namespace remat::runtime {
+namespace {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::vector<LayerKind> ChainKinds(int64_t blocks, bool final_norm) {
+  std::vector<LayerKind> kinds = {LayerKind::kEmbedding};
+  kinds.insert(kinds.end(), blocks, LayerKind::kBlock);
+  if (final_norm) kinds.push_back(LayerKind::kFinalNorm);
+  kinds.push_back(LayerKind::kHead);
+  kinds.push_back(LayerKind::kLoss);
+  return kinds;
+}
+
+}  // namespace
+
+DropoutSeeds SeedsFor(uint64_t run_seed, int64_t step, int layer) {
+  const uint64_t base =
+      SplitMix(SplitMix(run_seed ^ 0x5eedULL) + static_cast<uint64_t>(step) * 0x10001ULL +
+               static_cast<uint64_t>(layer));
+  return {SplitMix(base + 1), SplitMix(base + 2), SplitMix(base + 3)};
+}
+
+void SeedGenerator(const at::Device& device, uint64_t seed) {
+  at::Generator gen = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_current_seed(seed);
+}
+
+Status ModelSupports(const ModelConfig& config) {
+  const ModelConfig c = WithDefaults(config);
+  const std::string arch = ToString(c.architecture), head = ToString(c.head);
+  if (c.attention != AttentionImpl::kEager) {
+    return Status::Invalid(
+        "the runtime implements eager attention only (attention: \"eager\"); "
+        "\"flash\" can be planned but not run");
+  }
+  if (c.precision != Precision::kFp32 && c.precision != Precision::kBf16 &&
+      c.precision != Precision::kFp16) {
+    return Status::Invalid(std::string("the runtime trains in fp32, bf16 or fp16; precision '") +
+                           ToString(c.precision) + "' (autocast) is not implemented");
+  }
+  if (c.architecture != Architecture::kBert && c.head != Head::kLm) {
+    return Status::Invalid("the runtime's " + arch + " has the lm head only; head '" + head +
+                           "' can be planned (analytic) but not run (the runtime runs mlm, "
+                           "pooling and classification on bert)");
+  }
+  if (c.architecture == Architecture::kLlama) {
+    if (c.head_dim % 2 != 0) {
+      return Status::Invalid("head_dim " + std::to_string(c.head_dim) +
+                             " is odd: rotary embeddings rotate pairs of channels");
+    }
+  } else if (c.max_position < c.seq_len) {
+    return Status::Invalid("max_position " + std::to_string(c.max_position) +
+                           " is smaller than seq_len " + std::to_string(c.seq_len));
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<ChainModel> MakeChainModel(const ModelConfig& config, const at::Device& device,
+                                           uint64_t seed) {
+  const ModelConfig c = WithDefaults(config);
+  switch (c.architecture) {
+    case Architecture::kLlama:
+      return std::make_unique<LlamaModel>(c, device, seed);
+    case Architecture::kBert:
+      return std::make_unique<EncoderModel>(c, device, seed);
+    case Architecture::kGpt:
+      break;
+  }
+  return std::make_unique<GptModel>(c, device, seed);
+}
+
+ChainModel::ChainModel(const ModelConfig& config, const at::Device& device, uint64_t seed,
+                       bool final_norm)
+    : config_(WithDefaults(config)),
+      device_(device),
+      sequences_(SequencesPerMicroBatch(config)),
+      kinds_(ChainKinds(config.layers, final_norm)),
+      rng_(SplitMix(seed)) {
+  dtype_ = config.precision == Precision::kBf16   ? at::kBFloat16
+           : config.precision == Precision::kFp16 ? at::kHalf
+                                                  : at::kFloat;
+}
+
+std::string ChainModel::layer_name(int layer) const {
+  switch (layer_kind(layer)) {
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kBlock:
+      return "block" + std::to_string(layer - 1);
+    case LayerKind::kFinalNorm:
+      return "final_norm";
+    case LayerKind::kHead:
+      return "head";
+    case LayerKind::kLoss:
+      return "loss";
+  }
+  return "?";
+}
+
+std::string ChainModel::DescribeChain() const {
+  std::string s = "embedding, " + std::to_string(config_.layers) + " blocks, ";
+  if (kinds_[kinds_.size() - 3] == LayerKind::kFinalNorm) s += "final_norm, ";
+  return s + "head, loss";
+}
+
+at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
+                               const DropoutSeeds& seeds) const {
+  if (layer_kind(layer) != LayerKind::kBlock) return ForwardLayer(layer, x, batch, seeds);
+  // Separate statements: the prologue's outputs are released before the
+  // epilogue runs (what a forward without grad holds).
+  at::Tensor context = AttentionCore(layer, Prologue(layer, x, seeds), seeds);
+  return Epilogue(layer, x, context, seeds);
+}
+
+at::Tensor ChainModel::Keep(at::Tensor t, bool trainable) {
+  if (trainable) {
+    t.requires_grad_(true);
+    parameters_.push_back(t);
+  } else {
+    frozen_.push_back(t);
+  }
+  return t;
+}
+
+at::Tensor ChainModel::Normal(std::vector<int64_t> sizes, bool trainable) {
+  at::Tensor t = at::empty(sizes, at::kFloat);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  float* p = t.data_ptr<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng_);
+  return Keep(t.to(device_, dtype_), trainable);
+}
+
+at::Tensor ChainModel::Constant(int64_t n, double value, bool trainable) {
+  return Keep(at::full({n}, value, at::TensorOptions().dtype(dtype_).device(device_)), trainable);
+}
+
+at::Tensor ChainModel::CausalBias() const {
+  const int64_t s = config_.seq_len;
+  return at::full({s, s}, -std::numeric_limits<float>::infinity(),
+                  at::TensorOptions().dtype(dtype_).device(device_))
+      .triu_(1);
+}
+
+int64_t ChainModel::parameter_count() const {
+  int64_t n = 0;
+  for (const at::Tensor& p : parameters_) n += p.numel();
+  for (const at::Tensor& p : frozen_) n += p.numel();
+  return n;
+}
+
+void ChainModel::AllocateGradients() {
+  for (at::Tensor& p : parameters_) {
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+  }
+}
+
+void ChainModel::ZeroGrad() {
+  for (at::Tensor& p : parameters_) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+}
+
+at::Tensor ChainModel::Dropout(const at::Tensor& x) const {
+  if (config_.dropout <= 0) return x;
+  return std::get<0>(at::native_dropout(x, config_.dropout, true));
+}
+
+at::Tensor ChainModel::SplitHeads(const at::Tensor& t, int64_t n) const {
+  const int64_t b = sequences_, s = config_.seq_len, d = t.size(-1) / n;
+  return t.view({b, s, n, d}).transpose(1, 2).reshape({b * n, s, d});
+}
+
+at::Tensor ChainModel::MergeHeads(const at::Tensor& context) const {
+  const int64_t b = sequences_, s = config_.seq_len, d = context.size(-1), a = context.size(0) / b;
+  return context.view({b, a, s, d}).transpose(1, 2).reshape({b, s, a * d});
+}
+
+at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& bias, bool softmax_fp32,
+                                      uint64_t seed) const {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  // Intermediates are dropped as soon as they are consumed, so that a forward
+  // without grad holds as little as it can.
+  at::Tensor probs = bias.defined() ? at::baddbmm(bias, q, k.transpose(1, 2), 1.0, scale)
+                                    : at::bmm(q, k.transpose(1, 2)).mul_(scale);
+  probs = softmax_fp32 ? at::softmax(probs, -1, at::kFloat).to(q.scalar_type())
+                       : at::softmax(probs, -1);
+  if (config_.dropout > 0) SeedGenerator(device_, seed);
+  probs = Dropout(probs);
+  return at::bmm(probs, v);
+}
+
+at::Tensor ChainModel::CrossEntropy(const at::Tensor& logits, const at::Tensor& targets) {
+  return at::nll_loss(at::log_softmax(logits, -1), targets, {}, at::Reduction::Mean, -100);
+}
+
+at::Tensor ChainModel::TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const {
+  const int64_t n = sequences_ * config_.seq_len;
+  return CrossEntropy(logits.view({n, config_.vocab}), batch[1].reshape({n}));
+}
+
+at::Tensor ChainModel::MakeBatch(uint64_t seed, int64_t step) const {
+  return ToDevice(ArithmeticBatch(seed, step));
+}
+
+at::Tensor ChainModel::ArithmeticBatch(uint64_t seed, int64_t step) const {
+  const int64_t b = sequences_, s = config_.seq_len, V = config_.vocab;
+  std::mt19937_64 rng(SplitMix(seed ^ 0xba7cULL) + static_cast<uint64_t>(step));
+  at::Tensor cpu = at::empty({2, b, s}, at::kLong);
+  int64_t* ids = cpu.data_ptr<int64_t>();
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(V));
+    const int64_t stride = 1 + static_cast<int64_t>(rng() % 7);
+    for (int64_t t = 0; t < s; ++t) {
+      ids[i * s + t] = (start + t * stride) % V;                // tokens
+      ids[b * s + i * s + t] = (start + (t + 1) * stride) % V;  // next tokens
+    }
+  }
+  return cpu;
+}
+
+at::Tensor ChainModel::ToDevice(const at::Tensor& cpu) const {
+  return device_.is_cpu() ? cpu : cpu.to(device_);
+}
+
+}  // namespace remat::runtime

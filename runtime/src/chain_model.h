@@ -1,0 +1,168 @@
+// A training chain on LibTorch: the interface the schedule executor, the
+// profiler and the runtime use, whatever the architecture (gpt_model.h,
+// llama_model.h, encoder_model.h implement it).
+//
+// The chain's layers are named and ordered as the planner's analytic chain:
+// "embedding", "block0".."block<N-1>", "final_norm" (decoders only), "head",
+// "loss". Layers are plain functions of their input so that the executor
+// decides what autograd keeps: each layer's input is a detached leaf.
+//
+// A block also runs in three parts for the selective option (Megatron's
+// "attention core" recompute): Prologue (norms, q/k/v projections, rotary)
+// -> AttentionCore (repeat_kv, scores, mask, softmax, dropout, context) ->
+// Epilogue (output projection, residuals, norms, MLP). What the prologue
+// returns is what a selective layer keeps as the core's input.
+//
+// The pieces every architecture shares (weight initialization, dropout
+// seeding, eager attention, head splitting, the cross-entropy loss, the
+// synthetic batches) live here, written once.
+#ifndef REMAT_RUNTIME_SRC_CHAIN_MODEL_H_
+#define REMAT_RUNTIME_SRC_CHAIN_MODEL_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "remat/model_config.h"
+#include "remat/status.h"
+
+namespace remat::runtime {
+
+enum class LayerKind { kEmbedding, kBlock, kFinalNorm, kHead, kLoss };
+
+// Dropout seeds of one forward of one layer. The executor derives them from
+// (run seed, step, layer), so a recompute draws exactly the masks of the
+// first forward without saving generator state.
+struct DropoutSeeds {
+  uint64_t layer = 0;  // embedding dropout, a block's prologue, a head's dropout
+  uint64_t core = 0;   // a block's attention dropout
+  uint64_t tail = 0;   // a block's residual dropouts
+};
+DropoutSeeds SeedsFor(uint64_t run_seed, int64_t step, int layer);
+
+// Re-seeds the default generator of `device` (the one dropout draws from).
+void SeedGenerator(const at::Device& device, uint64_t seed);
+
+// What a block's prologue hands to its attention core (q, k, v).
+using Heads = std::vector<at::Tensor>;
+
+class ChainModel {
+ public:
+  virtual ~ChainModel() = default;
+  ChainModel(const ChainModel&) = delete;
+  ChainModel& operator=(const ChainModel&) = delete;
+
+  // The config with every default resolved (WithDefaults).
+  const ModelConfig& config() const { return config_; }
+  const at::Device& device() const { return device_; }
+  at::ScalarType dtype() const { return dtype_; }
+
+  int num_layers() const { return static_cast<int>(kinds_.size()); }
+  std::string layer_name(int layer) const;
+  LayerKind layer_kind(int layer) const { return kinds_[layer]; }
+  // "embedding, 4 blocks, final_norm, head, loss": the chain, for messages.
+  std::string DescribeChain() const;
+
+  // A synthetic batch for `step`: (2, sequences, seq_len) int64, row 0 the
+  // token ids, row 1 the targets the loss reads. This is the chain's x[0].
+  // By default arithmetic sequences and their next tokens (causal LMs).
+  virtual at::Tensor MakeBatch(uint64_t seed, int64_t step) const;
+
+  // The forward of chain layer `layer` on its input `x` (the batch for the
+  // embedding), seeding dropout from `seeds`. `batch` is x[0]: the loss layer
+  // reads its targets from it.
+  at::Tensor Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
+                     const DropoutSeeds& seeds) const;
+
+  // Block `layer` in parts (layer_kind(layer) == kBlock). The core returns
+  // the (sequences, seq, heads * head_dim) attention context.
+  virtual Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const = 0;
+  virtual at::Tensor AttentionCore(int layer, const Heads& heads,
+                                   const DropoutSeeds& seeds) const = 0;
+  virtual at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
+                              const DropoutSeeds& seeds) const = 0;
+
+  // Trainable tensors (buffers such as the causal mask and frozen weights
+  // such as an unused pooler are not listed).
+  const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  // Every weight, trainable or frozen (the planner's parameter count).
+  int64_t parameter_count() const;
+  // Gives every parameter a .grad of zeros, so that gradients accumulate in
+  // place and live for the whole run, as the planner's model state assumes
+  // (a lazily created .grad would appear in the middle of the first backward).
+  void AllocateGradients();
+  // Zeroes the gradients in place (no allocation).
+  void ZeroGrad();
+
+ protected:
+  // `final_norm`: the chain has a final_norm layer (decoders).
+  ChainModel(const ModelConfig& config, const at::Device& device, uint64_t seed, bool final_norm);
+
+  // The forward of a layer that is not a block.
+  virtual at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
+                                  const DropoutSeeds& seeds) const = 0;
+
+  // Weights drawn from the model's generator in call order: normal(0, 0.02)
+  // drawn on the CPU in fp32 and moved, so every device and dtype starts from
+  // the same numbers; constants (norm weights 1, biases 0). A trainable
+  // weight is a parameter; one that is not (a pooler the loss never reaches)
+  // counts in parameter_count() but gets no gradient.
+  at::Tensor Normal(std::vector<int64_t> sizes, bool trainable = true);
+  at::Tensor Constant(int64_t n, double value, bool trainable = true);
+  // (s, s): 0 on and below the diagonal, -inf above, in the model's dtype.
+  at::Tensor CausalBias() const;
+
+  // Sequences through the model per micro-batch (micro_batch * texts).
+  int64_t sequences() const { return sequences_; }
+  // Dropout with the model's rate (native_dropout: keeps a 1-byte mask).
+  at::Tensor Dropout(const at::Tensor& x) const;
+  // (sequences, s, n * d) -> (sequences * n, s, d), one contiguous copy.
+  at::Tensor SplitHeads(const at::Tensor& t, int64_t n) const;
+  // (sequences * a, s, d) -> (sequences, s, a * d), one contiguous copy.
+  at::Tensor MergeHeads(const at::Tensor& context) const;
+  // softmax(q k^T / sqrt(d) + bias) (dropout seeded from `seed`) v over
+  // (n, s, d) heads; `bias` undefined: bidirectional. `softmax_fp32`: the
+  // softmax runs in fp32 and is cast back to q's dtype (HF llama). Keeps q,
+  // k, the probabilities, the dropout mask, the dropped probabilities and v.
+  at::Tensor EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& bias, bool softmax_fp32, uint64_t seed) const;
+  // Mean cross-entropy of (n, classes) logits against (n) targets; targets
+  // of -100 are ignored. log_softmax keeps its output.
+  static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets);
+  // CrossEntropy of (sequences, s, vocab) logits against the batch's row 1.
+  at::Tensor TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const;
+  // Arithmetic token sequences (start and stride random per sequence, the
+  // next token predictable from the context): (2, sequences, s), row 0 the
+  // tokens, row 1 the next tokens. On the CPU.
+  at::Tensor ArithmeticBatch(uint64_t seed, int64_t step) const;
+  at::Tensor ToDevice(const at::Tensor& cpu) const;
+
+ private:
+  ModelConfig config_;
+  at::Device device_;
+  at::ScalarType dtype_;
+  int64_t sequences_;
+  std::vector<LayerKind> kinds_;
+  std::mt19937_64 rng_;
+  at::Tensor Keep(at::Tensor t, bool trainable);
+  std::vector<at::Tensor> parameters_, frozen_;
+};
+
+// OK if the runtime implements `config`: every architecture (gpt with the lm
+// head; llama with the lm head; bert with mlm, pooling + mnrl or
+// classification), eager attention, fp32/bf16/fp16. Otherwise says what is
+// not supported and what is.
+Status ModelSupports(const ModelConfig& config);
+
+// The model of `config`'s architecture with random weights from `seed`, on
+// `device`. Requires ModelSupports(config).
+std::unique_ptr<ChainModel> MakeChainModel(const ModelConfig& config, const at::Device& device,
+                                           uint64_t seed);
+
+}  // namespace remat::runtime
+
+#endif  // REMAT_RUNTIME_SRC_CHAIN_MODEL_H_

@@ -1,0 +1,215 @@
+#include "encoder_model.h"
+
+#include <random>
+
+namespace remat::runtime {
+namespace {
+
+constexpr double kNormEps = 1e-12;  // BertConfig.layer_norm_eps
+constexpr double kMnrlScale = 20.0;
+constexpr int64_t kIgnore = -100;
+
+}  // namespace
+
+EncoderModel::EncoderModel(const ModelConfig& config, const at::Device& device, uint64_t seed)
+    : ChainModel(config, device, seed, /*final_norm=*/false) {
+  const ModelConfig& c = this->config();
+  const int64_t h = c.hidden, f = c.ffn_hidden, V = c.vocab;
+  word_ = Normal({V, h});
+  position_ = Normal({c.max_position, h});
+  if (c.type_vocab > 0) token_type_ = Normal({c.type_vocab, h});
+  emb_ln_w_ = Constant(h, 1);
+  emb_ln_b_ = Constant(h, 0);
+  blocks_.resize(c.layers);
+  for (Block& b : blocks_) {
+    b.q_w = Normal({h, h});
+    b.q_b = Constant(h, 0);
+    b.k_w = Normal({h, h});
+    b.k_b = Constant(h, 0);
+    b.v_w = Normal({h, h});
+    b.v_b = Constant(h, 0);
+    b.o_w = Normal({h, h});
+    b.o_b = Constant(h, 0);
+    b.ln1_w = Constant(h, 1);
+    b.ln1_b = Constant(h, 0);
+    b.fc1_w = Normal({f, h});
+    b.fc1_b = Constant(f, 0);
+    b.fc2_w = Normal({h, f});
+    b.fc2_b = Constant(h, 0);
+    b.ln2_w = Constant(h, 1);
+    b.ln2_b = Constant(h, 0);
+  }
+  switch (c.head) {
+    case Head::kMlm:
+      dense_w_ = Normal({h, h});
+      dense_b_ = Constant(h, 0);
+      head_ln_w_ = Constant(h, 1);
+      head_ln_b_ = Constant(h, 0);
+      if (!c.tie_embeddings) decoder_ = Normal({V, h});
+      decoder_b_ = Constant(V, 0);
+      break;
+    case Head::kPooling:
+      if (c.pooler) {
+        pooler_w_ = Normal({h, h}, /*trainable=*/false);
+        pooler_b_ = Constant(h, 0, /*trainable=*/false);
+      }
+      break;
+    case Head::kClassification:
+      pooler_w_ = Normal({h, h});
+      pooler_b_ = Constant(h, 0);
+      classifier_w_ = Normal({c.num_labels, h});
+      classifier_b_ = Constant(c.num_labels, 0);
+      break;
+    case Head::kDefault:
+    case Head::kLm:
+      break;
+  }
+}
+
+at::Tensor EncoderModel::MakeBatch(uint64_t seed, int64_t step) const {
+  const ModelConfig& c = config();
+  at::Tensor batch = ArithmeticBatch(seed, step);
+  const int64_t b = sequences(), s = c.seq_len;
+  int64_t* tokens = batch.data_ptr<int64_t>();
+  int64_t* targets = tokens + b * s;
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(step) + 0x3a5c);
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t* row = tokens + i * s;
+    int64_t* target = targets + i * s;
+    if (c.head == Head::kMlm) {
+      const int64_t always = static_cast<int64_t>(rng() % static_cast<uint64_t>(s));
+      for (int64_t t = 0; t < s; ++t) {
+        const bool masked = t == always || rng() % 100 < 15;
+        target[t] = masked ? row[t] : kIgnore;
+        if (masked) row[t] = 0;
+      }
+    } else if (c.head == Head::kClassification) {
+      target[0] = row[0] % c.num_labels;
+    }
+  }
+  return ToDevice(batch);
+}
+
+at::Tensor EncoderModel::Embed(const at::Tensor& ids, const DropoutSeeds& seeds) const {
+  const ModelConfig& c = config();
+  if (c.dropout > 0) SeedGenerator(device(), seeds.layer);
+  at::Tensor positions = position_.narrow(0, 0, c.seq_len);
+  if (token_type_.defined()) positions = positions + token_type_[0];  // token_type_ids 0
+  at::Tensor e = at::embedding(word_, ids) + positions;
+  e = at::layer_norm(e, {c.hidden}, emb_ln_w_, emb_ln_b_, kNormEps);
+  return Dropout(e);
+}
+
+at::Tensor EncoderModel::FirstToken(const at::Tensor& x) { return x.select(1, 0).contiguous(); }
+
+at::Tensor EncoderModel::MeanPool(const at::Tensor& x) const {
+  // sentence-transformers' mean pooling (v5+): the attention mask (all ones:
+  // no padding) as (texts, s, 1) in x's dtype, the masked sum over the tokens
+  // accumulated in fp32 for 16-bit x, divided by the clamped token count,
+  // cast back to x's dtype.
+  const at::Tensor mask =
+      at::ones({x.size(0), x.size(1)}, at::TensorOptions().dtype(at::kLong).device(device()))
+          .unsqueeze(-1)
+          .to(x.scalar_type());
+  const at::Tensor sum = (x * mask).sum(1, /*keepdim=*/false, at::kFloat);
+  const at::Tensor count = mask.sum(1, /*keepdim=*/false, at::kFloat).clamp_min(1e-9);
+  return (sum / count).to(x.scalar_type());
+}
+
+at::Tensor EncoderModel::Head(const at::Tensor& x, const DropoutSeeds& seeds) const {
+  const ModelConfig& c = config();
+  switch (c.head) {
+    case Head::kMlm: {
+      at::Tensor t = at::gelu(at::linear(x, dense_w_, dense_b_));
+      t = at::layer_norm(t, {c.hidden}, head_ln_w_, head_ln_b_, kNormEps);
+      return at::linear(t, c.tie_embeddings ? word_ : decoder_, decoder_b_);
+    }
+    case Head::kPooling:
+      if (c.pooler) {
+        // AutoModel's BertPooler: computed, never read; its graph dies here.
+        (void)at::tanh(at::linear(FirstToken(x), pooler_w_, pooler_b_));
+      }
+      return c.pooling == Pooling::kCls ? FirstToken(x) : MeanPool(x);
+    case Head::kClassification: {
+      const at::Tensor pooled = at::tanh(at::linear(FirstToken(x), pooler_w_, pooler_b_));
+      if (c.dropout > 0) SeedGenerator(device(), seeds.layer);
+      return at::linear(Dropout(pooled), classifier_w_, classifier_b_);
+    }
+    case Head::kDefault:
+    case Head::kLm:
+      break;
+  }
+  return {};
+}
+
+at::Tensor EncoderModel::Loss(const at::Tensor& x, const at::Tensor& batch) const {
+  const ModelConfig& c = config();
+  switch (c.head) {
+    case Head::kMlm:
+      return TokenLoss(x, batch);
+    case Head::kClassification:
+      return CrossEntropy(x, batch[1].select(1, 0).contiguous());
+    case Head::kPooling: {
+      // MultipleNegativesRankingLoss: anchors (the first micro_batch texts)
+      // against every positive and negative, cosine similarity * 20.
+      const int64_t b = c.micro_batch;
+      std::vector<at::Tensor> others;
+      for (int64_t t = 1; t < c.texts_per_example; ++t) others.push_back(x.narrow(0, t * b, b));
+      const at::Tensor candidates = at::cat(others);
+      auto normalize = [](const at::Tensor& e) {
+        return e / at::norm(e, 2, {1}, true).clamp_min(1e-12).expand_as(e);
+      };
+      const at::Tensor scores =
+          at::mm(normalize(x.narrow(0, 0, b)), normalize(candidates).t()) * kMnrlScale;
+      return CrossEntropy(scores,
+                          at::arange(b, at::TensorOptions().dtype(at::kLong).device(device())));
+    }
+    case Head::kDefault:
+    case Head::kLm:
+      break;
+  }
+  return {};
+}
+
+at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
+                                      const DropoutSeeds& seeds) const {
+  switch (layer_kind(layer)) {
+    case LayerKind::kEmbedding:
+      return Embed(x[0], seeds);
+    case LayerKind::kHead:
+      return Head(x, seeds);
+    case LayerKind::kLoss:
+      return Loss(x, batch);
+    case LayerKind::kBlock:
+    case LayerKind::kFinalNorm:
+      break;
+  }
+  return {};
+}
+
+Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
+  const Block& w = block(layer);
+  const int64_t a = config().heads;
+  return {SplitHeads(at::linear(x, w.q_w, w.q_b), a), SplitHeads(at::linear(x, w.k_w, w.k_b), a),
+          SplitHeads(at::linear(x, w.v_w, w.v_b), a)};
+}
+
+at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
+                                       const DropoutSeeds& seeds) const {
+  return MergeHeads(EagerAttention(heads[0], heads[1], heads[2], at::Tensor(),
+                                   /*softmax_fp32=*/false, seeds.core));
+}
+
+at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
+                                  const DropoutSeeds& seeds) const {
+  const ModelConfig& c = config();
+  const Block& w = block(layer);
+  if (c.dropout > 0) SeedGenerator(device(), seeds.tail);
+  at::Tensor t = Dropout(at::linear(context, w.o_w, w.o_b));
+  const at::Tensor y = at::layer_norm(x + t, {c.hidden}, w.ln1_w, w.ln1_b, kNormEps);
+  t = at::gelu(at::linear(y, w.fc1_w, w.fc1_b));
+  t = Dropout(at::linear(t, w.fc2_w, w.fc2_b));
+  return at::layer_norm(y + t, {c.hidden}, w.ln2_w, w.ln2_b, kNormEps);
+}
+
+}  // namespace remat::runtime

@@ -1,0 +1,132 @@
+#include "llama_model.h"
+
+#include <cmath>
+
+namespace remat::runtime {
+namespace {
+
+constexpr double kRmsEps = 1e-6;
+constexpr double kRopeTheta = 10000.0;
+
+at::Tensor RotateHalf(const at::Tensor& t) {
+  const int64_t half = t.size(-1) / 2;
+  return at::cat({-t.narrow(-1, half, half), t.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint64_t seed)
+    : ChainModel(config, device, seed, /*final_norm=*/true) {
+  const ModelConfig& c = this->config();
+  const int64_t h = c.hidden, f = c.ffn_hidden, V = c.vocab;
+  const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  embed_ = Normal({V, h});
+  blocks_.resize(c.layers);
+  for (Block& b : blocks_) {
+    b.rms1 = Constant(h, 1);
+    b.q_w = Normal({q_width, h});
+    if (c.qkv_bias) b.q_b = Constant(q_width, 0);
+    b.k_w = Normal({kv_width, h});
+    if (c.qkv_bias) b.k_b = Constant(kv_width, 0);
+    b.v_w = Normal({kv_width, h});
+    if (c.qkv_bias) b.v_b = Constant(kv_width, 0);
+    b.o_w = Normal({h, q_width});
+    b.rms2 = Constant(h, 1);
+    b.gate_w = Normal({f, h});
+    b.up_w = Normal({f, h});
+    b.down_w = Normal({h, f});
+  }
+  norm_ = Constant(h, 1);
+  if (!c.tie_embeddings) lm_head_ = Normal({V, h});
+  causal_bias_ = CausalBias();
+  // HF LlamaRotaryEmbedding: inv_freq = theta^(-2i/d), angles = position *
+  // inv_freq, emb = cat(angles, angles); cos and sin in fp32, then cast.
+  const int64_t d = c.head_dim;
+  const at::Tensor inv_freq =
+      at::pow(kRopeTheta, at::arange(0, d, 2, at::kFloat) / static_cast<double>(-d));
+  const at::Tensor angles = at::outer(at::arange(c.seq_len, at::kFloat), inv_freq);
+  const at::Tensor emb = at::cat({angles, angles}, -1).unsqueeze(1);  // (s, 1, d)
+  cos_ = emb.cos().to(device, dtype());
+  sin_ = emb.sin().to(device, dtype());
+}
+
+at::Tensor LlamaModel::RmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
+  // Keeps x in fp32 (x itself in fp32), the fp32 rsqrt per row and the
+  // normalized x in x's dtype.
+  const at::Tensor x32 = x.to(at::kFloat);
+  const at::Tensor rstd = at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + kRmsEps);
+  return weight * (x32 * rstd).to(x.scalar_type());
+}
+
+at::Tensor LlamaModel::Rotary(const at::Tensor& t) const {
+  // Keeps nothing but cos and sin (the buffers).
+  return t * cos_ + RotateHalf(t) * sin_;
+}
+
+at::Tensor LlamaModel::RepeatHeads(const at::Tensor& t) const {
+  const ModelConfig& c = config();
+  const int64_t b = t.size(0), s = t.size(1), n = t.size(2), d = t.size(3);
+  const int64_t rep = c.heads / n;
+  // (b, s, n, rep, d) -> (b, n, rep, s, d) -> (b * n * rep, s, d): one copy.
+  return t.unsqueeze(3)
+      .expand({b, s, n, rep, d})
+      .permute({0, 2, 3, 1, 4})
+      .reshape({b * n * rep, s, d});
+}
+
+at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
+                                    const DropoutSeeds& /*seeds*/) const {
+  const ModelConfig& c = config();
+  switch (layer_kind(layer)) {
+    case LayerKind::kEmbedding:
+      return at::embedding(embed_, x[0]);
+    case LayerKind::kFinalNorm:
+      return RmsNorm(x, norm_);
+    case LayerKind::kHead:
+      return at::linear(x, c.tie_embeddings ? embed_ : lm_head_);
+    case LayerKind::kLoss:
+      return TokenLoss(x, batch);
+    case LayerKind::kBlock:
+      break;
+  }
+  return {};
+}
+
+Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
+  const ModelConfig& c = config();
+  const Block& w = block(layer);
+  const int64_t b = c.micro_batch, s = c.seq_len, d = c.head_dim;
+  const at::Tensor y = RmsNorm(x, w.rms1);
+  at::Tensor q = Rotary(at::linear(y, w.q_w, w.q_b).view({b, s, c.heads, d}));
+  at::Tensor k = Rotary(at::linear(y, w.k_w, w.k_b).view({b, s, c.kv_heads, d}));
+  at::Tensor v = at::linear(y, w.v_w, w.v_b).view({b, s, c.kv_heads, d});
+  return {std::move(q), std::move(k), std::move(v)};
+}
+
+at::Tensor LlamaModel::AttentionCore(int /*layer*/, const Heads& heads,
+                                     const DropoutSeeds& seeds) const {
+  // q to (b * a, s, d); k and v repeated to every head of their group. The
+  // copies are what the scores and the context keep.
+  const at::Tensor q = RepeatHeads(heads[0]);
+  at::Tensor context;
+  {
+    const at::Tensor k = RepeatHeads(heads[1]), v = RepeatHeads(heads[2]);
+    context = EagerAttention(q, k, v, causal_bias_, /*softmax_fp32=*/true, seeds.core);
+  }
+  return MergeHeads(context);
+}
+
+at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
+                                const DropoutSeeds& seeds) const {
+  const ModelConfig& c = config();
+  const Block& w = block(layer);
+  if (c.dropout > 0) SeedGenerator(device(), seeds.tail);
+  at::Tensor t = Dropout(at::linear(context, w.o_w));
+  const at::Tensor mid = x + t;
+  const at::Tensor y = RmsNorm(mid, w.rms2);
+  t = at::silu(at::linear(y, w.gate_w)) * at::linear(y, w.up_w);
+  t = Dropout(at::linear(t, w.down_w));
+  return mid + t;
+}
+
+}  // namespace remat::runtime
