@@ -12,6 +12,7 @@ std::vector<FlagSpec> JobFlags() {
       {"seq-len", "N", "override model.json seq_len"},
       {"precision", "P",
        "override precision: fp32, bf16, fp16, amp_bf16, amp_fp16, mixed_bf16, mixed_fp16"},
+      {"attention", "A", "override attention: eager, flash, sdpa (config.json's default)"},
   };
 }
 
@@ -40,6 +41,11 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     Result<Precision> p = ParsePrecision(args.Get("precision"));
     if (!p.ok()) return p.status().WithPrefix("option --precision");
     o.precision = *p;
+  }
+  if (args.Has("attention")) {
+    Result<AttentionImpl> a = ParseAttention(args.Get("attention"));
+    if (!a.ok()) return a.status().WithPrefix("option --attention");
+    o.attention = *a;
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

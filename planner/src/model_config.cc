@@ -224,6 +224,14 @@ Result<Precision> ParsePrecision(std::string_view text) {
                          JoinAlternatives(kPrecisions));
 }
 
+Result<AttentionImpl> ParseAttention(std::string_view text) {
+  for (size_t i = 0; i < kAttention.size(); ++i) {
+    if (kAttention[i] == text) return static_cast<AttentionImpl>(i);
+  }
+  return Status::Invalid("unknown attention '" + std::string(text) + "', expected " +
+                         JoinAlternatives(kAttention));
+}
+
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
   if (!doc.is_object()) {

@@ -48,8 +48,10 @@ Status ModelSupports(const ModelConfig& config) {
   const std::string arch = ToString(c.architecture), head = ToString(c.head);
   if (c.attention != AttentionImpl::kEager) {
     return Status::Invalid(
-        "the runtime implements eager attention only (attention: \"eager\"); "
-        "\"flash\" can be planned but not run");
+        std::string("the runtime implements eager attention only; attention '") +
+        ToString(c.attention) +
+        "' can be planned but not run (config.json inputs default to transformers' sdpa: "
+        "--attention eager, or \"attention\": \"eager\", runs them)");
   }
   if (c.precision != Precision::kFp32 && c.precision != Precision::kBf16 &&
       c.precision != Precision::kFp16) {

@@ -136,6 +136,29 @@ TEST(Cli, HelpAndUnknownCommands) {
   EXPECT_NE(typo.err.find("did you mean --budget?"), std::string::npos) << typo.err;
 }
 
+TEST(Cli, AttentionOverridesTheConfigsImplementation) {
+  const std::string config =
+      std::string(REMAT_SOURCE_DIR) + "/examples/hf/roberta-base.config.json";
+  auto peak = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--budget", "1TB", "--strategy", "none", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(config);
+    const Captured o = RunCli(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(o.out)["predicted"]["peak_bytes"].get<int64_t>();
+  };
+  // config.json runs transformers' sdpa: on a GPU, no s x s tensors.
+  const int64_t sdpa = peak({}), eager = peak({"--attention", "eager"});
+  EXPECT_EQ(peak({"--attention", "sdpa"}), sdpa);
+  EXPECT_GT(eager, sdpa);
+  const Captured bad = RunCli({"--budget", "1TB", "--attention", "fast", config});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("option --attention: unknown attention 'fast', expected eager, flash"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
 TEST(Cli, EveryCommandsHelpListsEachFlagOnce) {
   for (const char* command : {"plan", "profile", "train", "pareto"}) {
     const Captured help = RunCli({command, "--help"});

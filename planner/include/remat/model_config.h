@@ -157,6 +157,7 @@ const char* ToString(GradDtype v);  // kDefault -> "default"
 const char* ToString(Optimizer v);
 const char* ToString(AttentionImpl v);
 Result<Precision> ParsePrecision(std::string_view text);
+Result<AttentionImpl> ParseAttention(std::string_view text);
 
 }  // namespace remat
 

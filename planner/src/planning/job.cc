@@ -12,6 +12,7 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
     }
   }
   if (o.precision) c->precision = *o.precision;
+  if (o.attention) c->attention = *o.attention;
   if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
   return ValidateModelConfig(*c, source);
 }
