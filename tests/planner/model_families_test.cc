@@ -210,6 +210,25 @@ TEST(ModelFamilies, SdpaKeepsWhatPyTorchsKernelsKeep) {
             tokens * (4 * 4 * h + 4 * a + 2 * h + 2 * (8 * h + 8) + 2 * 4 * f));
 }
 
+// LayerNorm's mean and rstd: fp32 on CUDA, the input's dtype on CPU (the
+// runtime's bf16 kept bytes on CPU, tests/runtime/chain_model_test.cc).
+TEST(ModelFamilies, LayerNormStatisticsFollowTheDevice) {
+  ModelConfig c = Hf(kRobertaBase);
+  c.layers = 1;
+  c.seq_len = 128;
+  c.micro_batch = 4;
+  c.dropout = 0;  // masks differ by device too
+  c.attention = AttentionImpl::kEager;
+  c.precision = Precision::kBf16;
+  const int64_t rows = 128 * 4, layer_norms = 2, stats = 2;
+  EXPECT_EQ(Layer(OnDevice(c, "a100"), "block0").activation_bytes -
+                Layer(OnDevice(c, "cpu"), "block0").activation_bytes,
+            layer_norms * stats * rows * (4 - 2));
+  c.precision = Precision::kFp32;
+  EXPECT_EQ(Layer(OnDevice(c, "a100"), "block0").activation_bytes,
+            Layer(OnDevice(c, "cpu"), "block0").activation_bytes);
+}
+
 constexpr char kSeedJob[] = R"({"architectures":["RobertaForMaskedLM"],"model_type":"roberta",
     "num_hidden_layers":6,"hidden_size":768,"num_attention_heads":12,"intermediate_size":3072,
     "max_position_embeddings":514,"type_vocab_size":1,"vocab_size":50265,

@@ -115,9 +115,12 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
 
 T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
   T y = Tensor(name, x.elems, dt_.stream);
-  // native_layer_norm keeps its input and, per row, the fp32 mean and rstd.
+  // native_layer_norm keeps its input and, per row, the mean and rstd: fp32
+  // on CUDA, in the input's dtype on CPU.
   const int64_t rows = x.elems / width;
-  T mean = Tensor(name + ".mean", rows, 4, false), rstd = Tensor(name + ".rstd", rows, 4, false);
+  const int stat_bytes = device_.cpu ? x.elem_bytes : 4;
+  T mean = Tensor(name + ".mean", rows, stat_bytes, false);
+  T rstd = Tensor(name + ".rstd", rows, stat_bytes, false);
   Op(name, {x}, {y, mean, rstd}, {x, mean, rstd}, 5.0 * x.elems, 2.0, 2 * width);
   return y;
 }

@@ -87,7 +87,8 @@ class Builder {
   T Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
            bool tied = false, bool trainable = true);
 
-  // LayerNorm (fused: keeps its input and the fp32 mean and rstd of each row).
+  // LayerNorm (fused: keeps its input and the mean and rstd of each row, fp32
+  // on CUDA, the input's dtype on CPU).
   T LayerNorm(const std::string& name, const T& x, int64_t width);
   // HF LlamaRMSNorm, op by op: x.to(fp32) (kept by pow and mul), rsqrt of
   // the variance (kept, 4 bytes a row), and x * rsqrt cast back to the input
