@@ -216,20 +216,27 @@ int64_t SequencesPerMicroBatch(const ModelConfig& config) {
   return config.micro_batch * WithDefaults(config).texts_per_example;
 }
 
-Result<Precision> ParsePrecision(std::string_view text) {
-  for (size_t i = 0; i < kPrecisions.size(); ++i) {
-    if (kPrecisions[i] == text) return static_cast<Precision>(i);
+namespace {
+
+// `text` as one of `names` (an enum's values in order), or what is accepted.
+template <typename E>
+Result<E> ParseName(const std::vector<std::string>& names, std::string_view text,
+                    const char* what) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == text) return static_cast<E>(i);
   }
-  return Status::Invalid("unknown precision '" + std::string(text) + "', expected " +
-                         JoinAlternatives(kPrecisions));
+  return Status::Invalid(std::string("unknown ") + what + " '" + std::string(text) +
+                         "', expected " + JoinAlternatives(names));
+}
+
+}  // namespace
+
+Result<Precision> ParsePrecision(std::string_view text) {
+  return ParseName<Precision>(kPrecisions, text, "precision");
 }
 
 Result<AttentionImpl> ParseAttention(std::string_view text) {
-  for (size_t i = 0; i < kAttention.size(); ++i) {
-    if (kAttention[i] == text) return static_cast<AttentionImpl>(i);
-  }
-  return Status::Invalid("unknown attention '" + std::string(text) + "', expected " +
-                         JoinAlternatives(kAttention));
+  return ParseName<AttentionImpl>(kAttention, text, "attention");
 }
 
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source) {
