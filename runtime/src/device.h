@@ -4,6 +4,7 @@
 #define REMAT_RUNTIME_SRC_DEVICE_H_
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <string>
 
