@@ -195,8 +195,9 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
   EXPECT_EQ(b * k, 8);
   EXPECT_LE(PredictedPeak(chosen), budget);
 
-  const Captured ok = RunWithRuntime(
-      {"train", "--plan", chosen, "--steps", "2", "--memory-limit", limit, "--json", model_});
+  const Captured ok =
+      RunWithRuntime({"train", "--plan", chosen, "--micro-batch", std::to_string(b), "--steps",
+                      "2", "--memory-limit", limit, "--json", model_});
   ASSERT_EQ(ok.code, 0) << ok.err;
   const nlohmann::json j = nlohmann::json::parse(ok.out);
   const int64_t measured = j["measured"]["peak_bytes"];
@@ -204,8 +205,8 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
             << PredictedPeak(chosen) << " B, measured " << measured << " B\n";
   EXPECT_LE(measured, budget);
 
-  const Captured oom =
-      RunWithRuntime({"train", "--plan", naive, "--steps", "2", "--memory-limit", limit, model_});
+  const Captured oom = RunWithRuntime({"train", "--plan", naive, "--micro-batch", "8", "--steps",
+                                       "2", "--memory-limit", limit, model_});
   std::cout << "naive b=8 K=1 none: exit " << oom.code << ": " << oom.err;
   EXPECT_EQ(oom.code, 4) << oom.out << oom.err;
   EXPECT_NE(oom.err.find("planner: error: out of memory at step 1, schedule op "),
