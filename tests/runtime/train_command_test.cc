@@ -195,9 +195,9 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
   EXPECT_EQ(b * k, 8);
   EXPECT_LE(PredictedPeak(chosen), budget);
 
-  const std::vector<std::string> train = {"train", "--plan", chosen, "--micro-batch",
-                                          std::to_string(b), "--steps", "2", "--memory-limit",
-                                          limit, "--json", model_};
+  const std::vector<std::string> train = {
+      "train",          "--plan", chosen,   "--micro-batch", std::to_string(b), "--steps", "2",
+      "--memory-limit", limit,    "--json", model_};
   const Captured ok = RunWithRuntime(train);
   ASSERT_EQ(ok.code, 0) << ok.err;
   const nlohmann::json j = nlohmann::json::parse(ok.out);
