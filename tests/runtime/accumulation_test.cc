@@ -197,7 +197,7 @@ struct Update {
 };
 
 // One clipped AdamW update over K micro-batches of b, as the runtime runs it.
-Update Accumulated() {
+Update ClippedAccumulated() {
   const ModelConfig c = NoDropout(kMicroBatch);
   GptModel model(c, at::Device(at::kCPU), kSeed);
   model.AllocateGradients();
@@ -214,7 +214,7 @@ Update Accumulated() {
 }
 
 // The same update as one batch of K*b.
-Update OneBigBatch() {
+Update ClippedOneBigBatch() {
   const ModelConfig c = NoDropout(kMicroBatch * kMicroBatches);
   GptModel model(c, at::Device(at::kCPU), kSeed);  // same seed: the same weights
   model.AllocateGradients();
@@ -266,7 +266,7 @@ Update WrongLoop(bool per_micro_batch, bool forget_one_over_k) {
 }
 
 TEST(TrainingLoop, MicroBatchesGiveTheParametersOfOneBatchAfterAClippedAdamWStep) {
-  const Update whole = OneBigBatch(), micro = Accumulated();
+  const Update whole = ClippedOneBigBatch(), micro = ClippedAccumulated();
   EXPECT_TRUE(whole.clipped);
   EXPECT_TRUE(micro.clipped);
   EXPECT_GT(whole.grad_norm, 2 * kMaxGradNorm);  // it really clips
@@ -275,14 +275,14 @@ TEST(TrainingLoop, MicroBatchesGiveTheParametersOfOneBatchAfterAClippedAdamWStep
 }
 
 TEST(TrainingLoop, ALoopThatClipsEachMicroBatchIsCaught) {
-  const Update whole = OneBigBatch(), wrong = WrongLoop(true, false);
+  const Update whole = ClippedOneBigBatch(), wrong = WrongLoop(true, false);
   EXPECT_GT(RelativeError(wrong.parameters, whole.parameters), 1e-3);
 }
 
 TEST(TrainingLoop, ALoopThatForgetsOneOverKIsCaughtByTheNormItClips) {
   // Clipped to the same norm, a K-times gradient moves AdamW the same way;
   // the norm the loop clipped from (the one users log) is K times too large.
-  const Update whole = OneBigBatch(), wrong = WrongLoop(false, true);
+  const Update whole = ClippedOneBigBatch(), wrong = WrongLoop(false, true);
   EXPECT_NEAR(wrong.grad_norm / whole.grad_norm, static_cast<double>(kMicroBatches), 1e-3);
 }
 
