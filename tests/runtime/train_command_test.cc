@@ -188,7 +188,6 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
   c = RunWithRuntime(
       {"--device", "cpu", "--budget", limit, "--global-batch", "8", "-o", chosen, model_});
   ASSERT_EQ(c.code, 0) << c.err;
-  std::cout << c.out;
   const nlohmann::json plan = nlohmann::json::parse(ReadAll(chosen));
   const int64_t b = plan["micro_batch"], k = plan["grad_accumulation"];
   EXPECT_LT(b, 8);
