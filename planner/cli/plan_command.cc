@@ -180,6 +180,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   progress.Finish();
   for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
   if (result.batch_job) job = *result.batch_job;
+  if (result.batch) job.context.batch = &*result.batch;
   if (result.advice) job.context.note = "NO PLAN FITS: " + result.advice->message;
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(

@@ -16,6 +16,7 @@ const std::vector<std::string> kPrecisions = {"fp32",     "bf16",       "fp16", 
 const std::vector<std::string> kGradDtypes = {"default", "fp32", "bf16", "fp16"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
 const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
+const std::vector<std::string> kLrSchedules = {"constant", "linear", "cosine"};
 // Indexed by enum value; "default" is never accepted in a file.
 const std::vector<std::string> kHeads = {"default", "lm", "mlm", "pooling", "classification"};
 const std::vector<std::string> kPoolings = {"mean", "cls"};
@@ -37,6 +38,9 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "attention",
                                              "dropout",
                                              "tie_embeddings",
+                                             "max_grad_norm",
+                                             "lr_schedule",
+                                             "warmup_steps",
                                              "kv_heads",
                                              "head_dim",
                                              "qkv_bias",
@@ -193,6 +197,7 @@ const char* ToString(Precision v) { return kPrecisions[static_cast<int>(v)].c_st
 const char* ToString(GradDtype v) { return kGradDtypes[static_cast<int>(v)].c_str(); }
 const char* ToString(Optimizer v) { return kOptimizers[static_cast<int>(v)].c_str(); }
 const char* ToString(AttentionImpl v) { return kAttention[static_cast<int>(v)].c_str(); }
+const char* ToString(LrSchedule v) { return kLrSchedules[static_cast<int>(v)].c_str(); }
 const char* ToString(Head v) { return kHeads[static_cast<int>(v)].c_str(); }
 const char* ToString(Pooling v) { return kPoolings[static_cast<int>(v)].c_str(); }
 const char* ToString(Loss v) { return kLosses[static_cast<int>(v)].c_str(); }
@@ -273,6 +278,11 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   REMAT_RETURN_IF_ERROR(r.Double("dropout", &c.dropout, false, 0.0, 0.999999));
   c.tie_embeddings = c.architecture != Architecture::kLlama;
   REMAT_RETURN_IF_ERROR(r.Bool("tie_embeddings", &c.tie_embeddings, false));
+  REMAT_RETURN_IF_ERROR(r.Double("max_grad_norm", &c.max_grad_norm, false, 0.0, 1e30));
+  std::string lr_schedule = "constant";
+  REMAT_RETURN_IF_ERROR(r.Enum("lr_schedule", &lr_schedule, kLrSchedules, false));
+  c.lr_schedule = FromName<LrSchedule>(kLrSchedules, lr_schedule);
+  REMAT_RETURN_IF_ERROR(r.Int("warmup_steps", &c.warmup_steps, false, 0, kMaxTokens));
   REMAT_RETURN_IF_ERROR(r.Int("kv_heads", &c.kv_heads, false, 1, kMaxWidth));
   REMAT_RETURN_IF_ERROR(r.Int("head_dim", &c.head_dim, false, 1, kMaxWidth));
   REMAT_RETURN_IF_ERROR(r.Bool("qkv_bias", &c.qkv_bias, false));
@@ -314,6 +324,12 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
                                    " (learned positions need one row per token)");
   }
   if (!(c.dropout >= 0.0 && c.dropout < 1.0)) return bad("dropout", "expected a number in [0, 1)");
+  if (!(c.max_grad_norm >= 0.0 && c.max_grad_norm <= 1e30)) {
+    return bad("max_grad_norm", "expected a number in [0, 1e30] (0: no clipping)");
+  }
+  if (c.warmup_steps < 0 || c.warmup_steps > kMaxTokens) {
+    return bad("warmup_steps", "expected an integer in [0, " + std::to_string(kMaxTokens) + "]");
+  }
   if (const std::string why = GradDtypeProblem(c.precision, c.grad_dtype); !why.empty()) {
     return bad("grad_dtype", std::string(ToString(c.grad_dtype)) + " with precision " +
                                  ToString(c.precision) + ": " + why);
@@ -340,6 +356,9 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;
   j["tie_embeddings"] = c.tie_embeddings;
+  if (c.max_grad_norm != 0) j["max_grad_norm"] = c.max_grad_norm;
+  if (c.lr_schedule != LrSchedule::kConstant) j["lr_schedule"] = ToString(c.lr_schedule);
+  if (c.warmup_steps != 0) j["warmup_steps"] = c.warmup_steps;
   const ModelConfig d = WithDefaults(c);
   j["kv_heads"] = d.kv_heads;
   j["head_dim"] = d.head_dim;

@@ -53,10 +53,12 @@ Status ModelSupports(const ModelConfig& config) {
         "' can be planned but not run (config.json inputs default to transformers' sdpa: "
         "--attention eager, or \"attention\": \"eager\", runs them)");
   }
-  if (c.precision != Precision::kFp32 && c.precision != Precision::kBf16 &&
-      c.precision != Precision::kFp16) {
-    return Status::Invalid(std::string("the runtime trains in fp32, bf16 or fp16; precision '") +
-                           ToString(c.precision) + "' (autocast) is not implemented");
+  if (c.precision == Precision::kMixedBf16 || c.precision == Precision::kMixedFp16) {
+    return Status::Invalid(std::string("the runtime trains fp32, bf16, fp16, amp_bf16 and "
+                                       "amp_fp16; precision '") +
+                           ToString(c.precision) +
+                           "' (16-bit weights with fp32 master weights) is planned, not run: "
+                           "amp_bf16 (fp32 weights, bf16 autocast) runs");
   }
   if (c.architecture != Architecture::kBert && c.head != Head::kLm) {
     return Status::Invalid("the runtime's " + arch + " has the lm head only; head '" + head +

@@ -1,6 +1,9 @@
 #include "device.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/GradMode.h>
 #include <time.h>
 #include <torch/cuda.h>
 
@@ -8,6 +11,7 @@
 #include <cstdlib>
 
 #include "memory_meter.h"
+#include "remat/precision.h"
 
 namespace remat::runtime {
 
@@ -83,6 +87,76 @@ double DeviceClock::Now() const {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+namespace {
+
+// The dtype matmuls run in: the weights' for bf16/fp16, autocast's for amp_*.
+c10::ScalarType ComputeDtype(Precision precision) {
+  switch (precision) {
+    case Precision::kBf16:
+    case Precision::kAmpBf16:
+    case Precision::kMixedBf16:
+      return at::kBFloat16;
+    case Precision::kFp16:
+    case Precision::kAmpFp16:
+    case Precision::kMixedFp16:
+      return at::kHalf;
+    case Precision::kFp32:
+      break;
+  }
+  return at::kFloat;
+}
+
+}  // namespace
+
+Status DeviceRuns(const ModelConfig& config, const c10::Device& device) {
+  const c10::ScalarType dtype = ComputeDtype(config.precision);
+  if (dtype == at::kFloat) return Status::Ok();
+  const bool autocast = ConventionOf(config.precision).autocast;
+  if (autocast && !at::autocast::is_autocast_available(device.type())) {
+    return Status::Invalid(std::string("precision '") + ToString(config.precision) +
+                           "': this LibTorch has no autocast on " + DeviceDescription(device));
+  }
+  try {
+    c10::AutoGradMode grad(true);
+    const auto weights = at::TensorOptions().device(device).dtype(autocast ? at::kFloat : dtype);
+    const at::Tensor x = at::randn({4, 8}, weights).requires_grad_(true);
+    const at::Tensor w = at::randn({8, 8}, weights).requires_grad_(true);
+    at::Tensor loss;
+    {
+      const AutocastScope scope(config, device);
+      const at::Tensor y = at::layer_norm(x, {8});
+      loss = at::softmax(at::matmul(y, w), -1).sum();
+    }
+    loss.backward();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    const bool cpu = device.is_cpu();
+    return Status::Invalid(
+        std::string("precision '") + ToString(config.precision) + "' does not run on " +
+        DeviceDescription(device) + " with this LibTorch (" + what + "); " +
+        (cpu ? "bf16 or amp_bf16 run here, or this precision on cuda" : "fp32 runs here"));
+  }
+  return Status::Ok();
+}
+
+AutocastScope::AutocastScope(const ModelConfig& config, const c10::Device& device)
+    : active_(ConventionOf(config.precision).autocast), type_(device.type()) {
+  if (!active_) return;
+  was_enabled_ = at::autocast::is_autocast_enabled(type_);
+  was_dtype_ = at::autocast::get_autocast_dtype(type_);
+  at::autocast::set_autocast_enabled(type_, true);
+  at::autocast::set_autocast_dtype(type_, ComputeDtype(config.precision));
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(type_, was_enabled_);
+  at::autocast::set_autocast_dtype(type_, was_dtype_);
 }
 
 }  // namespace remat::runtime

@@ -4,9 +4,11 @@
 #define REMAT_RUNTIME_SRC_DEVICE_H_
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <string>
 
+#include "remat/model_config.h"
 #include "remat/status.h"
 
 namespace remat::runtime {
@@ -47,6 +49,33 @@ class DeviceClock {
   double Now() const;
   Timing timing_;
   double start_ms_ = 0;
+};
+
+// OK if `device` runs `config.precision`'s kernels: a probe of LayerNorm,
+// matmul, softmax and their backward in the precision's compute dtype (under
+// autocast for amp_*), run before anything starts. Otherwise why, naming what
+// would run (bf16, or the precision on cuda).
+Status DeviceRuns(const ModelConfig& config, const c10::Device& device);
+
+// torch.autocast(device, dtype) for amp_* (fp32 weights; matmuls and the
+// ops autocast's policy lowers run in 16 bits), nothing otherwise. As
+// torch.autocast's exit, leaving the outermost scope clears autocast's cache
+// of 16-bit weight copies (the copies a matmul saves for backward stay with
+// its graph). The executor and the profiler open one around each layer's
+// forward and each recompute, so a layer's weight copies live no longer
+// than what keeps them.
+class AutocastScope {
+ public:
+  AutocastScope(const ModelConfig& config, const c10::Device& device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+  c10::DeviceType type_ = c10::DeviceType::CPU;
+  bool was_enabled_ = false;
+  c10::ScalarType was_dtype_ = c10::ScalarType::Float;
 };
 
 }  // namespace remat::runtime

@@ -19,12 +19,14 @@ at::Tensor InputLeaf(int layer, const at::Tensor& x) {
 at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,
                          const at::Tensor& batch, const DropoutSeeds& seeds) {
   c10::NoGradGuard no_grad;
+  const AutocastScope scope(model.config(), model.device());
   return model.Forward(layer, x, batch, seeds);
 }
 
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, bool selective) {
   c10::AutoGradMode grad(true);
+  const AutocastScope scope(model.config(), model.device());
   SavedLayer s;
   s.input = InputLeaf(layer, x);
   if (!selective) {
@@ -59,7 +61,11 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
       Heads heads;
       for (const at::Tensor& h : saved.heads) heads.push_back(h.detach().requires_grad_(true));
       const DeviceClock clock(timing);
-      const at::Tensor context = model.AttentionCore(saved.layer, heads, saved.seeds);
+      at::Tensor context;
+      {
+        const AutocastScope scope(model.config(), model.device());
+        context = model.AttentionCore(saved.layer, heads, saved.seeds);
+      }
       if (recompute_ms != nullptr) *recompute_ms = clock.ElapsedMs();
       at::Tensor context_grad = saved.context.grad();
       saved.context.mutable_grad().reset();

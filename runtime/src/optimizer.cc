@@ -5,17 +5,40 @@
 #include <algorithm>
 #include <cmath>
 
+#include "remat/precision.h"
+
 namespace remat::runtime {
 namespace {
 
 constexpr int64_t kChunk = int64_t{1} << 16;  // elements per temporary
+constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace
+
+OptimizerSettings SettingsFor(const ModelConfig& config, int64_t total_updates) {
+  OptimizerSettings s;
+  s.max_grad_norm = config.max_grad_norm;
+  s.lr_schedule = config.lr_schedule;
+  s.warmup_steps = config.warmup_steps;
+  s.total_updates = total_updates;
+  s.loss_scaler = ConventionOf(config.precision).loss_scaler;
+  return s;
+}
+
+double LrFactor(LrSchedule schedule, int64_t warmup, int64_t total, int64_t update) {
+  if (update < warmup) return static_cast<double>(update) / static_cast<double>(warmup);
+  if (schedule == LrSchedule::kConstant || total <= 0) return 1.0;
+  const double progress = static_cast<double>(update - warmup) /
+                          static_cast<double>(std::max<int64_t>(1, total - warmup));
+  if (schedule == LrSchedule::kLinear) return std::max(0.0, 1.0 - progress);
+  return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * progress)));
+}
 
 ModelOptimizer::ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
                                const OptimizerSettings& settings)
     : kind_(kind), settings_(settings), params_(std::move(params)) {
   c10::NoGradGuard no_grad;
+  if (settings_.loss_scaler) scale_ = settings_.initial_scale;
   for (const at::Tensor& p : params_) {
     if (kind_ == Optimizer::kAdamW) {
       first_.push_back(at::zeros_like(p));
@@ -26,19 +49,72 @@ ModelOptimizer::ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
   }
 }
 
+double ModelOptimizer::lr() const {
+  return settings_.lr *
+         LrFactor(settings_.lr_schedule, settings_.warmup_steps, settings_.total_updates, updates_);
+}
+
 void ModelOptimizer::Step() {
   c10::NoGradGuard no_grad;
-  ++steps_;
+  last_norm_ = 0;
+  last_clipped_ = last_skipped_ = false;
+  if (settings_.loss_scaler && !Unscale()) {
+    // GradScaler: skip the update, back off the scale.
+    last_skipped_ = true;
+    scale_ *= 0.5;
+    clean_updates_ = 0;
+    ZeroGrads();
+    return;
+  }
+  if (settings_.loss_scaler && ++clean_updates_ == settings_.growth_interval) {
+    scale_ *= 2.0;
+    clean_updates_ = 0;
+  }
+  if (settings_.max_grad_norm > 0) Clip();
+  const double rate = lr();
+  ++updates_;
+  Update(rate);
+  ZeroGrads();
+}
+
+bool ModelOptimizer::Unscale() {
+  // GradScaler's fused unscale: in place, no gradient-sized temporaries.
+  std::vector<at::Tensor> grads;
+  grads.reserve(params_.size());
+  for (const at::Tensor& p : params_) grads.push_back(p.grad());
+  if (grads.empty()) return true;
+  const auto options = at::TensorOptions().dtype(at::kFloat).device(grads.front().device());
+  at::Tensor found_inf = at::zeros({1}, options);
+  const at::Tensor inverse = at::full({1}, 1.0 / scale_, options);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inverse);
+  return found_inf.item<double>() == 0;
+}
+
+void ModelOptimizer::Clip() {
+  // torch.nn.utils.clip_grad_norm_: the norms in the gradients' dtype, their
+  // norm, and a multiply by the clamped coefficient whether or not it clips.
+  std::vector<at::Tensor> norms;
+  norms.reserve(params_.size());
+  for (const at::Tensor& p : params_) norms.push_back(at::linalg_vector_norm(p.grad(), 2));
+  const at::Tensor total = at::linalg_vector_norm(at::stack(norms), 2).to(at::kFloat);
+  const at::Tensor coefficient =
+      at::reciprocal(total + 1e-6).mul_(settings_.max_grad_norm).clamp_max_(1.0);
+  for (const at::Tensor& p : params_) p.mutable_grad().mul_(coefficient);
+  last_norm_ = total.item<double>();
+  last_clipped_ = last_norm_ + 1e-6 > settings_.max_grad_norm;
+}
+
+void ModelOptimizer::Update(double lr) {
   const OptimizerSettings& s = settings_;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i];
     at::Tensor g = p.mutable_grad();
     switch (kind_) {
       case Optimizer::kAdamW: {
-        const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(steps_));
-        const double bc2 = 1 - std::pow(s.beta2, static_cast<double>(steps_));
+        const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(updates_));
+        const double bc2 = 1 - std::pow(s.beta2, static_cast<double>(updates_));
         at::Tensor m = first_[i], v = second_[i];
-        p.mul_(1 - s.lr * s.weight_decay);
+        p.mul_(1 - lr * s.weight_decay);
         m.mul_(s.beta1).add_(g, 1 - s.beta1);
         v.mul_(s.beta2).addcmul_(g, g, 1 - s.beta2);
         // p -= lr / bc1 * m / (sqrt(v / bc2) + eps), chunk by chunk.
@@ -48,22 +124,25 @@ void ModelOptimizer::Step() {
           const int64_t len = std::min(kChunk, n - off);
           at::Tensor denom = vf.narrow(0, off, len).sqrt();
           denom.div_(std::sqrt(bc2)).add_(s.eps);
-          pf.narrow(0, off, len).addcdiv_(mf.narrow(0, off, len), denom, -s.lr / bc1);
+          pf.narrow(0, off, len).addcdiv_(mf.narrow(0, off, len), denom, -lr / bc1);
         }
         break;
       }
       case Optimizer::kSgdMomentum:
         first_[i].mul_(s.momentum).add_(g);
-        p.add_(first_[i], -10 * s.lr);
+        p.add_(first_[i], -10 * lr);
         break;
       case Optimizer::kSgd:
-        p.add_(g, -10 * s.lr);
+        p.add_(g, -10 * lr);
         break;
       case Optimizer::kNone:
         break;
     }
-    g.zero_();
   }
+}
+
+void ModelOptimizer::ZeroGrads() {
+  for (const at::Tensor& p : params_) p.mutable_grad().zero_();
 }
 
 }  // namespace remat::runtime

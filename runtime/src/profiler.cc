@@ -174,7 +174,8 @@ Status Profiler::Run(Profile* out) {
     const int64_t weights = meter_.current_bytes();
     model_->AllocateGradients();
     const int64_t grads = meter_.current_bytes();
-    optimizer = std::make_unique<ModelOptimizer>(config_.optimizer, model_->parameters());
+    optimizer = std::make_unique<ModelOptimizer>(config_.optimizer, model_->parameters(),
+                                                 SettingsFor(config_, 1));
     const int64_t state = meter_.current_bytes();
     // Parameters and buffers (the causal mask) count as parameter bytes.
     p.static_memory = {weights - start, grads - weights, state - grads};

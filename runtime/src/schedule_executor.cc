@@ -125,7 +125,9 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
                            std::to_string(micro_batches) + " per update");
   }
   const bool last_micro_batch = micro + 1 == micro_batches;
-  const double loss_scale = 1.0 / static_cast<double>(micro_batches);
+  // d(loss / K)/d(loss), times the loss scaler's scale (amp_fp16).
+  const double loss_scale =
+      (optimizer_ != nullptr ? optimizer_->loss_scale() : 1.0) / static_cast<double>(micro_batches);
   const int L = model_.num_layers();
   x_.assign(L + 1, at::Tensor());
   g_.assign(L + 1, at::Tensor());

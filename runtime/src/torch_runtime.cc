@@ -52,9 +52,10 @@ class LimitGuard {
 Status CheckConfig(const ModelConfig& config) {
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
   if (config.precision == Precision::kMixedBf16 || config.precision == Precision::kMixedFp16) {
-    return Status::Invalid(config.name + ": field 'precision': the runtime trains fp32, bf16 " +
-                           "or fp16; " + ToString(config.precision) +
-                           " (fp32 master weights) is planned, not run");
+    return Status::Invalid(config.name + ": field 'precision': the runtime trains fp32, bf16, " +
+                           "fp16, amp_bf16 and amp_fp16; " + ToString(config.precision) +
+                           " (16-bit weights, fp32 master weights) is planned, not run: "
+                           "amp_bf16 runs (fp32 weights, bf16 autocast)");
   }
   return ModelSupports(config);
 }
@@ -67,6 +68,7 @@ class TorchRuntime final : public Runtime {
     REMAT_RETURN_IF_ERROR(CheckConfig(config));
     REMAT_ASSIGN_OR_RETURN(MeteredDevice d, OpenDevice(options.device));
     REMAT_ASSIGN_OR_RETURN(const ClockKind clock, ParseClock(options.clock, d.device));
+    REMAT_RETURN_IF_ERROR(DeviceRuns(config, d.device));
     REMAT_RETURN_IF_ERROR(d.meter->SetLimit(0));
     return MeasureProfile(config, options, Timing{d.device, clock}, *d.meter);
   }
@@ -77,6 +79,7 @@ class TorchRuntime final : public Runtime {
     if (options.steps < 1) return Status::Invalid("train needs at least 1 step");
     REMAT_ASSIGN_OR_RETURN(MeteredDevice d, OpenDevice(options.device));
     REMAT_ASSIGN_OR_RETURN(const ClockKind clock, ParseClock(options.clock, d.device));
+    REMAT_RETURN_IF_ERROR(DeviceRuns(config, d.device));
     MemoryMeter& meter = *d.meter;
     const LimitGuard guard(meter);
     REMAT_RETURN_IF_ERROR(meter.SetLimit(options.memory_limit_bytes));
@@ -89,7 +92,8 @@ class TorchRuntime final : public Runtime {
       const int64_t start = meter.current_bytes();
       model = MakeChainModel(config, d.device, options.seed);
       model->AllocateGradients();
-      optimizer = std::make_unique<ModelOptimizer>(config.optimizer, model->parameters());
+      optimizer = std::make_unique<ModelOptimizer>(config.optimizer, model->parameters(),
+                                                   SettingsFor(config, options.steps));
       result.model_state_bytes = meter.current_bytes() - start;
     }));
     REMAT_RETURN_IF_ERROR(ScheduleExecutor::Check(schedule, *model));

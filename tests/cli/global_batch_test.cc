@@ -1,6 +1,7 @@
 // planner --global-batch G and --grad-accumulation K.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -41,6 +42,37 @@ TEST(GlobalBatch, JsonCarriesMicroBatchAccumulationAndTheUpdate) {
               k * p["micro_step_ms"].get<double>() + (k - 1) * p["accumulate_ms"].get<double>() +
                   p["optimizer_step_ms"].get<double>(),
               1e-9);
+}
+
+TEST(GlobalBatch, PlanJsonCarriesTheTableItWeighed) {
+  const Captured c =
+      RunCli({"--budget", "60MB", "--global-batch", "32", "--json", "--quiet", kSmall});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  ASSERT_TRUE(j.contains("global_batch")) << c.out.substr(0, 400);
+  const nlohmann::json& table = j["global_batch"];
+  EXPECT_EQ(table["global_batch"], 32);
+  int chosen = 0;
+  double best = 1e300;
+  for (const nlohmann::json& row : table["weighed"]) {
+    EXPECT_EQ(row["micro_batch"].get<int64_t>() * row["grad_accumulation"].get<int64_t>(), 32);
+    EXPECT_GT(row["peak_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(row["tokens_per_s"].get<double>(), 0);
+    if (row["fits"]) best = std::min(best, row["update_ms"].get<double>());
+    if (row["chosen"]) {
+      ++chosen;
+      EXPECT_EQ(row["micro_batch"], j["micro_batch"]);
+      EXPECT_EQ(row["grad_accumulation"], j["grad_accumulation"]);
+      EXPECT_DOUBLE_EQ(row["update_ms"].get<double>(), j["predicted"]["update_ms"].get<double>());
+    }
+  }
+  EXPECT_EQ(chosen, 1);
+  EXPECT_GE(table["weighed"].size(), 2u);
+  EXPECT_DOUBLE_EQ(best, j["predicted"]["update_ms"].get<double>());  // the fastest that fits
+  // Without --global-batch there is no table.
+  const Captured plain = RunCli({"--budget", "60MB", "--json", "--quiet", kSmall});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("global_batch"));
 }
 
 TEST(GlobalBatch, EveryPlanHasTheOptimizerStepAndAccumulationOverrides) {

@@ -100,5 +100,35 @@ TEST(Accumulation, AnalyticMicroStepMemoryDoesNotDependOnK) {
   EXPECT_GT(one->accumulate_ms, 0);
 }
 
+// Clipping by the global norm (max_grad_norm) reads the gradients and
+// multiplies them in place once per update: 3 passes of the gradient bytes
+// in the optimizer step, no gradient-sized transient. The learning-rate
+// schedule costs nothing the planner can see.
+TEST(Accumulation, ClippingAddsThreeGradientPassesToTheOptimizerStepAndNoMemory) {
+  ModelConfig clipped = SmallGpt(4);
+  clipped.max_grad_norm = 1.0;
+  Result<Profile> off = AnalyticProfile(SmallGpt(4), {});
+  Result<Profile> on = AnalyticProfile(clipped, {});
+  ASSERT_TRUE(off.ok() && on.ok());
+  // accumulate_ms is 3 passes of the gradient bytes at the same bandwidth.
+  EXPECT_NEAR(on->optimizer_ms - off->optimizer_ms, off->accumulate_ms, 1e-12);
+  EXPECT_GT(on->optimizer_ms, off->optimizer_ms);
+  EXPECT_EQ(on->static_bytes(), off->static_bytes());
+  for (size_t i = 0; i < on->layers.size(); ++i) {
+    EXPECT_EQ(on->layers[i].forward_workspace_bytes, off->layers[i].forward_workspace_bytes);
+  }
+}
+
+TEST(Accumulation, TheScheduleDoesNotMoveThePrediction) {
+  ModelConfig scheduled = SmallGpt(4);
+  scheduled.lr_schedule = LrSchedule::kCosine;
+  scheduled.warmup_steps = 100;
+  Result<Profile> constant = AnalyticProfile(SmallGpt(4), {});
+  Result<Profile> cosine = AnalyticProfile(scheduled, {});
+  ASSERT_TRUE(constant.ok() && cosine.ok());
+  EXPECT_EQ(cosine->optimizer_ms, constant->optimizer_ms);
+  EXPECT_EQ(cosine->static_bytes(), constant->static_bytes());
+}
+
 }  // namespace
 }  // namespace remat

@@ -46,6 +46,35 @@ std::string Error(const std::string& json) {
   return c.ok() ? "" : c.status().message();
 }
 
+TEST(ModelConfig, TrainingLoopKeysParseRoundTripAndRejectBadValues) {
+  Result<ModelConfig> d = ParseModelConfig(kMinimal, "m.json");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->max_grad_norm, 0);  // no clipping unless asked
+  EXPECT_EQ(d->lr_schedule, LrSchedule::kConstant);
+  EXPECT_EQ(d->warmup_steps, 0);
+  EXPECT_EQ(ModelConfigToJson(*d).find("max_grad_norm"), std::string::npos);
+  Result<ModelConfig> c = ParseModelConfig(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
+          "max_grad_norm": 1.0, "lr_schedule": "cosine", "warmup_steps": 10})",
+      "m.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->max_grad_norm, 1.0);
+  EXPECT_EQ(c->lr_schedule, LrSchedule::kCosine);
+  EXPECT_EQ(c->warmup_steps, 10);
+  Result<ModelConfig> back = ParseModelConfig(ModelConfigToJson(*c), "m.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->lr_schedule, LrSchedule::kCosine);
+  EXPECT_EQ(ModelConfigToJson(*back), ModelConfigToJson(*c));
+  const std::string base =
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32, )";
+  std::string m = Error(base + R"("max_grad_norm": -1})");
+  EXPECT_NE(m.find("'max_grad_norm'"), std::string::npos) << m;
+  m = Error(base + R"("lr_schedule": "step"})");
+  EXPECT_NE(m.find("expected constant, linear or cosine"), std::string::npos) << m;
+  m = Error(base + R"("warmup_steps": -3})");
+  EXPECT_NE(m.find("'warmup_steps'"), std::string::npos) << m;
+}
+
 TEST(ModelConfig, BadInputSaysFileFieldAndWhatIsAccepted) {
   EXPECT_EQ(Error(R"({"layers": 2, "hidden": 64, "heads": 5, "vocab": 100, "seq_len": 32})"),
             "model.json: field 'heads': 5 does not divide hidden = 64 (head size must be a whole "

@@ -229,6 +229,29 @@ TEST(ModelFamilies, LayerNormStatisticsFollowTheDevice) {
             Layer(OnDevice(c, "cpu"), "block0").activation_bytes);
 }
 
+// Autocast's softmax: CUDA's policy runs it in fp32 (fp32 probabilities,
+// cast back to bf16 for the matmul with v, both kept); CPU's has no entry
+// for it, so it runs on the bf16 scores (torch 2.11; the runtime's amp_bf16
+// measured-profile cell, tests/runtime/accumulation_test.cc).
+TEST(ModelFamilies, AutocastSoftmaxFollowsTheDevicesPolicy) {
+  ModelConfig c;
+  c.layers = 1;
+  c.hidden = 128;
+  c.heads = 4;
+  c.ffn_hidden = 512;
+  c.vocab = 2048;
+  c.seq_len = 128;
+  c.max_position = 128;
+  c.micro_batch = 4;
+  c.dropout = 0;  // masks differ by device too
+  c.precision = Precision::kAmpBf16;
+  c = WithDefaults(c);
+  const int64_t scores = int64_t{4} * 128 * 128 * 4;  // heads x s x s x b
+  EXPECT_EQ(Layer(OnDevice(c, "a100"), "block0").activation_bytes -
+                Layer(OnDevice(c, "cpu"), "block0").activation_bytes,
+            scores * (4 + 2 - 2));
+}
+
 constexpr char kSeedJob[] = R"({"architectures":["RobertaForMaskedLM"],"model_type":"roberta",
     "num_hidden_layers":6,"hidden_size":768,"num_attention_heads":12,"intermediate_size":3072,
     "max_position_embeddings":514,"type_vocab_size":1,"vocab_size":50265,

@@ -1,10 +1,16 @@
 // Gradient accumulation in the runtime: K micro-batches of b give the
 // gradients of one batch of K*b (LayerNorm model, fp32, dropout 0), the
 // optimizer steps once per update, and the measured peak of an update is the
-// simulated micro-step's.
+// simulated micro-step's; clipping, the schedule, the loss scaler and
+// autocast of the training loop (below).
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
+#include "device.h"
 #include "gpt_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -116,9 +122,10 @@ TEST(Accumulation, TheOptimizerStepsOncePerUpdateAndZeroesTheGradients) {
             StatusCode::kInvalidInput);
 }
 
-TEST(Accumulation, MeasuredPeakOfAnUpdateIsTheSimulatedMicroStep) {
+// Trains `c` with K = 4 from a measured profile: the measured peak of an
+// update is the simulated micro-step's, within 1%.
+void ExpectUpdatePeakIsSimulated(ModelConfig c) {
   std::unique_ptr<Runtime> runtime = MakeTorchRuntime();
-  ModelConfig c = testing::TinyGpt();
   MeasureOptions m;
   m.repeats = 1;
   Result<Profile> profile = runtime->Measure(c, m);
@@ -134,9 +141,266 @@ TEST(Accumulation, MeasuredPeakOfAnUpdateIsTheSimulatedMicroStep) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_NEAR(static_cast<double>(r->peak_bytes), static_cast<double>(predicted->peak_bytes),
                 0.01 * static_cast<double>(predicted->peak_bytes))
-        << ToString(strategy);
+        << ToString(c.precision) << " " << ToString(strategy) << ": measured " << r->peak_bytes
+        << ", predicted " << predicted->peak_bytes;
     EXPECT_EQ(r->steps.size(), 2u);
+    EXPECT_TRUE(std::isfinite(r->steps.back().loss));
   }
+}
+
+TEST(Accumulation, MeasuredPeakOfAnUpdateIsTheSimulatedMicroStep) {
+  ExpectUpdatePeakIsSimulated(testing::TinyGpt());
+}
+
+// amp_bf16 (autocast around each layer), clipped and scheduled: the
+// measured-profile cell.
+TEST(Accumulation, AmpBf16MeasuredPeakOfAnUpdateIsTheSimulatedMicroStep) {
+  ModelConfig c = testing::TinyGpt();
+  c.precision = Precision::kAmpBf16;
+  c.max_grad_norm = 1.0;
+  c.lr_schedule = LrSchedule::kCosine;
+  ExpectUpdatePeakIsSimulated(c);
+}
+
+// The training loop around the optimizer, once per update: clipping by the
+// global gradient norm after the K-th micro-batch, the learning-rate
+// schedule, the dynamic loss scaler (amp_fp16), and autocast (amp_bf16).
+constexpr int64_t kMicroBatch = 2;
+constexpr uint64_t kSeed = 11;
+
+std::vector<at::Tensor> Clones(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : tensors) out.push_back(t.detach().clone());
+  return out;
+}
+
+// The micro-batches of one update, drawn by a model of micro-batch b.
+std::vector<at::Tensor> MicroBatches() {
+  const GptModel model(NoDropout(kMicroBatch), at::Device(at::kCPU), kSeed);
+  return MakeBatches(model).micro;
+}
+
+// A clipping norm that fires, for the update and for each micro-batch alone
+// (the tests assert both).
+constexpr double kMaxGradNorm = 0.05;
+
+OptimizerSettings Clipped() {
+  OptimizerSettings s;
+  s.max_grad_norm = kMaxGradNorm;
+  return s;
+}
+
+struct Update {
+  std::vector<at::Tensor> parameters;
+  double grad_norm = 0;
+  bool clipped = false;
+};
+
+// One clipped AdamW update over K micro-batches of b, as the runtime runs it.
+Update ClippedAccumulated() {
+  const ModelConfig c = NoDropout(kMicroBatch);
+  GptModel model(c, at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(), Clipped());
+  const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kSegment);
+  ScheduleExecutor executor(model, &optimizer, CpuMeter(), kSeed);
+  const std::vector<at::Tensor> batches = MicroBatches();
+  for (int64_t k = 0; k < kMicroBatches; ++k) {
+    Result<StepResult> r = executor.RunStep(s, batches[k], k, k, kMicroBatches);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+  }
+  EXPECT_EQ(optimizer.updates(), 1);
+  return {Clones(model.parameters()), optimizer.last_grad_norm(), optimizer.last_clipped()};
+}
+
+// The same update as one batch of K*b.
+Update ClippedOneBigBatch() {
+  const ModelConfig c = NoDropout(kMicroBatch * kMicroBatches);
+  GptModel model(c, at::Device(at::kCPU), kSeed);  // same seed: the same weights
+  model.AllocateGradients();
+  ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(), Clipped());
+  ScheduleExecutor executor(model, &optimizer, CpuMeter(), kSeed);
+  Result<StepResult> r =
+      executor.RunStep(testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kNone),
+                       at::cat(MicroBatches(), 1), 0);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return {Clones(model.parameters()), optimizer.last_grad_norm(), optimizer.last_clipped()};
+}
+
+// Test doubles of wrong loops: each micro-batch's gradients clipped on their
+// own (`per_micro_batch`), or the loss not divided by K (`forget_one_over_k`),
+// then the update.
+Update WrongLoop(bool per_micro_batch, bool forget_one_over_k) {
+  const ModelConfig c = NoDropout(kMicroBatch);
+  GptModel model(c, at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kSegment);
+  ScheduleExecutor executor(model, nullptr, CpuMeter(), kSeed);
+  const std::vector<at::Tensor> batches = MicroBatches();
+  std::vector<at::Tensor> sum;
+  for (const at::Tensor& p : model.parameters()) sum.push_back(at::zeros_like(p));
+  for (int64_t k = 0; k < kMicroBatches; ++k) {
+    Result<StepResult> r = forget_one_over_k ? executor.RunStep(s, batches[k], k)
+                                             : executor.RunStep(s, batches[k], k, k, kMicroBatches);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!per_micro_batch) continue;
+    double squares = 0;
+    for (const at::Tensor& p : model.parameters()) squares += p.grad().pow(2).sum().item<double>();
+    const double coefficient = std::min(1.0, kMaxGradNorm / (std::sqrt(squares) + 1e-6));
+    EXPECT_LT(coefficient, 1.0) << "micro-batch " << k << " alone does not clip";
+    const std::vector<at::Tensor> params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      sum[i].add_(params[i].grad(), coefficient);
+      params[i].mutable_grad().zero_();
+    }
+  }
+  if (per_micro_batch) {
+    const std::vector<at::Tensor> params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad().copy_(sum[i]);
+  }
+  // The per-micro-batch double has clipped already; the other clips once.
+  ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(),
+                           per_micro_batch ? OptimizerSettings{} : Clipped());
+  optimizer.Step();
+  return {Clones(model.parameters()), optimizer.last_grad_norm(), optimizer.last_clipped()};
+}
+
+TEST(TrainingLoop, MicroBatchesGiveTheParametersOfOneBatchAfterAClippedAdamWStep) {
+  const Update whole = ClippedOneBigBatch(), micro = ClippedAccumulated();
+  EXPECT_TRUE(whole.clipped);
+  EXPECT_TRUE(micro.clipped);
+  EXPECT_GT(whole.grad_norm, 2 * kMaxGradNorm);  // it really clips
+  EXPECT_NEAR(micro.grad_norm, whole.grad_norm, 1e-5 * whole.grad_norm);
+  EXPECT_LE(RelativeError(micro.parameters, whole.parameters), 1e-5);
+}
+
+TEST(TrainingLoop, ALoopThatClipsEachMicroBatchIsCaught) {
+  const Update whole = ClippedOneBigBatch(), wrong = WrongLoop(true, false);
+  EXPECT_GT(RelativeError(wrong.parameters, whole.parameters), 1e-3);
+}
+
+TEST(TrainingLoop, ALoopThatForgetsOneOverKIsCaughtByTheNormItClips) {
+  // Clipped to the same norm, a K-times gradient moves AdamW the same way;
+  // the norm the loop clipped from (the one users log) is K times too large.
+  const Update whole = ClippedOneBigBatch(), wrong = WrongLoop(false, true);
+  EXPECT_NEAR(wrong.grad_norm / whole.grad_norm, static_cast<double>(kMicroBatches), 1e-3);
+}
+
+TEST(TrainingLoop, ClippingKeepsNoGradientSizedTemporaries) {
+  ModelConfig c = NoDropout(kMicroBatch);
+  c.vocab = 4096;  // a 512 KiB embedding gradient
+  GptModel model(c, at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  for (const at::Tensor& p : model.parameters()) p.mutable_grad().fill_(1.0);
+  ModelOptimizer optimizer(Optimizer::kSgd, model.parameters(), Clipped());
+  MemoryMeter& meter = CpuMeter();
+  const int64_t before = meter.current_bytes();
+  meter.ResetPeak();
+  optimizer.Step();
+  EXPECT_TRUE(optimizer.last_clipped());
+  // One scalar per parameter tensor and their stack: bytes, not a copy of
+  // the gradients.
+  int64_t largest = 0;
+  for (const at::Tensor& p : model.parameters()) {
+    largest = std::max(largest, static_cast<int64_t>(p.nbytes()));
+  }
+  ASSERT_GE(largest, 512 * 1024);
+  EXPECT_LT(meter.peak_bytes() - before, largest / 8);
+}
+
+TEST(TrainingLoop, LrFactorsFollowTransformersSchedules) {
+  // get_linear_schedule_with_warmup(warmup 2, total 5).
+  const double linear[] = {0, 0.5, 1, 2.0 / 3, 1.0 / 3};
+  for (int t = 0; t < 5; ++t) EXPECT_DOUBLE_EQ(LrFactor(LrSchedule::kLinear, 2, 5, t), linear[t]);
+  EXPECT_DOUBLE_EQ(LrFactor(LrSchedule::kCosine, 2, 6, 2), 1.0);
+  EXPECT_NEAR(LrFactor(LrSchedule::kCosine, 2, 6, 4), 0.5, 1e-12);  // half way
+  EXPECT_NEAR(LrFactor(LrSchedule::kCosine, 2, 6, 6), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(LrFactor(LrSchedule::kConstant, 4, 100, 1), 0.25);
+  EXPECT_DOUBLE_EQ(LrFactor(LrSchedule::kConstant, 4, 100, 90), 1.0);
+}
+
+TEST(TrainingLoop, TheSchedulerAdvancesOncePerUpdateNotPerMicroBatch) {
+  const ModelConfig c = NoDropout(kMicroBatch);
+  GptModel model(c, at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  OptimizerSettings settings;
+  settings.lr_schedule = LrSchedule::kLinear;
+  settings.warmup_steps = 2;
+  settings.total_updates = 5;
+  ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(), settings);
+  const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kNone);
+  ScheduleExecutor executor(model, &optimizer, CpuMeter(), kSeed);
+  std::vector<double> lrs;
+  for (int64_t update = 0; update < 5; ++update) {
+    lrs.push_back(optimizer.lr());
+    for (int64_t k = 0; k < kMicroBatches; ++k) {
+      const int64_t index = update * kMicroBatches + k;
+      EXPECT_DOUBLE_EQ(optimizer.lr(), lrs.back()) << "update " << update << ", micro " << k;
+      ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, index), index, k, kMicroBatches).ok());
+    }
+    EXPECT_EQ(optimizer.updates(), update + 1);
+  }
+  const double expected[] = {0, 0.5e-3, 1e-3, 2e-3 / 3, 1e-3 / 3};
+  for (int t = 0; t < 5; ++t) EXPECT_NEAR(lrs[t], expected[t], 1e-15) << t;
+}
+
+TEST(TrainingLoop, TheLossScalerUnscalesAndSkipsNonFiniteUpdates) {
+  // fp32 with the scaler: the loss is scaled by 65536 before backward and
+  // the gradients unscaled before the step: the same parameters as without.
+  auto train = [](bool scaler) {
+    const ModelConfig c = NoDropout(kMicroBatch);
+    GptModel model(c, at::Device(at::kCPU), kSeed);
+    model.AllocateGradients();
+    OptimizerSettings settings = Clipped();
+    settings.loss_scaler = scaler;
+    ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(), settings);
+    EXPECT_EQ(optimizer.loss_scale(), scaler ? 65536.0 : 1.0);
+    const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kSegment);
+    ScheduleExecutor executor(model, &optimizer, CpuMeter(), kSeed);
+    const std::vector<at::Tensor> batches = MicroBatches();
+    for (int64_t k = 0; k < kMicroBatches; ++k) {
+      EXPECT_TRUE(executor.RunStep(s, batches[k], k, k, kMicroBatches).ok());
+    }
+    return Update{Clones(model.parameters()), optimizer.last_grad_norm(), false};
+  };
+  const Update plain = train(false), scaled = train(true);
+  EXPECT_NEAR(scaled.grad_norm, plain.grad_norm, 1e-5 * plain.grad_norm);
+  EXPECT_LE(RelativeError(scaled.parameters, plain.parameters), 1e-5);
+
+  // An inf gradient: no update, the scale halves, the schedule waits.
+  GptModel model(NoDropout(kMicroBatch), at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  OptimizerSettings settings;
+  settings.loss_scaler = true;
+  ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters(), settings);
+  const std::vector<at::Tensor> before = Clones(model.parameters());
+  model.parameters()[1].mutable_grad().fill_(std::numeric_limits<float>::infinity());
+  optimizer.Step();
+  EXPECT_TRUE(optimizer.last_skipped());
+  EXPECT_EQ(optimizer.updates(), 0);
+  EXPECT_EQ(optimizer.loss_scale(), 32768.0);
+  EXPECT_EQ(RelativeError(Clones(model.parameters()), before), 0);
+  EXPECT_EQ(model.parameters()[1].grad().abs().sum().item<double>(), 0);
+}
+
+TEST(TrainingLoop, AutocastRunsMatmulsInBf16WithFp32WeightsAndGradients) {
+  ModelConfig c = NoDropout(kMicroBatch);
+  c.precision = Precision::kAmpBf16;
+  ASSERT_TRUE(DeviceRuns(c, at::Device(at::kCPU)).ok());
+  GptModel model(c, at::Device(at::kCPU), kSeed);
+  model.AllocateGradients();
+  for (const at::Tensor& p : model.parameters()) {
+    EXPECT_EQ(p.scalar_type(), at::kFloat);
+    EXPECT_EQ(p.grad().scalar_type(), at::kFloat);
+  }
+  const at::Tensor x = at::randn({2, 4, 32});
+  const at::Tensor w = at::randn({32, 32}).requires_grad_(true);
+  {
+    const AutocastScope scope(c, at::Device(at::kCPU));
+    EXPECT_EQ(at::matmul(x, w).scalar_type(), at::kBFloat16);
+  }
+  EXPECT_EQ(at::matmul(x, w).scalar_type(), at::kFloat);  // the scope ends with it
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 }  // namespace

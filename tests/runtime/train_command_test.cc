@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -150,6 +152,66 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
       RunWithRuntime({"train", "--plan", PlanFile("none"), "--micro-batch", "3", model_});
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("was made for micro_batch 2, seq_len 32"), std::string::npos) << c.err;
+}
+
+// What the runtime does not run is refused before anything starts: exit 2,
+// one line naming the precision and what runs instead.
+TEST_F(TrainCommand, MixedPrecisionIsRefusedBeforeAnythingRunsNamingWhatRuns) {
+  std::string json = kTinyModel;
+  json.replace(json.find("\"fp32\""), 6, "\"mixed_bf16\"");
+  const std::string mixed = dir_.Write("mixed.json", json);
+  const std::string plan = dir_.Path("mixed-plan.json");
+  ASSERT_EQ(RunWithRuntime({"--strategy", "none", "-o", plan, "--quiet", mixed}).code, 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"profile", "-o", dir_.Path("p.json"), mixed},
+        std::vector<std::string>{"train", "--plan", plan, "--steps", "1", mixed}}) {
+    const Captured c = RunWithRuntime(args);
+    EXPECT_EQ(c.code, 2) << args[0] << ": " << c.err;
+    EXPECT_NE(c.err.find("mixed_bf16"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("amp_bf16 runs"), std::string::npos) << c.err;
+    EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  }
+  EXPECT_FALSE(std::ifstream(dir_.Path("p.json")).good());  // nothing written
+}
+
+// Issue 13's demonstration on CPU: for a global batch of 8, the planner
+// chooses (b, K, plan) under a budget B; `train --memory-limit B` runs that
+// choice, while the naive one (b = 8, K = 1, no checkpointing) stops with
+// the out-of-memory message and exit code 4.
+TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesNot) {
+  const std::string naive = dir_.Path("naive.json"), chosen = dir_.Path("chosen.json");
+  Captured c = RunWithRuntime({"--device", "cpu", "--strategy", "none", "--micro-batch", "8",
+                               "--grad-accumulation", "1", "-o", naive, "--quiet", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const int64_t budget = PredictedPeak(naive) * 6 / 10;
+  const std::string limit = std::to_string(budget) + "B";
+  c = RunWithRuntime(
+      {"--device", "cpu", "--budget", limit, "--global-batch", "8", "-o", chosen, model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json plan = nlohmann::json::parse(ReadAll(chosen));
+  const int64_t b = plan["micro_batch"], k = plan["grad_accumulation"];
+  EXPECT_LT(b, 8);
+  EXPECT_EQ(b * k, 8);
+  EXPECT_LE(PredictedPeak(chosen), budget);
+
+  const std::vector<std::string> train = {
+      "train",          "--plan", chosen,   "--micro-batch", std::to_string(b), "--steps", "2",
+      "--memory-limit", limit,    "--json", model_};
+  const Captured ok = RunWithRuntime(train);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const nlohmann::json j = nlohmann::json::parse(ok.out);
+  const int64_t measured = j["measured"]["peak_bytes"];
+  std::cout << "budget " << budget << " B: chosen b=" << b << " K=" << k << " predicted "
+            << PredictedPeak(chosen) << " B, measured " << measured << " B\n";
+  EXPECT_LE(measured, budget);
+
+  const Captured oom = RunWithRuntime({"train", "--plan", naive, "--micro-batch", "8", "--steps",
+                                       "2", "--memory-limit", limit, model_});
+  std::cout << "naive b=8 K=1 none: exit " << oom.code << ": " << oom.err;
+  EXPECT_EQ(oom.code, 4) << oom.out << oom.err;
+  EXPECT_NE(oom.err.find("planner: error: out of memory at step 1, schedule op "),
+            std::string::npos)
+      << oom.err;
 }
 
 // A llama with grouped-query attention, a bert with its MLM head and a bert

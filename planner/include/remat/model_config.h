@@ -74,6 +74,15 @@ enum class Optimizer {
   kNone,         // inference-style step: no optimizer state
 };
 
+// The learning rate over the updates, as transformers' schedulers: a linear
+// warmup from 0 over warmup_steps updates, then constant, or a linear or
+// cosine decay to 0 at the run's last update.
+enum class LrSchedule {
+  kConstant,
+  kLinear,
+  kCosine,
+};
+
 enum class AttentionImpl {
   kEager,  // materializes the (s x s) score, softmax and dropout tensors
   kFlash,  // fused kernel: no s^2 tensors are kept
@@ -103,6 +112,11 @@ struct ModelConfig {
   AttentionImpl attention = AttentionImpl::kEager;
   double dropout = 0.1;        // in [0, 1); 0 removes the dropout masks
   bool tie_embeddings = true;  // LM head shares the token embedding (gpt, bert)
+
+  // The training loop: once per update (after the K-th micro-batch).
+  double max_grad_norm = 0;  // clip the gradients' global L2 norm to this; 0: off
+  LrSchedule lr_schedule = LrSchedule::kConstant;
+  int64_t warmup_steps = 0;  // updates of linear warmup from 0
 
   // Attention shape. 0 means the default.
   int64_t kv_heads = 0;     // key/value heads (grouped-query attention); divides
@@ -156,6 +170,7 @@ const char* ToString(Precision v);
 const char* ToString(GradDtype v);  // kDefault -> "default"
 const char* ToString(Optimizer v);
 const char* ToString(AttentionImpl v);
+const char* ToString(LrSchedule v);
 Result<Precision> ParsePrecision(std::string_view text);
 Result<AttentionImpl> ParseAttention(std::string_view text);
 

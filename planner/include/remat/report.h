@@ -14,6 +14,8 @@
 
 namespace remat {
 
+struct BatchSearch;  // remat/planning.h
+
 // What the report says about where the plan came from.
 struct ReportContext {
   std::string input_path;   // the file the user gave
@@ -22,6 +24,8 @@ struct ReportContext {
   ModelConfig config;
   int64_t grad_accumulation = 1;  // micro-batches per optimizer step (config's or overridden)
   std::string note;  // extra line (e.g. a suggestion), may be empty
+  // --global-batch: the table weighed, written to plan.json; null otherwise.
+  const BatchSearch* batch = nullptr;
 };
 
 // The human-readable report printed by `planner --budget ... model.json`.

@@ -96,7 +96,12 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   const double unscale = ConventionOf(config.precision).loss_scaler
                              ? 2.0 * static_cast<double>(p.static_memory.gradient_bytes)
                              : 0.0;
-  p.optimizer_ms = config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched + unscale);
+  // Clipping (max_grad_norm) reads the gradients for their norm, then
+  // multiplies them in place: its transients are one scalar per tensor.
+  const double clip =
+      config.max_grad_norm > 0 ? 3.0 * static_cast<double>(p.static_memory.gradient_bytes) : 0.0;
+  p.optimizer_ms =
+      config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched + unscale + clip);
   // Gradient accumulation adds each micro-batch's gradients into the kept
   // ones: read both, write the sum.
   p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));

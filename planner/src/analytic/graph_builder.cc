@@ -17,6 +17,10 @@ Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGr
     : c_(c), device_(device), dt_(DtypesFor(c.precision)), out_(out) {
   sequences_ = Mul({c.micro_batch, c.texts_per_example});
   tokens_ = Mul({c.seq_len, sequences_});
+  // CPU autocast's policy, unlike CUDA's, has no fp32 entry for softmax: it
+  // runs in its input's dtype, the 16-bit scores (torch 2.11, measured), so
+  // its probabilities and dropout mask are 16-bit and need no cast back.
+  if (dt_.autocast && device.cpu) dt_.softmax = dt_.matmul;
 }
 
 // Sums the bytes of every tensor and workspace in the graph. The chain

@@ -6,6 +6,7 @@
 #include "json_fields.h"
 #include "json_values.h"
 #include "remat/accumulation.h"
+#include "remat/planning.h"
 #include "remat/strategies.h"
 
 namespace remat {
@@ -69,6 +70,30 @@ nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
   return j;
 }
 
+// --global-batch: every (b, K, plan) weighed, the chosen one marked.
+nlohmann::ordered_json BatchSearchJson(const BatchSearch& search) {
+  nlohmann::ordered_json j;
+  j["global_batch"] = search.global_batch;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < search.weighed.size(); ++i) {
+    const BatchCandidate& c = search.weighed[i];
+    nlohmann::ordered_json r;
+    r["micro_batch"] = c.micro_batch;
+    r["grad_accumulation"] = c.grad_accumulation;
+    r["strategy"] = ToString(c.plan.strategy);
+    r["parameter"] = c.plan.parameter;
+    r["fits"] = c.plan.fits;
+    r["chosen"] = static_cast<int>(i) == search.chosen;
+    r["peak_bytes"] = c.plan.predicted.peak_bytes;
+    r["update_ms"] = c.update.update_ms;
+    r["tokens_per_s"] = c.update.tokens_per_s;
+    rows.push_back(r);
+  }
+  j["weighed"] = rows;
+  j["not_planned"] = search.skipped;  // larger micro-batches, past the first that does not fit
+  return j;
+}
+
 }  // namespace
 
 std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx) {
@@ -81,6 +106,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["budget_bytes"] = plan.budget_bytes;
   j["micro_batch"] = profile.micro_batch;
   j["grad_accumulation"] = ctx.grad_accumulation;
+  if (ctx.batch != nullptr) j["global_batch"] = BatchSearchJson(*ctx.batch);
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
                 {"input", ctx.input_path},
