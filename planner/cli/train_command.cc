@@ -75,7 +75,12 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
   REMAT_ASSIGN_OR_RETURN(TrainRequest request, ReadRequest(args));
   if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
-  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
+  // A plan carries the micro-batch it was made for (--global-batch chooses
+  // one): train runs that one unless --micro-batch says otherwise.
+  if (!args.Has("micro-batch")) {
+    REMAT_ASSIGN_OR_RETURN(job, WithPlansMicroBatch(job, request.plan));
+  }
   REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
   REMAT_ASSIGN_OR_RETURN(Runtime * runtime, GetRuntime(env, "train"));
 

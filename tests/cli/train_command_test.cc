@@ -98,15 +98,33 @@ TEST_F(FakeTrain, OutOfMemoryIsOneLineAndExitCode4) {
 }
 
 TEST_F(FakeTrain, APlanForAnotherShapeIsRefusedBeforeTheRuntimeStarts) {
-  const std::string plan = PlanFile({"--strategy", "none", "--micro-batch", "4"}, "mb4.json");
+  const std::string plan = PlanFile({"--strategy", "none", "--seq-len", "32"}, "s32.json");
   const Captured c = Run({"train", "--plan", plan, model_});
   EXPECT_EQ(c.code, 2);
-  EXPECT_NE(c.err.find("the plan was made for micro_batch 4, seq_len 64; the model has "
+  EXPECT_NE(c.err.find("the plan was made for micro_batch 2, seq_len 32; the model has "
                        "micro_batch 2, seq_len 64"),
             std::string::npos)
       << c.err;
   EXPECT_EQ(Lines(c.err), 1);
   EXPECT_EQ(runtime_.train_calls, 0);
+}
+
+TEST_F(FakeTrain, TrainRunsThePlansMicroBatchUnlessTheCommandLineSaysOtherwise) {
+  // --global-batch chooses a micro-batch; the plan carries it and train runs it.
+  const std::string plan = PlanFile({"--strategy", "none", "--micro-batch", "4"}, "mb4.json");
+  const Captured c = Run({"train", "--plan", plan, "--json", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_micro_batch, 4);
+  EXPECT_EQ(nlohmann::json::parse(c.out)["predicted"]["peak_bytes"].get<int64_t>(),
+            PredictedPeak(plan));
+  // An explicit --micro-batch that disagrees with the plan is refused.
+  const Captured other = Run({"train", "--plan", plan, "--micro-batch", "2", model_});
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("the plan was made for micro_batch 4, seq_len 64; the model has "
+                           "micro_batch 2, seq_len 64"),
+            std::string::npos)
+      << other.err;
+  EXPECT_EQ(runtime_.train_calls, 1);
 }
 
 TEST_F(FakeTrain, ArgumentErrorsExit2WithoutRunning) {

@@ -28,7 +28,7 @@ Captured RunWithRuntime(const std::vector<std::string>& args) {
   Environment env;
   env.out = &out;
   env.err = &err;
-  env.runtime = [] () -> Result<Runtime*> { return runtime.get(); };
+  env.runtime = []() -> Result<Runtime*> { return runtime.get(); };
   const int code = Run(args, env);
   return {code, out.str(), err.str()};
 }
@@ -103,8 +103,9 @@ TEST_F(TrainCommand, EverySelectiveForwardIsPredictedOpByOp) {
   // width, that workspace exceeds the full forward's, so each selective
   // forward's peak is right only if the option's own workspace is used.
   const std::string model = dir_.Write(
-      "long.json", std::string(kTinyModel).replace(std::string(kTinyModel).find("\"seq_len\": 32"),
-                                                   13, "\"seq_len\": 128"));
+      "long.json",
+      std::string(kTinyModel)
+          .replace(std::string(kTinyModel).find("\"seq_len\": 32"), 13, "\"seq_len\": 128"));
   const std::string profile = dir_.Path("long-cpu.json"), plan = dir_.Path("long-plan.json");
   ASSERT_EQ(RunWithRuntime({"profile", "--repeats", "1", "-o", profile, model}).code, 0);
   ASSERT_EQ(RunWithRuntime({"--strategy", "selective", "-o", plan, profile}).code, 0);
@@ -194,9 +195,9 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
   EXPECT_EQ(b * k, 8);
   EXPECT_LE(PredictedPeak(chosen), budget);
 
-  const std::vector<std::string> train = {
-      "train",          "--plan", chosen,   "--micro-batch", std::to_string(b), "--steps", "2",
-      "--memory-limit", limit,    "--json", model_};
+  // train runs the plan's micro-batch and accumulation as planned.
+  const std::vector<std::string> train = {"train",          "--plan", chosen,   "--steps", "2",
+                                          "--memory-limit", limit,    "--json", model_};
   const Captured ok = RunWithRuntime(train);
   ASSERT_EQ(ok.code, 0) << ok.err;
   const nlohmann::json j = nlohmann::json::parse(ok.out);
@@ -205,8 +206,8 @@ TEST_F(TrainCommand, TheGlobalBatchChoiceTrainsUnderTheBudgetAndTheNaiveOneDoesN
             << PredictedPeak(chosen) << " B, measured " << measured << " B\n";
   EXPECT_LE(measured, budget);
 
-  const Captured oom = RunWithRuntime({"train", "--plan", naive, "--micro-batch", "8", "--steps",
-                                       "2", "--memory-limit", limit, model_});
+  const Captured oom =
+      RunWithRuntime({"train", "--plan", naive, "--steps", "2", "--memory-limit", limit, model_});
   std::cout << "naive b=8 K=1 none: exit " << oom.code << ": " << oom.err;
   EXPECT_EQ(oom.code, 4) << oom.out << oom.err;
   EXPECT_NE(oom.err.find("planner: error: out of memory at step 1, schedule op "),

@@ -28,14 +28,14 @@ struct TrainRequest {
 // beside what the runtime measured running it.
 struct TrainComparison {
   std::string plan_path;
-  LoadedPlan plan;             // profile + schedule the prediction comes from
-  PlanSet plans;               // the plan as the reports read it (PlanSetOf)
+  LoadedPlan plan;  // profile + schedule the prediction comes from
+  PlanSet plans;    // the plan as the reports read it (PlanSetOf)
   // plans.chosen.predicted; with grad_accumulation K > 1 its times are per
   // update (K micro-steps and the optimizer step, as `update`), the unit a
   // training step measures.
   SimulationResult predicted;
-  UpdatePrediction update;     // the plan's update of plan.grad_accumulation micro-batches
-  TrainResult measured;        // the runtime's run of plan.schedule
+  UpdatePrediction update;  // the plan's update of plan.grad_accumulation micro-batches
+  TrainResult measured;     // the runtime's run of plan.schedule
   int64_t memory_limit_bytes = 0;
   std::optional<ParetoCurve> sweep;  // when requested
 };
@@ -47,6 +47,12 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
 
 // The same checks alone (no runtime needed): what TrainPlan refuses.
 Status CheckTrainable(const Job& job, const TrainRequest& request);
+
+// `job` at the micro-batch `plan` was made for (its profile's micro_batch,
+// which --global-batch chooses), so that a plan runs as planned; `job`
+// unchanged when the plan does not say, or says the same, or `job` is a
+// profile (whose micro-batch is measured: CheckTrainable then refuses).
+Result<Job> WithPlansMicroBatch(const Job& job, const LoadedPlan& plan);
 
 }  // namespace remat
 

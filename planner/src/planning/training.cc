@@ -11,6 +11,12 @@ Status CheckTrainable(const Job& job, const TrainRequest& request) {
   return CheckPlanMatchesProfile(request.plan, job.profile, request.plan_path);
 }
 
+Result<Job> WithPlansMicroBatch(const Job& job, const LoadedPlan& plan) {
+  const int64_t planned = plan.profile.micro_batch;
+  if (!job.has_config() || planned <= 0 || planned == job.config().micro_batch) return job;
+  return WithMicroBatch(job, planned);
+}
+
 Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, Runtime& runtime) {
   REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
   TrainComparison c;
