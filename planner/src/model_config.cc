@@ -221,6 +221,11 @@ int64_t SequencesPerMicroBatch(const ModelConfig& config) {
   return config.micro_batch * WithDefaults(config).texts_per_example;
 }
 
+int TextPasses(const ModelConfig& config) {
+  const ModelConfig c = WithDefaults(config);
+  return c.loss == Loss::kMnrl ? static_cast<int>(c.texts_per_example) : 1;
+}
+
 namespace {
 
 // `text` as one of `names` (an enum's values in order), or what is accepted.

@@ -51,6 +51,7 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
                               &out->forward_nograd_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(
       r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("skip_bytes", &out->skip_bytes, false, 0, kMaxBytes));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
     if (!s.is_array()) {
@@ -100,7 +101,7 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              std::to_string(l.backward_ms));
     }
     if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < 0 ||
-        l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0) {
+        l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0 || l.skip_bytes < 0) {
       return Status::Invalid(where + ": byte counts must not be negative");
     }
     if (l.activation_bytes < l.output_bytes) {
@@ -135,6 +136,7 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
     for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
     total += CheckedInt(l.input_bytes) * 2 + kept + l.forward_workspace_bytes +
              l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
+    total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
     if (!total.ok()) {
       return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
     }
@@ -219,6 +221,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
       lj["forward_nograd_workspace_bytes"] = l.forward_nograd_workspace_bytes;
     }
     lj["backward_workspace_bytes"] = l.backward_workspace_bytes;
+    if (l.skip_bytes > 0) lj["skip_bytes"] = l.skip_bytes;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
       for (const SelectiveOption& o : l.selective) {
@@ -249,6 +252,33 @@ std::vector<int> BlockLayers(const Profile& p) {
     for (int i = 0; i < p.num_layers(); ++i) blocks.push_back(i);
   }
   return blocks;
+}
+
+std::vector<std::vector<int>> BlockLayersPerPass(const Profile& p) {
+  const std::vector<int> blocks = BlockLayers(p);
+  // "p<k>.": the pass prefix of a layer name, or "" without one.
+  auto pass_of = [&](int i) -> std::string {
+    const std::string& name = p.layers[i].name;
+    const size_t dot = name.find('.');
+    if (name.size() < 3 || name[0] != 'p' || dot == std::string::npos || dot < 2) return "";
+    for (size_t k = 1; k < dot; ++k) {
+      if (name[k] < '0' || name[k] > '9') return "";
+    }
+    return name.substr(0, dot + 1);
+  };
+  std::vector<std::vector<int>> passes;
+  std::string current;
+  for (int b : blocks) {
+    const std::string pass = pass_of(b);
+    if (pass.empty()) return {blocks};
+    if (passes.empty() || pass != current) passes.emplace_back();
+    current = pass;
+    passes.back().push_back(b);
+  }
+  for (const std::vector<int>& pass : passes) {
+    if (pass.size() != passes.front().size()) return {blocks};
+  }
+  return passes;
 }
 
 double GradientAccumulateMs(const Profile& p) {

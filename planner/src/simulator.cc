@@ -46,6 +46,9 @@ class Replay {
       : p_(p), s_(s), graph_(g), tally_(allocator) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
+    skip_.resize(L);
+    skip_grad_.resize(L);
+    released_.resize(L);
     cat_[MemoryCategory::kModelState] = p.static_bytes();
     // The profile knows the model state as three sums: one request each.
     tally_.Add(p.static_memory.parameter_bytes);
@@ -80,10 +83,14 @@ class Replay {
           cat_[c] += lt.bytes;
           tally_.Add(lt.bytes);
         }
+        WriteSkips(op);
         peak = cat_;
         workspace = op.save == SaveMode::kNone        ? l.nograd_workspace_bytes()
                     : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
                                                       : l.forward_workspace_bytes;
+        // A recompute makes the side output again, a transient (its
+        // first forward's is what the loss read).
+        if (op.kind == OpKind::kRecompute) workspace += l.skip_bytes;
         peak[MemoryCategory::kWorkspace] += workspace;
         ms = l.forward_ms;
         if (op.kind == OpKind::kForward) {
@@ -109,6 +116,7 @@ class Replay {
           cat_[MemoryCategory::kGradients] += lt.bytes;
           tally_.Add(lt.bytes);
         }
+        WriteSkips(op);
         peak = cat_;
         workspace = ws;
         peak[MemoryCategory::kWorkspace] += ws;
@@ -131,6 +139,7 @@ class Replay {
         r->optimizer_ms += ms;
         break;
     }
+    ReleaseSkips(op);
     time_ms_ += ms;
     pt->end_ms = time_ms_;
     pt->at_peak = peak;
@@ -145,12 +154,58 @@ class Replay {
 
   const std::vector<LiveTensor>& live() const { return live_; }
   int64_t reserved_now() const { return tally_.reserved(); }
+  // Side outputs (LayerProfile::skip_bytes) and their gradients live now,
+  // by layer, the ones the last op released after its peak included.
+  int64_t skip_live(int layer) const {
+    return skip_[layer].bytes + skip_grad_[layer].bytes + released_[layer];
+  }
 
  private:
+  // Side outputs to the loss. A layer's first forward writes its skip; the
+  // loss's (last layer's) backward writes every skip's gradient at its peak
+  // and frees the skips after it; a layer's backward frees its skip's
+  // gradient after it.
+  void WriteSkips(const Op& op) {
+    const int L = p_.num_layers();
+    auto add = [&](LiveTensor& t, int64_t bytes, MemoryCategory c) {
+      t = {true, bytes, c, -1};
+      cat_[c] += bytes;
+      tally_.Add(bytes);
+    };
+    const LayerProfile& l = p_.layers[op.layer];
+    if (op.kind == OpKind::kForward && l.skip_bytes > 0 && !skip_[op.layer].live) {
+      add(skip_[op.layer], l.skip_bytes, MemoryCategory::kActivations);
+    }
+    if (op.kind == OpKind::kBackward && op.layer == L - 1) {
+      for (int j = 0; j < L; ++j) {
+        if (skip_[j].live && !skip_grad_[j].live) {
+          add(skip_grad_[j], skip_[j].bytes, MemoryCategory::kGradients);
+        }
+      }
+    }
+  }
+  void ReleaseSkips(const Op& op) {
+    std::fill(released_.begin(), released_.end(), 0);
+    if (op.kind != OpKind::kBackward) return;
+    auto drop = [&](LiveTensor& t, int layer) {
+      if (!t.live) return;
+      released_[layer] += t.bytes;
+      cat_[t.category] -= t.bytes;
+      tally_.Remove(t.bytes);
+      t = LiveTensor{};
+    };
+    if (op.layer == p_.num_layers() - 1) {
+      for (int j = 0; j < p_.num_layers(); ++j) drop(skip_[j], j);
+    }
+    drop(skip_grad_[op.layer], op.layer);
+  }
+
   const Profile& p_;
   const Schedule& s_;
   const ChainGraph& graph_;
   std::vector<LiveTensor> live_;
+  std::vector<LiveTensor> skip_, skip_grad_;  // by layer
+  std::vector<int64_t> released_;             // by layer, in the last op
   MemoryByCategory cat_;
   ReservedTally tally_;
   double time_ms_ = 0;
@@ -220,6 +275,7 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
         if (lt.live) r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
       }
     }
+    for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.skip_live(i);
   }
   return r;
 }

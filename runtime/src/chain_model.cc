@@ -1,5 +1,6 @@
 #include "chain_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -19,11 +20,15 @@ uint64_t SplitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::vector<LayerKind> ChainKinds(int64_t blocks, bool final_norm) {
-  std::vector<LayerKind> kinds = {LayerKind::kEmbedding};
-  kinds.insert(kinds.end(), blocks, LayerKind::kBlock);
-  if (final_norm) kinds.push_back(LayerKind::kFinalNorm);
-  kinds.push_back(LayerKind::kHead);
+// `passes` times [embedding, blocks, (final_norm), head], then the loss.
+std::vector<LayerKind> ChainKinds(int64_t blocks, bool final_norm, int passes) {
+  std::vector<LayerKind> kinds;
+  for (int p = 0; p < passes; ++p) {
+    kinds.push_back(LayerKind::kEmbedding);
+    kinds.insert(kinds.end(), blocks, LayerKind::kBlock);
+    if (final_norm) kinds.push_back(LayerKind::kFinalNorm);
+    kinds.push_back(LayerKind::kHead);
+  }
   kinds.push_back(LayerKind::kLoss);
   return kinds;
 }
@@ -95,24 +100,42 @@ ChainModel::ChainModel(const ModelConfig& config, const at::Device& device, uint
                        bool final_norm)
     : config_(WithDefaults(config)),
       device_(device),
-      sequences_(SequencesPerMicroBatch(config)),
-      kinds_(ChainKinds(config.layers, final_norm)),
+      passes_(TextPasses(config)),
+      batch_sequences_(SequencesPerMicroBatch(config)),
+      kinds_(ChainKinds(config.layers, final_norm, TextPasses(config))),
       rng_(SplitMix(seed)) {
+  sequences_ = passes_ > 1 ? config_.micro_batch : batch_sequences_;
+  pass_length_ = static_cast<int>(config_.layers) + (final_norm ? 3 : 2);
   dtype_ = config.precision == Precision::kBf16   ? at::kBFloat16
            : config.precision == Precision::kFp16 ? at::kHalf
                                                   : at::kFloat;
 }
 
+int ChainModel::pass_of(int layer) const { return std::min(layer / pass_length_, passes_ - 1); }
+
+int ChainModel::block_index(int layer) const { return layer - pass_of(layer) * pass_length_ - 1; }
+
+bool ChainModel::skips_to_loss(int layer) const {
+  return layer_kind(layer) == LayerKind::kHead && pass_of(layer) + 1 < passes_;
+}
+
+at::Tensor ChainModel::PassBoundary() const {
+  return at::empty({0}, at::TensorOptions().dtype(dtype_).device(device_));
+}
+
 std::string ChainModel::layer_name(int layer) const {
+  const std::string prefix = passes_ > 1 && layer_kind(layer) != LayerKind::kLoss
+                                 ? "p" + std::to_string(pass_of(layer) + 1) + "."
+                                 : "";
   switch (layer_kind(layer)) {
     case LayerKind::kEmbedding:
-      return "embedding";
+      return prefix + "embedding";
     case LayerKind::kBlock:
-      return "block" + std::to_string(layer - 1);
+      return prefix + "block" + std::to_string(block_index(layer));
     case LayerKind::kFinalNorm:
-      return "final_norm";
+      return prefix + "final_norm";
     case LayerKind::kHead:
-      return "head";
+      return prefix + "head";
     case LayerKind::kLoss:
       return "loss";
   }
@@ -121,17 +144,26 @@ std::string ChainModel::layer_name(int layer) const {
 
 std::string ChainModel::DescribeChain() const {
   std::string s = "embedding, " + std::to_string(config_.layers) + " blocks, ";
-  if (kinds_[kinds_.size() - 3] == LayerKind::kFinalNorm) s += "final_norm, ";
-  return s + "head, loss";
+  if (kinds_[pass_length_ - 2] == LayerKind::kFinalNorm) s += "final_norm, ";
+  s += "head";
+  if (passes_ > 1) s = std::to_string(passes_) + " passes of (" + s + ")";
+  return s + ", loss";
 }
 
 at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
-                               const DropoutSeeds& seeds) const {
+                               const DropoutSeeds& seeds,
+                               const std::vector<at::Tensor>& skips) const {
+  if (!skips.empty()) return ForwardLoss(x, skips, batch);
   if (layer_kind(layer) != LayerKind::kBlock) return ForwardLayer(layer, x, batch, seeds);
   // Separate statements: the prologue's outputs are released before the
   // epilogue runs (what a forward without grad holds).
   at::Tensor context = AttentionCore(layer, Prologue(layer, x, seeds), seeds);
   return Epilogue(layer, x, context, seeds);
+}
+
+at::Tensor ChainModel::ForwardLoss(const at::Tensor& x, const std::vector<at::Tensor>& /*skips*/,
+                                   const at::Tensor& batch) const {
+  return ForwardLayer(num_layers() - 1, x, batch, DropoutSeeds{});
 }
 
 at::Tensor ChainModel::Keep(at::Tensor t, bool trainable) {
@@ -226,7 +258,7 @@ at::Tensor ChainModel::MakeBatch(uint64_t seed, int64_t step) const {
 }
 
 at::Tensor ChainModel::ArithmeticBatch(uint64_t seed, int64_t step) const {
-  const int64_t b = sequences_, s = config_.seq_len, V = config_.vocab;
+  const int64_t b = batch_sequences_, s = config_.seq_len, V = config_.vocab;
   std::mt19937_64 rng(SplitMix(seed ^ 0xba7cULL) + static_cast<uint64_t>(step));
   at::Tensor cpu = at::empty({2, b, s}, at::kLong);
   int64_t* ids = cpu.data_ptr<int64_t>();

@@ -4,8 +4,14 @@
 //
 // The chain's layers are named and ordered as the planner's analytic chain:
 // "embedding", "block0".."block<N-1>", "final_norm" (decoders only), "head",
-// "loss". Layers are plain functions of their input so that the executor
-// decides what autograd keeps: each layer's input is a detached leaf.
+// "loss". With several text passes (TextPasses: the mnrl loss, as
+// sentence-transformers encodes anchors, positives and negatives one pass
+// each) the layers before the loss repeat per pass, "p1.embedding" ..
+// "p<T>.head"; the heads of passes before the last skip their sentence
+// embeddings to the loss (skips_to_loss) and hand the next pass a 0-element
+// boundary, and a pass's embedding reads its texts' ids from the batch. Layers are plain functions
+// of their input so that the executor decides what autograd keeps: each layer's input is a detached
+// leaf.
 //
 // A block also runs in three parts for the selective option (Megatron's
 // "attention core" recompute): Prologue (norms, q/k/v projections, rotary)
@@ -64,6 +70,16 @@ class ChainModel {
   int num_layers() const { return static_cast<int>(kinds_.size()); }
   std::string layer_name(int layer) const;
   LayerKind layer_kind(int layer) const { return kinds_[layer]; }
+  // Text passes (TextPasses(config)), the pass of a layer (0-based; the loss
+  // counts with the last), the index of a block within its pass, and
+  // whether a layer's output is a sentence embedding skipping to the loss
+  // (a head of a pass before the last).
+  int passes() const { return passes_; }
+  int pass_of(int layer) const;
+  int block_index(int layer) const;
+  bool skips_to_loss(int layer) const;
+  // What a head skipping to the loss hands the next pass: 0 elements.
+  at::Tensor PassBoundary() const;
   // "embedding, 4 blocks, final_norm, head, loss": the chain, for messages.
   std::string DescribeChain() const;
 
@@ -74,9 +90,10 @@ class ChainModel {
 
   // The forward of chain layer `layer` on its input `x` (the batch for the
   // embedding), seeding dropout from `seeds`. `batch` is x[0]: the loss layer
-  // reads its targets from it.
+  // reads its targets from it. `skips`: the loss's inputs from the earlier
+  // passes' heads, in pass order (empty with one pass).
   at::Tensor Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
-                     const DropoutSeeds& seeds) const;
+                     const DropoutSeeds& seeds, const std::vector<at::Tensor>& skips = {}) const;
 
   // Block `layer` in parts (layer_kind(layer) == kBlock). The core returns
   // the (sequences, seq, heads * head_dim) attention context.
@@ -105,6 +122,10 @@ class ChainModel {
   // The forward of a layer that is not a block.
   virtual at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                                   const DropoutSeeds& seeds) const = 0;
+  // The loss on the last pass's head output `x` and the earlier passes'
+  // `skips`. Default: ForwardLayer of the loss (one pass).
+  virtual at::Tensor ForwardLoss(const at::Tensor& x, const std::vector<at::Tensor>& skips,
+                                 const at::Tensor& batch) const;
 
   // Weights drawn from the model's generator in call order: normal(0, 0.02)
   // drawn on the CPU in fp32 and moved, so every device and dtype starts from
@@ -116,8 +137,10 @@ class ChainModel {
   // (s, s): 0 on and below the diagonal, -inf above, in the model's dtype.
   at::Tensor CausalBias() const;
 
-  // Sequences through the model per micro-batch (micro_batch * texts).
+  // Sequences through the model per pass: micro_batch * texts with one
+  // pass, micro_batch with several; the batch holds micro_batch * texts.
   int64_t sequences() const { return sequences_; }
+  int64_t batch_sequences() const { return batch_sequences_; }
   // Dropout with the model's rate (native_dropout: keeps a 1-byte mask).
   at::Tensor Dropout(const at::Tensor& x) const;
   // (sequences, s, n * d) -> (sequences * n, s, d), one contiguous copy.
@@ -145,7 +168,10 @@ class ChainModel {
   ModelConfig config_;
   at::Device device_;
   at::ScalarType dtype_;
-  int64_t sequences_;
+  int passes_;
+  int64_t batch_sequences_;
+  int64_t sequences_ = 0;
+  int pass_length_ = 0;  // layers per pass
   std::vector<LayerKind> kinds_;
   std::mt19937_64 rng_;
   at::Tensor Keep(at::Tensor t, bool trainable);

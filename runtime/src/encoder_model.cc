@@ -69,7 +69,7 @@ EncoderModel::EncoderModel(const ModelConfig& config, const at::Device& device, 
 at::Tensor EncoderModel::MakeBatch(uint64_t seed, int64_t step) const {
   const ModelConfig& c = config();
   at::Tensor batch = ArithmeticBatch(seed, step);
-  const int64_t b = sequences(), s = c.seq_len;
+  const int64_t b = batch_sequences(), s = c.seq_len;
   int64_t* tokens = batch.data_ptr<int64_t>();
   int64_t* targets = tokens + b * s;
   std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(step) + 0x3a5c);
@@ -149,21 +149,8 @@ at::Tensor EncoderModel::Loss(const at::Tensor& x, const at::Tensor& batch) cons
       return TokenLoss(x, batch);
     case Head::kClassification:
       return CrossEntropy(x, batch[1].select(1, 0).contiguous());
-    case Head::kPooling: {
-      // MultipleNegativesRankingLoss: anchors (the first micro_batch texts)
-      // against every positive and negative, cosine similarity * 20.
-      const int64_t b = c.micro_batch;
-      std::vector<at::Tensor> others;
-      for (int64_t t = 1; t < c.texts_per_example; ++t) others.push_back(x.narrow(0, t * b, b));
-      const at::Tensor candidates = at::cat(others);
-      auto normalize = [](const at::Tensor& e) {
-        return e / at::norm(e, 2, {1}, true).clamp_min(1e-12).expand_as(e);
-      };
-      const at::Tensor scores =
-          at::mm(normalize(x.narrow(0, 0, b)), normalize(candidates).t()) * kMnrlScale;
-      return CrossEntropy(scores,
-                          at::arange(b, at::TensorOptions().dtype(at::kLong).device(device())));
-    }
+    case Head::kPooling:
+      return ForwardLoss(x, {}, batch);
     case Head::kDefault:
     case Head::kLm:
       break;
@@ -171,10 +158,41 @@ at::Tensor EncoderModel::Loss(const at::Tensor& x, const at::Tensor& batch) cons
   return {};
 }
 
+at::Tensor EncoderModel::ForwardLoss(const at::Tensor& x, const std::vector<at::Tensor>& skips,
+                                     const at::Tensor& /*batch*/) const {
+  // MultipleNegativesRankingLoss: anchors (the first micro_batch texts)
+  // against every positive and negative, cosine similarity * 20. With
+  // separate passes the anchors are the first pass's embeddings (a skip)
+  // and the candidates cat(the other skips, x); in one pass, narrows of x.
+  const ModelConfig& c = config();
+  const int64_t b = c.micro_batch;
+  std::vector<at::Tensor> others;
+  at::Tensor anchors;
+  if (skips.empty()) {
+    anchors = x.narrow(0, 0, b);
+    for (int64_t t = 1; t < c.texts_per_example; ++t) others.push_back(x.narrow(0, t * b, b));
+  } else {
+    anchors = skips.front();
+    others.assign(skips.begin() + 1, skips.end());
+    others.push_back(x);
+  }
+  const at::Tensor candidates = at::cat(others);
+  auto normalize = [](const at::Tensor& e) {
+    return e / at::norm(e, 2, {1}, true).clamp_min(1e-12).expand_as(e);
+  };
+  const at::Tensor scores = at::mm(normalize(anchors), normalize(candidates).t()) * kMnrlScale;
+  return CrossEntropy(scores, at::arange(b, at::TensorOptions().dtype(at::kLong).device(device())));
+}
+
 at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                                       const DropoutSeeds& seeds) const {
   switch (layer_kind(layer)) {
     case LayerKind::kEmbedding:
+      // With several passes, pass k embeds texts [k b, (k + 1) b) of the
+      // batch (x is the previous pass's empty boundary from the second on).
+      if (passes() > 1) {
+        return Embed(batch[0].narrow(0, pass_of(layer) * sequences(), sequences()), seeds);
+      }
       return Embed(x[0], seeds);
     case LayerKind::kHead:
       return Head(x, seeds);

@@ -15,7 +15,9 @@
 //        the clamped fp32 count, cast back)
 //        or the first token; loss mnrl: texts_per_example texts per example
 //        (anchors first), anchors against cat(positives, negatives), cosine
-//        similarity * 20, cross-entropy with the matching positive. With
+//        similarity * 20, cross-entropy with the matching positive. As
+//        sentence-transformers does, each text group is encoded in its own
+//        pass (chain_model.h: "p1.embedding" .. "p<T>.head", then the loss). With
 //        `pooler` a BertPooler (dense + tanh on the first token) runs but the
 //        loss never reaches it: its weights get no gradient.
 //   classification: pooler (dense + tanh on the first token), dropout,
@@ -55,7 +57,9 @@ class EncoderModel final : public ChainModel {
   };
   at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                           const DropoutSeeds& seeds) const override;
-  const Block& block(int layer) const { return blocks_[layer - 1]; }
+  at::Tensor ForwardLoss(const at::Tensor& x, const std::vector<at::Tensor>& skips,
+                         const at::Tensor& batch) const override;
+  const Block& block(int layer) const { return blocks_[block_index(layer)]; }
   at::Tensor Embed(const at::Tensor& ids, const DropoutSeeds& seeds) const;
   at::Tensor Head(const at::Tensor& x, const DropoutSeeds& seeds) const;
   at::Tensor Loss(const at::Tensor& x, const at::Tensor& batch) const;

@@ -2,35 +2,48 @@
 
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include "device.h"
 
 namespace remat::runtime {
 namespace {
 
-// The layer's input as a leaf of its own graph (the batch is used as is).
-at::Tensor InputLeaf(int layer, const at::Tensor& x) {
-  if (layer == 0) return x;
+// The layer's input as a leaf of its own graph (the batch, and the empty
+// boundary a later pass's embedding gets, are used as they are).
+at::Tensor InputLeaf(const ChainModel& model, int layer, const at::Tensor& x) {
+  if (layer == 0 || model.layer_kind(layer) == LayerKind::kEmbedding) return x;
   return x.detach().requires_grad_(true);
 }
 
 }  // namespace
 
 at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                         const at::Tensor& batch, const DropoutSeeds& seeds) {
+                         const at::Tensor& batch, const DropoutSeeds& seeds,
+                         const std::vector<at::Tensor>& skips) {
   c10::NoGradGuard no_grad;
   const AutocastScope scope(model.config(), model.device());
-  return model.Forward(layer, x, batch, seeds);
+  return model.Forward(layer, x, batch, seeds, skips);
+}
+
+void DropSkipOutput(SavedLayer& saved) {
+  if (!saved.output.defined()) return;
+  saved.output_edge = torch::autograd::impl::gradient_edge(saved.output);
+  saved.output = at::Tensor();
 }
 
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective) {
+                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective,
+                           const std::vector<at::Tensor>& skips) {
   c10::AutoGradMode grad(true);
   const AutocastScope scope(model.config(), model.device());
   SavedLayer s;
-  s.input = InputLeaf(layer, x);
+  s.input = InputLeaf(model, layer, x);
+  for (const at::Tensor& t : skips) s.skips.push_back(t.detach().requires_grad_(true));
   if (!selective) {
-    s.output = model.Forward(layer, s.input, batch, seeds);
+    s.output = model.Forward(layer, s.input, batch, seeds, s.skips);
   } else {
     s.selective = true;
     s.seeds = seeds;
@@ -47,10 +60,40 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
 }
 
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
-                    const Timing& timing, double* recompute_ms) {
+                    const Timing& timing, double* recompute_ms,
+                    std::vector<at::Tensor>* skip_grads) {
   if (recompute_ms != nullptr) *recompute_ms = 0;
-  const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
-  torch::autograd::backward({saved.output}, {grad});
+  if (saved.output.defined()) {
+    const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
+    torch::autograd::backward({saved.output}, {grad});
+  } else {
+    // A head whose output was released (DropSkipOutput): enter its graph.
+    torch::autograd::Engine::get_default_engine().execute(
+        {saved.output_edge}, {grad_output}, /*keep_graph=*/false, /*create_graph=*/false,
+        /*accumulate_grad=*/true);
+    saved.output_edge = torch::autograd::Edge();
+  }
+  if (!saved.skips.empty()) {
+    // The loss with separate passes: cat's backward hands the candidates'
+    // gradients (the later skips' and the input's) out as views of one
+    // buffer, which would live until the last of them dies. Each gets its
+    // own copy, so that each is released when its layer is done with it,
+    // as the planner models (the copies are this backward's workspace).
+    std::vector<at::Tensor> grads;
+    for (at::Tensor& leaf : saved.skips) {
+      grads.push_back(leaf.grad());
+      leaf.mutable_grad().reset();
+    }
+    grads.push_back(saved.input.grad());
+    saved.input.mutable_grad().reset();
+    for (at::Tensor& g : grads) {
+      if (g.defined() && g.storage().nbytes() != g.nbytes()) g = g.clone();
+    }
+    saved.input.mutable_grad() = grads.back();
+    grads.pop_back();
+    if (skip_grads != nullptr) *skip_grads = std::move(grads);
+  }
+  saved.skips.clear();
   if (saved.selective) {
     // The epilogue gave the context's gradient; recompute the core from the
     // kept q, k, v (same dropout mask) and backpropagate through it, then
@@ -75,6 +118,7 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     torch::autograd::backward(saved.heads, heads_grads);
   }
   if (saved.layer == 0) return {};
+  if (!saved.input.requires_grad()) return at::empty({0}, saved.input.options());
   at::Tensor input_grad = saved.input.grad();
   saved.input.mutable_grad().reset();
   return input_grad;

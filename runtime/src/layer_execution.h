@@ -11,6 +11,9 @@
 #define REMAT_RUNTIME_SRC_LAYER_EXECUTION_H_
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/edge.h>
+
+#include <vector>
 
 #include "chain_model.h"
 #include "device.h"
@@ -27,26 +30,45 @@ struct SavedLayer {
   Heads heads;         // prologue outputs with their graph; the core's input
   at::Tensor context;  // the epilogue's context leaf (core output, no graph)
   DropoutSeeds seeds;  // to redraw the core's dropout mask
+  // The loss with separate text passes: the earlier passes' sentence
+  // embeddings as leaves (sharing their storage); their gradients are the
+  // skips' gradients.
+  std::vector<at::Tensor> skips;
+  // A head skipping to the loss once the loss has read its output
+  // (DropSkipOutput): where backward enters its graph, without the output.
+  torch::autograd::Edge output_edge;
 
   bool live() const { return layer >= 0; }
 };
 
+// Replaces `saved.output` by its graph's entry point (the head's graph does
+// not keep its output), so that the sentence embedding is released once the
+// loss no longer needs it, as the planner's skip_bytes model.
+void DropSkipOutput(SavedLayer& saved);
+
 // A forward without grad: the output only.
 at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                         const at::Tensor& batch, const DropoutSeeds& seeds);
+                         const at::Tensor& batch, const DropoutSeeds& seeds,
+                         const std::vector<at::Tensor>& skips = {});
 
 // A forward with grad. With `selective` (blocks only) the attention core runs
-// without grad and only its inputs (q, k, v) and output are kept.
+// without grad and only its inputs (q, k, v) and output are kept. `skips`:
+// the loss's inputs from earlier passes (ChainModel::Forward).
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective);
+                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective,
+                           const std::vector<at::Tensor>& skips = {});
 
 // Backpropagates `grad_output` (undefined for the loss layer: d loss = 1)
 // through `saved`, accumulating parameter gradients into their .grad.
-// Returns the gradient of the layer's input (undefined for the embedding).
+// Returns the gradient of the layer's input (undefined for the first
+// embedding; 0 elements for a later pass's, whose input is a boundary).
 // `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
 // the attention core's forward recomputed for a selective layer, else 0.
+// `skip_grads` (may be null) receives the gradients of saved.skips (the
+// loss), which are then released.
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
-                    const Timing& timing, double* recompute_ms);
+                    const Timing& timing, double* recompute_ms,
+                    std::vector<at::Tensor>* skip_grads = nullptr);
 
 }  // namespace remat::runtime
 

@@ -50,7 +50,9 @@ class Profiler {
 
  private:
   int64_t Bytes(const at::Tensor& t) const {
-    return t.defined() ? meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes())) : 0;
+    // An empty tensor (a pass boundary) allocates nothing.
+    if (!t.defined() || t.storage().nbytes() == 0) return 0;
+    return meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes()));
   }
   GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
   // One repetition of every measurement of `layer` on its input `x`,
@@ -70,6 +72,17 @@ class Profiler {
   MemoryMeter& meter_;
   std::unique_ptr<ChainModel> model_;
   at::Tensor batch_;
+  // Separate text passes: each skipping head's sentence embeddings (by
+  // layer), the loss's other inputs.
+  std::vector<at::Tensor> skips_;
+  std::vector<at::Tensor> SkipsFor(int layer) const {
+    std::vector<at::Tensor> skips;
+    if (layer + 1 < model_->num_layers()) return skips;
+    for (const at::Tensor& t : skips_) {
+      if (t.defined()) skips.push_back(t);
+    }
+    return skips;
+  }
 };
 
 GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective) {
@@ -78,7 +91,7 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
   const int64_t before = meter_.current_bytes();
   meter_.ResetPeak();
   const DeviceClock forward_clock(timing_);
-  SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, seeds, selective);
+  SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, seeds, selective, SkipsFor(layer));
   s.forward_ms = forward_clock.ElapsedMs();
   const int64_t after = meter_.current_bytes();
   s.kept = after - before;
@@ -90,9 +103,12 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
   const int64_t live = meter_.current_bytes();
   meter_.ResetPeak();
   const DeviceClock backward_clock(timing_);
-  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, &s.core_ms);
+  std::vector<at::Tensor> skip_grads;
+  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, &s.core_ms, &skip_grads);
   s.backward_ms = backward_clock.ElapsedMs();
+  // The skips' gradients live on after the loss's backward (skip_bytes).
   s.backward_workspace = meter_.peak_bytes() - live - Bytes(input_grad);
+  for (const at::Tensor& g : skip_grads) s.backward_workspace -= Bytes(g);
   return s;
 }
 
@@ -106,7 +122,7 @@ void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSam
   const int64_t before = meter_.current_bytes();
   meter_.ResetPeak();
   const at::Tensor output =
-      ForwardNoGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer));
+      ForwardNoGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer), SkipsFor(layer));
   if (timed) {
     out->nograd_workspace =
         std::max(out->nograd_workspace, meter_.peak_bytes() - before - Bytes(output));
@@ -138,7 +154,10 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.backward_ms = Time(m.full.backward_ms);
   l.input_bytes = Bytes(input);
   l.output_bytes = Bytes(output);
-  l.activation_bytes = std::max(m.full.kept, l.output_bytes);
+  // A head skipping to the loss keeps its sentence embeddings past its
+  // forward as skip_bytes, not as what it keeps for its backward.
+  if (model_->skips_to_loss(layer)) l.skip_bytes = Bytes(skips_[layer]);
+  l.activation_bytes = std::max(m.full.kept - l.skip_bytes, l.output_bytes);
   l.forward_workspace_bytes = std::max<int64_t>(0, m.full.forward_workspace);
   l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
   l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
@@ -188,8 +207,14 @@ Status Profiler::Run(Profile* out) {
   std::vector<at::Tensor> x(L + 1);
   x[0] = batch_;
   REMAT_RETURN_IF_ERROR(CatchTorchErrors("profiling (inputs)", meter_, [&] {
+    skips_.assign(L, at::Tensor());
     for (int i = 0; i < L; ++i) {
-      x[i + 1] = ForwardNoGrad(*model_, i, x[i], batch_, SeedsFor(options_.seed, 0, i));
+      x[i + 1] =
+          ForwardNoGrad(*model_, i, x[i], batch_, SeedsFor(options_.seed, 0, i), SkipsFor(i));
+      if (model_->skips_to_loss(i)) {
+        skips_[i] = x[i + 1];
+        x[i + 1] = model_->PassBoundary();
+      }
     }
   }));
   // Round robin over the layers, so that every layer's repetitions spread
@@ -210,6 +235,7 @@ Status Profiler::Run(Profile* out) {
   }
   for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
   x.clear();
+  skips_.clear();
   // What libraries keep after first use (cuBLAS workspaces on CUDA; nothing
   // on CPU) stays for the whole run: count it with the parameters.
   p.static_memory.parameter_bytes += std::max<int64_t>(0, meter_.current_bytes() - settled);

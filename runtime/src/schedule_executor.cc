@@ -56,6 +56,40 @@ void ScheduleExecutor::Clear() {
   x_.clear();
   g_.clear();
   a_.clear();
+  skip_.clear();
+  skip_grad_.clear();
+}
+
+// Side outputs (the planner's skip_bytes): a head of a pass before the last
+// hands the next pass an empty boundary as x[i+1] and keeps its sentence
+// embeddings for the loss from its first forward; a recompute's are only
+// needed for its own backward, which enters their graph without them.
+void ScheduleExecutor::KeepSkip(const Op& op, int i) {
+  const at::Tensor pooled = x_[i + 1];
+  x_[i + 1] = model_.PassBoundary();
+  if (op.kind == OpKind::kForward) skip_[i] = pooled;
+  if (op.kind == OpKind::kRecompute && a_[i].live()) DropSkipOutput(a_[i]);
+}
+
+std::vector<at::Tensor> ScheduleExecutor::LiveSkips() const {
+  std::vector<at::Tensor> skips;
+  for (int j = 0; j + 1 < model_.num_layers(); ++j) {
+    if (model_.skips_to_loss(j)) skips.push_back(Live(skip_[j], "skip ", j));
+  }
+  return skips;
+}
+
+// After the loss's backward: the skips' gradients are kept for their heads'
+// backwards, the skips themselves released (also from the heads' saved
+// graphs).
+void ScheduleExecutor::ReleaseSkips(std::vector<at::Tensor> grads) {
+  size_t k = 0;
+  for (int j = 0; j + 1 < model_.num_layers(); ++j) {
+    if (!model_.skips_to_loss(j)) continue;
+    if (k < grads.size()) skip_grad_[j] = std::move(grads[k++]);
+    skip_[j] = at::Tensor();
+    if (a_[j].live()) DropSkipOutput(a_[j]);
+  }
 }
 
 void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, double loss_scale,
@@ -70,14 +104,16 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, 
       if (x_[i + 1].defined())
         throw std::invalid_argument("writes x" + std::to_string(i + 1) + ", which is live");
       const DropoutSeeds seeds = SeedsFor(seed_, step, i);
+      const std::vector<at::Tensor> skips = i == L - 1 ? LiveSkips() : std::vector<at::Tensor>();
       if (op.save == SaveMode::kNone) {
-        x_[i + 1] = ForwardNoGrad(model_, i, x, x_[0], seeds);
+        x_[i + 1] = ForwardNoGrad(model_, i, x, x_[0], seeds, skips);
       } else {
         if (a_[i].live())
           throw std::invalid_argument("writes a" + std::to_string(i) + ", which is live");
-        a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective);
+        a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective, skips);
         x_[i + 1] = a_[i].output.detach();
       }
+      if (model_.skips_to_loss(i)) KeepSkip(op, i);
       if (op.kind == OpKind::kForward && i == L - 1) result->loss = x_[L].item<double>();
       break;
     }
@@ -87,13 +123,19 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, 
         throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
       Live(x_[i + 1], "x", i + 1);
       // The loss layer starts from d(loss / K)/d(loss) = 1/K (undefined: 1).
-      const at::Tensor grad_output = i + 1 < L           ? Live(g_[i + 1], "g", i + 1)
+      // A head skipping to the loss starts from its skip's gradient.
+      if (i + 1 < L) Live(g_[i + 1], "g", i + 1);
+      const at::Tensor grad_output = model_.skips_to_loss(i) ? Live(skip_grad_[i], "skip g", i)
+                                     : i + 1 < L             ? g_[i + 1]
                                      : loss_scale != 1.0 ? at::full_like(a_[i].output, loss_scale)
                                                          : at::Tensor();
       double core_ms = 0;
-      at::Tensor input_grad = Backward(model_, a_[i], grad_output, timing_, &core_ms);
+      std::vector<at::Tensor> skip_grads;
+      at::Tensor input_grad = Backward(model_, a_[i], grad_output, timing_, &core_ms, &skip_grads);
       result->recompute_ms += core_ms;
       if (i > 0) g_[i] = std::move(input_grad);
+      if (i == L - 1) ReleaseSkips(std::move(skip_grads));
+      if (model_.skips_to_loss(i)) skip_grad_[i] = at::Tensor();
       break;
     }
     case OpKind::kFree: {
@@ -132,6 +174,8 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
   x_.assign(L + 1, at::Tensor());
   g_.assign(L + 1, at::Tensor());
   a_.assign(L, SavedLayer());
+  skip_.assign(L, at::Tensor());
+  skip_grad_.assign(L, at::Tensor());
   x_[0] = std::move(batch);
   StepResult result;
   result.ops.reserve(schedule.ops.size());

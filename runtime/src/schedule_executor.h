@@ -66,6 +66,9 @@ class ScheduleExecutor {
              StepResult* result);
   const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
   void Clear();
+  void KeepSkip(const Op& op, int i);
+  std::vector<at::Tensor> LiveSkips() const;
+  void ReleaseSkips(std::vector<at::Tensor> grads);
 
   const ChainModel& model_;
   ModelOptimizer* optimizer_;
@@ -74,6 +77,9 @@ class ScheduleExecutor {
   Timing timing_;
   std::vector<at::Tensor> x_, g_;
   std::vector<SavedLayer> a_;
+  // Side outputs to the loss by layer (separate text passes) and their
+  // gradients.
+  std::vector<at::Tensor> skip_, skip_grad_;
 };
 
 }  // namespace remat::runtime

@@ -275,12 +275,18 @@ TEST(ModelFamilies, MnrlOnTripletsIsASentenceEmbeddingJob) {
   EXPECT_EQ(p->static_memory.parameter_bytes, 4 * 82'118'400);
   EXPECT_EQ(p->static_memory.gradient_bytes, 4 * trained);
   EXPECT_EQ(p->static_memory.optimizer_bytes, 8 * trained);
-  // No vocabulary logits anywhere: the largest tensor is a block's.
-  for (const LayerProfile& l : p->layers) EXPECT_LE(l.output_bytes, n * h * 4) << l.name;
-  // Mean pooling (sentence-transformers v5+) keeps the (n x 1) mask in the
+  // No vocabulary logits anywhere: the largest tensor is a block's (one
+  // pass's: sentence-transformers encodes anchors, positives and negatives
+  // in separate passes).
+  for (const LayerProfile& l : p->layers) EXPECT_LE(l.output_bytes, n / t * h * 4) << l.name;
+  // Mean pooling (sentence-transformers v5+) keeps the (s*b x 1) mask in the
   // embeddings' dtype (fp32 here: amp's last LayerNorm is fp32) and the
-  // per-text token counts (t*b, fp32); its output is the fp32 mean.
-  EXPECT_EQ(Layer(*p, "head").activation_bytes, n * 4 + t * b * 4 + t * b * h * 4);
+  // per-text token counts (b, fp32); its output is the fp32 mean, which the
+  // last pass hands to the loss as its output and the others as a skip.
+  EXPECT_EQ(Layer(*p, "p1.head").activation_bytes, n / t * 4 + b * 4);
+  EXPECT_EQ(Layer(*p, "p1.head").skip_bytes, b * h * 4);
+  EXPECT_EQ(Layer(*p, "p3.head").activation_bytes, n / t * 4 + b * 4 + b * h * 4);
+  EXPECT_EQ(Layer(*p, "p3.head").skip_bytes, 0);
   // mnrl: candidates (t-1)b x h fp32; norms and clamped norms, fp32, per
   // row; fp16 casts of the normalized anchors and candidates (the matmul's
   // inputs); fp32 log-probabilities b x (t-1)b; the loss.

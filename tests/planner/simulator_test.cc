@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "remat/plan.h"
+#include "testing/timeline.h"
 
 namespace remat {
 namespace {
@@ -31,13 +32,7 @@ Profile ThreeLayers() {
   return p;
 }
 
-std::vector<int64_t> Peaks(const SimulationResult& r, const Schedule& s, OpKind kind) {
-  std::vector<int64_t> v;
-  for (const TimelinePoint& t : r.timeline) {
-    if (s.ops[t.op_index].kind == kind) v.push_back(t.peak);
-  }
-  return v;
-}
+using testing::Peaks;
 
 TEST(Simulator, NoCheckpointingTimelineByHand) {
   const Profile p = ThreeLayers();

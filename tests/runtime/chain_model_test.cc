@@ -56,7 +56,8 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
   ASSERT_TRUE(measured.ok()) << measured.status().message();
   const Profile analytic = testing::AnalyticOf(c);
   ASSERT_EQ(measured->num_layers(), analytic.num_layers());
-  const int64_t rows = SequencesPerMicroBatch(c) * c.seq_len;
+  // Rows through a layer: one pass's texts (mnrl: each text group is a pass).
+  const int64_t rows = SequencesPerMicroBatch(c) / TextPasses(c) * c.seq_len;
   const int64_t stat_bytes = c.precision == Precision::kFp32 ? 4 : 2;
   for (int i = 0; i < analytic.num_layers(); ++i) {
     const LayerProfile &m = measured->layers[i], &a = analytic.layers[i];
@@ -67,6 +68,7 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
       continue;
     }
     EXPECT_EQ(m.output_bytes, a.output_bytes) << m.name;
+    EXPECT_EQ(m.skip_bytes, a.skip_bytes) << m.name;
     if (m.kind == "head" && c.head == Head::kPooling && c.precision == Precision::kFp32) {
       // Mean pooling's backward: the sum's gradient only (the product's is a
       // broadcast view of it); a few bytes of the meter's rounding.
@@ -94,6 +96,35 @@ TEST_P(Families, KeptBytesAreTheAnalyticModelsInBf16) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Families, ::testing::ValuesIn(testing::TinyFamilies()),
                          [](const auto& info) { return info.param.first; });
+
+// sentence-transformers encodes each text group in its own pass: the chain
+// repeats embedding, blocks and head per pass, the first passes' heads skip
+// their sentence embeddings to the loss.
+TEST(TextPasses, TripletsRunThreePassesThenTheLoss) {
+  const ModelConfig c = testing::TinyBert(Head::kPooling);
+  ASSERT_EQ(c.texts_per_example, 3);
+  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 1);
+  const int per_pass = static_cast<int>(c.layers) + 2;
+  ASSERT_EQ(model->num_layers(), 3 * per_pass + 1);
+  EXPECT_EQ(model->passes(), 3);
+  EXPECT_EQ(model->layer_name(0), "p1.embedding");
+  EXPECT_EQ(model->layer_name(per_pass + 2), "p2.block1");
+  EXPECT_EQ(model->layer_name(3 * per_pass - 1), "p3.head");
+  EXPECT_EQ(model->layer_name(3 * per_pass), "loss");
+  EXPECT_EQ(model->DescribeChain(),
+            "3 passes of (embedding, " + std::to_string(c.layers) + " blocks, head), loss");
+  std::vector<int> skipping;
+  for (int i = 0; i < model->num_layers(); ++i) {
+    if (model->skips_to_loss(i)) skipping.push_back(i);
+  }
+  EXPECT_EQ(skipping, (std::vector<int>{per_pass - 1, 2 * per_pass - 1}));
+  EXPECT_EQ(model->PassBoundary().numel(), 0);
+  const std::unique_ptr<ChainModel> mlm =
+      MakeChainModel(testing::TinyBert(Head::kMlm), at::Device(at::kCPU), 1);
+  EXPECT_EQ(mlm->passes(), 1);
+  EXPECT_EQ(mlm->layer_name(0), "embedding");
+  EXPECT_EQ(mlm->DescribeChain(), "embedding, " + std::to_string(c.layers) + " blocks, head, loss");
+}
 
 TEST(ModelSupports, RefusesWhatItCannotRunInOneLine) {
   ModelConfig gpt = testing::TinyGpt();

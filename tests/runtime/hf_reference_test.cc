@@ -36,7 +36,14 @@ void ExpectTransformersLoss(ModelConfig c, int kind, const std::string& name) {
   at::Tensor x = batch;
   {
     c10::NoGradGuard no_grad;
-    for (int i = 0; i < model->num_layers(); ++i) x = model->Forward(i, x, batch, {});
+    // Separate text passes: the earlier passes' sentence embeddings go to
+    // the loss beside the last pass's.
+    std::vector<at::Tensor> skips;
+    const int L = model->num_layers();
+    for (int i = 0; i < L; ++i) {
+      x = model->Forward(i, x, batch, {}, i + 1 == L ? skips : std::vector<at::Tensor>());
+      if (model->skips_to_loss(i)) skips.push_back(x);
+    }
   }
   c10::List<at::Tensor> dump;
   dump.push_back(at::tensor(

@@ -150,6 +150,11 @@ ModelConfig WithDefaults(const ModelConfig& config);
 
 // Sequences through the model per micro-batch: micro_batch * texts_per_example.
 int64_t SequencesPerMicroBatch(const ModelConfig& config);
+// Forward passes through the encoder per micro-batch: texts_per_example with
+// the mnrl loss (sentence-transformers encodes anchors, positives and
+// negatives separately, then one loss and one backward), else 1. Each pass
+// carries micro_batch sequences when there are several.
+int TextPasses(const ModelConfig& config);
 
 // Parses model.json text. `source` names the file in messages.
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source);

@@ -68,6 +68,15 @@ struct LayerProfile {
   int64_t backward_workspace_bytes = 0;
   std::vector<SelectiveOption> selective;
 
+  // Side output to the chain's last layer (the loss): bytes the layer's
+  // first forward writes besides x[i+1] that the loss reads, e.g. one pass's
+  // sentence embeddings when sentence-transformers encodes anchors,
+  // positives and negatives in separate passes. Live from that forward until
+  // the loss's backward, which writes its gradient (the same bytes), live
+  // until this layer's backward. A recompute makes it again only as a
+  // transient.
+  int64_t skip_bytes = 0;
+
   // Forward workspace under a save mode: option -1 is the full forward.
   int64_t forward_workspace_for(int option) const {
     if (option >= 0 && selective[option].forward_workspace_bytes >= 0) {
@@ -123,6 +132,12 @@ std::string ProfileToJson(const Profile& profile);
 // Indices of layers heuristics act on: the "block" layers, or all layers if
 // the chain has no block.
 std::vector<int> BlockLayers(const Profile& profile);
+// BlockLayers by text pass when the chain repeats its blocks per pass
+// (layers named "p1.block0" .., the same count in each pass: the mnrl
+// loss's separate passes), else one group. Block lists the user gives
+// (--checkpoint-layers, --selective-layers) count one pass's blocks and apply
+// to every pass, as transformers' gradient checkpointing does.
+std::vector<std::vector<int>> BlockLayersPerPass(const Profile& profile);
 
 // accumulate_ms when given; else optimizer_ms scaled by the bytes each pass
 // moves: the sum reads and writes the gradients (3 x gradient bytes), the

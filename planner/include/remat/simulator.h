@@ -6,6 +6,11 @@
 //   forward(i)    peak = live + |x[i+1]| (+ |a[i]| with grad) + forward workspace
 //   backward(i)   peak = live + |g[i]| + backward workspace (+ selective recompute workspace)
 //   free(t)       live -= |t|
+//   skips         a layer's skip_bytes (side output to the loss) are written
+//                 by its first forward and freed after the loss's backward,
+//                 which writes their gradients; a skip's gradient is freed
+//                 after its layer's backward; a recompute makes the side
+//                 output again as a transient (workspace)
 // With a caching-allocator model each tensor, workspace and model-state
 // part is one request, and the reserved bytes at each op's peak moment are
 // tallied as the allocator rounds them (ReservedTally, device_memory.h).

@@ -60,8 +60,12 @@ struct Groups {
   std::vector<std::string> name;      // by group index
   std::vector<std::vector<int>> ops;  // op indices, in execution order
   std::vector<int> of_op;             // group index of each op
-  std::vector<std::set<int>> inputs;  // tensors each group reads from outside it
-  std::vector<int> order;             // group indices in chain order
+  std::vector<std::set<int>> inputs;  // the chain tensor each group reads (one)
+  // Other tensors a group reads from outside it: the batch (graph inputs,
+  // read by a later pass's embedding) and, for the last group, skips.
+  std::vector<std::set<int>> side_inputs;
+  std::vector<std::set<int>> skips;  // tensors each group hands to the last group past the chain
+  std::vector<int> order;            // group indices in chain order
 };
 
 // Groups ops by their layer tag, in order of first appearance. Builders add
@@ -114,6 +118,35 @@ Status OrderAsChain(const OpGraph& g, Groups* gr) {
     return Status::Internal("layers of the op graph depend on each other in a cycle");
   }
   gr->order.assign(reversed.rbegin(), reversed.rend());
+  std::vector<int> position(n);
+  for (int k = 0; k < n; ++k) position[gr->order[k]] = k;
+  // Besides the chain tensor from the layer right before, a layer may read
+  // the batch (a graph input: a later pass's embedding reads its ids), and
+  // the last layer (the loss) may read tensors of any earlier layer: skips
+  // (separate passes' sentence embeddings).
+  gr->side_inputs.assign(n, {});
+  gr->skips.assign(n, {});
+  for (int gi = 0; gi < n; ++gi) {
+    const int k = position[gi];
+    for (auto it = gr->inputs[gi].begin(); it != gr->inputs[gi].end();) {
+      const int p = tensors[*it].producer;
+      const int from = p < 0 ? -1 : position[gr->of_op[p]];
+      const bool batch = p < 0 && k > 0;
+      // A skip is not also the chain tensor of its layer (a tensor read by
+      // the next layer and again past it is a residual across layers).
+      bool chained = false;
+      for (int c : g.consumers(*it))
+        chained = chained || (p >= 0 && position[gr->of_op[c]] == from + 1);
+      const bool skip = p >= 0 && k == n - 1 && from < k - 1 && !chained;
+      if (!batch && !skip) {
+        ++it;
+        continue;
+      }
+      if (skip) gr->skips[gr->of_op[p]].insert(*it);
+      gr->side_inputs[gi].insert(*it);
+      it = gr->inputs[gi].erase(it);
+    }
+  }
   for (int k = 0; k < n; ++k) {
     const int gi = gr->order[k];
     if (gr->inputs[gi].size() != 1) {
@@ -140,7 +173,7 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
     for (int t : g.ops()[op].outputs) {
       bool leaves = g.consumers(t).empty() && last;
       for (int c : g.consumers(t)) leaves = leaves || gr.of_op[c] != gi;
-      if (!leaves) continue;
+      if (!leaves || gr.skips[gi].count(t)) continue;
       if (output >= 0 && output != t) {
         return Status::Internal("layer '" + gr.name[gi] + "' has two outputs");
       }
@@ -153,8 +186,10 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
 
 // Backward of `ops` in reverse: each op allocates its inputs' gradients and
 // frees its outputs' once it has run. Returns the peak above the input
-// gradient the layer hands on.
-int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input) {
+// gradient the layer hands on and the gradients of the skips it reads
+// (`side_inputs`; the simulator counts those).
+int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input,
+                          const std::set<int>& side_inputs) {
   const auto& tensors = g.tensors();
   std::set<int> grads;
   int64_t live = 0, peak = 0;
@@ -168,7 +203,8 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       if (grads.erase(t)) live -= tensors[t].bytes;
     }
   }
-  const int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
+  int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
+  for (int t : side_inputs) g_in += tensors[t].requires_grad ? tensors[t].bytes : 0;
   return std::max<int64_t>(0, peak - g_in);
 }
 
@@ -235,12 +271,23 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
   std::set<int> saved = {output};
   for (int op : ops) saved.insert(g.ops()[op].saved.begin(), g.ops()[op].saved.end());
   saved.erase(input);
+  for (int t : gr.side_inputs[gi]) saved.erase(t);  // the batch, skips: counted elsewhere
+  const std::set<int>& skips = gr.skips[gi];
+  for (int t : skips) {
+    saved.erase(t);
+    l.skip_bytes += tensors[t].bytes;
+  }
   for (int t : saved) l.activation_bytes += tensors[t].bytes;
+  // The skips stay live past the forward, as what is kept; the simulator
+  // counts them apart from the workspace.
+  std::set<int> kept = saved, kept_nograd = {output};
+  kept.insert(skips.begin(), skips.end());
+  kept_nograd.insert(skips.begin(), skips.end());
   l.forward_workspace_bytes =
-      std::max<int64_t>(0, ReplayForward(g, ops, saved) - l.activation_bytes);
+      std::max<int64_t>(0, ReplayForward(g, ops, kept) - l.activation_bytes - l.skip_bytes);
   l.forward_nograd_workspace_bytes =
-      std::max<int64_t>(0, ReplayForward(g, ops, {output}) - l.output_bytes);
-  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input);
+      std::max<int64_t>(0, ReplayForward(g, ops, kept_nograd) - l.output_bytes - l.skip_bytes);
+  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input, gr.side_inputs[gi]);
   for (int op : ops) {
     l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);

@@ -21,11 +21,16 @@ struct OpTimeModel {
 
 // Groups the graph's ops by layer tag, orders the groups (a Boost topological
 // sort of the contracted graph) and checks they form a chain: each boundary is
-// crossed by exactly one tensor, and no tensor skips a layer. Then, per layer:
+// crossed by exactly one tensor, and no tensor skips a layer except into the
+// last layer (the loss reading separate passes' outputs: the producer's
+// skip_bytes) and the batch (graph inputs, read again by a later pass's
+// embedding). Then, per layer:
 //   activation_bytes  every tensor an op of the layer saves, plus its output,
 //                     minus its input (the previous layer counts that);
+//   skip_bytes        tensors it hands to the last layer past the chain;
 //   workspaces        from replaying the layer's ops with tensor liveness
-//                     (with grad, without grad, and backward);
+//                     (with grad, without grad, and backward; skips and
+//                     their gradients not included);
 //   times             roofline sums of forward and backward op costs;
 //   selective option  "attention_core" when the layer has core ops: drops the
 //                     core's saved internals, recomputes them in backward.

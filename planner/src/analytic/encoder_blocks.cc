@@ -3,12 +3,14 @@
 
 namespace remat {
 
-T Embedding(Builder& B, const T& ids) {
+T Embedding(Builder& B, const T& ids, const T* after) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, V = c.vocab, n = B.tokens();
   const int stream = B.dt().stream;
   T x = B.Tensor("token_embeddings", B.Mul({n, h}), stream);
-  B.Op("wte", {ids}, {x}, {ids}, 0, 1.0, B.Mul({V, h}), B.Mul({V, h, B.dt().param}));
+  std::vector<T> in = {ids};
+  if (after != nullptr) in.push_back(*after);
+  B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}), B.Mul({V, h, B.dt().param}));
   if (c.architecture == Architecture::kLlama) return x;
   // Learned positions (and token types) broadcast over the batch. RoBERTa's
   // position offset (padding_idx + 1) only sizes its table: max_position rows.

@@ -31,6 +31,12 @@ void Builder::Count(int64_t bytes) {
   if (!total_bytes_.ok()) overflow_ = true;
 }
 
+void Builder::BeginPass(int pass) {
+  sequences_ = c_.micro_batch;
+  tokens_ = Mul({c_.seq_len, sequences_});
+  count_parameters_ = pass == 0;
+}
+
 void Builder::Layer(const std::string& tag, const std::string& kind) {
   layer_ = tag;
   out_->kinds.emplace_back(tag, kind);
@@ -76,8 +82,10 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.parameters = params;
   op.attention_core = core;
   Count(bwd_workspace);
-  parameters_ += CheckedInt(params);
-  if (trainable) trainable_ += CheckedInt(params);
+  if (count_parameters_) {
+    parameters_ += CheckedInt(params);
+    if (trainable) trainable_ += CheckedInt(params);
+  }
   if (!parameters_.ok() || !trainable_.ok()) overflow_ = true;
   out_->parameters = parameters_.ok() ? parameters_.value() : 0;
   out_->trainable_parameters = trainable_.ok() ? trainable_.value() : 0;

@@ -63,6 +63,12 @@ class Builder {
   int64_t sequences() const { return sequences_; }  // micro_batch * texts_per_example
   int64_t tokens() const { return tokens_; }        // seq_len * sequences
 
+  // Starts forward pass `pass` (0-based) of TextPasses(config) > 1: from
+  // here on sequences() and tokens() count one pass's texts (micro_batch),
+  // and the ops of passes after the first reuse the first pass's weights
+  // (parameters counted once).
+  void BeginPass(int pass);
+
   // Starts a layer (chain group) named `tag` of kind `kind`.
   void Layer(const std::string& tag, const std::string& kind);
 
@@ -123,6 +129,7 @@ class Builder {
   int64_t sequences_ = 0;
   int64_t tokens_ = 0;
   bool overflow_ = false;
+  bool count_parameters_ = true;  // false in passes after the first
   CheckedInt total_bytes_{0};
   CheckedInt parameters_{0};
   CheckedInt trainable_{0};

@@ -77,16 +77,17 @@ T Normalize(Builder& B, const std::string& name, const T& x, int64_t rows) {
   return y;
 }
 
-// MultipleNegativesRankingLoss: the embeddings hold t texts of b examples
-// (anchors first); candidates = cat(positives, negatives); scores =
-// 20 * cos_sim(anchors, candidates), b x (t-1)b; cross-entropy with the
-// matching positive as label.
-T Mnrl(Builder& B, const T& e) {
+// MultipleNegativesRankingLoss over one pass's embeddings per text group
+// (b x h each, anchors first): candidates = cat(positives, negatives);
+// scores = 20 * cos_sim(anchors, candidates), b x (t-1)b; cross-entropy with
+// the matching positive as label.
+T Mnrl(Builder& B, const std::vector<T>& reps) {
   const ModelConfig& c = B.config();
   const int64_t b = c.micro_batch, others = B.Mul({c.texts_per_example - 1, b});
-  T cand = B.Tensor("candidates", B.Mul({others, c.hidden}), e.elem_bytes);
-  B.Op("cat_candidates", {e}, {cand}, {}, 0, 1.0);
-  T an = Normalize(B, "normalize_anchors", e, b);
+  const T& anchors = reps.front();
+  T cand = B.Tensor("candidates", B.Mul({others, c.hidden}), anchors.elem_bytes);
+  B.Op("cat_candidates", std::vector<T>(reps.begin() + 1, reps.end()), {cand}, {}, 0, 1.0);
+  T an = Normalize(B, "normalize_anchors", anchors, b);
   T cn = Normalize(B, "normalize_candidates", cand, others);
   const T a16 = B.MatmulInput(an), c16 = B.MatmulInput(cn);
   T sim = B.Tensor("similarity", B.Mul({b, others}), a16.elem_bytes);
@@ -128,9 +129,13 @@ T AddHead(Builder& B, const T& x) {
   return B.Linear("lm_head", x, h, V, false, c.tie_embeddings);
 }
 
-T AddLoss(Builder& B, const T& out) {
+T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
   const ModelConfig& c = B.config();
-  if (c.loss == Loss::kMnrl) return Mnrl(B, out);
+  if (c.loss == Loss::kMnrl) {
+    std::vector<T> reps = earlier_passes;
+    reps.push_back(out);
+    return Mnrl(B, reps);
+  }
   const int64_t rows = c.head == Head::kClassification ? B.sequences() : B.tokens();
   return CrossEntropy(B, out, rows);
 }

@@ -14,13 +14,17 @@ T LlamaBlock(Builder& B, const T& x);  // pre-RMSNorm, GQA, rotary, SwiGLU
 
 // encoder_blocks.cc
 // Token ids -> embeddings: token (+ learned positions and token types for gpt
-// and bert; + LayerNorm for bert) and dropout.
-T Embedding(Builder& B, const T& ids);
+// and bert; + LayerNorm for bert) and dropout. `after` (passes after the
+// first): the previous pass's boundary, which the lookup waits for; the ids
+// are then read from the batch.
+T Embedding(Builder& B, const T& ids, const T* after = nullptr);
 T BertBlock(Builder& B, const T& x);  // post-LayerNorm, bidirectional
 
 // heads.cc: the head layer, then the loss layer (returns the loss).
+// `earlier_passes`: the head outputs of the passes before the last (mnrl),
+// which the loss reads besides `head_output`.
 T AddHead(Builder& B, const T& x);
-T AddLoss(Builder& B, const T& head_output);
+T AddLoss(Builder& B, const T& head_output, const std::vector<T>& earlier_passes = {});
 
 }  // namespace remat
 

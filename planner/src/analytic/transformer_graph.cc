@@ -14,34 +14,54 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
   TransformerGraph out;
   Builder B(c, device, &out);
 
-  // Embedding: token ids (int64) in, the residual stream out.
-  B.Layer("embedding", kEmbeddingKind);
-  T x = Embedding(B, B.Tensor("tokens", B.tokens(), 8, false));
+  // Token ids (int64) of every text: the chain's x[0], the batch.
+  const int64_t all_tokens = B.tokens();
+  T tokens;
+  // With several passes (sentence-transformers' mnrl: anchors, positives,
+  // negatives encoded separately) the layers repeat per pass, "p1.embedding"
+  // .. "p<T>.head"; each pass's head hands a 0-byte boundary to the next
+  // pass's embedding, which reads its ids from the batch, and its pooled
+  // embeddings skip to the loss.
+  const int passes = TextPasses(c);
+  std::vector<T> earlier_passes;
+  T x, boundary;
+  for (int pass = 0; pass < passes; ++pass) {
+    const std::string prefix = passes > 1 ? "p" + std::to_string(pass + 1) + "." : "";
+    if (passes > 1) B.BeginPass(pass);
+    B.Layer(prefix + "embedding", kEmbeddingKind);
+    if (pass == 0) tokens = B.Tensor("tokens", all_tokens, 8, false);
+    x = Embedding(B, tokens, pass > 0 ? &boundary : nullptr);
 
-  for (int64_t i = 0; i < c.layers; ++i) {
-    B.Layer("block" + std::to_string(i), kBlockKind);
-    switch (c.architecture) {
-      case Architecture::kGpt:
-        x = GptBlock(B, x);
-        break;
-      case Architecture::kBert:
-        x = BertBlock(B, x);
-        break;
-      case Architecture::kLlama:
-        x = LlamaBlock(B, x);
-        break;
+    for (int64_t i = 0; i < c.layers; ++i) {
+      B.Layer(prefix + "block" + std::to_string(i), kBlockKind);
+      switch (c.architecture) {
+        case Architecture::kGpt:
+          x = GptBlock(B, x);
+          break;
+        case Architecture::kBert:
+          x = BertBlock(B, x);
+          break;
+        case Architecture::kLlama:
+          x = LlamaBlock(B, x);
+          break;
+      }
+    }
+
+    if (c.architecture != Architecture::kBert) {
+      B.Layer(prefix + "final_norm", kNormKind);
+      x = c.architecture == Architecture::kLlama ? B.RmsNorm("norm", x, c.hidden)
+                                                 : B.LayerNorm("norm", x, c.hidden);
+    }
+    B.Layer(prefix + "head", kHeadKind);
+    x = AddHead(B, x);
+    if (pass + 1 < passes) {
+      earlier_passes.push_back(x);
+      boundary = B.Tensor("next_pass", 0, 8, false);
+      B.Op("next_pass", {}, {boundary}, {}, 0, 1.0);
     }
   }
-
-  if (c.architecture != Architecture::kBert) {
-    B.Layer("final_norm", kNormKind);
-    x = c.architecture == Architecture::kLlama ? B.RmsNorm("norm", x, c.hidden)
-                                               : B.LayerNorm("norm", x, c.hidden);
-  }
-  B.Layer("head", kHeadKind);
-  x = AddHead(B, x);
   B.Layer("loss", kLossKind);
-  AddLoss(B, x);
+  AddLoss(B, x, earlier_passes);
 
   if (B.overflow()) {
     return Status::Invalid(

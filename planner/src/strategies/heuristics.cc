@@ -95,16 +95,18 @@ class SelectiveSolver : public StrategySolver {
     const std::vector<int> blocks = BlockLayers(p);
     std::vector<int> candidates;
     if (!o.selective_layers.empty()) {
+      const std::vector<std::vector<int>> passes = BlockLayersPerPass(p);
+      const std::vector<int>& listed = passes.front();
       for (int b : o.selective_layers) {
-        if (b < 0 || b >= static_cast<int>(blocks.size())) {
+        if (b < 0 || b >= static_cast<int>(listed.size())) {
           return Status::Invalid("selective block " + std::to_string(b) + " out of range 0.." +
-                                 std::to_string(blocks.size() - 1));
+                                 std::to_string(listed.size() - 1));
         }
-        if (p.layers[blocks[b]].selective.empty()) {
-          return Status::Invalid("block " + std::to_string(b) + " ('" + p.layers[blocks[b]].name +
+        if (p.layers[listed[b]].selective.empty()) {
+          return Status::Invalid("block " + std::to_string(b) + " ('" + p.layers[listed[b]].name +
                                  "') has no selective option");
         }
-        candidates.push_back(blocks[b]);
+        for (const std::vector<int>& pass : passes) candidates.push_back(pass[b]);
       }
     } else {
       for (int c : blocks) {
@@ -148,8 +150,9 @@ class ManualSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kManual; }
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
-    const std::vector<int> blocks = BlockLayers(p);
-    const int n = static_cast<int>(blocks.size());
+    // Block numbers count one pass's blocks and apply to every pass.
+    const std::vector<std::vector<int>> passes = BlockLayersPerPass(p);
+    const int n = static_cast<int>(passes.front().size());
     std::vector<LayerDecision> d(p.num_layers(), LayerDecision::kKeep);
     std::set<int> seen;
     std::string listed;
@@ -163,7 +166,7 @@ class ManualSolver : public StrategySolver {
         return Status::Invalid("manual: checkpoint block " + std::to_string(b) +
                                " is listed twice");
       }
-      d[blocks[b]] = LayerDecision::kCheckpoint;
+      for (const std::vector<int>& pass : passes) d[pass[b]] = LayerDecision::kCheckpoint;
       listed += (listed.empty() ? "" : ",") + std::to_string(b);
     }
     return EvaluateDecisions(p, Strategy::kManual, "blocks " + (listed.empty() ? "(none)" : listed),

@@ -1,0 +1,24 @@
+// Reading a simulated timeline in tests.
+#ifndef REMAT_TESTS_TESTING_TIMELINE_H_
+#define REMAT_TESTS_TESTING_TIMELINE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "remat/schedule.h"
+#include "remat/simulator.h"
+
+namespace remat::testing {
+
+// The peak of every op of `kind`, in schedule order.
+inline std::vector<int64_t> Peaks(const SimulationResult& r, const Schedule& s, OpKind kind) {
+  std::vector<int64_t> v;
+  for (const TimelinePoint& t : r.timeline) {
+    if (s.ops[t.op_index].kind == kind) v.push_back(t.peak);
+  }
+  return v;
+}
+
+}  // namespace remat::testing
+
+#endif  // REMAT_TESTS_TESTING_TIMELINE_H_
