@@ -6,6 +6,7 @@
 #include "json_fields.h"
 #include "json_values.h"
 #include "remat/accumulation.h"
+#include "remat/analytic.h"
 #include "remat/strategies.h"
 
 namespace remat {
@@ -83,6 +84,8 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["grad_accumulation"] = ctx.grad_accumulation;
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
+                {"trainable_parameters",
+                 ctx.has_config ? TrainableParameterCount(ctx.config) : profile.parameters},
                 {"input", ctx.input_path},
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},

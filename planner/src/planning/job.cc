@@ -14,6 +14,9 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
   if (o.precision) c->precision = *o.precision;
   if (o.attention) c->attention = *o.attention;
   if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
+  if (o.lora_rank) c->lora_rank = *o.lora_rank;
+  if (o.lora_targets) c->lora_targets = *o.lora_targets;
+  if (o.quantization) c->quantization = *o.quantization;
   return ValidateModelConfig(*c, source);
 }
 
