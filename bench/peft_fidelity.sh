@@ -10,8 +10,10 @@
 # uniform every 1 (each block's input kept, the block recomputed in
 # backward, as transformers' gradient checkpointing does). Target: within 5%.
 #
-# QLoRA (nf4) needs bitsandbytes in the venv; without it the nf4 rows are
-# skipped with a line saying so.
+# QLoRA (nf4: bitsandbytes' Linear4bit in every decoder layer) needs
+# bitsandbytes importable by PYTHON (in the venv, or PYTHONPATH=DIR after
+# `pip install --target DIR --no-deps bitsandbytes`); without it the nf4 rows
+# are skipped with a line saying so.
 #
 # usage: bench/peft_fidelity.sh [CONFIG.json ...]
 #   default: bench/models/hf/llama-gqa-s.config.json; env: BUILD (build),

@@ -21,7 +21,8 @@ Prints one JSON line.
 
 usage: peft_reference.py CONFIG.json [--checkpointing] [--rank 8]
        [--targets q_proj,v_proj] [--accumulation 4] [--steps 2]
-       [--quantization nf4]   (needs bitsandbytes; refused without it)
+       [--quantization nf4]   (bitsandbytes' Linear4bit in the decoder layers;
+                               needs bitsandbytes, refused without it)
 """
 import argparse
 import json
@@ -30,6 +31,30 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import remat_measure  # noqa: E402
+
+
+def quantize_blocks(torch, model):
+    """bitsandbytes' QLoRA: every nn.Linear of the decoder layers becomes a
+    Linear4bit in nf4 (blocks of 64, fp32 absmax, no double quantization, as
+    BitsAndBytesConfig's defaults), computing in fp32; the embeddings and the
+    LM head keep their dtype."""
+    import gc
+    import bitsandbytes as bnb
+    for layer in model.model.layers:
+        for parent in list(layer.modules()):
+            for name, child in list(parent.named_children()):
+                if type(child) is not torch.nn.Linear:
+                    continue
+                q = bnb.nn.Linear4bit(child.in_features, child.out_features,
+                                      bias=child.bias is not None, compute_dtype=torch.float32,
+                                      quant_type="nf4", compress_statistics=False)
+                q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False,
+                                             quant_type="nf4", compress_statistics=False,
+                                             blocksize=64)
+                if child.bias is not None:
+                    q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
+                setattr(parent, name, q.to("cpu"))
+    gc.collect()
 
 
 def main():
@@ -65,6 +90,9 @@ def main():
     config = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items()
                                                   if not k.startswith("_") and k != "remat"})
     model = transformers.AutoModelForCausalLM.from_config(config)
+    params = sum(p.numel() for p in model.parameters())  # before packing nf4
+    if args.quantization == "nf4":
+        quantize_blocks(torch, model)
     if args.checkpointing:
         model.gradient_checkpointing_enable()
     lora = peft.LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=args.dropout,
@@ -86,7 +114,7 @@ def main():
         opt.zero_grad()
         return sum(losses)
 
-    params = sum(p.numel() for p in model.parameters())
+    params += sum(p.numel() for p in model.parameters() if p.requires_grad)  # the adapters
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     for i in range(args.steps - 1):
         update(i)
