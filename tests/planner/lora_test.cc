@@ -254,5 +254,26 @@ TEST(LoraFitAdvice, NamesLoraAndQloraWhenTheModelStateDoesNotFit) {
   EXPECT_NE(lora.find("QLoRA (nf4 base weights, lora_rank 64) fits ("), std::string::npos) << lora;
 }
 
+// --lora-rank 0 plans full fine-tuning of a model.json that sets LoRA.
+TEST(LoraOverrides, RankZeroTurnsLoraOff) {
+  Result<PlannerInput> in = ParsePlannerInput(
+      R"({"architecture": "llama", "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128,
+          "vocab": 100, "seq_len": 16, "lora_rank": 8, "lora_targets": "all-linear",
+          "quantization": "nf4", "double_quant": true})",
+      "m.json");
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  JobOverrides o;
+  o.lora_rank = 0;
+  Result<Job> job = MakeJob(*in, o);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->config().quantization, Quantization::kNone);
+  EXPECT_EQ(TrainableParameterCount(job->config()), ParameterCount(job->config()));
+  o.lora_rank = 4;  // another rank keeps the file's targets and quantization
+  job = MakeJob(*in, o);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->config().lora_targets, kLoraAllLinear);
+  EXPECT_EQ(job->config().quantization, Quantization::kNf4);
+}
+
 }  // namespace
 }  // namespace remat
