@@ -13,6 +13,10 @@ std::vector<FlagSpec> JobFlags() {
       {"precision", "P",
        "override precision: fp32, bf16, fp16, amp_bf16, amp_fp16, mixed_bf16, mixed_fp16"},
       {"attention", "A", "override attention: eager, flash, sdpa (config.json's default)"},
+      {"lora-rank", "R", "LoRA adapters of rank R on frozen weights (0: full fine-tuning)"},
+      {"lora-targets", "LIST",
+       "LoRA targets: q,k,v,o,gate,up,down or all-linear (HF module names too); default q,v"},
+      {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
   };
 }
 
@@ -46,6 +50,19 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     Result<AttentionImpl> a = ParseAttention(args.Get("attention"));
     if (!a.ok()) return a.status().WithPrefix("option --attention");
     o.attention = *a;
+  }
+  if (args.Has("lora-rank")) {
+    REMAT_ASSIGN_OR_RETURN(o.lora_rank, args.GetInt("lora-rank", 0, 0, 1 << 20));
+  }
+  if (args.Has("lora-targets")) {
+    Result<uint32_t> t = ParseLoraTargets(args.Get("lora-targets"));
+    if (!t.ok()) return t.status().WithPrefix("option --lora-targets");
+    o.lora_targets = *t;
+  }
+  if (args.Has("quantization")) {
+    Result<Quantization> q = ParseQuantization(args.Get("quantization"));
+    if (!q.ok()) return q.status().WithPrefix("option --quantization");
+    o.quantization = *q;
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "lora_config.h"
 #include "remat/input.h"
 
 namespace remat {
@@ -197,7 +198,9 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
                              "fields, got " +
                              DescribeJsonValue(job));
     }
-    REMAT_RETURN_IF_ERROR(JsonObjectReader(job, source + ": remat").NoUnknownKeys(kJobKeys));
+    std::vector<std::string> known = kJobKeys;
+    known.insert(known.end(), LoraKeys().begin(), LoraKeys().end());
+    REMAT_RETURN_IF_ERROR(JsonObjectReader(job, source + ": remat").NoUnknownKeys(known));
   }
   std::string head;
   if (job.contains("head") && job["head"].is_string()) {

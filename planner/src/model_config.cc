@@ -4,6 +4,7 @@
 
 #include "json_fields.h"
 #include "json_values.h"
+#include "lora_config.h"
 #include "remat/precision.h"
 
 namespace remat {
@@ -214,6 +215,7 @@ ModelConfig WithDefaults(const ModelConfig& config) {
   }
   if (c.texts_per_example == 0) c.texts_per_example = c.loss == Loss::kMnrl ? 2 : 1;
   if (c.num_labels == 0) c.num_labels = 2;
+  if (c.lora_rank > 0 && c.lora_targets == 0) c.lora_targets = kLoraQ | kLoraV;
   return c;
 }
 
@@ -256,7 +258,9 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
                            DescribeJsonValue(doc));
   }
   JsonObjectReader r(doc, source);
-  REMAT_RETURN_IF_ERROR(r.NoUnknownKeys(kKnownKeys));
+  std::vector<std::string> known = kKnownKeys;
+  known.insert(known.end(), LoraKeys().begin(), LoraKeys().end());
+  REMAT_RETURN_IF_ERROR(r.NoUnknownKeys(known));
   ModelConfig c;
   std::string arch = "gpt", precision = "fp32", optimizer = "adamw", attention = "eager";
   REMAT_RETURN_IF_ERROR(r.String("name", &c.name, false));
@@ -293,6 +297,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   REMAT_RETURN_IF_ERROR(r.Bool("qkv_bias", &c.qkv_bias, false));
   REMAT_RETURN_IF_ERROR(r.Int("type_vocab", &c.type_vocab, false, 0, kMaxTokens));
   REMAT_RETURN_IF_ERROR(ParseHeadFields(r, &c));
+  REMAT_RETURN_IF_ERROR(ParseLoraFields(doc, r, &c));
   if (c.ffn_hidden == 0) c.ffn_hidden = DefaultFfn(c.architecture, c.hidden);
   if (c.max_position == 0) c.max_position = c.seq_len;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(c, source));
@@ -339,6 +344,7 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
     return bad("grad_dtype", std::string(ToString(c.grad_dtype)) + " with precision " +
                                  ToString(c.precision) + ": " + why);
   }
+  REMAT_RETURN_IF_ERROR(ValidateLora(c, source));
   return ValidateShapeAndHead(WithDefaults(c), source);
 }
 
@@ -375,6 +381,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["texts_per_example"] = d.texts_per_example;
   if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
   j["pooler"] = d.pooler;
+  LoraToJson(d, &j);
   return DumpDocument(j);
 }
 

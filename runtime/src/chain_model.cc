@@ -65,6 +65,12 @@ Status ModelSupports(const ModelConfig& config) {
                            "' (16-bit weights with fp32 master weights) is planned, not run: "
                            "amp_bf16 (fp32 weights, bf16 autocast) runs");
   }
+  if (c.lora_rank > 0) {
+    return Status::Invalid(
+        "LoRA and QLoRA (lora_rank " + std::to_string(c.lora_rank) +
+        ") can be planned (analytic) but the runtime does not train adapters yet; "
+        "bench/peft_fidelity.sh measures them against PEFT instead");
+  }
   if (c.architecture != Architecture::kBert && c.head != Head::kLm) {
     return Status::Invalid("the runtime's " + arch + " has the lm head only; head '" + head +
                            "' can be planned (analytic) but not run (the runtime runs mlm, "

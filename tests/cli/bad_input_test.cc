@@ -28,6 +28,16 @@ void WriteCatalogueFiles(const ScratchDir& dir) {
   dir.Write("array.json", "[1, 2]");
   dir.Write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
   dir.Write("newline_key.json", "{\"la\\nyers\": 2}");
+  dir.Write("lora_target.json",
+            R"({"layers": 2, "lora_rank": 8, "lora_targets": ["q", "qq"], )" + model + "}");
+  dir.Write("lora_no_rank.json", R"({"layers": 2, "lora_targets": "q,v", )" + model + "}");
+  dir.Write("lora_gate_gpt.json",
+            R"({"layers": 2, "lora_rank": 8, "lora_targets": "gate", )" + model + "}");
+  dir.Write("lora_rank_negative.json", R"({"layers": 2, "lora_rank": -1, )" + model + "}");
+  dir.Write("quant_unknown.json",
+            R"({"layers": 2, "lora_rank": 8, "quantization": "int3", )" + model + "}");
+  dir.Write("double_quant.json",
+            R"({"layers": 2, "lora_rank": 8, "double_quant": true, )" + model + "}");
   dir.Write("hf_t5.json", R"({"model_type": "t5", "num_layers": 6})");
   dir.Write("hf_missing.json", R"({"model_type": "gpt2", "n_embd": 64})");
   const std::string layer =
@@ -183,6 +193,32 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"profile_override",
              {"--micro-batch", "2", "{dir}/profile_ok.json"},
              "profile_ok.json is a profile"},
+        // LoRA and QLoRA.
+        Case{"lora_target",
+             {"{dir}/lora_target.json"},
+             "lora_target.json: field 'lora_targets': unknown LoRA target 'qq', expected q, k,"},
+        Case{"lora_no_rank",
+             {"{dir}/lora_no_rank.json"},
+             "field 'lora_targets': set without lora_rank"},
+        Case{"lora_gate_gpt",
+             {"{dir}/lora_gate_gpt.json"},
+             "field 'lora_targets': gate: gpt has no gate projection"},
+        Case{"lora_rank_negative",
+             {"{dir}/lora_rank_negative.json"},
+             "field 'lora_rank': expected an integer in [0, 1048576], got -1"},
+        Case{"quantization",
+             {"{dir}/quant_unknown.json"},
+             "field 'quantization': unknown value \"int3\", expected none or nf4"},
+        Case{"double_quant",
+             {"{dir}/double_quant.json"},
+             "field 'double_quant': true: double quantization needs quantization \"nf4\""},
+        Case{"flag_lora_targets",
+             {"--lora-rank", "8", "--lora-targets", "q,,v", kExample},
+             "option --lora-targets: empty LoRA target in 'q,,v'"},
+        Case{"flag_quantization",
+             {"--quantization", "nf4", kExample},
+             "field 'quantization': set without lora_rank"},
+        Case{"flag_lora_rank", {"--lora-rank", "-2", kExample}, "option --lora-rank"},
         // Hugging Face config.json.
         Case{
             "hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},

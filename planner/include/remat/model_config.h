@@ -94,6 +94,27 @@ enum class AttentionImpl {
   kSdpa,
 };
 
+// LoRA / QLoRA (PEFT's LoraConfig, bitsandbytes' 4-bit quantization).
+// Projections an adapter can target, as bits of ModelConfig::lora_targets.
+// GPT-2's fused c_attn is one module: q, k or v puts one adapter (out 3h) on it.
+enum LoraTarget : uint32_t {
+  kLoraQ = 1,
+  kLoraK = 2,
+  kLoraV = 4,
+  kLoraO = 8,
+  kLoraGate = 16,  // llama only
+  kLoraUp = 32,    // llama up_proj, gpt c_fc, bert intermediate.dense
+  kLoraDown = 64,  // llama down_proj, gpt mlp.c_proj, bert output.dense
+  kLoraAllLinear = 127,
+};
+// The dtype of the adapters' weights (and so of their gradients and
+// optimizer state, as torch.optim keeps them); default: the model's.
+enum class LoraDtype { kDefault, kFp32, kBf16, kFp16 };
+enum class Quantization {
+  kNone,
+  kNf4,  // bitsandbytes' 4-bit NormalFloat of every linear in the blocks
+};
+
 struct ModelConfig {
   std::string name = "model";
   Architecture architecture = Architecture::kGpt;
@@ -142,6 +163,15 @@ struct ModelConfig {
   // it gets no gradient or optimizer state. Not with the classification head
   // (its dense layer is that pooler, trained).
   bool pooler = false;
+
+  // LoRA / QLoRA (README "LoRA and QLoRA"). lora_rank 0: full fine-tuning.
+  int64_t lora_rank = 0;      // r of every adapter; the base weights are frozen
+  double lora_alpha = 8;      // scaling alpha / r (PEFT's default 8); no memory effect
+  uint32_t lora_targets = 0;  // LoraTarget bits; 0 with a rank: q,v (PEFT's default)
+  double lora_dropout = 0;    // PEFT's dropout of the adapter's input; in [0, 1)
+  LoraDtype lora_dtype = LoraDtype::kDefault;
+  Quantization quantization = Quantization::kNone;  // needs lora_rank > 0
+  bool double_quant = false;  // nf4 only: 8-bit absmax, an fp32 constant per 256 blocks
 };
 
 // The config with every default resolved (kv_heads, head_dim, type_vocab,
@@ -178,6 +208,13 @@ const char* ToString(AttentionImpl v);
 const char* ToString(LrSchedule v);
 Result<Precision> ParsePrecision(std::string_view text);
 Result<AttentionImpl> ParseAttention(std::string_view text);
+// "q,v", "q_proj,v_proj", "all-linear", GPT-2's c_attn/c_proj/c_fc and BERT's
+// query/key/value/dense: LoraTarget bits, or what is accepted.
+Result<uint32_t> ParseLoraTargets(std::string_view text);
+std::string LoraTargetsToString(uint32_t targets);  // "q,v"
+const char* ToString(LoraDtype v);                  // kDefault -> "default"
+const char* ToString(Quantization v);               // "none", "nf4"
+Result<Quantization> ParseQuantization(std::string_view text);
 
 }  // namespace remat
 

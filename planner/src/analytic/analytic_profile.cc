@@ -1,4 +1,5 @@
 #include "analytic/chain.h"
+#include "analytic/lora.h"
 #include "analytic/transformer_graph.h"
 #include "remat/analytic.h"
 #include "remat/checked_math.h"
@@ -81,15 +82,15 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   p.parameters = tg.parameters;
   p.micro_batch = config.micro_batch;  // examples (mnrl: texts_per_example texts each)
   p.seq_len = config.seq_len;
-  Result<StaticMemory> state =
-      ModelStateBytes(tg.parameters, tg.trainable_parameters, config.precision, config.optimizer,
-                      config.grad_dtype);
+  Result<StaticMemory> state = GraphModelState(tg, WithDefaults(config));
   if (!state.ok()) return state.status().WithPrefix(config.name);
   p.static_memory = *state;
   // The optimizer step reads weights, gradients and state and writes weights
   // and state, of the trained parameters.
-  const double trained_weights = static_cast<double>(tg.trainable_parameters) *
-                                 ModelStatePerParameter(config.precision, config.optimizer).weights;
+  const double trained_weights =
+      static_cast<double>(tg.trainable_parameters) *
+      (config.lora_rank > 0 ? LoraWeightBytes(config)
+                            : ModelStatePerParameter(config.precision, config.optimizer).weights);
   const double touched = 2.0 * trained_weights + p.static_memory.gradient_bytes +
                          2.0 * p.static_memory.optimizer_bytes;
   // A loss scaler unscales the gradients (read, write) before the step.

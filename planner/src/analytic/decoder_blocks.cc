@@ -8,13 +8,14 @@ T GptBlock(Builder& B, const T& x) {
   const int64_t h = c.hidden, f = c.ffn_hidden;
   const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
   T y1 = B.LayerNorm("ln1", x, h);
-  T qkv = B.Linear("qkv", y1, h, 3 * h, true);
+  // c_attn is one module: targeting q, k or v puts one adapter on it.
+  T qkv = B.Projection("qkv", y1, h, 3 * h, true, kLoraQ | kLoraK | kLoraV);
   T ctx = B.Attention(qkv, qkv, qkv, shape);
-  T o = B.Dropout("resid_dropout1", B.Linear("attn_proj", ctx, h, h, true));
+  T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T mid = B.Add("residual1", x, o);
   T y2 = B.LayerNorm("ln2", mid, h);
-  T u = B.Pointwise("gelu", B.Linear("fc1", y2, h, f, true), 8.0);
-  T w = B.Dropout("resid_dropout2", B.Linear("fc2", u, f, h, true));
+  T u = B.Pointwise("gelu", B.Projection("fc1", y2, h, f, true, kLoraUp), 8.0);
+  T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
   return B.Add("residual2", mid, w);
 }
 
@@ -30,19 +31,24 @@ T LlamaBlock(Builder& B, const T& x) {
   const int stream = B.dt().stream;
   const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, true};
   T y1 = B.RmsNorm("rms1", x, h);
-  T q = B.Pointwise("rotary_q", B.Linear("q_proj", y1, h, q_width, c.qkv_bias), 6.0, false, stream);
-  T k =
-      B.Pointwise("rotary_k", B.Linear("k_proj", y1, h, kv_width, c.qkv_bias), 6.0, false, stream);
-  T v = B.Linear("v_proj", y1, h, kv_width, c.qkv_bias);
+  T q = B.Pointwise("rotary_q", B.Projection("q_proj", y1, h, q_width, c.qkv_bias, kLoraQ), 6.0,
+                    false, stream);
+  T k = B.Pointwise("rotary_k", B.Projection("k_proj", y1, h, kv_width, c.qkv_bias, kLoraK), 6.0,
+                    false, stream);
+  T v = B.Projection("v_proj", y1, h, kv_width, c.qkv_bias, kLoraV);
   T ctx = B.Attention(q, k, v, shape);
-  T o = B.Dropout("resid_dropout1", B.Linear("o_proj", ctx, q_width, h, false));
+  T o = B.Dropout("resid_dropout1", B.Projection("o_proj", ctx, q_width, h, false, kLoraO));
   T mid = B.Add("residual1", x, o);
   T y2 = B.RmsNorm("rms2", mid, h);
-  T gate = B.Pointwise("silu", B.Linear("gate_proj", y2, h, f, false), 5.0);
-  T up = B.Linear("up_proj", y2, h, f, false);
+  T gate = B.Pointwise("silu", B.Projection("gate_proj", y2, h, f, false, kLoraGate), 5.0);
+  T up = B.Projection("up_proj", y2, h, f, false, kLoraUp);
   T prod = B.Tensor("swiglu", gate.elems, gate.elem_bytes);
-  B.Op("swiglu", {gate, up}, {prod}, {gate, up}, static_cast<double>(gate.elems), 2.0);
-  T w = B.Dropout("resid_dropout2", B.Linear("down_proj", prod, f, h, false));
+  // silu(gate) * up keeps each factor for the other's gradient.
+  std::vector<T> kept;
+  if (B.Grad(up)) kept.push_back(gate);
+  if (B.Grad(gate)) kept.push_back(up);
+  B.Op("swiglu", {gate, up}, {prod}, kept, static_cast<double>(gate.elems), 2.0);
+  T w = B.Dropout("resid_dropout2", B.Projection("down_proj", prod, f, h, false, kLoraDown));
   return B.Add("residual2", mid, w);
 }
 

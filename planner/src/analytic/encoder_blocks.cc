@@ -29,14 +29,14 @@ T BertBlock(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, f = c.ffn_hidden;
   const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
-  T q = B.Linear("q_proj", x, h, h, true);
-  T k = B.Linear("k_proj", x, h, h, true);
-  T v = B.Linear("v_proj", x, h, h, true);
+  T q = B.Projection("q_proj", x, h, h, true, kLoraQ);
+  T k = B.Projection("k_proj", x, h, h, true, kLoraK);
+  T v = B.Projection("v_proj", x, h, h, true, kLoraV);
   T ctx = B.Attention(q, k, v, shape);
-  T o = B.Dropout("resid_dropout1", B.Linear("attn_proj", ctx, h, h, true));
+  T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T y1 = B.LayerNorm("ln1", B.Add("residual1", x, o), h);
-  T u = B.Pointwise("gelu", B.Linear("fc1", y1, h, f, true), 8.0);
-  T w = B.Dropout("resid_dropout2", B.Linear("fc2", u, f, h, true));
+  T u = B.Pointwise("gelu", B.Projection("fc1", y1, h, f, true, kLoraUp), 8.0);
+  T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
   return B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "analytic/lora.h"
 #include "remat/precision.h"
+#include "remat/profile.h"
 
 namespace remat {
 
@@ -21,6 +23,16 @@ Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGr
   // runs in its input's dtype, the 16-bit scores (torch 2.11, measured), so
   // its probabilities and dropout mask are 16-bit and need no cast back.
   if (dt_.autocast && device.cpu) dt_.softmax = dt_.matmul;
+  lora_bytes_ = LoraWeightBytes(c);
+}
+
+bool Builder::Grad(const T& t) const {
+  if (t.id < 0) return false;
+  const TensorInfo& info = out_->graph.tensors()[t.id];
+  // A tensor the model gives no gradient bytes (the masked product of mean
+  // pooling, whose gradient is a view) still carries the flow when the op
+  // that made it records a node.
+  return info.requires_grad || (info.producer >= 0 && records_[info.producer]);
 }
 
 // Sums the bytes of every tensor and workspace in the graph. The chain
@@ -39,6 +51,7 @@ void Builder::BeginPass(int pass) {
 
 void Builder::Layer(const std::string& tag, const std::string& kind) {
   layer_ = tag;
+  kind_ = kind;
   out_->kinds.emplace_back(tag, kind);
 }
 
@@ -64,32 +77,42 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   OpInfo op;
   op.name = layer_ + "." + name;
   op.layer = layer_;
+  const bool params_train = trainable && params > 0 && WeightsTrain();
+  bool backward = params_train;
   double bytes = static_cast<double>(params) * dt_.param;
   for (const T& t : in) {
     op.inputs.push_back(t.id);
     bytes += t.bytes();
+    backward = backward || Grad(t);
   }
+  backward = backward && trainable;
   for (const T& t : outs) {
     op.outputs.push_back(t.id);
     bytes += t.bytes();
+    if (!backward) out_->graph.ClearRequiresGrad(t.id);
   }
-  for (const T& t : saved) op.saved.push_back(t.id);
+  if (backward) {
+    for (const T& t : saved) op.saved.push_back(t.id);
+  }
   op.forward_flops = flops;
   op.forward_bytes = bytes;
-  op.backward_flops = trainable ? flops * bwd_flops_factor : 0;
-  op.backward_bytes = trainable ? 2 * bytes : 0;
-  op.backward_workspace = trainable ? bwd_workspace : 0;
+  op.backward_flops = backward ? flops * bwd_flops_factor : 0;
+  op.backward_bytes = backward ? 2 * bytes : 0;
+  op.backward_workspace = backward ? bwd_workspace : 0;
   op.parameters = params;
   op.attention_core = core;
   Count(bwd_workspace);
   if (count_parameters_) {
     parameters_ += CheckedInt(params);
-    if (trainable) trainable_ += CheckedInt(params);
+    if (params_train) trainable_ += CheckedInt(params);
+    if (in_adapter_) adapter_params_ += CheckedInt(params);
   }
-  if (!parameters_.ok() || !trainable_.ok()) overflow_ = true;
+  if (!parameters_.ok() || !trainable_.ok() || !adapter_params_.ok()) overflow_ = true;
   out_->parameters = parameters_.ok() ? parameters_.value() : 0;
   out_->trainable_parameters = trainable_.ok() ? trainable_.value() : 0;
+  out_->adapter_parameters = adapter_params_.ok() ? adapter_params_.value() : 0;
   out_->graph.AddOp(std::move(op));
+  records_.push_back(backward);
 }
 
 T Builder::MatmulInput(const T& x, bool core) {
@@ -105,24 +128,68 @@ T Builder::MatmulInput(const T& x, bool core) {
 T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
                   bool tied, bool trainable) {
   const T xin = MatmulInput(x);
+  const bool train_w = trainable && WeightsTrain();
+  const bool x_grad = Grad(xin);
+  // QLoRA: bitsandbytes quantizes every linear of the blocks (not the
+  // embeddings, the head or the adapters).
+  const bool quantized =
+      c_.quantization == Quantization::kNf4 && kind_ == kBlockKind && !in_adapter_ && !tied;
   const int64_t weight = tied ? 0 : Mul({in, outf});
   const int64_t params = weight + (bias ? outf : 0);
   const int64_t rows = x.elems / in;
-  T y = Tensor(name, Mul({rows, outf}), dt_.matmul, trainable);
-  std::vector<T> saved = {xin};
+  // Adapters without autocast compute in their own dtype (PEFT casts x).
+  const int out_bytes = in_adapter_ && !dt_.autocast ? lora_bytes_ : dt_.matmul;
+  T y = Tensor(name, Mul({rows, outf}), out_bytes, trainable);
+  // x is kept for the weight's gradient only; W (or its cast) for x's.
+  std::vector<T> saved;
+  if (train_w) saved.push_back(xin);
   std::vector<T> outs = {y};
-  if (dt_.autocast) {
-    // The 16-bit copy of the weight is kept for backward too.
+  double flops = 2.0 * rows * in * outf;
+  int64_t bwd_workspace = train_w ? Mul({in, outf, in_adapter_ ? lora_bytes_ : dt_.param}) : 0;
+  if (quantized) {
+    // Dequantized per call in the compute dtype: a transient of the forward
+    // (and of a recompute), again in backward for the input gradient.
+    T w = Tensor(name + ".dequantized", Mul({in, outf}), dt_.matmul, false);
+    outs.push_back(w);
+    flops += static_cast<double>(weight);
+    if (x_grad) bwd_workspace = Mul({in, outf, dt_.matmul});
+    quantized_params_ += CheckedInt(weight);
+    quantized_bytes_ += CheckedInt(Nf4Bytes(weight, c_.double_quant));
+    if (!quantized_params_.ok() || !quantized_bytes_.ok()) overflow_ = true;
+    out_->quantized_parameters = quantized_params_.ok() ? quantized_params_.value() : 0;
+    out_->quantized_bytes = quantized_bytes_.ok() ? quantized_bytes_.value() : 0;
+  } else if (dt_.autocast) {
+    // The 16-bit copy of the weight is kept for backward too (x's gradient
+    // needs it; autocast caches a trained weight's cast for the forward).
     T w = Tensor(name + ".weight_cast", Mul({in, outf}), dt_.matmul, false);
     outs.push_back(w);
-    saved.push_back(w);
+    if (x_grad || train_w) saved.push_back(w);
   }
-  if (!trainable) saved.clear();  // its graph dies with the unused output
-  const double flops = 2.0 * rows * in * outf;
   // Backward computes the weight gradient into a fresh tensor before
   // accumulating it into .grad.
-  Op(name, {xin}, outs, saved, flops, 2.0, params, Mul({in, outf, dt_.param}), false, trainable);
+  const double bwd_factor = (train_w ? 1.0 : 0.0) + (x_grad ? 1.0 : 0.0);
+  Op(name, {xin}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable);
   return y;
+}
+
+T Builder::Projection(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
+                      uint32_t target) {
+  T y = Linear(name, x, in, outf, bias);
+  if (c_.lora_rank == 0 || (c_.lora_targets & target) == 0) return y;
+  in_adapter_ = true;
+  T xa = Dropout(name + ".lora_dropout", x, false, c_.lora_dropout);
+  if (!dt_.autocast && xa.elem_bytes != lora_bytes_) {
+    xa = Pointwise(name + ".lora_cast", xa, 1.0, false, lora_bytes_);
+  }
+  const T a = Linear(name + ".lora_A", xa, in, c_.lora_rank, false);
+  const T b = Linear(name + ".lora_B", a, c_.lora_rank, outf, false);
+  const T scaled = Pointwise(name + ".lora_scale", b, 1.0, false);
+  in_adapter_ = false;
+  T sum = Add(name + ".lora_add", y, scaled);
+  if (sum.elem_bytes != y.elem_bytes) {  // PEFT: result.to(the base output's dtype)
+    sum = Pointwise(name + ".lora_result_cast", sum, 1.0, false, y.elem_bytes);
+  }
+  return sum;
 }
 
 T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
@@ -139,7 +206,7 @@ T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
 
 T Builder::RmsNorm(const std::string& name, const T& x, int64_t width) {
   const int64_t rows = x.elems / width;
-  std::vector<T> outs, saved;
+  std::vector<T> outs;
   T x32 = x;
   if (x.elem_bytes != 4) {
     x32 = Tensor(name + ".fp32", x.elems, 4);
@@ -151,12 +218,16 @@ T Builder::RmsNorm(const std::string& name, const T& x, int64_t width) {
   outs.insert(outs.begin(), y);
   outs.push_back(rstd);
   outs.push_back(normalized);
-  Op(name, {x}, outs, {x32, rstd, normalized}, 5.0 * x.elems, 2.0, width);
+  // x * rstd keeps both; weight * normalized keeps normalized only for a
+  // weight that trains.
+  std::vector<T> saved = {x32, rstd};
+  if (WeightsTrain()) saved.push_back(normalized);
+  Op(name, {x}, outs, saved, 5.0 * x.elems, 2.0, width);
   return y;
 }
 
-T Builder::Dropout(const std::string& name, const T& x, bool core) {
-  if (c_.dropout <= 0) return x;
+T Builder::Dropout(const std::string& name, const T& x, bool core, double p) {
+  if ((p < 0 ? c_.dropout : p) <= 0) return x;
   T y = Tensor(name, x.elems, x.elem_bytes);
   // CUDA's fused dropout keeps a bool mask; at::dropout on CPU multiplies by
   // a mask of the input's dtype and keeps that.
@@ -228,7 +299,12 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   T sc = Tensor("scores", scores, dt_.matmul);
   std::vector<T> qk = {qc};
   if (kc.id != qc.id) qk.push_back(kc);
-  Op("scores", qk, {sc}, qk, qk_flops, 2.0, 0, 0, true);
+  // q k^T keeps k for q's gradient and q for k's (LoRA on q alone: k only).
+  std::vector<T> qk_saved;
+  if (Grad(kc)) qk_saved.push_back(qc);
+  if (Grad(qc) && kc.id != qc.id) qk_saved.push_back(kc);
+  if (kc.id == qc.id && Grad(qc)) qk_saved = {qc};
+  Op("scores", qk, {sc}, qk_saved, qk_flops, 2.0, 0, 0, true);
   const bool sdpa = c_.attention == AttentionImpl::kSdpa;
   T masked = sc;  // SDPA's math path adds the mask in place
   if (!sdpa) {
@@ -249,7 +325,10 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   const T pv = MatmulInput(dropped, true);
   T ctx = Tensor("context", ctx_elems, dt_.matmul);
   std::vector<T> in = {pv, vc};
-  Op("attn_v", in, {ctx}, in, qk_flops, 2.0, 0, 0, true);
+  std::vector<T> pv_saved;
+  if (Grad(vc)) pv_saved.push_back(pv);
+  if (Grad(pv)) pv_saved.push_back(vc);
+  Op("attn_v", in, {ctx}, pv_saved, qk_flops, 2.0, 0, 0, true);
   return ctx;
 }
 

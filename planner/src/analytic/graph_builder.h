@@ -9,6 +9,13 @@
 // Under autocast (amp_*), matmul inputs and weights are cast to 16 bits and
 // the casts are what the matmul keeps; LayerNorm, softmax and the loss run in
 // fp32, as torch.autocast does.
+//
+// Frozen weights (LoRA: every base weight; lora.h) are followed as autograd
+// does: an op records a node only if an input requires grad or one of its
+// weights trains, and each op keeps only what the gradients it must compute
+// need (a frozen linear keeps nothing for itself, its input gradient needs W
+// alone; x * w with w frozen keeps w, not x). Ops before the first trained
+// weight keep nothing and have no backward.
 #ifndef REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_
 #define REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_
 
@@ -68,6 +75,11 @@ class Builder {
   // and the ops of passes after the first reuse the first pass's weights
   // (parameters counted once).
   void BeginPass(int pass);
+  // Whether `t` requires grad (an op that records no node clears it).
+  bool Grad(const T& t) const;
+  // Whether weights created now train: always, but for the frozen base of a
+  // LoRA job outside its adapters.
+  bool WeightsTrain() const { return c_.lora_rank == 0 || in_adapter_; }
 
   // Starts a layer (chain group) named `tag` of kind `kind`.
   void Layer(const std::string& tag, const std::string& kind);
@@ -78,8 +90,10 @@ class Builder {
   T Tensor(const std::string& name, int64_t elems, int elem_bytes, bool requires_grad = true);
 
   // Adds an op; forward/backward costs given as flops and bytes. `params`
-  // are weights the op owns; `trainable` false: they get no gradient (the op
-  // then has no backward work).
+  // are weights the op owns; `trainable` false: they get no gradient and the
+  // op has no backward work. An op none of whose inputs requires grad and
+  // whose weights do not train (WeightsTrain) keeps nothing and has no
+  // backward either; its outputs then require no grad.
   void Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
           const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params = 0,
           int64_t bwd_workspace = 0, bool core = false, bool trainable = true);
@@ -93,6 +107,13 @@ class Builder {
   T Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
            bool tied = false, bool trainable = true);
 
+  // A linear of a block that LoRA can target (`target`: LoraTarget bits, any
+  // of which selects it): the frozen base, nf4-quantized under QLoRA, plus,
+  // when targeted, PEFT's adapter: dropout(x) (lora_dropout > 0), A (r x in),
+  // B (outf x r), * alpha/r, added to the base's output.
+  T Projection(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
+               uint32_t target);
+
   // LayerNorm (fused: keeps its input and the mean and rstd of each row, fp32
   // on CUDA, the input's dtype on CPU).
   T LayerNorm(const std::string& name, const T& x, int64_t width);
@@ -101,7 +122,8 @@ class Builder {
   // dtype (kept by the weight multiply). A 32-bit input is its own fp32 copy.
   T RmsNorm(const std::string& name, const T& x, int64_t width);
 
-  T Dropout(const std::string& name, const T& x, bool core = false);
+  // `p` < 0: the model's dropout.
+  T Dropout(const std::string& name, const T& x, bool core = false, double p = -1);
   T Add(const std::string& name, const T& a, const T& b);
 
   // An elementwise op (GELU and SiLU keep their input). `out_bytes` 0: the
@@ -133,7 +155,14 @@ class Builder {
   CheckedInt total_bytes_{0};
   CheckedInt parameters_{0};
   CheckedInt trainable_{0};
+  CheckedInt adapter_params_{0};
+  CheckedInt quantized_params_{0};
+  CheckedInt quantized_bytes_{0};
   std::map<int, T> casts_;
+  std::vector<bool> records_;  // by op index: the op has a backward (an autograd node)
+  std::string kind_;           // of the current layer
+  bool in_adapter_ = false;    // building a LoRA adapter's ops
+  int lora_bytes_ = 0;         // bytes per element of the adapters' weights
 };
 
 }  // namespace remat

@@ -40,6 +40,9 @@ struct OpInfo {
 class OpGraph {
  public:
   int AddTensor(std::string name, int64_t bytes, bool requires_grad = true);
+  // An op that records no autograd node (no input requires grad, no weight
+  // trains) makes outputs that need no gradient.
+  void ClearRequiresGrad(int t) { tensors_[t].requires_grad = false; }
   // Adds the op; sets the producer of its outputs and the graph edges.
   int AddOp(OpInfo op);
 

@@ -18,6 +18,12 @@ struct TransformerGraph {
   std::vector<std::pair<std::string, std::string>> kinds;  // layer tag -> kind
   int64_t parameters = 0;                                  // every weight the model holds
   int64_t trainable_parameters = 0;                        // those the loss reaches (get gradients)
+  // LoRA / QLoRA (lora.h): the adapters' weights (trained, in lora_dtype),
+  // and the base weights stored in nf4 with their bytes (packed 4-bit
+  // values, absmax constants and code tables).
+  int64_t adapter_parameters = 0;
+  int64_t quantized_parameters = 0;
+  int64_t quantized_bytes = 0;
 };
 
 // Where the step runs, for the kernels whose saved tensors differ by device.

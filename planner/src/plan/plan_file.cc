@@ -6,6 +6,7 @@
 #include "json_fields.h"
 #include "json_values.h"
 #include "remat/accumulation.h"
+#include "remat/analytic.h"
 #include "remat/planning.h"
 #include "remat/strategies.h"
 
@@ -109,6 +110,8 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   if (ctx.batch != nullptr) j["global_batch"] = BatchSearchJson(*ctx.batch);
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
+                {"trainable_parameters",
+                 ctx.has_config ? TrainableParameterCount(ctx.config) : profile.parameters},
                 {"input", ctx.input_path},
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},

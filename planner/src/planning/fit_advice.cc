@@ -96,6 +96,23 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
           FittingPlanWith(job, options, [&](ModelConfig* c) { c->grad_dtype = half; });
       if (plan) add(Fits(std::string("grad_dtype ") + ToString(half), *plan));
     }
+    // LoRA trains adapters only (rank 16 on q and v, PEFT's default
+    // targets); QLoRA also stores the blocks' weights in nf4.
+    constexpr int64_t kAdviceRank = 16;
+    if (job_config.lora_rank == 0) {
+      std::optional<Plan> plan =
+          FittingPlanWith(job, options, [&](ModelConfig* c) { c->lora_rank = kAdviceRank; });
+      if (plan) add(Fits("LoRA (lora_rank 16 on q,v)", *plan));
+    }
+    if (job_config.quantization == Quantization::kNone) {
+      std::optional<Plan> plan = FittingPlanWith(job, options, [&](ModelConfig* c) {
+        if (c->lora_rank == 0) c->lora_rank = kAdviceRank;
+        c->quantization = Quantization::kNf4;
+      });
+      const std::string rank =
+          std::to_string(job_config.lora_rank > 0 ? job_config.lora_rank : kAdviceRank);
+      if (plan) add(Fits("QLoRA (nf4 base weights, lora_rank " + rank + ")", *plan));
+    }
     for (Optimizer o : {Optimizer::kSgdMomentum, Optimizer::kSgd}) {
       if (o == job_config.optimizer) continue;
       std::optional<Plan> plan =

@@ -14,6 +14,19 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
   if (o.precision) c->precision = *o.precision;
   if (o.attention) c->attention = *o.attention;
   if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
+  if (o.lora_rank) {
+    c->lora_rank = *o.lora_rank;
+    if (*o.lora_rank == 0) {  // full fine-tuning: the file's other LoRA keys go too
+      const ModelConfig plain;
+      c->lora_targets = plain.lora_targets;
+      c->lora_dropout = plain.lora_dropout;
+      c->lora_dtype = plain.lora_dtype;
+      c->quantization = plain.quantization;
+      c->double_quant = plain.double_quant;
+    }
+  }
+  if (o.lora_targets) c->lora_targets = *o.lora_targets;
+  if (o.quantization) c->quantization = *o.quantization;
   return ValidateModelConfig(*c, source);
 }
 

@@ -99,7 +99,26 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
     if (ctx.grad_accumulation > 1) o << ", grad_accumulation " << ctx.grad_accumulation;
     o << "\n";
   }
-  if (p.parameters > 0) o << "  parameters       " << FormatCount(p.parameters) << "\n";
+  if (p.parameters > 0) {
+    o << "  parameters       " << FormatCount(p.parameters);
+    const int64_t trained = ctx.has_config ? TrainableParameterCount(ctx.config) : -1;
+    if (trained >= 0 && trained != p.parameters) {
+      o << " (" << FormatCount(trained) << " trainable, "
+        << Percent(static_cast<double>(trained), static_cast<double>(p.parameters)) << ")";
+    }
+    o << "\n";
+  }
+  if (ctx.has_config && ctx.config.lora_rank > 0) {
+    const ModelConfig& c = ctx.config;
+    o << "  lora             rank " << c.lora_rank << " on "
+      << LoraTargetsToString(WithDefaults(c).lora_targets) << ", alpha " << c.lora_alpha
+      << ", dropout " << c.lora_dropout;
+    if (c.quantization != Quantization::kNone) {
+      o << "; base weights " << ToString(c.quantization)
+        << (c.double_quant ? " (double-quantized)" : "");
+    }
+    o << "\n";
+  }
   if (plan.budget_bytes > 0) {
     o << "  budget           " << FormatCount(plan.budget_bytes) << " bytes ("
       << FormatBytes(plan.budget_bytes) << ")\n";

@@ -1,0 +1,61 @@
+// LoRA adapters and QLoRA's nf4 weights on LibTorch: the pieces the models
+// will build their frozen-base projections from (the models do not use them
+// yet: ModelSupports refuses LoRA jobs).
+//
+// nf4 (QLoRA, Dettmers et al. 2023; bitsandbytes' quantize_4bit): the weight,
+// flattened, in blocks of 64; each block scaled by its absmax to [-1, 1] and
+// every value replaced by the index of the nearest of the 16 NormalFloat
+// levels; two indices a byte (the first in the high nibble), an fp32 absmax a
+// block. Dequantizing multiplies the level by its block's absmax.
+//
+// PEFT's LoRA linear: y = x W^T (+ b) + B(A(dropout(x))) * alpha / r, W frozen,
+// A (r x in) kaiming-uniform(a = sqrt(5)) as nn.Linear, B (out x r) zeros.
+#ifndef REMAT_RUNTIME_SRC_LORA_H_
+#define REMAT_RUNTIME_SRC_LORA_H_
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdint>
+
+namespace remat::runtime {
+
+// The 16 NormalFloat levels of the QLoRA paper (bitsandbytes' NF4 table).
+const std::array<float, 16>& Nf4Levels();
+
+// A weight in nf4: `packed` uint8 (ceil(n/2) bytes), `absmax` fp32 (one per
+// block of 64), the original shape.
+struct Nf4Weight {
+  at::Tensor packed;
+  at::Tensor absmax;
+  std::vector<int64_t> shape;
+};
+
+// Quantizes `w` (any float dtype, any device); blocks of `block` elements.
+Nf4Weight QuantizeNf4(const at::Tensor& w, int64_t block = 64);
+
+// The weight back in `dtype`, on the packed tensor's device: a fresh tensor
+// (QLoRA dequantizes per call, in forward and again in backward).
+at::Tensor DequantizeNf4(const Nf4Weight& q, at::ScalarType dtype);
+
+// One adapter of rank r on a linear of `in` -> `out` features.
+struct LoraAdapter {
+  at::Tensor a;      // (r, in), requires grad
+  at::Tensor b;      // (out, r), requires grad
+  double scale = 1;  // alpha / r
+};
+
+// PEFT's initialization: A as nn.Linear's default (kaiming-uniform with
+// a = sqrt(5): uniform(-1/sqrt(in), 1/sqrt(in))), B zeros; `gen` draws A.
+LoraAdapter MakeLoraAdapter(int64_t in, int64_t out, int64_t rank, double alpha,
+                            const at::TensorOptions& options, at::Generator gen);
+
+// x W^T + bias + B(A(dropout(x))) * scale, as PEFT's lora.Linear.forward:
+// the base output first, then the adapter's on dropout(x) (p = 0: x itself),
+// scaled and added. `weight` and `bias` are frozen (no grad).
+at::Tensor LoraLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      const LoraAdapter& adapter, double dropout, bool train);
+
+}  // namespace remat::runtime
+
+#endif  // REMAT_RUNTIME_SRC_LORA_H_
