@@ -152,10 +152,19 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
 }
 
 // Backward of `ops` in reverse: each op allocates its inputs' gradients and
-// frees its outputs' once it has run. Returns the peak above the input
-// gradient the layer hands on.
-int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input) {
+// frees its outputs' once it has run, and autograd releases what an op saved
+// once it has run (a tensor several ops save: after the last of them; not
+// the layer's input and output, which the executor holds). Returns the peak
+// above the layer's state when its backward starts and the input gradient
+// the layer hands on.
+int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output) {
   const auto& tensors = g.tensors();
+  std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
+  for (int op : ops) {
+    for (int t : g.ops()[op].saved) {
+      if (t != input && t != output) ++savers[t];
+    }
+  }
   std::set<int> grads;
   int64_t live = 0, peak = 0;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
@@ -166,6 +175,10 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
     peak = std::max(peak, live + op.backward_workspace);
     for (int t : op.outputs) {
       if (grads.erase(t)) live -= tensors[t].bytes;
+    }
+    for (int t : op.saved) {
+      auto s = savers.find(t);
+      if (s != savers.end() && --s->second == 0) live -= tensors[t].bytes;
     }
   }
   const int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
@@ -240,7 +253,7 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
       std::max<int64_t>(0, ReplayForward(g, ops, saved) - l.activation_bytes);
   l.forward_nograd_workspace_bytes =
       std::max<int64_t>(0, ReplayForward(g, ops, {output}) - l.output_bytes);
-  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input);
+  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input, output);
   for (int op : ops) {
     l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
