@@ -6,6 +6,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "attention.h"
 #include "encoder_model.h"
 #include "gpt_model.h"
 #include "llama_model.h"
@@ -51,13 +52,6 @@ void SeedGenerator(const at::Device& device, uint64_t seed) {
 Status ModelSupports(const ModelConfig& config) {
   const ModelConfig c = WithDefaults(config);
   const std::string arch = ToString(c.architecture), head = ToString(c.head);
-  if (c.attention != AttentionImpl::kEager) {
-    return Status::Invalid(
-        std::string("the runtime implements eager attention only; attention '") +
-        ToString(c.attention) +
-        "' can be planned but not run (config.json inputs default to transformers' sdpa: "
-        "--attention eager, or \"attention\": \"eager\", runs them)");
-  }
   if (c.precision == Precision::kMixedBf16 || c.precision == Precision::kMixedFp16) {
     return Status::Invalid(std::string("the runtime trains fp32, bf16, fp16, amp_bf16 and "
                                        "amp_fp16; precision '") +
@@ -222,7 +216,7 @@ void ChainModel::ZeroGrad() {
 
 at::Tensor ChainModel::Dropout(const at::Tensor& x) const {
   if (config_.dropout <= 0) return x;
-  return std::get<0>(at::native_dropout(x, config_.dropout, true));
+  return at::dropout(x, config_.dropout, /*train=*/true);
 }
 
 at::Tensor ChainModel::SplitHeads(const at::Tensor& t, int64_t n) const {
@@ -248,6 +242,16 @@ at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, 
   if (config_.dropout > 0) SeedGenerator(device_, seed);
   probs = Dropout(probs);
   return at::bmm(probs, v);
+}
+
+at::Tensor ChainModel::FusedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      bool causal, uint64_t seed) const {
+  const AttentionOptions options{causal, config_.dropout, seed};
+  const at::Tensor context = config_.attention == AttentionImpl::kFlash
+                                 ? runtime::FlashAttention(q, k, v, options)
+                                 : SdpaAttention(q, k, v, options);
+  const int64_t b = context.size(0), a = context.size(1), s = context.size(2);
+  return context.transpose(1, 2).reshape({b, s, a * context.size(3)});
 }
 
 at::Tensor ChainModel::CrossEntropy(const at::Tensor& logits, const at::Tensor& targets) {

@@ -141,7 +141,9 @@ class ChainModel {
   // pass, micro_batch with several; the batch holds micro_batch * texts.
   int64_t sequences() const { return sequences_; }
   int64_t batch_sequences() const { return batch_sequences_; }
-  // Dropout with the model's rate (native_dropout: keeps a 1-byte mask).
+  // Dropout with the model's rate, as nn.Dropout runs it (at::dropout): on
+  // CUDA a fused kernel that keeps a 1-byte mask, on CPU a multiply by a
+  // mask in the input's dtype, which it keeps.
   at::Tensor Dropout(const at::Tensor& x) const;
   // (sequences, s, n * d) -> (sequences * n, s, d), one contiguous copy.
   at::Tensor SplitHeads(const at::Tensor& t, int64_t n) const;
@@ -153,6 +155,13 @@ class ChainModel {
   // k, the probabilities, the dropout mask, the dropped probabilities and v.
   at::Tensor EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& bias, bool softmax_fp32, uint64_t seed) const;
+  // The attention core of config().attention when it is not eager (sdpa or
+  // flash: attention.h) for q (sequences, a, s, d) and k, v (sequences, kv,
+  // s, d), causal or bidirectional, dropout at the model's rate seeded from
+  // `seed`: the context merged to (sequences, s, a * d) (a view of the
+  // kernel's output where it is laid out so, else one copy).
+  at::Tensor FusedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool causal, uint64_t seed) const;
   // Mean cross-entropy of (n, classes) logits against (n) targets; targets
   // of -100 are ignored. log_softmax keeps its output.
   static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets);
@@ -180,7 +189,7 @@ class ChainModel {
 
 // OK if the runtime implements `config`: every architecture (gpt with the lm
 // head; llama with the lm head; bert with mlm, pooling + mnrl or
-// classification), eager attention, fp32/bf16/fp16. Otherwise says what is
+// classification), eager, sdpa and flash attention, fp32/bf16/fp16. Otherwise says what is
 // not supported and what is.
 Status ModelSupports(const ModelConfig& config);
 

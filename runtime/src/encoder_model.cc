@@ -208,12 +208,24 @@ at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::
 Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
   const Block& w = block(layer);
   const int64_t a = config().heads;
+  if (config().attention != AttentionImpl::kEager) {
+    // (b, s, h) -> (b, a, s, d) views, as HF BERT hands them to sdpa.
+    auto split = [&](const at::Tensor& t) {
+      return t.view({sequences(), config().seq_len, a, -1}).transpose(1, 2);
+    };
+    return {split(at::linear(x, w.q_w, w.q_b)), split(at::linear(x, w.k_w, w.k_b)),
+            split(at::linear(x, w.v_w, w.v_b))};
+  }
   return {SplitHeads(at::linear(x, w.q_w, w.q_b), a), SplitHeads(at::linear(x, w.k_w, w.k_b), a),
           SplitHeads(at::linear(x, w.v_w, w.v_b), a)};
 }
 
 at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
                                        const DropoutSeeds& seeds) const {
+  if (config().attention != AttentionImpl::kEager) {
+    // Bidirectional, no mask (no padding).
+    return FusedAttention(heads[0], heads[1], heads[2], /*causal=*/false, seeds.core);
+  }
   return MergeHeads(EagerAttention(heads[0], heads[1], heads[2], at::Tensor(),
                                    /*softmax_fp32=*/false, seeds.core));
 }

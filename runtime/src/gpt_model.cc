@@ -61,13 +61,20 @@ Heads GptModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*s
   const int64_t bs = c.micro_batch, s = c.seq_len, a = c.heads, d = c.head_dim;
   at::Tensor t = at::layer_norm(x, {c.hidden}, b.ln1_w, b.ln1_b, kNormEps);
   t = at::linear(t, b.qkv_w, b.qkv_b);
-  // (b, s, 3h) -> (3, b*a, s, d): one contiguous copy that q, k and v view.
-  return {t.view({bs, s, 3, a, d}).permute({2, 0, 3, 1, 4}).reshape({3, bs * a, s, d})};
+  // (b, s, 3h) -> (3, b, a, s, d): views of the projection, as HF GPT-2
+  // hands them to sdpa (the kernel's output then is laid out (b, s, a, d)).
+  const at::Tensor heads = t.view({bs, s, 3, a, d}).permute({2, 0, 3, 1, 4});
+  if (c.attention != AttentionImpl::kEager) return {heads};
+  // Eager: (3, b*a, s, d), one contiguous copy that q, k and v view.
+  return {heads.reshape({3, bs * a, s, d})};
 }
 
 at::Tensor GptModel::AttentionCore(int /*layer*/, const Heads& heads,
                                    const DropoutSeeds& seeds) const {
   const at::Tensor& qkv = heads[0];
+  if (config().attention != AttentionImpl::kEager) {
+    return FusedAttention(qkv[0], qkv[1], qkv[2], /*causal=*/true, seeds.core);
+  }
   return MergeHeads(EagerAttention(qkv[0], qkv[1], qkv[2], causal_bias_, false, seeds.core));
 }
 

@@ -105,6 +105,11 @@ Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /
 
 at::Tensor LlamaModel::AttentionCore(int /*layer*/, const Heads& heads,
                                      const DropoutSeeds& seeds) const {
+  if (config().attention != AttentionImpl::kEager) {
+    // (b, s, n, d) -> (b, n, s, d) views; the kernels take grouped k and v.
+    return FusedAttention(heads[0].transpose(1, 2), heads[1].transpose(1, 2),
+                          heads[2].transpose(1, 2), /*causal=*/true, seeds.core);
+  }
   // q to (b * a, s, d); k and v repeated to every head of their group. The
   // copies are what the scores and the context keep.
   const at::Tensor q = RepeatHeads(heads[0]);

@@ -48,6 +48,27 @@ TEST(ChainDerivation, ResidualLayersFormAChain) {
   EXPECT_DOUBLE_EQ((*chain)[1].backward_ms, 4.0);
 }
 
+// Backward: autograd frees what an op saved once the op's backward has run.
+// x -> f -> h (saved by g) -> g -> s (saved by k) -> k -> y. k's backward
+// allocates s's gradient (400) with s still saved: +400; it frees s (-400);
+// g allocates h's gradient (400) with h still saved: peak 400 above the
+// start, not the 800 of keeping every saved tensor to the end.
+TEST(ChainDerivation, BackwardReleasesWhatEachOpSaved) {
+  OpGraph g;
+  const int x = g.AddTensor("x", 100), h = g.AddTensor("h", 400), s = g.AddTensor("s", 400),
+            y = g.AddTensor("y", 100);
+  g.AddOp(MakeOp("f", "L1", {x}, {h}, {}));
+  g.AddOp(MakeOp("g", "L1", {h}, {s}, {h}));
+  g.AddOp(MakeOp("k", "L1", {s}, {y}, {s}));
+  Result<std::vector<LayerProfile>> chain = DeriveChain(g, OpTimeModel{1e3, 1e3}, {});
+  ASSERT_TRUE(chain.ok()) << chain.status().message();
+  ASSERT_EQ(chain->size(), 1u);
+  EXPECT_EQ((*chain)[0].activation_bytes, 900);  // h, s and the output y
+  // k: +400 (ds) = 400; frees s: 0. g: +400 (dh) = 400; frees ds and h: -400.
+  // f: +100 (dx) = -300. Peak 400; minus the input gradient handed on (100).
+  EXPECT_EQ((*chain)[0].backward_workspace_bytes, 300);
+}
+
 TEST(ChainDerivation, ATensorSkippingALayerIsNotAChain) {
   OpGraph g;
   const int x0 = g.AddTensor("x0", 10), a = g.AddTensor("a", 10), b = g.AddTensor("b", 10),

@@ -262,9 +262,20 @@ TEST(PlanFile, APlanForAnotherMicroBatchIsRejected) {
   LoadedPlan unknown_shape = *plan;
   unknown_shape.profile.micro_batch = 0;
   const Status t = CheckPlanMatchesProfile(unknown_shape, ProfileOf(SmallGpt(4)), "plan.json");
-  EXPECT_NE(t.message().find("layer 0 ('embedding'): output_bytes is"),
-            std::string::npos)
+  EXPECT_NE(t.message().find("layer 0 ('embedding'): output_bytes is"), std::string::npos)
       << t.message();
+}
+
+// A bf16 runtime's loss is a bf16 scalar (2 bytes), the op model's fp32: no
+// layer reads it, so a plan from a measured bf16 profile trains the model.
+TEST(PlanFile, TheLossScalarsDtypeMayDiffer) {
+  const Profile p = ProfileOf(SmallGpt());
+  Result<LoadedPlan> plan = ParsePlanJson(PlanText(p), "plan.json");
+  ASSERT_TRUE(plan.ok());
+  plan->profile.layers.back().output_bytes = 2;
+  EXPECT_TRUE(CheckPlanMatchesProfile(*plan, p, "plan.json").ok());
+  plan->profile.layers[plan->profile.num_layers() - 2].output_bytes /= 2;  // the head's: refused
+  EXPECT_FALSE(CheckPlanMatchesProfile(*plan, p, "plan.json").ok());
 }
 
 TEST(PlanFile, MeasuredActivationsAndTimesMayDiffer) {

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "memory_meter.h"
 #include "profiler.h"
+#include "remat/analytic.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {
@@ -29,41 +30,32 @@ TEST_P(Families, ParameterCountsAreThePlannersExactCounts) {
   EXPECT_EQ(model->num_layers(), analytic.num_layers());
 }
 
-// LayerNorms in a layer of the chain (each keeps a mean and an rstd per row,
-// fp32, which the op model leaves out: 8 bytes per row).
-int LayerNormsIn(const ModelConfig& c, const std::string& kind) {
-  if (c.architecture == Architecture::kLlama) return 0;  // RMSNorm: modeled exactly
-  const bool bert = c.architecture == Architecture::kBert;
-  if (kind == "block") return 2;
-  if (kind == "norm") return 1;
-  if (kind == "embedding") return bert ? 1 : 0;
-  if (kind == "head") return c.head == Head::kMlm ? 1 : 0;
-  return 0;
-}
-
 // Each layer's kept bytes (activation_bytes: everything a forward with grad
 // keeps, output included), in full and under the selective option, measured
-// against the analytic op graph's for `c` (on a CUDA device: the runtime's
-// native_dropout keeps 1-byte masks on CPU too): equal but for a
-// LayerNorm's mean and rstd, modeled fp32 as CUDA keeps them and kept in the
-// weights' dtype on CPU (2 values per row), and a few scalars of the loss
-// (nll_loss's total weight, mnrl's norms).
+// by the CPU meter, against the analytic op graph's for `c` on --device cpu
+// (dropout masks and LayerNorm statistics in the activation dtype, as
+// PyTorch's CPU kernels keep them): equal to the byte, but for a few scalars
+// of the loss (a scalar in the model's dtype, modeled fp32; nll_loss's total
+// weight, mnrl's norms).
 void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
+  SCOPED_TRACE(std::string("attention ") + ToString(c.attention) + ", " + ToString(c.precision));
   MeasureOptions o;
   o.warmup = 0;
   o.repeats = 1;
   Result<Profile> measured = MeasureProfile(c, o, Timing{}, CpuMeter());
   ASSERT_TRUE(measured.ok()) << measured.status().message();
-  const Profile analytic = testing::AnalyticOf(c);
-  ASSERT_EQ(measured->num_layers(), analytic.num_layers());
-  // Rows through a layer: one pass's texts (mnrl: each text group is a pass).
-  const int64_t rows = SequencesPerMicroBatch(c) / TextPasses(c) * c.seq_len;
-  const int64_t stat_bytes = c.precision == Precision::kFp32 ? 4 : 2;
-  for (int i = 0; i < analytic.num_layers(); ++i) {
-    const LayerProfile &m = measured->layers[i], &a = analytic.layers[i];
+  AnalyticOptions cpu;
+  Result<DeviceSpec> device = LookupDevice("cpu");
+  ASSERT_TRUE(device.ok());
+  cpu.device = *device;
+  Result<Profile> analytic = AnalyticProfile(c, cpu);
+  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
+  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
+  for (int i = 0; i < analytic->num_layers(); ++i) {
+    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
     EXPECT_EQ(m.name, a.name);
     EXPECT_EQ(m.kind, a.kind);
-    if (m.kind == "loss") {  // the loss: a scalar in the model's dtype, modeled fp32
+    if (m.kind == "loss") {
       EXPECT_NEAR(m.activation_bytes, a.activation_bytes, 32) << m.name;
       continue;
     }
@@ -74,24 +66,43 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
       // broadcast view of it); a few bytes of the meter's rounding.
       EXPECT_NEAR(m.backward_workspace_bytes, a.backward_workspace_bytes, 64) << m.name;
     }
-    const int64_t norms = 2 * (stat_bytes - 4) * rows * LayerNormsIn(c, m.kind);
-    EXPECT_EQ(m.activation_bytes, a.activation_bytes + norms) << m.name;
+    EXPECT_EQ(m.activation_bytes, a.activation_bytes) << m.name;
     if (m.kind == "block") {
       ASSERT_EQ(m.selective.size(), 1u);
       ASSERT_EQ(a.selective.size(), 1u);
-      EXPECT_EQ(m.selective[0].activation_bytes, a.selective[0].activation_bytes + norms) << m.name;
+      EXPECT_EQ(m.selective[0].activation_bytes, a.selective[0].activation_bytes) << m.name;
     }
   }
 }
 
-TEST_P(Families, KeptBytesAreTheAnalyticModels) { ExpectKeptBytesOfTheAnalyticModel(config()); }
+// Every attention implementation the runtime runs.
+std::vector<ModelConfig> WithEachAttention(ModelConfig c) {
+  std::vector<ModelConfig> out;
+  for (AttentionImpl a : {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash}) {
+    c.attention = a;
+    out.push_back(c);
+  }
+  return out;
+}
 
-// bf16: llama's RMSNorm keeps an fp32 copy of x and its softmax an fp32
-// probability matrix beside the bf16 one; mean pooling sums in fp32.
+// With dropout (sdpa on CPU: PyTorch's math path) and without (sdpa: the
+// fused CPU kernel). bf16: llama's RMSNorm keeps an fp32 copy of x and its
+// eager softmax an fp32 probability matrix beside the bf16 one; mean
+// pooling sums in fp32.
+TEST_P(Families, KeptBytesAreTheAnalyticModels) {
+  for (const ModelConfig& c : WithEachAttention(config())) ExpectKeptBytesOfTheAnalyticModel(c);
+}
+
+TEST_P(Families, KeptBytesAreTheAnalyticModelsWithoutDropout) {
+  ModelConfig c = config();
+  c.dropout = 0;
+  for (const ModelConfig& each : WithEachAttention(c)) ExpectKeptBytesOfTheAnalyticModel(each);
+}
+
 TEST_P(Families, KeptBytesAreTheAnalyticModelsInBf16) {
   ModelConfig c = config();
   c.precision = Precision::kBf16;
-  ExpectKeptBytesOfTheAnalyticModel(c);
+  for (const ModelConfig& each : WithEachAttention(c)) ExpectKeptBytesOfTheAnalyticModel(each);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Families, ::testing::ValuesIn(testing::TinyFamilies()),
@@ -132,9 +143,11 @@ TEST(ModelSupports, RefusesWhatItCannotRunInOneLine) {
   EXPECT_EQ(ModelSupports(gpt).message(),
             "the runtime's gpt has the lm head only; head 'pooling' can be planned (analytic) but "
             "not run (the runtime runs mlm, pooling and classification on bert)");
-  ModelConfig flash = testing::TinyLlama();
-  flash.attention = AttentionImpl::kFlash;
-  EXPECT_NE(ModelSupports(flash).message().find("eager attention only"), std::string::npos);
+  for (AttentionImpl a : {AttentionImpl::kSdpa, AttentionImpl::kFlash}) {
+    ModelConfig fused = testing::TinyLlama();
+    fused.attention = a;
+    EXPECT_TRUE(ModelSupports(fused).ok()) << ToString(a);
+  }
   ModelConfig odd = testing::TinyLlama();
   odd.head_dim = 7;
   EXPECT_EQ(ModelSupports(odd).message(),

@@ -1,6 +1,6 @@
 // Every strategy's schedule gives the gradients of running without
 // checkpointing (fp32, dropout 0.1, within 1e-6 of the largest gradient),
-// for every architecture and head:
+// for every architecture and head, with eager, sdpa and flash attention:
 // recomputation redraws the same dropout masks and the block-wise backward
 // composes to the whole model's.
 #include <ATen/ATen.h>
@@ -146,7 +146,47 @@ TEST_P(Gradients, MultiLevelRecomputeInsideASegment) {
   ExpectSameAsNone(schedule);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Gradients, ::testing::ValuesIn(testing::TinyFamilies()),
+// Every family with each attention implementation: eager, sdpa (with
+// dropout on CPU PyTorch's math path, its mask drawn from the re-seeded
+// default generator) and flash (blockwise, masks regenerated from the seed
+// in backward).
+std::vector<std::pair<std::string, ModelConfig>> FamiliesWithEachAttention() {
+  std::vector<std::pair<std::string, ModelConfig>> out;
+  for (const auto& [name, c] : testing::TinyFamilies()) {
+    for (AttentionImpl a : {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash}) {
+      ModelConfig each = c;
+      each.attention = a;
+      out.emplace_back(name + "_" + ToString(a), each);
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, Gradients, ::testing::ValuesIn(FamiliesWithEachAttention()),
+                         [](const auto& info) { return info.param.first; });
+
+// Without dropout, sdpa and flash compute eager attention's function: the
+// same loss and gradients up to fp32 rounding (1e-5 of the largest).
+class FusedAttention : public ::testing::TestWithParam<std::pair<std::string, ModelConfig>> {};
+
+TEST_P(FusedAttention, EqualsEagerWithoutDropout) {
+  ModelConfig c = GetParam().second;
+  c.dropout = 0;
+  const Schedule none = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kNone);
+  const StepGradients eager = RunOneStep(c, none);
+  double largest = 0;
+  for (const at::Tensor& g : eager.grads) largest = std::max(largest, g.abs().max().item<double>());
+  ASSERT_GT(largest, 0);
+  for (AttentionImpl a : {AttentionImpl::kSdpa, AttentionImpl::kFlash}) {
+    c.attention = a;
+    const StepGradients fused = RunOneStep(c, none);
+    ASSERT_EQ(fused.grads.size(), eager.grads.size());
+    EXPECT_NEAR(fused.loss, eager.loss, 1e-5 * std::abs(eager.loss)) << ToString(a);
+    EXPECT_LE(MaxAbsDiff(fused, eager), 1e-5 * largest) << ToString(a);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FusedAttention, ::testing::ValuesIn(testing::TinyFamilies()),
                          [](const auto& info) { return info.param.first; });
 
 }  // namespace

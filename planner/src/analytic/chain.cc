@@ -185,12 +185,21 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
 }
 
 // Backward of `ops` in reverse: each op allocates its inputs' gradients and
-// frees its outputs' once it has run. Returns the peak above the input
-// gradient the layer hands on and the gradients of the skips it reads
+// frees its outputs' once it has run, and autograd releases what an op saved
+// once it has run (a tensor several ops save: after the last of them; not
+// the layer's input, output and side inputs, which the executor holds).
+// Returns the peak above the layer's state when its backward starts and the
+// input gradient the layer hands on and the gradients of the skips it reads
 // (`side_inputs`; the simulator counts those).
-int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input,
+int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output,
                           const std::set<int>& side_inputs) {
   const auto& tensors = g.tensors();
+  std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
+  for (int op : ops) {
+    for (int t : g.ops()[op].saved) {
+      if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
+    }
+  }
   std::set<int> grads;
   int64_t live = 0, peak = 0;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
@@ -201,6 +210,10 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
     peak = std::max(peak, live + op.backward_workspace);
     for (int t : op.outputs) {
       if (grads.erase(t)) live -= tensors[t].bytes;
+    }
+    for (int t : op.saved) {
+      auto s = savers.find(t);
+      if (s != savers.end() && --s->second == 0) live -= tensors[t].bytes;
     }
   }
   int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
@@ -287,7 +300,7 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
       std::max<int64_t>(0, ReplayForward(g, ops, kept) - l.activation_bytes - l.skip_bytes);
   l.forward_nograd_workspace_bytes =
       std::max<int64_t>(0, ReplayForward(g, ops, kept_nograd) - l.output_bytes - l.skip_bytes);
-  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input, gr.side_inputs[gi]);
+  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi]);
   for (int op : ops) {
     l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);

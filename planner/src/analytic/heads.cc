@@ -7,10 +7,10 @@ namespace remat {
 namespace {
 
 // One token of every sequence (a view: keeps nothing, its backward needs
-// only the shape).
-T SelectToken(Builder& B, const std::string& name, const T& x) {
+// only the shape). `requires_grad` false: no backward reaches it.
+T SelectToken(Builder& B, const std::string& name, const T& x, bool requires_grad = true) {
   const int64_t h = B.config().hidden;
-  T y = B.Tensor(name, B.Mul({B.sequences(), h}), x.elem_bytes);
+  T y = B.Tensor(name, B.Mul({B.sequences(), h}), x.elem_bytes, requires_grad);
   B.Op(name, {x}, {y}, {}, 0, 1.0);
   return y;
 }
@@ -20,7 +20,7 @@ T SelectToken(Builder& B, const std::string& name, const T& x) {
 // nothing, has no backward, and its weights get no gradient.
 void FrozenPooler(Builder& B, const T& x) {
   const int64_t h = B.config().hidden;
-  T first = SelectToken(B, "pooler_first_token", x);
+  T first = SelectToken(B, "pooler_first_token", x, /*requires_grad=*/false);
   T dense = B.Linear("pooler_dense", first, h, h, true, false, /*trainable=*/false);
   T out = B.Tensor("pooler_output", dense.elems, dense.elem_bytes, false);
   B.Op("pooler_tanh", {dense}, {out}, {}, 4.0 * dense.elems, 0, 0, 0, false, false);
@@ -39,12 +39,12 @@ T PoolTokens(Builder& B, const T& x) {
   const int64_t rows = B.Mul({B.sequences(), c.hidden});
   T mask = B.Tensor("mask", B.tokens(), x.elem_bytes, false);
   B.Op("mask", {}, {mask}, {}, 0, 1.0);
-  // The sum's gradient is a broadcast view of the mean's (no bytes): the
-  // product's gradient costs nothing, hence no requires_grad.
+  // The product and its sum, one op here: the product's gradient is a
+  // broadcast view of the sum's (no bytes), so in backward the sum's
+  // gradient lives until the multiply has made x's.
   T masked = B.Tensor("masked", x.elems, x.elem_bytes, false);
-  B.Op("mask_multiply", {x, mask}, {masked}, {mask}, static_cast<double>(x.elems), 1.0);
   T sum = B.Tensor("masked_sum", rows, 4);
-  B.Op("masked_sum", {masked}, {sum}, {}, static_cast<double>(x.elems), 1.0);
+  B.Op("masked_sum", {x, mask}, {masked, sum}, {mask}, 2.0 * static_cast<double>(x.elems), 1.0);
   T count = B.Tensor("token_count", B.sequences(), 4, false);
   B.Op("token_count", {mask}, {count}, {}, static_cast<double>(B.tokens()), 1.0);
   T mean = B.Tensor("mean", rows, 4);

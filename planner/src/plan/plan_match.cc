@@ -62,8 +62,11 @@ Status CheckPlanMatchesProfile(const LoadedPlan& plan, const Profile& profile,
     }
     // The tensors passed between layers: each layer's output is the next
     // one's input. The batch x[0] is not one of them: what it holds (token
-    // ids, and the labels in the runtime) is the executor's business.
-    if (a.output_bytes != b.output_bytes) {
+    // ids, and the labels in the runtime) is the executor's business, nor
+    // is the loss, a scalar no layer reads (in the model's dtype when
+    // measured, fp32 in the op model).
+    const bool loss = i == profile.num_layers() - 1;
+    if (!loss && a.output_bytes != b.output_bytes) {
       return Status::Invalid(where + " ('" + b.name + "'): output_bytes is " +
                              std::to_string(a.output_bytes) + " in the plan but " +
                              std::to_string(b.output_bytes) +
