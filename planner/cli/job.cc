@@ -13,6 +13,8 @@ std::vector<FlagSpec> JobFlags() {
       {"precision", "P",
        "override precision: fp32, bf16, fp16, amp_bf16, amp_fp16, mixed_bf16, mixed_fp16"},
       {"attention", "A", "override attention: eager, flash, sdpa (config.json's default)"},
+      {"gradients", "G",
+       "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
   };
 }
 
@@ -46,6 +48,11 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     Result<AttentionImpl> a = ParseAttention(args.Get("attention"));
     if (!a.ok()) return a.status().WithPrefix("option --attention");
     o.attention = *a;
+  }
+  if (args.Has("gradients")) {
+    Result<Gradients> g = ParseGradients(args.Get("gradients"));
+    if (!g.ok()) return g.status().WithPrefix("option --gradients");
+    o.gradients = *g;
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

@@ -25,12 +25,15 @@ struct JobOverrides {
   std::optional<int64_t> seq_len;      // tokens per sequence (raises max_position to it)
   std::optional<Precision> precision;
   std::optional<AttentionImpl> attention;
+  std::optional<Gradients> gradients;  // when parameter gradients exist
   // Micro-batches per optimizer step: changes no size or time of a
   // micro-step, so it applies to profiles too.
   std::optional<int64_t> grad_accumulation;
   std::optional<std::string> device;  // analytic times: "h200", "a100" (default), ...
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
-  bool any_model_field() const { return micro_batch || seq_len || precision || attention; }
+  bool any_model_field() const {
+    return micro_batch || seq_len || precision || attention || gradients;
+  }
   bool any() const { return any_model_field() || device || tflops; }
 };
 

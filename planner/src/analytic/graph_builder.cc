@@ -70,6 +70,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.backward_bytes = trainable ? 2 * bytes : 0;
   op.backward_workspace = trainable ? bwd_workspace : 0;
   op.parameters = params;
+  op.trainable = trainable;
   op.attention_core = core;
   Count(bwd_workspace);
   parameters_ += CheckedInt(params);

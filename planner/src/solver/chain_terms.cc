@@ -43,6 +43,10 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     }
   }
   mode_begin_[L] = static_cast<int>(modes_.size());
+  // Parameter gradients created in backward: during backward s, those of
+  // layers s..L-1 exist.
+  std::vector<int64_t> grads_from(L + 1, 0);
+  for (int s = L - 1; s >= 0; --s) grads_from[s] = grads_from[s + 1] + layers[s].gradient_bytes;
   for (int s = 0; s < L; ++s) {
     const LayerProfile& l = layers[s];
     for (int k = 0; k < num_modes(s); ++k) {
@@ -51,7 +55,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
       backward_slots_.push_back(units_.Slots(x_bytes_[s] + x_bytes_[s + 1] + m.kept_bytes +
                                             g_bytes_[s + 1] + g_bytes_[s] +
                                             l.backward_workspace_bytes +
-                                            m.recompute_workspace_bytes));
+                                            m.recompute_workspace_bytes + grads_from[s]));
     }
   }
 
