@@ -33,6 +33,7 @@ void ModelOptimizer::Step() {
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i];
     at::Tensor g = p.mutable_grad();
+    if (!g.defined()) continue;  // no gradient this step (torch.optim skips it too)
     switch (kind_) {
       case Optimizer::kAdamW: {
         const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(steps_));
@@ -62,7 +63,7 @@ void ModelOptimizer::Step() {
       case Optimizer::kNone:
         break;
     }
-    g.zero_();
+    p.mutable_grad().reset();  // zero_grad(set_to_none=True), PyTorch 2.x's default
   }
 }
 

@@ -29,14 +29,14 @@ struct OptimizerSettings {
 
 class ModelOptimizer {
  public:
-  // Allocates the state for `params` (which must have their .grad allocated,
-  // see ChainModel::AllocateGradients) in their dtype, as torch.optim does.
+  // Allocates the state for `params` in their dtype, as torch.optim does.
   ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
                  const OptimizerSettings& settings = {});
   ModelOptimizer(const ModelOptimizer&) = delete;
   ModelOptimizer& operator=(const ModelOptimizer&) = delete;
 
-  // Updates the parameters from their gradients, then zeroes the gradients.
+  // Updates the parameters from their gradients, then sets the gradients to
+  // None (persistent buffers are allocated again by the caller).
   void Step();
 
  private:
