@@ -17,6 +17,8 @@ std::vector<FlagSpec> JobFlags() {
       {"lora-targets", "LIST",
        "LoRA targets: q,k,v,o,gate,up,down or all-linear (HF module names too); default q,v"},
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
+      {"gradients", "G",
+       "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
   };
 }
 
@@ -63,6 +65,11 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     Result<Quantization> q = ParseQuantization(args.Get("quantization"));
     if (!q.ok()) return q.status().WithPrefix("option --quantization");
     o.quantization = *q;
+  }
+  if (args.Has("gradients")) {
+    Result<Gradients> g = ParseGradients(args.Get("gradients"));
+    if (!g.ok()) return g.status().WithPrefix("option --gradients");
+    o.gradients = *g;
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

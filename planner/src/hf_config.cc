@@ -134,7 +134,8 @@ Status ParseEncoder(const std::string& type, const JsonObjectReader& r, ModelCon
 const std::vector<std::string> kJobKeys = {
     "name",       "seq_len",   "micro_batch",       "grad_accumulation", "precision",
     "grad_dtype", "optimizer", "attention",         "dropout",           "head",
-    "pooling",    "loss",      "texts_per_example", "num_labels",        "pooler"};
+    "pooling",    "loss",      "texts_per_example", "num_labels",        "pooler",
+    "gradients"};
 
 }  // namespace
 

@@ -15,6 +15,7 @@ const std::vector<std::string> kPrecisions = {"fp32",     "bf16",       "fp16", 
                                               "amp_fp16", "mixed_bf16", "mixed_fp16"};
 // Indexed by enum value; "default" is never accepted in a file.
 const std::vector<std::string> kGradDtypes = {"default", "fp32", "bf16", "fp16"};
+const std::vector<std::string> kGradients = {"default", "created_in_backward", "persistent"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
 const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
 const std::vector<std::string> kLrSchedules = {"constant", "linear", "cosine"};
@@ -35,6 +36,7 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "grad_accumulation",
                                              "precision",
                                              "grad_dtype",
+                                             "gradients",
                                              "optimizer",
                                              "attention",
                                              "dropout",
@@ -196,6 +198,7 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
 const char* ToString(Architecture v) { return kArchitectures[static_cast<int>(v)].c_str(); }
 const char* ToString(Precision v) { return kPrecisions[static_cast<int>(v)].c_str(); }
 const char* ToString(GradDtype v) { return kGradDtypes[static_cast<int>(v)].c_str(); }
+const char* ToString(Gradients v) { return kGradients[static_cast<int>(v)].c_str(); }
 const char* ToString(Optimizer v) { return kOptimizers[static_cast<int>(v)].c_str(); }
 const char* ToString(AttentionImpl v) { return kAttention[static_cast<int>(v)].c_str(); }
 const char* ToString(LrSchedule v) { return kLrSchedules[static_cast<int>(v)].c_str(); }
@@ -217,6 +220,13 @@ ModelConfig WithDefaults(const ModelConfig& config) {
   if (c.num_labels == 0) c.num_labels = 2;
   if (c.lora_rank > 0 && c.lora_targets == 0) c.lora_targets = kLoraQ | kLoraV;
   return c;
+}
+
+Gradients GradientsOf(const ModelConfig& config) {
+  if (config.gradients != Gradients::kDefault) return config.gradients;
+  const bool mixed =
+      config.precision == Precision::kMixedBf16 || config.precision == Precision::kMixedFp16;
+  return mixed ? Gradients::kPersistent : Gradients::kCreatedInBackward;
 }
 
 int64_t SequencesPerMicroBatch(const ModelConfig& config) {
@@ -251,6 +261,12 @@ Result<AttentionImpl> ParseAttention(std::string_view text) {
   return ParseName<AttentionImpl>(kAttention, text, "attention");
 }
 
+Result<Gradients> ParseGradients(std::string_view text) {
+  Result<Gradients> g = ParseName<Gradients>(Accepted(kGradients), text, "gradients");
+  if (!g.ok()) return g.status();
+  return static_cast<Gradients>(static_cast<int>(*g) + 1);  // Accepted drops "default"
+}
+
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
   if (!doc.is_object()) {
@@ -280,6 +296,9 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   std::string grad_dtype = "default";
   REMAT_RETURN_IF_ERROR(r.Enum("grad_dtype", &grad_dtype, Accepted(kGradDtypes), false));
   c.grad_dtype = FromName<GradDtype>(kGradDtypes, grad_dtype);
+  std::string gradients = "default";
+  REMAT_RETURN_IF_ERROR(r.Enum("gradients", &gradients, Accepted(kGradients), false));
+  c.gradients = FromName<Gradients>(kGradients, gradients);
   REMAT_RETURN_IF_ERROR(r.Enum("optimizer", &optimizer, kOptimizers, false));
   c.optimizer = FromName<Optimizer>(kOptimizers, optimizer);
   REMAT_RETURN_IF_ERROR(r.Enum("attention", &attention, kAttention, false));
@@ -363,6 +382,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["grad_accumulation"] = c.grad_accumulation;
   j["precision"] = ToString(c.precision);
   if (c.grad_dtype != GradDtype::kDefault) j["grad_dtype"] = ToString(c.grad_dtype);
+  if (c.gradients != Gradients::kDefault) j["gradients"] = ToString(c.gradients);
   j["optimizer"] = ToString(c.optimizer);
   j["attention"] = ToString(c.attention);
   j["dropout"] = c.dropout;

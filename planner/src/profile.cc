@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
@@ -52,6 +51,8 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
   REMAT_RETURN_IF_ERROR(
       r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("skip_bytes", &out->skip_bytes, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Int("gradient_bytes", &out->gradient_bytes, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(r.Bool("keeps_input", &out->keeps_input, false));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
     if (!s.is_array()) {
@@ -87,6 +88,10 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (!TimeOk(p.optimizer_ms)) {
     return Status::Invalid(source + ": field 'optimizer_ms': must be in [0, 1e12] ms");
   }
+  if (p.grad_accumulation < 1) {
+    return Status::Invalid(source + ": field 'grad_accumulation': must be at least 1, got " +
+                           std::to_string(p.grad_accumulation));
+  }
   if (p.accumulate_ms != -1 && !TimeOk(p.accumulate_ms)) {
     return Status::Invalid(source + ": field 'accumulate_ms': must be in [0, 1e12] ms");
   }
@@ -109,6 +114,10 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              std::to_string(l.activation_bytes) +
                              ") is smaller than 'output_bytes' (" + std::to_string(l.output_bytes) +
                              "); activation_bytes includes the layer's output");
+    }
+    if (i == 0 && !l.keeps_input) {
+      return Status::Invalid(where + ": field 'keeps_input': false for the first layer, whose " +
+                             "input is the batch (the loss reads its targets from it)");
     }
     if (i > 0 && l.input_bytes != p.layers[i - 1].output_bytes) {
       return Status::Invalid(where + ": field 'input_bytes' (" + std::to_string(l.input_bytes) +
@@ -134,7 +143,7 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
     // counts) and every workspace.
     int64_t kept = l.activation_bytes;
     for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
-    total += CheckedInt(l.input_bytes) * 2 + kept + l.forward_workspace_bytes +
+    total += CheckedInt(l.input_bytes) * 2 + kept + l.gradient_bytes + l.forward_workspace_bytes +
              l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
     if (!total.ok()) {
@@ -160,6 +169,7 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
   REMAT_RETURN_IF_ERROR(r.Int("seq_len", &p.seq_len, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Double("optimizer_ms", &p.optimizer_ms, false, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Double("accumulate_ms", &p.accumulate_ms, false, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &p.grad_accumulation, false, 1, kMaxBytes));
   int64_t static_bytes = 0;
   REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
   if (doc.contains("static")) {
@@ -206,6 +216,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
                  {"optimizer_bytes", p.static_memory.optimizer_bytes}};
   j["optimizer_ms"] = p.optimizer_ms;
   if (p.accumulate_ms >= 0) j["accumulate_ms"] = p.accumulate_ms;
+  if (p.grad_accumulation > 1) j["grad_accumulation"] = p.grad_accumulation;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     nlohmann::ordered_json lj;
@@ -222,6 +233,8 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
     }
     lj["backward_workspace_bytes"] = l.backward_workspace_bytes;
     if (l.skip_bytes > 0) lj["skip_bytes"] = l.skip_bytes;
+    if (l.gradient_bytes > 0) lj["gradient_bytes"] = l.gradient_bytes;
+    if (!l.keeps_input) lj["keeps_input"] = false;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
       for (const SelectiveOption& o : l.selective) {
@@ -284,11 +297,11 @@ std::vector<std::vector<int>> BlockLayersPerPass(const Profile& p) {
 double GradientAccumulateMs(const Profile& p) {
   if (p.accumulate_ms >= 0) return p.accumulate_ms;
   const StaticMemory& s = p.static_memory;
-  const double optimizer_bytes = 2.0 * static_cast<double>(s.parameter_bytes) +
-                                 static_cast<double>(s.gradient_bytes) +
+  const double gradients = static_cast<double>(p.total_gradient_bytes());
+  const double optimizer_bytes = 2.0 * static_cast<double>(s.parameter_bytes) + gradients +
                                  2.0 * static_cast<double>(s.optimizer_bytes);
   if (optimizer_bytes <= 0) return 0;
-  return p.optimizer_ms * 3.0 * static_cast<double>(s.gradient_bytes) / optimizer_bytes;
+  return p.optimizer_ms * 3.0 * gradients / optimizer_bytes;
 }
 
 double BaselineStepMs(const Profile& p) {

@@ -9,7 +9,9 @@ struct LiveTensor {
   bool live = false;
   int64_t bytes = 0;
   MemoryCategory category = MemoryCategory::kActivations;
-  int option = -1;  // for a[i]: the selective option it was saved under
+  int option = -1;        // for a[i]: the selective option it was saved under
+  bool graph = false;     // for x[i+1]: written by a forward with grad (carries its graph)
+  bool released = false;  // x[i] released by a forward of a layer that does not keep it
 };
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
@@ -41,19 +43,29 @@ int LayerOf(TensorRef t) {
 // live table as it is at the op's peak moment available through `live`.
 class Replay {
  public:
+  // `gradients_at_start`: the parameter gradients created in backward exist
+  // before the first op (micro-batches 2..K of an update).
   Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
-         const CachingAllocatorModel* allocator)
+         const CachingAllocatorModel* allocator, bool gradients_at_start)
       : p_(p), s_(s), graph_(g), tally_(allocator) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
     skip_.resize(L);
     skip_grad_.resize(L);
     released_.resize(L);
+    std::vector<bool> keeps_input(L);
+    for (int i = 0; i < L; ++i) keeps_input[i] = p.layers[i].keeps_input;
+    releases_input_ = InputReleasingOps(s, keeps_input);
     cat_[MemoryCategory::kModelState] = p.static_bytes();
     // The profile knows the model state as three sums: one request each.
     tally_.Add(p.static_memory.parameter_bytes);
     tally_.Add(p.static_memory.gradient_bytes);
     tally_.Add(p.static_memory.optimizer_bytes);
+    // Gradients created in backward: one request per layer.
+    grads_.assign(L, false);
+    if (gradients_at_start) {
+      for (int i = 0; i < L; ++i) CreateGradients(i);
+    }
     LiveTensor& x0 = live_[Key({TensorKind::kX, 0}, L)];
     x0 = {true, p.layers[0].input_bytes, MemoryCategory::kActivations, -1};
     cat_[MemoryCategory::kActivations] += x0.bytes;
@@ -79,11 +91,17 @@ class Replay {
                                                              : MemoryCategory::kRecomputed;
         for (const TensorRef& t : graph_.Writes(op)) {
           LiveTensor& lt = live_[Key(t, L)];
-          lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1};
+          lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1,
+                op.save != SaveMode::kNone};
           cat_[c] += lt.bytes;
           tally_.Add(lt.bytes);
         }
         WriteSkips(op);
+        if (releases_input_[i] && op.layer > 0 &&
+            live_[Key({TensorKind::kA, op.layer - 1}, L)].live) {
+          const LiveTensor& x = live_[Key({TensorKind::kX, op.layer}, L)];
+          if (x.live && x.graph && !x.released) release_x_ = op.layer;
+        }
         peak = cat_;
         workspace = op.save == SaveMode::kNone        ? l.nograd_workspace_bytes()
                     : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
@@ -110,6 +128,7 @@ class Replay {
           ws += l.selective[a.option].recompute_workspace_bytes;
           extra = l.selective[a.option].extra_recompute_ms;
         }
+        CreateGradients(op.layer);
         for (const TensorRef& t : graph_.Writes(op)) {
           LiveTensor& lt = live_[Key(t, L)];
           lt = {true, TensorBytes(p_, t, op), MemoryCategory::kGradients, -1};
@@ -130,7 +149,7 @@ class Replay {
         // The op's peak is the moment before the free.
         pt->reserved = tally_.reserved();
         cat_[lt.category] -= lt.bytes;
-        tally_.Remove(lt.bytes);
+        if (!lt.released) tally_.Remove(lt.bytes);
         lt = LiveTensor{};
         break;
       }
@@ -144,15 +163,30 @@ class Replay {
     pt->end_ms = time_ms_;
     pt->at_peak = peak;
     pt->peak = peak.total();
-    pt->live_after = cat_.total();
     if (op.kind != OpKind::kFree) {
       ReservedTally at_peak = tally_;
       at_peak.Add(workspace);
       pt->reserved = at_peak.reserved();
     }
+    // After the op's peak: the input it does not keep, and the gradients the
+    // optimizer step frees (zero_grad sets them to None).
+    if (release_x_ >= 0) {
+      LiveTensor& x = live_[Key({TensorKind::kX, release_x_}, L)];
+      cat_[x.category] -= x.bytes;
+      tally_.Remove(x.bytes);
+      x.bytes = 0;
+      x.released = true;
+      release_x_ = -1;
+    }
+    if (op.kind == OpKind::kOptimizerStep) {
+      for (int layer = 0; layer < L; ++layer) FreeGradients(layer);
+    }
+    pt->live_after = cat_.total();
   }
 
   const std::vector<LiveTensor>& live() const { return live_; }
+  // Whether layer i's parameter gradients exist now.
+  bool has_gradients(int layer) const { return grads_[layer]; }
   int64_t reserved_now() const { return tally_.reserved(); }
   // Side outputs (LayerProfile::skip_bytes) and their gradients live now,
   // by layer, the ones the last op released after its peak included.
@@ -203,9 +237,26 @@ class Replay {
   const Profile& p_;
   const Schedule& s_;
   const ChainGraph& graph_;
+  void CreateGradients(int layer) {
+    const int64_t bytes = p_.layers[layer].gradient_bytes;
+    if (grads_[layer] || bytes == 0) return;
+    grads_[layer] = true;
+    cat_[MemoryCategory::kParameterGrads] += bytes;
+    tally_.Add(bytes);
+  }
+  void FreeGradients(int layer) {
+    if (!grads_[layer]) return;
+    grads_[layer] = false;
+    cat_[MemoryCategory::kParameterGrads] -= p_.layers[layer].gradient_bytes;
+    tally_.Remove(p_.layers[layer].gradient_bytes);
+  }
+
   std::vector<LiveTensor> live_;
   std::vector<LiveTensor> skip_, skip_grad_;  // by layer
   std::vector<int64_t> released_;             // by layer, in the last op
+  std::vector<bool> grads_;           // layer -> its parameter gradients exist
+  std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
+  int release_x_ = -1;                // x index the current op releases after its peak
   MemoryByCategory cat_;
   ReservedTally tally_;
   double time_ms_ = 0;
@@ -220,6 +271,7 @@ const char* ToString(MemoryCategory c) {
     case MemoryCategory::kRecomputed: return "recomputed";
     case MemoryCategory::kGradients: return "activation_grads";
     case MemoryCategory::kWorkspace: return "workspace";
+    case MemoryCategory::kParameterGrads: return "parameter_grads";
     case MemoryCategory::kCount: break;
   }
   return "?";
@@ -231,19 +283,35 @@ int64_t MemoryByCategory::total() const {
   return t;
 }
 
-Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
-                                  const CachingAllocatorModel* allocator) {
-  if (schedule.num_layers != profile.num_layers()) {
-    return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
-                           " layers but the profile has " + std::to_string(profile.num_layers()));
+std::vector<bool> InputReleasingOps(const Schedule& schedule,
+                                    const std::vector<bool>& keeps_input) {
+  const int n = static_cast<int>(schedule.ops.size());
+  std::vector<bool> out(n, false);
+  std::vector<bool> seen(keeps_input.size(), false);  // a later forward of the layer runs
+  for (int k = n - 1; k >= 0; --k) {
+    const Op& op = schedule.ops[k];
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kRecompute) continue;
+    if (op.layer < 0 || op.layer >= static_cast<int>(keeps_input.size())) continue;
+    if (!seen[op.layer] && op.layer > 0 && !keeps_input[op.layer] && op.save != SaveMode::kNone) {
+      out[k] = true;
+    }
+    seen[op.layer] = true;
   }
-  const ChainGraph& graph = ChainGraph::For(profile.num_layers());
-  REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile, graph));
+  return out;
+}
+
+namespace {
+
+// One micro-step: replays the schedule, with the parameter gradients created
+// in backward existing from the start or not.
+SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& schedule,
+                                   const ChainGraph& graph, const CachingAllocatorModel* allocator,
+                                   bool gradients_at_start) {
   SimulationResult r;
   r.static_bytes = profile.static_bytes();
   r.timeline.resize(schedule.ops.size());
   {
-    Replay replay(profile, schedule, graph, allocator);
+    Replay replay(profile, schedule, graph, allocator, gradients_at_start);
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
       replay.Step(static_cast<int>(i), &r.timeline[i], &r);
       if (r.timeline[i].peak > r.peak_bytes || r.peak_op < 0) {
@@ -254,6 +322,9 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
     }
     if (schedule.ops.empty()) {
       r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
+      if (gradients_at_start) {
+        r.peak_bytes += profile.total_gradient_bytes() - profile.static_memory.gradient_bytes;
+      }
       r.reserved_peak_bytes = replay.reserved_now();
     }
   }
@@ -263,7 +334,7 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
     r.at_peak = r.timeline[r.peak_op].at_peak;
-    Replay replay(profile, schedule, graph, allocator);
+    Replay replay(profile, schedule, graph, allocator, gradients_at_start);
     SimulationResult scratch;
     TimelinePoint pt;
     for (int i = 0; i <= r.peak_op; ++i) replay.Step(i, &pt, &scratch);
@@ -276,8 +347,33 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
       }
     }
     for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.skip_live(i);
+    for (int i = 0; i < L; ++i) {
+      if (replay.has_gradients(i)) r.layer_bytes_at_peak[i] += profile.layers[i].gradient_bytes;
+    }
   }
   return r;
+}
+
+}  // namespace
+
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
+                                  const CachingAllocatorModel* allocator) {
+  if (schedule.num_layers != profile.num_layers()) {
+    return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
+                           " layers but the profile has " + std::to_string(profile.num_layers()));
+  }
+  const ChainGraph& graph = ChainGraph::For(profile.num_layers());
+  REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile, graph));
+  const bool created = profile.total_gradient_bytes() > profile.static_memory.gradient_bytes;
+  if (profile.grad_accumulation <= 1 || !created) {
+    return SimulateMicroStep(profile, schedule, graph, allocator, false);
+  }
+  // Micro-batch 1 creates the gradients; 2..K start with them.
+  SimulationResult first = SimulateMicroStep(profile, schedule, graph, allocator, false);
+  SimulationResult later = SimulateMicroStep(profile, schedule, graph, allocator, true);
+  SimulationResult& chosen = first.peak_bytes > later.peak_bytes ? first : later;
+  chosen.reserved_peak_bytes = std::max(first.reserved_peak_bytes, later.reserved_peak_bytes);
+  return std::move(chosen);
 }
 
 }  // namespace remat

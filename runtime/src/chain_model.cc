@@ -202,10 +202,22 @@ int64_t ChainModel::parameter_count() const {
   return n;
 }
 
-void ChainModel::AllocateGradients() {
-  for (at::Tensor& p : parameters_) {
+void ChainModel::AllocateGradients() const {
+  for (const at::Tensor& p : parameters_) {
     if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
   }
+}
+
+bool ChainModel::keeps_input(int layer) const {
+  return layer_kind(layer) != LayerKind::kLoss || config_.loss == Loss::kMnrl;
+}
+
+bool ChainModel::persistent_gradients() const {
+  return GradientsOf(config_) == Gradients::kPersistent;
+}
+
+void ChainModel::ReleaseGradients() const {
+  for (const at::Tensor& p : parameters_) p.mutable_grad().reset();
 }
 
 void ChainModel::ZeroGrad() {

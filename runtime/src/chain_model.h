@@ -108,10 +108,22 @@ class ChainModel {
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
   // Every weight, trainable or frozen (the planner's parameter count).
   int64_t parameter_count() const;
-  // Gives every parameter a .grad of zeros, so that gradients accumulate in
-  // place and live for the whole run, as the planner's model state assumes
-  // (a lazily created .grad would appear in the middle of the first backward).
-  void AllocateGradients();
+  // Whether layer `layer`'s backward (or its producer's) needs its input:
+  // false for the loss layer under cross_entropy (log_softmax keeps its
+  // output), true for mnrl (F.normalize keeps the embeddings) and every
+  // other layer. The planner's analytic profile says the same
+  // (LayerProfile::keeps_input).
+  bool keeps_input(int layer) const;
+  // The gradient convention (GradientsOf(config())): persistent buffers
+  // allocated once (AllocateGradients), or .grad created by each layer's
+  // backward and set to None by the optimizer step.
+  bool persistent_gradients() const;
+  // Gives every parameter without one a .grad of zeros: the persistent
+  // gradient buffers, in which gradients accumulate in place. Const: the
+  // gradients are the parameters' state, not the chain's.
+  void AllocateGradients() const;
+  // Sets every .grad to None (zero_grad(set_to_none=True)).
+  void ReleaseGradients() const;
   // Zeroes the gradients in place (no allocation).
   void ZeroGrad();
 

@@ -59,18 +59,42 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   return s;
 }
 
+SavedLayer ForwardWithGradOnProducer(const ChainModel& model, int layer, SavedLayer& producer,
+                                     const at::Tensor& batch, const DropoutSeeds& seeds) {
+  c10::AutoGradMode grad(true);
+  const AutocastScope scope(model.config(), model.device());
+  SavedLayer s;
+  s.input_edge = torch::autograd::impl::gradient_edge(producer.output);
+  s.output = model.Forward(layer, producer.output, batch, seeds);
+  s.layer = layer;
+  producer.output_edge = s.input_edge;
+  producer.output = at::Tensor();
+  return s;
+}
+
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
                     const Timing& timing, double* recompute_ms,
                     std::vector<at::Tensor>* skip_grads) {
   if (recompute_ms != nullptr) *recompute_ms = 0;
+  torch::autograd::Engine& engine = torch::autograd::Engine::get_default_engine();
+  if (saved.input_edge.is_valid()) {
+    // Run on its producer's graph: stop at the producer's output and hand
+    // its gradient on (this layer has no weights to accumulate into).
+    const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
+    torch::autograd::variable_list grads =
+        engine.execute({torch::autograd::impl::gradient_edge(saved.output)}, {grad},
+                       /*keep_graph=*/false, /*create_graph=*/false, /*accumulate_grad=*/false,
+                       {saved.input_edge});
+    return grads.at(0);
+  }
   if (saved.output.defined()) {
     const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
     torch::autograd::backward({saved.output}, {grad});
   } else {
-    // A head whose output was released (DropSkipOutput): enter its graph.
-    torch::autograd::Engine::get_default_engine().execute(
-        {saved.output_edge}, {grad_output}, /*keep_graph=*/false, /*create_graph=*/false,
-        /*accumulate_grad=*/true);
+    // The output was released, to a consumer that did not keep it or to
+    // the loss as a skip (DropSkipOutput): start from its place in the graph.
+    engine.execute({saved.output_edge}, {grad_output}, /*keep_graph=*/false,
+                   /*create_graph=*/false, /*accumulate_grad=*/true);
     saved.output_edge = torch::autograd::Edge();
   }
   if (!saved.skips.empty()) {

@@ -25,6 +25,14 @@ struct SavedLayer {
   int layer = -1;     // -1: nothing saved
   at::Tensor input;   // the leaf the forward read (the batch for the embedding)
   at::Tensor output;  // the layer's output, carrying its autograd graph
+  // A layer that does not keep its input runs on its producer's output, with
+  // the producer's graph (ForwardWithGradOnProducer): `input` is then
+  // undefined and `input_edge` is where that output enters the producer's
+  // graph, and the producer's `output` is released, its `output_edge` kept.
+  // A head skipping to the loss once the loss has read its output
+  // (DropSkipOutput) is released the same way.
+  torch::autograd::Edge input_edge;
+  torch::autograd::Edge output_edge;
   // Selective forward (attention core recomputed in backward):
   bool selective = false;
   Heads heads;         // prologue outputs with their graph; the core's input
@@ -34,9 +42,6 @@ struct SavedLayer {
   // embeddings as leaves (sharing their storage); their gradients are the
   // skips' gradients.
   std::vector<at::Tensor> skips;
-  // A head skipping to the loss once the loss has read its output
-  // (DropSkipOutput): where backward enters its graph, without the output.
-  torch::autograd::Edge output_edge;
 
   bool live() const { return layer >= 0; }
 };
@@ -58,10 +63,21 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
                            const at::Tensor& batch, const DropoutSeeds& seeds, bool selective,
                            const std::vector<at::Tensor>& skips = {});
 
+// A forward with grad of a layer that does not keep its input
+// (ChainModel::keeps_input false), run on `producer`'s output with its graph
+// instead of a detached leaf, so that only what the layer's kernels save
+// holds memory: once the caller drops its own references to the input
+// (x[i]), it dies, as cross_entropy's logits do in PyTorch. `producer`
+// releases its output tensor and keeps its place in the graph.
+SavedLayer ForwardWithGradOnProducer(const ChainModel& model, int layer, SavedLayer& producer,
+                                     const at::Tensor& batch, const DropoutSeeds& seeds);
+
 // Backpropagates `grad_output` (undefined for the loss layer: d loss = 1)
 // through `saved`, accumulating parameter gradients into their .grad.
 // Returns the gradient of the layer's input (undefined for the first
-// embedding; 0 elements for a later pass's, whose input is a boundary).
+// embedding; 0 elements for a later pass's, whose input is a boundary); for
+// a layer run on its producer's graph, the gradient at that edge, which the
+// producer's backward takes as its grad_output.
 // `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
 // the attention core's forward recomputed for a selective layer, else 0.
 // `skip_grads` (may be null) receives the gradients of saved.skips (the

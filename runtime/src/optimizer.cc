@@ -81,7 +81,9 @@ bool ModelOptimizer::Unscale() {
   // GradScaler's fused unscale: in place, no gradient-sized temporaries.
   std::vector<at::Tensor> grads;
   grads.reserve(params_.size());
-  for (const at::Tensor& p : params_) grads.push_back(p.grad());
+  for (const at::Tensor& p : params_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
   if (grads.empty()) return true;
   const auto options = at::TensorOptions().dtype(at::kFloat).device(grads.front().device());
   at::Tensor found_inf = at::zeros({1}, options);
@@ -95,11 +97,16 @@ void ModelOptimizer::Clip() {
   // norm, and a multiply by the clamped coefficient whether or not it clips.
   std::vector<at::Tensor> norms;
   norms.reserve(params_.size());
-  for (const at::Tensor& p : params_) norms.push_back(at::linalg_vector_norm(p.grad(), 2));
+  for (const at::Tensor& p : params_) {
+    if (p.grad().defined()) norms.push_back(at::linalg_vector_norm(p.grad(), 2));
+  }
+  if (norms.empty()) return;
   const at::Tensor total = at::linalg_vector_norm(at::stack(norms), 2).to(at::kFloat);
   const at::Tensor coefficient =
       at::reciprocal(total + 1e-6).mul_(settings_.max_grad_norm).clamp_max_(1.0);
-  for (const at::Tensor& p : params_) p.mutable_grad().mul_(coefficient);
+  for (const at::Tensor& p : params_) {
+    if (p.grad().defined()) p.mutable_grad().mul_(coefficient);
+  }
   last_norm_ = total.item<double>();
   last_clipped_ = last_norm_ + 1e-6 > settings_.max_grad_norm;
 }
@@ -109,6 +116,7 @@ void ModelOptimizer::Update(double lr) {
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i];
     at::Tensor g = p.mutable_grad();
+    if (!g.defined()) continue;  // no gradient this step (torch.optim skips it too)
     switch (kind_) {
       case Optimizer::kAdamW: {
         const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(updates_));
@@ -142,7 +150,8 @@ void ModelOptimizer::Update(double lr) {
 }
 
 void ModelOptimizer::ZeroGrads() {
-  for (const at::Tensor& p : params_) p.mutable_grad().zero_();
+  // zero_grad(set_to_none=True), PyTorch 2.x's default.
+  for (const at::Tensor& p : params_) p.mutable_grad().reset();
 }
 
 }  // namespace remat::runtime

@@ -13,7 +13,7 @@
 // Once per update, in this order (as transformers' Trainer with
 // torch.amp.GradScaler):
 //   1. loss scaler: the gradients are multiplied by 1/scale; any inf or nan
-//      skips the update (gradients zeroed, schedule not advanced) and halves
+//      skips the update (gradients set to None, schedule not advanced) and halves
 //      the scale; 2000 clean updates in a row double it;
 //   2. clipping (max_grad_norm > 0), as torch.nn.utils.clip_grad_norm_: the
 //      L2 norm of every gradient, the norm of those norms, and every gradient
@@ -22,7 +22,9 @@
 //      megabytes); its time is one read of the gradients and one in-place
 //      multiply, which the measured optimizer step includes;
 //   3. the update at lr x the schedule's factor for this update;
-//   4. the gradients zeroed (kept allocated), the schedule advanced.
+//   4. the gradients set to None (zero_grad(set_to_none=True); a persistent
+//      convention's buffers are allocated again by the caller), the
+//      schedule advanced.
 #ifndef REMAT_RUNTIME_SRC_OPTIMIZER_H_
 #define REMAT_RUNTIME_SRC_OPTIMIZER_H_
 
@@ -62,14 +64,15 @@ double LrFactor(LrSchedule schedule, int64_t warmup, int64_t total, int64_t upda
 
 class ModelOptimizer {
  public:
-  // Allocates the state for `params` (which must have their .grad allocated,
-  // see ChainModel::AllocateGradients) in their dtype, as torch.optim does.
+  // Allocates the state for `params` in their dtype, as torch.optim does.
   ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
                  const OptimizerSettings& settings = {});
   ModelOptimizer(const ModelOptimizer&) = delete;
   ModelOptimizer& operator=(const ModelOptimizer&) = delete;
 
-  // One update (see the top of this file), then zeroes the gradients.
+  // One update (see the top of this file), then sets the gradients to None
+  // (zero_grad(set_to_none=True); persistent buffers are allocated again by
+  // the caller).
   void Step();
 
   // The learning rate the next Step applies.

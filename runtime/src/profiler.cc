@@ -18,13 +18,15 @@ namespace {
 struct GradSample {
   double forward_ms = 0, backward_ms = 0, core_ms = 0;
   int64_t kept = 0, forward_workspace = 0, backward_workspace = 0;
+  int64_t gradients = 0;  // parameter gradients the backward created
 };
 
 // The repetitions of one measurement: times as medians, bytes as maxima.
 struct GradSummary {
   std::vector<double> forward_ms, backward_ms, core_ms;
-  int64_t kept = 0, forward_workspace = 0, backward_workspace = 0;
+  int64_t kept = 0, forward_workspace = 0, backward_workspace = 0, gradients = 0;
   void Add(const GradSample& s) {
+    gradients = std::max(gradients, s.gradients);
     forward_ms.push_back(s.forward_ms);
     backward_ms.push_back(s.backward_ms);
     core_ms.push_back(s.core_ms);
@@ -55,6 +57,9 @@ class Profiler {
     return meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes()));
   }
   GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
+  // Gradients created in backward: sets to None those that layer `layer`'s
+  // last measured backward created, so that the next one creates them again.
+  void ReleaseCreated(int layer);
   // One repetition of every measurement of `layer` on its input `x`,
   // recorded in `out` when `timed`.
   void MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out);
@@ -83,7 +88,13 @@ class Profiler {
     }
     return skips;
   }
+  std::vector<std::vector<int>> created_;  // layer -> parameters its backward created .grad of
 };
+
+void Profiler::ReleaseCreated(int layer) {
+  for (int k : created_[layer]) model_->parameters()[k].mutable_grad().reset();
+  created_[layer].clear();
+}
 
 GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective) {
   const DropoutSeeds seeds = SeedsFor(options_.seed, 0, layer);
@@ -100,14 +111,26 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
   // The output's gradient, as the next layer's backward would have left it.
   at::Tensor grad_output;
   if (layer + 1 < model_->num_layers()) grad_output = at::ones_like(saved.output);
+  // Gradients created in backward: this backward creates the layer's
+  // gradients but those a layer measured before it in the round created
+  // (a tied weight counts at the head, whose backward runs first).
+  ReleaseCreated(layer);
+  const std::vector<at::Tensor>& params = model_->parameters();
+  std::vector<char> had(params.size());
+  for (size_t k = 0; k < params.size(); ++k) had[k] = params[k].grad().defined();
   const int64_t live = meter_.current_bytes();
   meter_.ResetPeak();
   const DeviceClock backward_clock(timing_);
   std::vector<at::Tensor> skip_grads;
   at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, &s.core_ms, &skip_grads);
   s.backward_ms = backward_clock.ElapsedMs();
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (had[k] || !params[k].grad().defined()) continue;
+    s.gradients += Bytes(params[k].grad());
+    created_[layer].push_back(static_cast<int>(k));
+  }
   // The skips' gradients live on after the loss's backward (skip_bytes).
-  s.backward_workspace = meter_.peak_bytes() - live - Bytes(input_grad);
+  s.backward_workspace = meter_.peak_bytes() - live - Bytes(input_grad) - s.gradients;
   for (const at::Tensor& g : skip_grads) s.backward_workspace -= Bytes(g);
   return s;
 }
@@ -161,6 +184,8 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.forward_workspace_bytes = std::max<int64_t>(0, m.full.forward_workspace);
   l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
   l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
+  l.gradient_bytes = m.full.gradients;
+  l.keeps_input = model_->keeps_input(layer);
   if (l.kind == "block") {
     SelectiveOption opt;
     opt.name = "attention_core";
@@ -191,7 +216,9 @@ Status Profiler::Run(Profile* out) {
     const int64_t start = meter_.current_bytes();
     model_ = MakeChainModel(config_, device, options_.seed);
     const int64_t weights = meter_.current_bytes();
-    model_->AllocateGradients();
+    // Persistent buffers are model state; else each backward creates its
+    // layer's gradients (LayerProfile::gradient_bytes).
+    if (model_->persistent_gradients()) model_->AllocateGradients();
     const int64_t grads = meter_.current_bytes();
     optimizer = std::make_unique<ModelOptimizer>(config_.optimizer, model_->parameters(),
                                                  SettingsFor(config_, 1));
@@ -199,6 +226,7 @@ Status Profiler::Run(Profile* out) {
     // Parameters and buffers (the causal mask) count as parameter bytes.
     p.static_memory = {weights - start, grads - weights, state - grads};
     p.parameters = model_->parameter_count();
+    p.grad_accumulation = config_.grad_accumulation;
     batch_ = model_->MakeBatch(options_.seed, 0);
   }));
   const int64_t settled = meter_.current_bytes();
@@ -224,24 +252,31 @@ Status Profiler::Run(Profile* out) {
   const int rounds = options_.warmup + options_.repeats;
   const int64_t total = static_cast<int64_t>(rounds) * L + 1;  // + the optimizer step
   ReportProgress(options_.progress, "profiling", 0, total);
+  created_.assign(L, {});
   for (int r = 0; r < rounds; ++r) {
-    for (int i = 0; i < L; ++i) {
+    // Each round measures the layers as a backward meets them, last first,
+    // from no gradients (created in backward) or the persistent buffers.
+    if (!model_->persistent_gradients()) model_->ReleaseGradients();
+    created_.assign(L, {});
+    for (int i = L - 1; i >= 0; --i) {
       REMAT_RETURN_IF_ERROR(
           CatchTorchErrors("profiling layer '" + model_->layer_name(i) + "'", meter_,
                            [&] { MeasureRound(i, x[i], r >= options_.warmup, &samples[i]); }));
-      ReportProgress(options_.progress, "profiling", static_cast<int64_t>(r) * L + i + 1, total,
+      ReportProgress(options_.progress, "profiling", static_cast<int64_t>(r) * L + (L - i), total,
                      model_->layer_name(i));
     }
   }
   for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
   x.clear();
   skips_.clear();
+  if (!model_->persistent_gradients()) model_->ReleaseGradients();  // the last round's
   // What libraries keep after first use (cuBLAS workspaces on CUDA; nothing
   // on CPU) stays for the whole run: count it with the parameters.
   p.static_memory.parameter_bytes += std::max<int64_t>(0, meter_.current_bytes() - settled);
   std::vector<double> step_ms;
   REMAT_RETURN_IF_ERROR(CatchTorchErrors("timing the optimizer step", meter_, [&] {
     for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+      model_->AllocateGradients();  // the step sets them to None
       const DeviceClock clock(timing_);
       optimizer->Step();
       if (r >= options_.warmup) step_ms.push_back(clock.ElapsedMs());

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "device.h"
+#include "remat/simulator.h"
 #include "torch_errors.h"
 
 namespace remat::runtime {
@@ -45,7 +46,7 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
 }
 
 const at::Tensor& ScheduleExecutor::Live(const at::Tensor& t, const char* kind, int index) const {
-  if (!t.defined()) {
+  if (!t.defined() && !(kind[0] == 'x' && released_[index])) {
     throw std::invalid_argument(std::string("needs ") + kind + std::to_string(index) +
                                 ", which is not live");
   }
@@ -55,6 +56,7 @@ const at::Tensor& ScheduleExecutor::Live(const at::Tensor& t, const char* kind, 
 void ScheduleExecutor::Clear() {
   x_.clear();
   g_.clear();
+  released_.clear();
   a_.clear();
   skip_.clear();
   skip_grad_.clear();
@@ -92,14 +94,15 @@ void ScheduleExecutor::ReleaseSkips(std::vector<at::Tensor> grads) {
   }
 }
 
-void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, double loss_scale,
-                             StepResult* result) {
+void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, bool last_micro_batch,
+                             double loss_scale, StepResult* result) {
   const int L = model_.num_layers();
   switch (op.kind) {
     case OpKind::kForward:
     case OpKind::kRecompute: {
       const int i = op.layer;
-      const at::Tensor& x = Live(x_[i], "x", i);
+      if (released_[i]) throw std::invalid_argument("needs x" + std::to_string(i) + ", released");
+      const at::Tensor x = Live(x_[i], "x", i);
       Live(x_[0], "x", 0);  // the loss layer reads its targets from the batch
       if (x_[i + 1].defined())
         throw std::invalid_argument("writes x" + std::to_string(i + 1) + ", which is live");
@@ -110,7 +113,16 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, 
       } else {
         if (a_[i].live())
           throw std::invalid_argument("writes a" + std::to_string(i) + ", which is live");
-        a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective, skips);
+        // x[i] still carries layer i-1's graph: run on it, then let it go.
+        if (release_input && a_[i - 1].live() && a_[i - 1].output.defined() &&
+            x.is_alias_of(a_[i - 1].output)) {
+          a_[i] = ForwardWithGradOnProducer(model_, i, a_[i - 1], x_[0], seeds);
+          x_[i] = at::Tensor();
+          released_[i] = 1;
+        } else {
+          a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective,
+                                  skips);
+        }
         x_[i + 1] = a_[i].output.detach();
       }
       if (model_.skips_to_loss(i)) KeepSkip(op, i);
@@ -143,6 +155,7 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, 
       switch (op.tensor.kind) {
         case TensorKind::kX:
           x_[k] = at::Tensor();
+          released_[k] = 0;
           break;
         case TensorKind::kG:
           g_[k] = at::Tensor();
@@ -154,7 +167,10 @@ void ScheduleExecutor::RunOp(const Op& op, int64_t step, bool last_micro_batch, 
       break;
     }
     case OpKind::kOptimizerStep:
-      if (optimizer_ != nullptr && last_micro_batch) optimizer_->Step();
+      if (optimizer_ != nullptr && last_micro_batch) {
+        optimizer_->Step();  // sets the gradients to None
+        if (model_.persistent_gradients()) model_.AllocateGradients();
+      }
       break;
   }
 }
@@ -173,6 +189,10 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
   const int L = model_.num_layers();
   x_.assign(L + 1, at::Tensor());
   g_.assign(L + 1, at::Tensor());
+  released_.assign(L + 1, 0);
+  std::vector<bool> keeps_input(L);
+  for (int i = 0; i < L; ++i) keeps_input[i] = model_.keeps_input(i);
+  const std::vector<bool> releases = InputReleasingOps(schedule, keeps_input);
   a_.assign(L, SavedLayer());
   skip_.assign(L, at::Tensor());
   skip_grad_.assign(L, at::Tensor());
@@ -190,8 +210,9 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
                         " (" + DescribeOp(op);
     if (op.layer >= 0 && op.layer < L) where += ", layer '" + model_.layer_name(op.layer) + "'";
     where += ")";
-    const Status status = CatchTorchErrors(
-        where, meter_, [&] { RunOp(op, step, last_micro_batch, loss_scale, &result); });
+    const Status status = CatchTorchErrors(where, meter_, [&] {
+      RunOp(op, releases[k], step, last_micro_batch, loss_scale, &result);
+    });
     if (!status.ok()) {
       Clear();
       return status;

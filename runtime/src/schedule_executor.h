@@ -4,7 +4,11 @@
 // layers), a[i] (what a forward with grad keeps, as a SavedLayer) and g[i]
 // (input gradients). kForward/kRecompute run a layer with or without grad or
 // selectively; kBackward runs it backward; kFree drops a reference;
-// kOptimizerStep updates the weights. Every op is sampled (time, bytes in
+// kOptimizerStep updates the weights and sets the gradients to None (each
+// layer's backward creates them again), or re-zeroes persistent buffers.
+// A forward with grad that releases its input (InputReleasingOps: the loss
+// under cross_entropy) runs on its producer's graph and the executor drops
+// x[i] at once, as the simulator does. Every op is sampled (time, bytes in
 // use before/after and the peak during it), so the measured timeline lines
 // up index for index with the simulator's.
 #ifndef REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
@@ -62,8 +66,8 @@ class ScheduleExecutor {
                              int64_t micro = 0, int64_t micro_batches = 1);
 
  private:
-  void RunOp(const Op& op, int64_t step, bool last_micro_batch, double loss_scale,
-             StepResult* result);
+  void RunOp(const Op& op, bool release_input, int64_t step, bool last_micro_batch,
+             double loss_scale, StepResult* result);
   const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
   void Clear();
   void KeepSkip(const Op& op, int i);
@@ -76,6 +80,7 @@ class ScheduleExecutor {
   uint64_t seed_;
   Timing timing_;
   std::vector<at::Tensor> x_, g_;
+  std::vector<char> released_;  // x[i] released by a forward that did not keep it
   std::vector<SavedLayer> a_;
   // Side outputs to the loss by layer (separate text passes) and their
   // gradients.

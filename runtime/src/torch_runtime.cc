@@ -91,7 +91,8 @@ class TorchRuntime final : public Runtime {
     REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter, [&] {
       const int64_t start = meter.current_bytes();
       model = MakeChainModel(config, d.device, options.seed);
-      model->AllocateGradients();
+      // Persistent buffers now; else each backward creates its gradients.
+      if (model->persistent_gradients()) model->AllocateGradients();
       optimizer = std::make_unique<ModelOptimizer>(config.optimizer, model->parameters(),
                                                    SettingsFor(config, options.steps));
       result.model_state_bytes = meter.current_bytes() - start;

@@ -148,7 +148,8 @@ TEST(Analytic, ChainHasEveryLayerAndLogitsAreLargest) {
   EXPECT_EQ(p->layers[14].name, "head");
   EXPECT_EQ(p->layers[15].name, "loss");
   EXPECT_EQ(p->parameters, 124'439'808);
-  EXPECT_EQ(p->static_bytes(), 16 * int64_t{124'439'808});
+  // fp32 AdamW: 16 bytes a parameter, the gradients' 4 created in backward.
+  EXPECT_EQ(p->static_bytes() + p->total_gradient_bytes(), 16 * int64_t{124'439'808});
   EXPECT_EQ(p->layers[0].input_bytes, int64_t{8} * 1024 * 8);  // int64 token ids
   // The logits (s*b*V fp32) are the largest single tensor in the chain.
   const int64_t logits = int64_t{1024} * 8 * 50257 * 4;
@@ -219,6 +220,73 @@ TEST(Analytic, EveryArchitectureAndPrecisionBuildsAValidChain) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+const LayerProfile& LayerNamed(const Profile& p, const std::string& name) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.name == name) return l;
+  }
+  static const LayerProfile none;
+  ADD_FAILURE() << "no layer " << name;
+  return none;
+}
+
+TEST(Analytic, GradientsAreCreatedByEachLayersBackward) {
+  ModelConfig c = Gpt2Small();
+  Result<Profile> p = AnalyticProfile(c, {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const int64_t per = ModelStatePerParameter(c.precision, c.optimizer).gradients;
+  EXPECT_EQ(p->static_memory.gradient_bytes, 0);
+  EXPECT_EQ(p->total_gradient_bytes(), TrainableParameterCount(c) * per);
+  // The tied token embedding's gradient is created by the LM head, whose
+  // backward runs first; the embedding's backward creates the positions'.
+  EXPECT_EQ(LayerNamed(*p, "head").gradient_bytes, c.vocab * c.hidden * per);
+  EXPECT_EQ(LayerNamed(*p, "embedding").gradient_bytes, c.max_position * c.hidden * per);
+  EXPECT_EQ(LayerNamed(*p, "loss").gradient_bytes, 0);
+  EXPECT_GT(LayerNamed(*p, "block0").gradient_bytes, 0);
+
+  // Persistent buffers: model state, as Megatron/DeepSpeed keep them.
+  c.gradients = Gradients::kPersistent;
+  Result<Profile> q = AnalyticProfile(c, {});
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->static_memory.gradient_bytes, TrainableParameterCount(c) * per);
+  EXPECT_EQ(q->total_gradient_bytes(), q->static_memory.gradient_bytes);
+  EXPECT_DOUBLE_EQ(q->optimizer_ms, p->optimizer_ms);
+  EXPECT_DOUBLE_EQ(q->accumulate_ms, p->accumulate_ms);
+
+  // The mixed_* precisions default to persistent (fp32 gradient buffers).
+  c.gradients = Gradients::kDefault;
+  c.precision = Precision::kMixedBf16;
+  EXPECT_EQ(GradientsOf(c), Gradients::kPersistent);
+  EXPECT_GT(AnalyticProfile(c, {})->static_memory.gradient_bytes, 0);
+}
+
+TEST(Analytic, CrossEntropyDoesNotKeepTheLogitsMnrlKeepsTheEmbeddings) {
+  const ModelConfig gpt = Gpt2Small();
+  Result<Profile> p = AnalyticProfile(gpt, {});
+  ASSERT_TRUE(p.ok());
+  for (const LayerProfile& l : p->layers) EXPECT_EQ(l.keeps_input, l.kind != kLossKind) << l.name;
+
+  ModelConfig bert = testing::Gpt2Shape(2);
+  bert.architecture = Architecture::kBert;
+  bert.head = Head::kPooling;
+  bert.loss = Loss::kMnrl;
+  bert.texts_per_example = 3;
+  Result<Profile> mnrl = AnalyticProfile(bert, {});
+  ASSERT_TRUE(mnrl.ok()) << mnrl.status().message();
+  EXPECT_TRUE(LayerNamed(*mnrl, "loss").keeps_input);  // F.normalize keeps its input
+  bert.head = Head::kClassification;
+  bert.loss = Loss::kDefault;
+  bert.texts_per_example = 0;
+  Result<Profile> cls = AnalyticProfile(bert, {});
+  ASSERT_TRUE(cls.ok()) << cls.status().message();
+  EXPECT_FALSE(LayerNamed(*cls, "loss").keeps_input);
 }
 
 }  // namespace

@@ -32,6 +32,31 @@ TEST(ModelConfig, DefaultsAreDocumented) {
   EXPECT_FALSE(llama->tie_embeddings);
 }
 
+TEST(ModelConfig, GradientsConventionIsAKeyWithAPrecisionDefault) {
+  ModelConfig c = *ParseModelConfig(kMinimal, "m.json");
+  EXPECT_EQ(c.gradients, Gradients::kDefault);
+  EXPECT_EQ(GradientsOf(c), Gradients::kCreatedInBackward);
+  c.precision = Precision::kMixedFp16;
+  EXPECT_EQ(GradientsOf(c), Gradients::kPersistent);
+  Result<ModelConfig> p = ParseModelConfig(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
+          "gradients": "persistent"})",
+      "m.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(GradientsOf(*p), Gradients::kPersistent);
+  EXPECT_EQ(ParseModelConfig(ModelConfigToJson(*p), "back.json")->gradients,
+            Gradients::kPersistent);
+  Result<ModelConfig> bad = ParseModelConfig(
+      R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 32,
+          "gradients": "default"})",
+      "m.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.json: field 'gradients'"), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(*ParseGradients("created_in_backward"), Gradients::kCreatedInBackward);
+  EXPECT_FALSE(ParseGradients("lazy").ok());
+}
+
 TEST(ModelConfig, RoundTripsThroughJson) {
   ModelConfig c = *ParseModelConfig(kMinimal, "m.json");
   c.precision = Precision::kAmpBf16;

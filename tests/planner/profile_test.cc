@@ -16,6 +16,27 @@ TEST(Profile, JsonRoundTrip) {
   EXPECT_EQ(back->static_bytes(), p.static_bytes());
 }
 
+TEST(Profile, GradientsAndInputsKeptRoundTrip) {
+  Profile p = testing::TransformerChain(3);
+  p.layers[1].gradient_bytes = 1000;
+  p.layers.back().keeps_input = false;
+  p.grad_accumulation = 4;
+  Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->layers[1].gradient_bytes, 1000);
+  EXPECT_FALSE(back->layers.back().keeps_input);
+  EXPECT_TRUE(back->layers[1].keeps_input);
+  EXPECT_EQ(back->grad_accumulation, 4);
+  EXPECT_EQ(back->total_gradient_bytes(), p.static_memory.gradient_bytes + 1000);
+  // The first layer's input is the batch: always kept.
+  p.layers.back().keeps_input = true;
+  p.layers[0].keeps_input = false;
+  Result<Profile> bad = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("layers[0] ('"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("field 'keeps_input'"), std::string::npos);
+}
+
 TEST(Profile, MinimalHandWrittenChain) {
   Result<Profile> p = ParseProfile(R"({"static_bytes": 100, "layers": [
       {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,

@@ -82,6 +82,115 @@ TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {
   EXPECT_EQ(r->at_peak[MemoryCategory::kRecomputed], 70);
 }
 
+// ThreeLayers with gradients created in backward: 1, 10 and 100 bytes.
+Profile ThreeLayersWithGradients() {
+  Profile p = ThreeLayers();
+  const int64_t grads[] = {1, 10, 100};
+  for (int i = 0; i < 3; ++i) p.layers[i].gradient_bytes = grads[i];
+  return p;
+}
+
+int64_t GradientsAtPeak(const TimelinePoint& t) {
+  return t.at_peak[MemoryCategory::kParameterGrads];
+}
+
+TEST(Simulator, GradientsAppearLayerByLayerInBackward) {
+  const Profile p = ThreeLayersWithGradients();
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // No gradient during the forward: the peaks of NoCheckpointingTimelineByHand.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 237, 255}));
+  // Backward 2: 255 + 100 + g2(30) + 3 = 388 -> 360. Backward 1: 360 + 10 +
+  // g1(20) = 390 -> 290 (x2, a1 and g2 freed). Backward 0: 290 + 1 = 291.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{388, 390, 291}));
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward, GradientsAtPeak),
+            (std::vector<int64_t>{100, 110, 111}));
+  EXPECT_EQ(r->peak_bytes, 390);
+  EXPECT_EQ(r->at_peak[MemoryCategory::kParameterGrads], 110);
+  EXPECT_EQ(r->at_peak[MemoryCategory::kModelState], 100);
+  // The optimizer step reads them all, then frees them (zero_grad: None).
+  const TimelinePoint& step = r->timeline.back();
+  ASSERT_EQ(s.ops[step.op_index].kind, OpKind::kOptimizerStep);
+  EXPECT_EQ(step.peak, 211);
+  EXPECT_EQ(step.live_after, 100);
+  EXPECT_GE(r->layer_bytes_at_peak[2], 100);  // its gradients count with the layer
+}
+
+TEST(Simulator, AccumulatedUpdatePeaksAtTheLaterMicroStep) {
+  Profile p = ThreeLayersWithGradients();
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  p.grad_accumulation = 4;
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Micro-batch 1 peaks at 390 (above); 2..4 start with all 111 bytes:
+  // backward 2 peaks at 255 + 111 + 30 + 3 = 399.
+  EXPECT_EQ(r->peak_bytes, 399);
+  EXPECT_EQ(r->timeline.front().live_before, 100 + 10 + 111);
+  EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{271, 348, 366}));
+  // The same as persistent buffers of 111 bytes, but freed by the step.
+  Profile persistent = ThreeLayers();
+  persistent.static_memory.gradient_bytes = 111;
+  Result<SimulationResult> q = Simulate(persistent, s);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->peak_bytes, r->peak_bytes);
+  EXPECT_EQ(r->timeline.back().live_after, 100);
+  EXPECT_EQ(q->timeline.back().live_after, 211);
+
+  // One micro-batch per update: micro-batch 1 alone.
+  p.grad_accumulation = 1;
+  EXPECT_EQ(Simulate(p, s)->peak_bytes, 390);
+}
+
+TEST(Simulator, AnInputTheLayerDoesNotKeepIsReleasedAfterItsForward) {
+  Profile p = ThreeLayers();
+  p.layers[2].keeps_input = false;
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Forward 2 peaks with x2 live (255), then releases it: 225.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 237, 255}));
+  int forward2 = -1;
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    if (s.ops[k].kind == OpKind::kForward && s.ops[k].layer == 2) forward2 = static_cast<int>(k);
+  }
+  ASSERT_GE(forward2, 0);
+  EXPECT_EQ(r->timeline[forward2].live_after, 225);
+  // Backward 2: 225 + 30 + 3 = 258 -> 230; backward 1: 230 + 20 = 250, its
+  // free of x2 releases nothing more: 180.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 250, 180}));
+  EXPECT_EQ(r->peak_bytes, 258);
+  EXPECT_EQ(r->timeline.back().live_after, 100);
+}
+
+TEST(Simulator, ACheckpointedInputIsKeptForItsRecompute) {
+  Profile p = ThreeLayers();
+  p.layers[2].keeps_input = false;
+  // Layer 1 checkpointed: x2 comes from a forward without grad and carries
+  // no graph, so layer 2 keeps it (CheckpointedMiddleLayerTimelineByHand).
+  const std::vector<LayerDecision> d = {LayerDecision::kKeep, LayerDecision::kCheckpoint,
+                                        LayerDecision::kKeep};
+  const Schedule s = *BuildSingleLevelSchedule(p, d, {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 197, 215}));
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 280, 180}));
+
+  // Layer 2 itself run again later (its input a checkpoint): its first
+  // forward is not the last one that reads x2, so x2 stays.
+  std::vector<bool> keeps = {true, true, false};
+  Schedule again;
+  again.num_layers = 3;
+  again.ops = {Op::Forward(0, SaveMode::kAll), Op::Forward(1, SaveMode::kAll),
+               Op::Forward(2, SaveMode::kNone), Op::Recompute(2, SaveMode::kAll)};
+  EXPECT_EQ(InputReleasingOps(again, keeps), (std::vector<bool>{false, false, false, true}));
+  again.ops[3] = Op::Recompute(2, SaveMode::kNone);
+  EXPECT_EQ(InputReleasingOps(again, keeps), (std::vector<bool>{false, false, false, false}));
+  again.ops[2] = Op::Forward(2, SaveMode::kAll);
+  again.ops.pop_back();
+  EXPECT_EQ(InputReleasingOps(again, keeps), (std::vector<bool>{false, false, true}));
+}
+
 TEST(Simulator, SelectiveOptionKeepsLessAndPaysInBackward) {
   Profile p = ThreeLayers();
   SelectiveOption o;

@@ -102,22 +102,20 @@ TEST(Accumulation, ALoopThatForgetsOneOverKIsCaught) {
   EXPECT_GT(RelativeError(Accumulated(false), whole), 1.0);
 }
 
-TEST(Accumulation, TheOptimizerStepsOncePerUpdateAndZeroesTheGradients) {
+TEST(Accumulation, TheOptimizerStepsOncePerUpdateAndFreesTheGradients) {
   const ModelConfig c = NoDropout(2);
   GptModel model(c, at::Device(at::kCPU), 11);
-  model.AllocateGradients();
   ModelOptimizer optimizer(Optimizer::kAdamW, model.parameters());
   const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kNone);
   ScheduleExecutor executor(model, &optimizer, CpuMeter(), 11);
   const at::Tensor before = model.parameters()[0].clone();
   ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, 0), 0, 0, 2).ok());
   EXPECT_TRUE(at::equal(model.parameters()[0], before));  // no update yet
+  // Micro-batch 1 created the gradients; micro-batch 2 adds into them.
   EXPECT_GT(model.parameters()[0].grad().abs().sum().item<double>(), 0);
   ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, 1), 1, 1, 2).ok());
   EXPECT_FALSE(at::equal(model.parameters()[0], before));
-  for (const at::Tensor& p : model.parameters()) {
-    EXPECT_EQ(p.grad().abs().sum().item<double>(), 0);
-  }
+  for (const at::Tensor& p : model.parameters()) EXPECT_FALSE(p.grad().defined());
   EXPECT_EQ(executor.RunStep(s, model.MakeBatch(5, 2), 2, 2, 2).status().code(),
             StatusCode::kInvalidInput);
 }
@@ -130,6 +128,8 @@ void ExpectUpdatePeakIsSimulated(ModelConfig c) {
   m.repeats = 1;
   Result<Profile> profile = runtime->Measure(c, m);
   ASSERT_TRUE(profile.ok()) << profile.status().message();
+  // Micro-batches 2..4 start with the gradients micro-batch 1 created.
+  profile->grad_accumulation = 4;
   for (Strategy strategy : {Strategy::kNone, Strategy::kSegment}) {
     const Schedule schedule = testing::PlannerSchedule(*profile, strategy);
     Result<SimulationResult> predicted = Simulate(*profile, schedule);
@@ -139,8 +139,11 @@ void ExpectUpdatePeakIsSimulated(ModelConfig c) {
     t.steps = 2;
     Result<TrainResult> r = runtime->Train(c, schedule, t);
     ASSERT_TRUE(r.ok()) << r.status().message();
+    // Within 3%: micro-batches 2..K add each weight gradient into the one
+    // micro-batch 1 created (a transient the size of the weight), where the
+    // measured backward workspace is micro-batch 1's, which creates them.
     EXPECT_NEAR(static_cast<double>(r->peak_bytes), static_cast<double>(predicted->peak_bytes),
-                0.01 * static_cast<double>(predicted->peak_bytes))
+                0.03 * static_cast<double>(predicted->peak_bytes))
         << ToString(c.precision) << " " << ToString(strategy) << ": measured " << r->peak_bytes
         << ", predicted " << predicted->peak_bytes;
     EXPECT_EQ(r->steps.size(), 2u);

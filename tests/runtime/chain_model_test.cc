@@ -26,8 +26,28 @@ TEST_P(Families, ParameterCountsAreThePlannersExactCounts) {
   // Only trained weights get gradients (an unused pooler does not).
   int64_t trained = 0;
   for (const at::Tensor& p : model->parameters()) trained += p.numel();
-  EXPECT_EQ(4 * trained, analytic.static_memory.gradient_bytes);
+  EXPECT_EQ(4 * trained, analytic.total_gradient_bytes());
   EXPECT_EQ(model->num_layers(), analytic.num_layers());
+}
+
+TEST_P(Families, InputsKeptAreThePlannersAndGradientsAreCreatedPerLayer) {
+  const Profile analytic = testing::AnalyticOf(config());
+  std::unique_ptr<ChainModel> model = MakeChainModel(config(), at::Device(at::kCPU), 1);
+  for (int i = 0; i < model->num_layers(); ++i) {
+    EXPECT_EQ(model->keeps_input(i), analytic.layers[i].keeps_input) << model->layer_name(i);
+  }
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repeats = 1;
+  Result<Profile> measured = MeasureProfile(config(), o, Timing{}, CpuMeter());
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  for (int i = 0; i < model->num_layers(); ++i) {
+    // Each layer's backward creates the gradients the analytic model gives
+    // it (a tied embedding's at the head).
+    EXPECT_EQ(measured->layers[i].gradient_bytes, analytic.layers[i].gradient_bytes)
+        << model->layer_name(i);
+    EXPECT_EQ(measured->layers[i].keeps_input, analytic.layers[i].keeps_input);
+  }
 }
 
 // Each layer's kept bytes (activation_bytes: everything a forward with grad

@@ -88,8 +88,7 @@ TEST(CpuMeter, ATrainingStepReturnsToItsBaseline) {
   const ModelConfig c = testing::TinyGpt();
   const Schedule schedule = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kUniform);
   MemoryMeter& meter = CpuMeter();
-  GptModel model(c, at::Device(at::kCPU), 1);
-  model.AllocateGradients();
+  GptModel model(c, at::Device(at::kCPU), 1);  // gradients created in backward, freed by the step
   ModelOptimizer optimizer(c.optimizer, model.parameters());
   ScheduleExecutor executor(model, &optimizer, meter, 1);
   const int64_t state = meter.current_bytes();

@@ -38,11 +38,25 @@ TEST_F(Profiler, ChainMatchesTheAnalyticChain) {
 
 TEST_F(Profiler, StaticMemoryIsExact) {
   // fp32 AdamW: 4 bytes of weights, 4 of gradients, 8 of moments per
-  // parameter; the causal mask (s x s fp32) is a buffer of the weights.
+  // parameter; the causal mask (s x s fp32) is a buffer of the weights. The
+  // gradients are created in backward: the layers' (PyTorch's zero_grad).
   const int64_t n = profile_.parameters, s = config_.seq_len;
   EXPECT_EQ(profile_.static_memory.parameter_bytes, 4 * n + 4 * s * s);
-  EXPECT_EQ(profile_.static_memory.gradient_bytes, 4 * n);
+  EXPECT_EQ(profile_.static_memory.gradient_bytes, 0);
+  EXPECT_EQ(profile_.total_gradient_bytes(), 4 * n);
   EXPECT_EQ(profile_.static_memory.optimizer_bytes, 8 * n);
+}
+
+TEST(ProfilerGradients, PersistentBuffersAreModelState) {
+  ModelConfig c = testing::TinyGpt();
+  c.gradients = Gradients::kPersistent;
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repeats = 1;
+  Result<Profile> p = MeasureProfile(c, o, Timing{}, CpuMeter());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->static_memory.gradient_bytes, 4 * p->parameters);
+  EXPECT_EQ(p->total_gradient_bytes(), 4 * p->parameters);
 }
 
 TEST_F(Profiler, SizesAreTheTensorsOfTheChain) {

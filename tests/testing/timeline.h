@@ -10,11 +10,13 @@
 
 namespace remat::testing {
 
-// The peak of every op of `kind`, in schedule order.
-inline std::vector<int64_t> Peaks(const SimulationResult& r, const Schedule& s, OpKind kind) {
+// `value` of every timeline point of an op of `kind` (default: its peak),
+// in schedule order.
+inline std::vector<int64_t> Peaks(const SimulationResult& r, const Schedule& s, OpKind kind,
+                                  int64_t (*value)(const TimelinePoint&) = nullptr) {
   std::vector<int64_t> v;
   for (const TimelinePoint& t : r.timeline) {
-    if (s.ops[t.op_index].kind == kind) v.push_back(t.peak);
+    if (s.ops[t.op_index].kind == kind) v.push_back(value ? value(t) : t.peak);
   }
   return v;
 }

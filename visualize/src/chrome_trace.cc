@@ -18,9 +18,9 @@ constexpr int kMeasuredPid = 2;
 constexpr int kOpsTid = 1;
 constexpr int kPhasesTid = 2;
 constexpr int kFreesTid = 3;
-constexpr MemoryCategory kStack[] = {MemoryCategory::kModelState, MemoryCategory::kActivations,
-                                     MemoryCategory::kRecomputed, MemoryCategory::kGradients,
-                                     MemoryCategory::kWorkspace};
+constexpr MemoryCategory kStack[] = {MemoryCategory::kModelState, MemoryCategory::kParameterGrads,
+                                     MemoryCategory::kActivations, MemoryCategory::kRecomputed,
+                                     MemoryCategory::kGradients, MemoryCategory::kWorkspace};
 
 double Micros(double ms) { return ms * 1000.0; }
 

@@ -14,6 +14,8 @@ const char* CategoryColor(MemoryCategory c) {
       return "#59a14f";
     case MemoryCategory::kWorkspace:
       return "#b07aa1";
+    case MemoryCategory::kParameterGrads:
+      return "#edc948";
     case MemoryCategory::kCount:
       break;
   }
@@ -32,6 +34,8 @@ const char* CategoryLabel(MemoryCategory c) {
       return "activation grads";
     case MemoryCategory::kWorkspace:
       return "workspace";
+    case MemoryCategory::kParameterGrads:
+      return "parameter grads";
     case MemoryCategory::kCount:
       break;
   }

@@ -82,8 +82,9 @@ std::vector<BreakdownRow> AtPeak(const Plan& plan, const Profile& p) {
       {"parameters", state, p.static_memory.parameter_bytes, "", ""},
       {"gradients", state, p.static_memory.gradient_bytes, "", ""},
       {"optimizer state", state, p.static_memory.optimizer_bytes, "", ""}};
-  for (MemoryCategory c : {MemoryCategory::kActivations, MemoryCategory::kRecomputed,
-                           MemoryCategory::kGradients, MemoryCategory::kWorkspace}) {
+  for (MemoryCategory c : {MemoryCategory::kParameterGrads, MemoryCategory::kActivations,
+                           MemoryCategory::kRecomputed, MemoryCategory::kGradients,
+                           MemoryCategory::kWorkspace}) {
     rows.push_back({CategoryLabel(c), CategoryColor(c), r.at_peak[c], "", ""});
   }
   for (BreakdownRow& row : rows) {

@@ -16,9 +16,9 @@ namespace {
 
 constexpr double kWidth = 1100;
 constexpr double kHeight = 420;
-constexpr MemoryCategory kStack[] = {MemoryCategory::kModelState, MemoryCategory::kActivations,
-                                     MemoryCategory::kRecomputed, MemoryCategory::kGradients,
-                                     MemoryCategory::kWorkspace};
+constexpr MemoryCategory kStack[] = {MemoryCategory::kModelState, MemoryCategory::kParameterGrads,
+                                     MemoryCategory::kActivations, MemoryCategory::kRecomputed,
+                                     MemoryCategory::kGradients, MemoryCategory::kWorkspace};
 
 // Light tints behind the plot and a solid strip under it, one run of
 // consecutive ops of a kind at a time; runs wide enough are labelled.

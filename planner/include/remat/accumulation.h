@@ -1,17 +1,21 @@
 // Gradient accumulation: one optimizer step (an update) over K micro-batches.
 //
-// The gradient buffers live through all K micro-batches (the profile's
-// static gradient bytes, in the accumulation dtype of the precision
-// convention), so a micro-step's memory timeline is the simulated one for
-// every K. Time per update, from the simulated micro-step:
+// The gradients live through all K micro-batches, in the accumulation dtype
+// of the precision convention. Persistent buffers (the profile's static
+// gradient bytes) exist from the start of every micro-batch. Gradients
+// created in backward (LayerProfile::gradient_bytes) do not exist when
+// micro-batch 1 starts and exist, all of them, when micro-batches 2..K
+// start: Simulate replays both micro-steps of a profile with
+// grad_accumulation > 1 and reports the one with the higher peak. Time per
+// update, from the simulated micro-step:
 //
 //   update_ms = K x micro_step_ms + (K - 1) x accumulate_ms + optimizer_step_ms
 //
 // micro_step_ms is the schedule's forward, backward and recompute time (the
 // simulated step without its optimizer op). accumulate_ms is the overhead
 // of accumulation per micro-batch: every backward adds its parameter
-// gradients into the kept buffers (allocated once and zeroed after the
-// step, zero_grad(set_to_none=False), as the runtime does), a bandwidth-bound
+// gradients into the kept ones (persistent buffers zeroed after the step,
+// or the gradients micro-batch 1 created), a bandwidth-bound
 // pass over the gradients (GradientAccumulateMs). One batch of K*b pays that
 // pass once, K micro-batches K times: K - 1 extra. It does not shrink with
 // the micro-batch, so b = 1 is not free.

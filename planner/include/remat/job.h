@@ -28,6 +28,7 @@ struct JobOverrides {
   std::optional<int64_t> lora_rank;      // 0: no LoRA
   std::optional<uint32_t> lora_targets;  // LoraTarget bits
   std::optional<Quantization> quantization;
+  std::optional<Gradients> gradients;  // when parameter gradients exist
   // Micro-batches per optimizer step: changes no size or time of a
   // micro-step, so it applies to profiles too.
   std::optional<int64_t> grad_accumulation;
@@ -35,7 +36,7 @@ struct JobOverrides {
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
   bool any_model_field() const {
     return micro_batch || seq_len || precision || attention || lora_rank || lora_targets ||
-           quantization;
+           quantization || gradients;
   }
   bool any() const { return any_model_field() || device || tflops; }
 };

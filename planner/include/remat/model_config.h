@@ -67,6 +67,17 @@ enum class GradDtype {
   kFp16,
 };
 
+// When parameter gradients exist (model.json "gradients").
+enum class Gradients {
+  kDefault,  // persistent for the mixed_* precisions, else created_in_backward
+  // PyTorch 2.x and HF Trainer: zero_grad() sets .grad to None, so each
+  // layer's backward creates its gradients and the optimizer step frees them.
+  kCreatedInBackward,
+  // Megatron/DeepSpeed contiguous gradient buffers: allocated once, live
+  // for the whole run (zeroed in place after each step).
+  kPersistent,
+};
+
 enum class Optimizer {
   kAdamW,        // two moment buffers per parameter
   kSgd,          // plain SGD (PyTorch default momentum=0): no state
@@ -129,6 +140,7 @@ struct ModelConfig {
   int64_t grad_accumulation = 1;  // micro-batches per optimizer step
   Precision precision = Precision::kFp32;
   GradDtype grad_dtype = GradDtype::kDefault;  // a choice for mixed_* only
+  Gradients gradients = Gradients::kDefault;   // see GradientsOf
   Optimizer optimizer = Optimizer::kAdamW;
   AttentionImpl attention = AttentionImpl::kEager;
   double dropout = 0.1;        // in [0, 1); 0 removes the dropout masks
@@ -178,6 +190,10 @@ struct ModelConfig {
 // head, loss, texts_per_example, num_labels set from the architecture and head).
 ModelConfig WithDefaults(const ModelConfig& config);
 
+// The gradient convention `config` trains under: `gradients`, kDefault
+// resolved (kPersistent for mixed_bf16/mixed_fp16, else kCreatedInBackward).
+Gradients GradientsOf(const ModelConfig& config);
+
 // Sequences through the model per micro-batch: micro_batch * texts_per_example.
 int64_t SequencesPerMicroBatch(const ModelConfig& config);
 // Forward passes through the encoder per micro-batch: texts_per_example with
@@ -203,6 +219,7 @@ const char* ToString(Pooling v);
 const char* ToString(Loss v);  // kDefault -> "default"
 const char* ToString(Precision v);
 const char* ToString(GradDtype v);  // kDefault -> "default"
+const char* ToString(Gradients v);  // kDefault -> "default"
 const char* ToString(Optimizer v);
 const char* ToString(AttentionImpl v);
 const char* ToString(LrSchedule v);
@@ -215,6 +232,7 @@ std::string LoraTargetsToString(uint32_t targets);  // "q,v"
 const char* ToString(LoraDtype v);                  // kDefault -> "default"
 const char* ToString(Quantization v);               // "none", "nf4"
 Result<Quantization> ParseQuantization(std::string_view text);
+Result<Gradients> ParseGradients(std::string_view text);  // not "default"
 
 }  // namespace remat
 

@@ -66,6 +66,20 @@ struct LayerProfile {
   // Transient bytes during backward on top of what is live before it and the
   // input gradient it produces.
   int64_t backward_workspace_bytes = 0;
+  // Bytes of the parameter gradients this layer's backward creates, under
+  // the convention that gradients are created in backward and freed by the
+  // optimizer step (PyTorch 2.x's zero_grad() sets .grad to None): they are
+  // allocated at the layer's first backward and live until the optimizer
+  // step. A parameter shared with another layer (tied embeddings) counts
+  // once, at the layer whose backward runs first. 0 when the gradients are
+  // persistent buffers (StaticMemory::gradient_bytes).
+  int64_t gradient_bytes = 0;
+  // False when nothing needs x[i] after this layer's forward with grad:
+  // neither this layer's backward (e.g. cross_entropy's log_softmax keeps
+  // its output, not its input) nor the previous layer's (a linear head does
+  // not need its output). The input is then released right after the
+  // forward (see Simulate); never for layer 0, whose input is the batch.
+  bool keeps_input = true;
   std::vector<SelectiveOption> selective;
 
   // Side output to the chain's last layer (the loss): bytes the layer's
@@ -90,8 +104,9 @@ struct LayerProfile {
   }
 };
 
-// Memory that lives for the whole step: parameters, their gradients and the
-// optimizer state.
+// Memory that lives for the whole step: parameters, their gradients when
+// they are persistent buffers (Megatron/DeepSpeed, AllocateGradients; else
+// they are the layers' gradient_bytes) and the optimizer state.
 struct StaticMemory {
   int64_t parameter_bytes = 0;
   int64_t gradient_bytes = 0;
@@ -113,9 +128,20 @@ struct Profile {
   // accumulation: read both, write the sum). -1: not given; then
   // GradientAccumulateMs estimates it from optimizer_ms.
   double accumulate_ms = -1;
+  // Micro-batches per optimizer step. Above 1, gradients created in
+  // backward (LayerProfile::gradient_bytes) persist from micro-batch 2 on,
+  // so Simulate predicts the update's peak from both micro-steps.
+  int64_t grad_accumulation = 1;
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }
+  // Parameter-gradient bytes of a step: the persistent buffers plus those
+  // the layers' backwards create.
+  int64_t total_gradient_bytes() const {
+    int64_t bytes = static_memory.gradient_bytes;
+    for (const LayerProfile& l : layers) bytes += l.gradient_bytes;
+    return bytes;
+  }
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
 

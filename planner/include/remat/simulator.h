@@ -11,6 +11,17 @@
 //                 which writes their gradients; a skip's gradient is freed
 //                 after its layer's backward; a recompute makes the side
 //                 output again as a transient (workspace)
+// Parameter gradients created in backward (LayerProfile::gradient_bytes) are
+// allocated at a layer's first backward, before its peak, and freed by the
+// optimizer step, after its peak. A forward with grad of a layer that does
+// not keep its input (keeps_input false) releases x[i] after its peak when
+// x[i] still carries the previous layer's graph (a[i-1] is live and x[i] was
+// written with grad) and no later forward of the layer reads it; the
+// schedule's own free of x[i] then releases nothing.
+// With profile.grad_accumulation K > 1 the step is simulated twice:
+// micro-batch 1 starts without gradients, micro-batches 2..K with all of
+// them; the result is the micro-step with the higher peak (micro-batch K on
+// a tie, the one whose optimizer step runs).
 // With a caching-allocator model each tensor, workspace and model-state
 // part is one request, and the reserved bytes at each op's peak moment are
 // tallied as the allocator rounds them (ReservedTally, device_memory.h).
@@ -33,11 +44,12 @@ namespace remat {
 
 // Where live bytes come from. A tensor's category is set by the op that wrote it.
 enum class MemoryCategory {
-  kModelState = 0,   // parameters + gradients + optimizer state
-  kActivations,      // x / a written by a first forward
-  kRecomputed,       // x / a written by a recompute
-  kGradients,        // activation gradients g[i]
-  kWorkspace,        // transient bytes inside an op
+  kModelState = 0,  // parameters + gradients + optimizer state
+  kActivations,     // x / a written by a first forward
+  kRecomputed,      // x / a written by a recompute
+  kGradients,       // activation gradients g[i]
+  kWorkspace,       // transient bytes inside an op
+  kParameterGrads,  // parameter gradients created in backward
   kCount,
 };
 const char* ToString(MemoryCategory c);
@@ -89,6 +101,14 @@ struct SimulationResult {
 // schedule is not executable (see ValidateSchedule).
 Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
                                   const CachingAllocatorModel* allocator = nullptr);
+
+// For each schedule op: true for the forwards (with grad) and recomputes
+// (with grad) of a layer i > 0 with keeps_input[i] false that are the
+// layer's last forward in the schedule, so nothing reads x[i] after them
+// but the backwards that do not need it. Such an op releases x[i] if it
+// still carries layer i-1's graph (the executors check that themselves).
+// `keeps_input` has one entry per layer.
+std::vector<bool> InputReleasingOps(const Schedule& schedule, const std::vector<bool>& keeps_input);
 
 }  // namespace remat
 

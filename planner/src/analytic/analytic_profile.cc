@@ -1,3 +1,6 @@
+#include <map>
+#include <set>
+
 #include "analytic/chain.h"
 #include "analytic/lora.h"
 #include "analytic/transformer_graph.h"
@@ -53,6 +56,50 @@ int64_t TrainableParameterCount(const ModelConfig& config) {
   return g.ok() ? g->trainable_parameters : -1;
 }
 
+namespace {
+
+// Trainable parameters per layer tag, each counted at the layer whose
+// backward creates its gradient: a tied LM head's weight (owned by the
+// embedding) at the head, whose backward runs first.
+std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelConfig& config) {
+  std::map<std::string, int64_t> by_layer;
+  for (const OpInfo& op : g.ops()) {
+    if (op.trainable) by_layer[op.layer] += op.parameters;
+  }
+  const ModelConfig c = WithDefaults(config);
+  if (c.tie_embeddings && (c.head == Head::kLm || c.head == Head::kMlm)) {
+    by_layer["embedding"] -= c.vocab * c.hidden;
+    by_layer["head"] += c.vocab * c.hidden;
+  }
+  return by_layer;
+}
+
+// Whether an op of `layer` or of the layer producing its input saves that
+// input for backward (the chain's x between them).
+bool KeepsInput(const OpGraph& g, const std::string& layer) {
+  std::set<int> inputs;
+  std::set<std::string> producers;
+  for (const OpInfo& op : g.ops()) {
+    if (op.layer != layer) continue;
+    for (int t : op.inputs) {
+      const int producer = g.tensors()[t].producer;
+      if (producer >= 0 && g.ops()[producer].layer != layer) {
+        inputs.insert(t);
+        producers.insert(g.ops()[producer].layer);
+      }
+    }
+  }
+  for (const OpInfo& op : g.ops()) {
+    if (op.layer != layer && producers.count(op.layer) == 0) continue;
+    for (int t : op.saved) {
+      if (inputs.count(t)) return true;
+    }
+  }
+  return inputs.empty();
+}
+
+}  // namespace
+
 Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options) {
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
   DeviceSpec device = options.device;
@@ -106,6 +153,25 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   // Gradient accumulation adds each micro-batch's gradients into the kept
   // ones: read both, write the sum.
   p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));
+  p.grad_accumulation = config.grad_accumulation;
+  if (GradientsOf(config) == Gradients::kCreatedInBackward) {
+    // Each layer's backward creates its gradients; none is held in between.
+    const std::map<std::string, int64_t> params = GradientParameters(tg.graph, config);
+    const int64_t per =
+        ModelStatePerParameter(config.precision, config.optimizer, config.grad_dtype).gradients;
+    for (LayerProfile& l : layers) {
+      const auto it = params.find(l.name);
+      if (it != params.end()) l.gradient_bytes = it->second * per;
+    }
+    p.static_memory.gradient_bytes = 0;
+  }
+  // The loss does not keep its input when its kernels keep only what they
+  // compute (cross_entropy's log_softmax keeps its output): the logits then
+  // die after the loss's forward. Other layers' inputs may be held through
+  // views (a selected token), so only the loss is asked.
+  for (LayerProfile& l : layers) {
+    if (l.kind == kLossKind) l.keeps_input = KeepsInput(tg.graph, l.name);
+  }
   p.layers = std::move(layers);
   REMAT_RETURN_IF_ERROR(ValidateProfile(p, config.name));
   return p;

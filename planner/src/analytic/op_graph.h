@@ -34,6 +34,7 @@ struct OpInfo {
   double backward_bytes = 0;
   int64_t backward_workspace = 0;  // transient bytes in backward (e.g. a weight gradient)
   int64_t parameters = 0;          // parameters this op owns
+  bool trainable = true;           // its parameters get gradients
   bool attention_core = false;     // recomputed by the selective option
 };
 

@@ -13,6 +13,7 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
   }
   if (o.precision) c->precision = *o.precision;
   if (o.attention) c->attention = *o.attention;
+  if (o.gradients) c->gradients = *o.gradients;
   if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
   if (o.lora_rank) {
     c->lora_rank = *o.lora_rank;
@@ -47,7 +48,6 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
                            std::to_string(*overrides.grad_accumulation));
   }
   if (job.input.kind == PlannerInput::Kind::kProfile) {
-    job.context.grad_accumulation = overrides.grad_accumulation.value_or(1);
     if (overrides.any()) {
       return Status::Invalid(path +
                              " is a profile (measured or hand-written sizes and times): "
@@ -56,6 +56,8 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
                              "inputs only");
     }
     job.profile = job.input.profile;
+    if (overrides.grad_accumulation) job.profile.grad_accumulation = *overrides.grad_accumulation;
+    job.context.grad_accumulation = job.profile.grad_accumulation;
     job.context.input_kind = "profile";
     return job;
   }

@@ -176,6 +176,7 @@ void MemoryAtPeak(std::ostringstream& o, const SimulationResult& r, const Profil
   row("parameters", s.parameter_bytes);
   row("gradients", s.gradient_bytes);
   row("optimizer state", s.optimizer_bytes);
+  row("parameter grads", r.at_peak[MemoryCategory::kParameterGrads]);  // created in backward
   row("activations kept", r.at_peak[MemoryCategory::kActivations]);
   row("recomputed", r.at_peak[MemoryCategory::kRecomputed]);
   row("activation grads", r.at_peak[MemoryCategory::kGradients]);

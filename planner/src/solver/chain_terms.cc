@@ -43,15 +43,22 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     }
   }
   mode_begin_[L] = static_cast<int>(modes_.size());
+  // Parameter gradients created in backward: during backward s, those of
+  // layers s..L-1 exist.
+  std::vector<int64_t> grads_from(L + 1, 0);
+  for (int s = L - 1; s >= 0; --s) grads_from[s] = grads_from[s + 1] + layers[s].gradient_bytes;
   for (int s = 0; s < L; ++s) {
     const LayerProfile& l = layers[s];
+    // A layer that does not keep its input releases it after its forward
+    // (when its producer ran with grad: kept, the usual case here).
+    const int64_t input = l.keeps_input ? x_bytes_[s] : 0;
     for (int k = 0; k < num_modes(s); ++k) {
       const KeepMode& m = mode(s, k);
-      keep_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
-      backward_slots_.push_back(units_.Slots(x_bytes_[s] + x_bytes_[s + 1] + m.kept_bytes +
+      keep_slots_.push_back(units_.Slots(input + m.kept_bytes));
+      backward_slots_.push_back(units_.Slots(input + x_bytes_[s + 1] + m.kept_bytes +
                                             g_bytes_[s + 1] + g_bytes_[s] +
                                             l.backward_workspace_bytes +
-                                            m.recompute_workspace_bytes));
+                                            m.recompute_workspace_bytes + grads_from[s]));
     }
   }
 
