@@ -94,14 +94,14 @@ TEST(Lora, ModelStateHoldsTheFrozenBaseWithoutGradientsOrMoments) {
   // bf16: 2-byte weights; gradients and both AdamW moments in bf16 for the
   // adapters only.
   EXPECT_EQ(p->static_memory.parameter_bytes, 2 * all);
-  EXPECT_EQ(p->static_memory.gradient_bytes, 2 * trained);
+  EXPECT_EQ(p->total_gradient_bytes(), 2 * trained);  // created in backward
   EXPECT_EQ(p->static_memory.optimizer_bytes, 4 * trained);
   // fp32 adapters on a bf16 base (lora_dtype): the adapters' state is fp32.
   c.lora_dtype = LoraDtype::kFp32;
   p = AnalyticProfile(c, {});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->static_memory.parameter_bytes, 2 * (all - trained) + 4 * trained);
-  EXPECT_EQ(p->static_memory.gradient_bytes, 4 * trained);
+  EXPECT_EQ(p->total_gradient_bytes(), 4 * trained);
   EXPECT_EQ(p->static_memory.optimizer_bytes, 8 * trained);
 }
 
@@ -241,7 +241,8 @@ TEST(LoraFitAdvice, NamesLoraAndQloraWhenTheModelStateDoesNotFit) {
     Result<Job> job = MakeJob(*in, {});
     EXPECT_TRUE(job.ok()) << job.status().message();
     PlanOptions o;
-    o.budget_bytes = static_cast<int64_t>(0.9 * job->profile.static_bytes());
+    // Below the model state (weights, gradients, moments) of the job.
+    o.budget_bytes = static_cast<int64_t>(0.9 * job->profile.model_state_bytes());
     Result<PlanSet> plans = MakePlan(job->profile, o);
     EXPECT_TRUE(plans.ok() && !plans->chosen.fits);
     return AdviseFit(*job, *plans, o, true).message;

@@ -142,6 +142,11 @@ struct Profile {
     for (const LayerProfile& l : layers) bytes += l.gradient_bytes;
     return bytes;
   }
+  // Weights, every gradient (held or created in backward) and optimizer
+  // state: what a step needs beyond activations by its end.
+  int64_t model_state_bytes() const {
+    return static_bytes() + total_gradient_bytes() - static_memory.gradient_bytes;
+  }
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
 

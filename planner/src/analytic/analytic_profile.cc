@@ -62,12 +62,20 @@ namespace {
 // backward creates its gradient: a tied LM head's weight (owned by the
 // embedding) at the head, whose backward runs first.
 std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelConfig& config) {
+  const ModelConfig c = WithDefaults(config);
+  // Separate text passes share their weights: the last pass's backward runs
+  // first and creates the gradients, the earlier passes' add into them.
+  const int passes = TextPasses(c);
+  const std::string first_backward = passes > 1 ? "p" + std::to_string(passes) + "." : "";
   std::map<std::string, int64_t> by_layer;
   for (const OpInfo& op : g.ops()) {
+    if (op.layer.rfind(first_backward, 0) != 0 && op.layer != "loss") continue;
     if (op.trainable) by_layer[op.layer] += op.parameters;
   }
-  const ModelConfig c = WithDefaults(config);
-  if (c.tie_embeddings && (c.head == Head::kLm || c.head == Head::kMlm)) {
+  // A tied weight's gradient is created by the head's backward, which runs
+  // before the embedding's (unless it does not train: a LoRA job's base).
+  if (c.tie_embeddings && (c.head == Head::kLm || c.head == Head::kMlm) &&
+      by_layer["embedding"] >= c.vocab * c.hidden) {
     by_layer["embedding"] -= c.vocab * c.hidden;
     by_layer["head"] += c.vocab * c.hidden;
   }
@@ -157,8 +165,14 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   if (GradientsOf(config) == Gradients::kCreatedInBackward) {
     // Each layer's backward creates its gradients; none is held in between.
     const std::map<std::string, int64_t> params = GradientParameters(tg.graph, config);
+    // Bytes per trained parameter: the model state's (a LoRA job's adapters
+    // keep theirs in lora_dtype).
+    const int64_t trained = tg.trainable_parameters;
     const int64_t per =
-        ModelStatePerParameter(config.precision, config.optimizer, config.grad_dtype).gradients;
+        trained > 0 && p.static_memory.gradient_bytes % trained == 0
+            ? p.static_memory.gradient_bytes / trained
+            : ModelStatePerParameter(config.precision, config.optimizer, config.grad_dtype)
+                  .gradients;
     for (LayerProfile& l : layers) {
       const auto it = params.find(l.name);
       if (it != params.end()) l.gradient_bytes = it->second * per;

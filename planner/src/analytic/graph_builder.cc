@@ -100,7 +100,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.backward_bytes = backward ? 2 * bytes : 0;
   op.backward_workspace = backward ? bwd_workspace : 0;
   op.parameters = params;
-  op.trainable = trainable;
+  op.trainable = trainable && WeightsTrain();  // a LoRA job's frozen base: no gradient
   op.attention_core = core;
   Count(bwd_workspace);
   if (count_parameters_) {

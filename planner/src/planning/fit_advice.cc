@@ -58,7 +58,7 @@ std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, 
   change(&c);
   if (!ValidateModelConfig(c, job.input.path).ok()) return std::nullopt;
   Result<Profile> profile = AnalyticProfile(c, job.analytic);
-  if (!profile.ok() || profile->static_bytes() >= options.budget_bytes) return std::nullopt;
+  if (!profile.ok() || profile->model_state_bytes() >= options.budget_bytes) return std::nullopt;
   PlanOptions auto_options = options;
   auto_options.strategy = Strategy::kAuto;
   Result<PlanSet> s = MakePlan(*profile, auto_options);
@@ -142,7 +142,7 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& opt
       a.lowest_peak_strategy = c.strategy;
     }
   }
-  a.model_state_bytes = job.profile.static_bytes();
+  a.model_state_bytes = job.profile.model_state_bytes();
   const int64_t tensor_budget = TensorBudget(options.budget_bytes, options.device_memory);
   a.model_state_exceeds_budget = a.model_state_bytes >= tensor_budget;
   a.message = "no plan fits in " + FormatBytes(options.budget_bytes) +

@@ -55,7 +55,7 @@ std::string FormatParetoText(const ParetoCurve& c, const Profile& p) {
     << (p.device.empty() ? "" : ", times for " + p.device) << ", " << p.num_layers()
     << " layers)\n";
   o << "  without recompute  step " << FormatMillis(c.baseline_step_ms) << ", peak "
-    << FormatBytes(c.none_peak_bytes) << " (model state " << FormatBytes(p.static_bytes())
+    << FormatBytes(c.none_peak_bytes) << " (model state " << FormatBytes(p.model_state_bytes())
     << ")\n\n";
   o << "Step time over the no-recompute step and predicted peak of each strategy's best\n"
        "plan within each budget ('-': none fits):\n";
