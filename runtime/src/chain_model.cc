@@ -1,5 +1,7 @@
 #include "chain_model.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,11 +61,15 @@ Status ModelSupports(const ModelConfig& config) {
                            "' (16-bit weights with fp32 master weights) is planned, not run: "
                            "amp_bf16 (fp32 weights, bf16 autocast) runs");
   }
-  if (c.lora_rank > 0) {
+  if (c.lora_rank > 0 && c.architecture == Architecture::kBert) {
     return Status::Invalid(
-        "LoRA and QLoRA (lora_rank " + std::to_string(c.lora_rank) +
-        ") can be planned (analytic) but the runtime does not train adapters yet; "
-        "bench/peft_fidelity.sh measures them against PEFT instead");
+        "the runtime trains LoRA adapters on gpt and llama; bert with lora_rank " +
+        std::to_string(c.lora_rank) + " can be planned (analytic) but not run");
+  }
+  if (c.double_quant) {
+    return Status::Invalid(
+        "double_quant (8-bit absmax constants) can be planned (analytic) but "
+        "not run: the runtime stores nf4 with fp32 absmax (double_quant false)");
   }
   if (c.architecture != Architecture::kBert && c.head != Head::kLm) {
     return Status::Invalid("the runtime's " + arch + " has the lm head only; head '" + head +
@@ -103,7 +109,8 @@ ChainModel::ChainModel(const ModelConfig& config, const at::Device& device, uint
       passes_(TextPasses(config)),
       batch_sequences_(SequencesPerMicroBatch(config)),
       kinds_(ChainKinds(config.layers, final_norm, TextPasses(config))),
-      rng_(SplitMix(seed)) {
+      rng_(SplitMix(seed)),
+      adapter_gen_(at::make_generator<at::CPUGeneratorImpl>(SplitMix(seed ^ 0x10a4ULL))) {
   sequences_ = passes_ > 1 ? config_.micro_batch : batch_sequences_;
   pass_length_ = static_cast<int>(config_.layers) + (final_norm ? 3 : 2);
   dtype_ = config.precision == Precision::kBf16   ? at::kBFloat16
@@ -176,12 +183,40 @@ at::Tensor ChainModel::Keep(at::Tensor t, bool trainable) {
   return t;
 }
 
-at::Tensor ChainModel::Normal(std::vector<int64_t> sizes, bool trainable) {
+at::Tensor ChainModel::DrawNormal(const std::vector<int64_t>& sizes) {
   at::Tensor t = at::empty(sizes, at::kFloat);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   float* p = t.data_ptr<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng_);
-  return Keep(t.to(device_, dtype_), trainable);
+  return t;
+}
+
+at::Tensor ChainModel::Normal(std::vector<int64_t> sizes, bool trainable) {
+  return Keep(DrawNormal(sizes).to(device_, dtype_), trainable);
+}
+
+Projection ChainModel::MakeProjection(int64_t in, int64_t out, bool bias, uint32_t target) {
+  Projection p;
+  if (config_.quantization == Quantization::kNf4) {
+    const at::Tensor w = DrawNormal({out, in});
+    Nf4Weight q = QuantizeNf4(w.to(dtype_));
+    p.nf4 = {q.packed.to(device_), q.absmax.to(device_), q.code.to(device_), q.shape};
+    quantized_parameters_ += w.numel();
+  } else {
+    p.weight = Normal({out, in}, weights_train());
+  }
+  if (bias) p.bias = Constant(out, 0, weights_train());
+  if (config_.lora_rank > 0 && (config_.lora_targets & target) != 0) {
+    const at::ScalarType dtype = config_.lora_dtype == LoraDtype::kFp32   ? at::kFloat
+                                 : config_.lora_dtype == LoraDtype::kBf16 ? at::kBFloat16
+                                 : config_.lora_dtype == LoraDtype::kFp16 ? at::kHalf
+                                                                          : dtype_;
+    p.adapter = MakeLoraAdapter(in, out, config_.lora_rank, config_.lora_alpha,
+                                at::TensorOptions().dtype(dtype).device(device_), adapter_gen_);
+    parameters_.push_back(p.adapter.a);
+    parameters_.push_back(p.adapter.b);
+  }
+  return p;
 }
 
 at::Tensor ChainModel::Constant(int64_t n, double value, bool trainable) {
@@ -199,7 +234,7 @@ int64_t ChainModel::parameter_count() const {
   int64_t n = 0;
   for (const at::Tensor& p : parameters_) n += p.numel();
   for (const at::Tensor& p : frozen_) n += p.numel();
-  return n;
+  return n + quantized_parameters_;
 }
 
 void ChainModel::AllocateGradients() const {

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "lora.h"
 #include "remat/model_config.h"
 #include "remat/status.h"
 
@@ -78,6 +79,12 @@ class ChainModel {
   int pass_of(int layer) const;
   int block_index(int layer) const;
   bool skips_to_loss(int layer) const;
+  // Whether the input of `layer` (not an embedding) carries a gradient:
+  // not a first block's input when the embedding is frozen (LoRA), as
+  // autograd, and the planner's op model, give it none.
+  bool InputRequiresGrad(int layer) const {
+    return weights_train() || layer_kind(layer - 1) != LayerKind::kEmbedding;
+  }
   // What a head skipping to the loss hands the next pass: 0 elements.
   at::Tensor PassBoundary() const;
   // "embedding, 4 blocks, final_norm, head, loss": the chain, for messages.
@@ -104,9 +111,14 @@ class ChainModel {
                               const DropoutSeeds& seeds) const = 0;
 
   // Trainable tensors (buffers such as the causal mask and frozen weights
-  // such as an unused pooler are not listed).
+  // such as an unused pooler or, with LoRA, every weight but the adapters'
+  // A and B are not listed).
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
-  // Every weight, trainable or frozen (the planner's parameter count).
+  // Weights that do not train (dense ones; nf4 weights are not tensors of
+  // the model's dtype and are not listed).
+  const std::vector<at::Tensor>& frozen_weights() const { return frozen_; }
+  // Every weight, trainable or frozen, nf4 ones included (the planner's
+  // parameter count).
   int64_t parameter_count() const;
   // Whether layer `layer`'s backward (or its producer's) needs its input:
   // false for the loss layer under cross_entropy (log_softmax keeps its
@@ -146,6 +158,19 @@ class ChainModel {
   // counts in parameter_count() but gets no gradient.
   at::Tensor Normal(std::vector<int64_t> sizes, bool trainable = true);
   at::Tensor Constant(int64_t n, double value, bool trainable = true);
+  // Whether the model's own weights train: not with LoRA (PEFT freezes all
+  // but the adapters).
+  bool weights_train() const { return config_.lora_rank == 0; }
+  // A projection of a block, `in` -> `out` features: its weight drawn as
+  // Normal (a bias as Constant 0), frozen with LoRA and packed nf4 under
+  // QLoRA; an adapter (A from the adapters' own generator, B zeros, in
+  // lora_dtype or the weights' dtype, both trained) when lora_targets has
+  // any bit of `target` (the planner's resolution of lora_targets).
+  Projection MakeProjection(int64_t in, int64_t out, bool bias, uint32_t target);
+  // ProjectionForward with the model's lora_dropout.
+  at::Tensor Project(const at::Tensor& x, const Projection& p) const {
+    return ProjectionForward(x, p, config_.lora_dropout);
+  }
   // (s, s): 0 on and below the diagonal, -inf above, in the model's dtype.
   at::Tensor CausalBias() const;
 
@@ -195,14 +220,19 @@ class ChainModel {
   int pass_length_ = 0;  // layers per pass
   std::vector<LayerKind> kinds_;
   std::mt19937_64 rng_;
+  at::Generator adapter_gen_;
   at::Tensor Keep(at::Tensor t, bool trainable);
+  // normal(0, 0.02) from rng_, fp32 on the CPU.
+  at::Tensor DrawNormal(const std::vector<int64_t>& sizes);
   std::vector<at::Tensor> parameters_, frozen_;
+  int64_t quantized_parameters_ = 0;  // weights held only as nf4
 };
 
 // OK if the runtime implements `config`: every architecture (gpt with the lm
 // head; llama with the lm head; bert with mlm, pooling + mnrl or
-// classification), eager, sdpa and flash attention, fp32/bf16/fp16. Otherwise says what is
-// not supported and what is.
+// classification), eager, sdpa and flash attention, fp32/bf16/fp16; LoRA
+// and QLoRA (nf4 without double_quant) on gpt and llama. Otherwise says what
+// is not supported and what is.
 Status ModelSupports(const ModelConfig& config);
 
 // The model of `config`'s architecture with random weights from `seed`, on

@@ -11,26 +11,23 @@ GptModel::GptModel(const ModelConfig& config, const at::Device& device, uint64_t
     : ChainModel(config, device, seed, /*final_norm=*/true) {
   const ModelConfig& c = this->config();
   const int64_t h = c.hidden, f = c.ffn_hidden, V = c.vocab;
-  wte_ = Normal({V, h});
-  wpe_ = Normal({c.max_position, h});
+  const bool train = weights_train();
+  wte_ = Normal({V, h}, train);
+  wpe_ = Normal({c.max_position, h}, train);
   blocks_.resize(c.layers);
   for (Block& b : blocks_) {
-    b.ln1_w = Constant(h, 1);
-    b.ln1_b = Constant(h, 0);
-    b.qkv_w = Normal({3 * h, h});
-    b.qkv_b = Constant(3 * h, 0);
-    b.proj_w = Normal({h, h});
-    b.proj_b = Constant(h, 0);
-    b.ln2_w = Constant(h, 1);
-    b.ln2_b = Constant(h, 0);
-    b.fc1_w = Normal({f, h});
-    b.fc1_b = Constant(f, 0);
-    b.fc2_w = Normal({h, f});
-    b.fc2_b = Constant(h, 0);
+    b.ln1_w = Constant(h, 1, train);
+    b.ln1_b = Constant(h, 0, train);
+    b.qkv = MakeProjection(h, 3 * h, true, kLoraQ | kLoraK | kLoraV);
+    b.proj = MakeProjection(h, h, true, kLoraO);
+    b.ln2_w = Constant(h, 1, train);
+    b.ln2_b = Constant(h, 0, train);
+    b.fc1 = MakeProjection(h, f, true, kLoraUp);
+    b.fc2 = MakeProjection(f, h, true, kLoraDown);
   }
-  lnf_w_ = Constant(h, 1);
-  lnf_b_ = Constant(h, 0);
-  if (!c.tie_embeddings) lm_head_ = Normal({V, h});
+  lnf_w_ = Constant(h, 1, train);
+  lnf_b_ = Constant(h, 0, train);
+  if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
   causal_bias_ = CausalBias();
 }
 
@@ -55,12 +52,13 @@ at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tens
   return {};
 }
 
-Heads GptModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
+Heads GptModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
   const ModelConfig& c = config();
   const Block& b = block(layer);
   const int64_t bs = c.micro_batch, s = c.seq_len, a = c.heads, d = c.head_dim;
+  if (c.lora_dropout > 0) SeedGenerator(device(), seeds.layer);
   at::Tensor t = at::layer_norm(x, {c.hidden}, b.ln1_w, b.ln1_b, kNormEps);
-  t = at::linear(t, b.qkv_w, b.qkv_b);
+  t = Project(t, b.qkv);
   // (b, s, 3h) -> (3, b, a, s, d): views of the projection, as HF GPT-2
   // hands them to sdpa (the kernel's output then is laid out (b, s, a, d)).
   const at::Tensor heads = t.view({bs, s, 3, a, d}).permute({2, 0, 3, 1, 4});
@@ -82,13 +80,13 @@ at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& 
                               const DropoutSeeds& seeds) const {
   const ModelConfig& c = config();
   const Block& b = block(layer);
-  if (c.dropout > 0) SeedGenerator(device(), seeds.tail);
-  at::Tensor t = Dropout(at::linear(context, b.proj_w, b.proj_b));
+  if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
+  at::Tensor t = Dropout(Project(context, b.proj));
   const at::Tensor mid = x + t;
   t = at::layer_norm(mid, {c.hidden}, b.ln2_w, b.ln2_b, kNormEps);
-  t = at::linear(t, b.fc1_w, b.fc1_b);
+  t = Project(t, b.fc1);
   t = at::gelu(t);
-  t = at::linear(t, b.fc2_w, b.fc2_b);
+  t = Project(t, b.fc2);
   t = Dropout(t);
   return mid + t;
 }

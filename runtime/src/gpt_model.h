@@ -4,7 +4,10 @@
 // + drop(fc2(gelu(fc1(ln2(.))))). Eager attention with a causal mask and
 // attention dropout; the LM head shares the token embedding when
 // tie_embeddings. The prologue is ln1 and the fused qkv projection split
-// into heads: one (3, batch*heads, seq, head_dim) tensor.
+// into heads: one (3, batch*heads, seq, head_dim) tensor. With LoRA (PEFT)
+// every weight is frozen and the targeted projections carry adapters (c_attn
+// one when any of q, k, v is targeted); with QLoRA the blocks' projections
+// are nf4 (lora.h).
 #ifndef REMAT_RUNTIME_SRC_GPT_MODEL_H_
 #define REMAT_RUNTIME_SRC_GPT_MODEL_H_
 
@@ -30,8 +33,10 @@ class GptModel final : public ChainModel {
 
  private:
   struct Block {
-    at::Tensor ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b;
-    at::Tensor ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b;
+    at::Tensor ln1_w, ln1_b;
+    Projection qkv, proj;
+    at::Tensor ln2_w, ln2_b;
+    Projection fc1, fc2;
   };
   at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                           const DropoutSeeds& seeds) const override;

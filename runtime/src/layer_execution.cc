@@ -12,10 +12,11 @@ namespace remat::runtime {
 namespace {
 
 // The layer's input as a leaf of its own graph (the batch, and the empty
-// boundary a later pass's embedding gets, are used as they are).
+// boundary a later pass's embedding gets, are used as they are), requiring
+// grad unless what made it is frozen (InputRequiresGrad).
 at::Tensor InputLeaf(const ChainModel& model, int layer, const at::Tensor& x) {
   if (layer == 0 || model.layer_kind(layer) == LayerKind::kEmbedding) return x;
-  return x.detach().requires_grad_(true);
+  return x.detach().requires_grad_(model.InputRequiresGrad(layer));
 }
 
 }  // namespace
@@ -87,7 +88,11 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
                        {saved.input_edge});
     return grads.at(0);
   }
-  if (saved.output.defined()) {
+  if (saved.output.defined() && !saved.output.requires_grad()) {
+    // A layer of frozen weights on an input without gradient (LoRA's
+    // embedding): nothing to backpropagate.
+    saved.output = at::Tensor();
+  } else if (saved.output.defined()) {
     const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
     torch::autograd::backward({saved.output}, {grad});
   } else {
@@ -126,7 +131,9 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     {
       c10::AutoGradMode grad_mode(true);
       Heads heads;
-      for (const at::Tensor& h : saved.heads) heads.push_back(h.detach().requires_grad_(true));
+      for (const at::Tensor& h : saved.heads) {
+        heads.push_back(h.detach().requires_grad_(h.requires_grad()));
+      }
       const DeviceClock clock(timing);
       at::Tensor context;
       {
@@ -136,10 +143,18 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
       if (recompute_ms != nullptr) *recompute_ms = clock.ElapsedMs();
       at::Tensor context_grad = saved.context.grad();
       saved.context.mutable_grad().reset();
-      torch::autograd::backward({context}, {context_grad});
+      // q, k and v of frozen projections on an input without gradient
+      // (LoRA's first block): the core has no backward.
+      if (context.requires_grad()) torch::autograd::backward({context}, {context_grad});
       for (const at::Tensor& h : heads) heads_grads.push_back(h.grad());
     }
-    torch::autograd::backward(saved.heads, heads_grads);
+    std::vector<at::Tensor> outputs, grads;
+    for (size_t i = 0; i < saved.heads.size(); ++i) {
+      if (!saved.heads[i].requires_grad()) continue;
+      outputs.push_back(saved.heads[i]);
+      grads.push_back(heads_grads[i]);
+    }
+    if (!outputs.empty()) torch::autograd::backward(outputs, grads);
   }
   if (saved.layer == 0) return {};
   if (!saved.input.requires_grad()) return at::empty({0}, saved.input.options());

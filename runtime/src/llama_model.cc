@@ -20,24 +20,22 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
   const ModelConfig& c = this->config();
   const int64_t h = c.hidden, f = c.ffn_hidden, V = c.vocab;
   const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
-  embed_ = Normal({V, h});
+  const bool train = weights_train();
+  embed_ = Normal({V, h}, train);
   blocks_.resize(c.layers);
   for (Block& b : blocks_) {
-    b.rms1 = Constant(h, 1);
-    b.q_w = Normal({q_width, h});
-    if (c.qkv_bias) b.q_b = Constant(q_width, 0);
-    b.k_w = Normal({kv_width, h});
-    if (c.qkv_bias) b.k_b = Constant(kv_width, 0);
-    b.v_w = Normal({kv_width, h});
-    if (c.qkv_bias) b.v_b = Constant(kv_width, 0);
-    b.o_w = Normal({h, q_width});
-    b.rms2 = Constant(h, 1);
-    b.gate_w = Normal({f, h});
-    b.up_w = Normal({f, h});
-    b.down_w = Normal({h, f});
+    b.rms1 = Constant(h, 1, train);
+    b.q = MakeProjection(h, q_width, c.qkv_bias, kLoraQ);
+    b.k = MakeProjection(h, kv_width, c.qkv_bias, kLoraK);
+    b.v = MakeProjection(h, kv_width, c.qkv_bias, kLoraV);
+    b.o = MakeProjection(q_width, h, false, kLoraO);
+    b.rms2 = Constant(h, 1, train);
+    b.gate = MakeProjection(h, f, false, kLoraGate);
+    b.up = MakeProjection(h, f, false, kLoraUp);
+    b.down = MakeProjection(f, h, false, kLoraDown);
   }
-  norm_ = Constant(h, 1);
-  if (!c.tie_embeddings) lm_head_ = Normal({V, h});
+  norm_ = Constant(h, 1, train);
+  if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
   causal_bias_ = CausalBias();
   // HF LlamaRotaryEmbedding: inv_freq = theta^(-2i/d), angles = position *
   // inv_freq, emb = cat(angles, angles); cos and sin in fp32, then cast.
@@ -92,14 +90,15 @@ at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Te
   return {};
 }
 
-Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
+Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   const int64_t b = c.micro_batch, s = c.seq_len, d = c.head_dim;
+  if (c.lora_dropout > 0) SeedGenerator(device(), seeds.layer);
   const at::Tensor y = RmsNorm(x, w.rms1);
-  at::Tensor q = Rotary(at::linear(y, w.q_w, w.q_b).view({b, s, c.heads, d}));
-  at::Tensor k = Rotary(at::linear(y, w.k_w, w.k_b).view({b, s, c.kv_heads, d}));
-  at::Tensor v = at::linear(y, w.v_w, w.v_b).view({b, s, c.kv_heads, d});
+  at::Tensor q = Rotary(Project(y, w.q).view({b, s, c.heads, d}));
+  at::Tensor k = Rotary(Project(y, w.k).view({b, s, c.kv_heads, d}));
+  at::Tensor v = Project(y, w.v).view({b, s, c.kv_heads, d});
   return {std::move(q), std::move(k), std::move(v)};
 }
 
@@ -125,12 +124,12 @@ at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor
                                 const DropoutSeeds& seeds) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
-  if (c.dropout > 0) SeedGenerator(device(), seeds.tail);
-  at::Tensor t = Dropout(at::linear(context, w.o_w));
+  if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
+  at::Tensor t = Dropout(Project(context, w.o));
   const at::Tensor mid = x + t;
   const at::Tensor y = RmsNorm(mid, w.rms2);
-  t = at::silu(at::linear(y, w.gate_w)) * at::linear(y, w.up_w);
-  t = Dropout(at::linear(t, w.down_w));
+  t = at::silu(Project(y, w.gate)) * Project(y, w.up);
+  t = Dropout(Project(t, w.down));
   return mid + t;
 }
 

@@ -11,7 +11,9 @@
 // tied or untied LM head. Dropout (residual and attention) at the model's
 // rate, as the planner's op model has it (HF llama's attention_dropout; 0
 // removes it). The prologue returns q and k after rotary, in (batch, seq,
-// heads, head_dim) layout, and v, the core's inputs.
+// heads, head_dim) layout, and v, the core's inputs. With LoRA (PEFT) every
+// weight is frozen and the targeted projections carry adapters; with QLoRA
+// the blocks' projections are nf4 (lora.h).
 #ifndef REMAT_RUNTIME_SRC_LLAMA_MODEL_H_
 #define REMAT_RUNTIME_SRC_LLAMA_MODEL_H_
 
@@ -37,9 +39,12 @@ class LlamaModel final : public ChainModel {
 
  private:
   struct Block {
-    at::Tensor rms1, q_w, q_b, k_w, k_b, v_w, v_b, o_w;  // biases undefined without qkv_bias
-    at::Tensor rms2, gate_w, up_w, down_w;
+    at::Tensor rms1;
+    Projection q, k, v, o;  // q, k, v biases undefined without qkv_bias
+    at::Tensor rms2;
+    Projection gate, up, down;
   };
+
   at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                           const DropoutSeeds& seeds) const override;
   const Block& block(int layer) const { return blocks_[layer - 1]; }

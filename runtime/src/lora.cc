@@ -1,8 +1,12 @@
 #include "lora.h"
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace remat::runtime {
 
@@ -54,39 +58,108 @@ Nf4Weight QuantizeNf4(const at::Tensor& w, int64_t block) {
   if (n % 2 != 0) index = at::cat({index, at::zeros({1}, index.options())});
   const at::Tensor pairs = index.view({-1, 2});
   q.packed = (pairs.select(1, 0) * 16 + pairs.select(1, 1)).to(at::kByte).contiguous();
+  q.code = levels;
   return q;
 }
 
 at::Tensor DequantizeNf4(const Nf4Weight& q, at::ScalarType dtype) {
+  c10::NoGradGuard no_grad;
   int64_t n = 1;
   for (int64_t d : q.shape) n *= d;
   const int64_t blocks = q.absmax.numel();
   const int64_t block = (n + blocks - 1) / blocks;
-  const at::Tensor high = at::floor_divide(q.packed, 16).to(at::kLong);
-  const at::Tensor low = at::remainder(q.packed, 16).to(at::kLong);
-  const at::Tensor index = at::stack({high, low}, 1).reshape({-1}).narrow(0, 0, n);
-  at::Tensor values = LevelsTensor(q.packed.device()).index_select(0, index);
-  const at::Tensor scale = q.absmax.repeat_interleave(block).narrow(0, 0, n);
-  return (values * scale).to(dtype).view(q.shape);
+  const at::Tensor code = q.code.defined() ? q.code : LevelsTensor(q.packed.device());
+  // Byte -> its two values (high nibble first): a (256, 2) table.
+  const at::Tensor pairs = at::stack({code.repeat_interleave(16), code.repeat({16})}, 1);
+  // The weight is written chunk by chunk into its result, so that the
+  // transient is the dequantized weight and a few small chunks (what the
+  // planner counts: the weight in `dtype`).
+  at::Tensor out = at::empty({n}, code.options().dtype(dtype));
+  const int64_t chunk = block * 256;  // even, whole blocks
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t len = std::min(chunk, n - start);
+    const at::Tensor bytes = q.packed.narrow(0, start / 2, (len + 1) / 2).to(at::kInt);
+    at::Tensor values = at::embedding(pairs, bytes).view({-1}).narrow(0, 0, len);
+    const at::Tensor scale = q.absmax.narrow(0, start / block, (len + block - 1) / block)
+                                 .repeat_interleave(block)
+                                 .narrow(0, 0, len);
+    out.narrow(0, start, len).copy_(values.mul_(scale));
+  }
+  return out.view(q.shape);
 }
 
 LoraAdapter MakeLoraAdapter(int64_t in, int64_t out, int64_t rank, double alpha,
                             const at::TensorOptions& options, at::Generator gen) {
   LoraAdapter a;
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  a.a = at::empty({rank, in}, options.requires_grad(false));
-  a.a.uniform_(-bound, bound, gen);
-  a.a.requires_grad_(true);
+  at::Tensor drawn = at::empty({rank, in}, at::kFloat);
+  drawn.uniform_(-bound, bound, gen);
+  a.a = drawn.to(options.requires_grad(false)).requires_grad_(true);
   a.b = at::zeros({out, rank}, options.requires_grad(false)).requires_grad_(true);
   a.scale = alpha / static_cast<double>(rank);
   return a;
 }
 
+namespace {
+
+// bitsandbytes' MatMul4Bit: nothing of the forward is saved but references
+// to the (persistent) packed weight; backward dequantizes it again.
+class Nf4LinearFunction : public torch::autograd::Function<Nf4LinearFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& packed, const at::Tensor& absmax,
+                            const at::Tensor& code, std::vector<int64_t> shape,
+                            const std::optional<at::Tensor>& bias) {
+    ctx->saved_data["packed"] = packed;
+    ctx->saved_data["absmax"] = absmax;
+    ctx->saved_data["code"] = code;
+    ctx->saved_data["shape"] = shape;
+    const Nf4Weight q{packed, absmax, code, std::move(shape)};
+    at::Tensor w = DequantizeNf4(q, x.scalar_type());
+    return at::linear(x, w, bias.has_value() ? bias->to(x.scalar_type()) : at::Tensor());
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const Nf4Weight q{ctx->saved_data["packed"].toTensor(), ctx->saved_data["absmax"].toTensor(),
+                      ctx->saved_data["code"].toTensor(), ctx->saved_data["shape"].toIntVector()};
+    const at::Tensor& g = grads[0];
+    at::Tensor grad_x = at::matmul(g, DequantizeNf4(q, g.scalar_type()));
+    return {grad_x, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor Nf4Linear(const at::Tensor& x, const Nf4Weight& w, const at::Tensor& bias) {
+  const std::optional<at::Tensor> b =
+      bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt;
+  return Nf4LinearFunction::apply(x, w.packed, w.absmax, w.code, w.shape, b);
+}
+
+at::Tensor ProjectionForward(const at::Tensor& x, const Projection& p, double dropout) {
+  const c10::DeviceType type = x.device().type();
+  const bool autocast = at::autocast::is_autocast_enabled(type);
+  at::Tensor base;
+  if (p.nf4.packed.defined()) {
+    const at::Tensor xin = autocast ? x.to(at::autocast::get_autocast_dtype(type)) : x;
+    base = Nf4Linear(xin, p.nf4, p.bias);
+  } else {
+    base = at::linear(x, p.weight, p.bias);
+  }
+  if (!p.adapter.a.defined()) return base;
+  at::Tensor input = dropout > 0 ? at::dropout(x, dropout, /*train=*/true) : x;
+  if (!autocast && input.scalar_type() != p.adapter.a.scalar_type()) {
+    input = input.to(p.adapter.a.scalar_type());  // PEFT: x.to(lora_A.weight.dtype)
+  }
+  at::Tensor sum = base + at::linear(at::linear(input, p.adapter.a), p.adapter.b) * p.adapter.scale;
+  if (sum.scalar_type() != base.scalar_type()) sum = sum.to(base.scalar_type());
+  return sum;
+}
+
 at::Tensor LoraLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                       const LoraAdapter& adapter, double dropout, bool train) {
-  const at::Tensor base = at::linear(x, weight, bias);
-  const at::Tensor input = dropout > 0 ? at::dropout(x, dropout, train) : x;
-  return base + at::linear(at::linear(input, adapter.a), adapter.b) * adapter.scale;
+  return ProjectionForward(x, Projection{weight, {}, bias, adapter}, train ? dropout : 0);
 }
 
 }  // namespace remat::runtime

@@ -1,6 +1,5 @@
 // LoRA adapters and QLoRA's nf4 weights on LibTorch: the pieces the models
-// will build their frozen-base projections from (the models do not use them
-// yet: ModelSupports refuses LoRA jobs).
+// (gpt_model.cc, llama_model.cc) build their projections from.
 //
 // nf4 (QLoRA, Dettmers et al. 2023; bitsandbytes' quantize_4bit): the weight,
 // flattened, in blocks of 64; each block scaled by its absmax to [-1, 1] and
@@ -17,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace remat::runtime {
 
@@ -24,10 +24,12 @@ namespace remat::runtime {
 const std::array<float, 16>& Nf4Levels();
 
 // A weight in nf4: `packed` uint8 (ceil(n/2) bytes), `absmax` fp32 (one per
-// block of 64), the original shape.
+// block of 64), `code` the 16 levels in fp32 (bitsandbytes' QuantState keeps
+// its code table per weight), the original shape.
 struct Nf4Weight {
   at::Tensor packed;
   at::Tensor absmax;
+  at::Tensor code;
   std::vector<int64_t> shape;
 };
 
@@ -46,7 +48,8 @@ struct LoraAdapter {
 };
 
 // PEFT's initialization: A as nn.Linear's default (kaiming-uniform with
-// a = sqrt(5): uniform(-1/sqrt(in), 1/sqrt(in))), B zeros; `gen` draws A.
+// a = sqrt(5): uniform(-1/sqrt(in), 1/sqrt(in))), B zeros; `gen` (a CPU
+// generator) draws A in fp32 on the CPU, then it moves to `options`.
 LoraAdapter MakeLoraAdapter(int64_t in, int64_t out, int64_t rank, double alpha,
                             const at::TensorOptions& options, at::Generator gen);
 
@@ -55,6 +58,29 @@ LoraAdapter MakeLoraAdapter(int64_t in, int64_t out, int64_t rank, double alpha,
 // scaled and added. `weight` and `bias` are frozen (no grad).
 at::Tensor LoraLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                       const LoraAdapter& adapter, double dropout, bool train);
+
+// x W^T + bias with W in nf4, as bitsandbytes' MatMul4Bit: W dequantized
+// in x's dtype for the forward and again in backward for x's gradient;
+// autograd keeps nothing but references to the packed weight. W and the bias
+// are frozen.
+at::Tensor Nf4Linear(const at::Tensor& x, const Nf4Weight& w, const at::Tensor& bias);
+
+// One projection of a block: the base (a dense weight, trained without LoRA
+// and frozen with it, or QLoRA's packed nf4 one), its bias (undefined: none),
+// and its adapter when LoRA targets it (adapter.a undefined: none).
+struct Projection {
+  at::Tensor weight;  // undefined when nf4.packed is defined
+  Nf4Weight nf4;
+  at::Tensor bias;
+  LoraAdapter adapter;
+};
+
+// The projection of `x`: the base alone, or PEFT's lora.Linear.forward with
+// the adapter's input dropped at `dropout` and, in an adapter dtype other than
+// x's (without autocast), x cast to it and the sum cast back to the base
+// output's dtype. Under autocast the matmuls run in its dtype (an nf4 weight
+// is dequantized in it).
+at::Tensor ProjectionForward(const at::Tensor& x, const Projection& p, double dropout);
 
 }  // namespace remat::runtime
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "device.h"
+#include "lora_tiny.h"
 #include "memory_meter.h"
 #include "profiler.h"
 #include "remat/analytic.h"
@@ -123,6 +124,15 @@ TEST_P(Families, KeptBytesAreTheAnalyticModelsInBf16) {
   ModelConfig c = config();
   c.precision = Precision::kBf16;
   for (const ModelConfig& each : WithEachAttention(c)) ExpectKeptBytesOfTheAnalyticModel(each);
+}
+
+// LoRA and QLoRA: the frozen base keeps only what the adapters and the
+// input gradient need; nf4 bases keep nothing (dequantized per call).
+TEST(LoraFamilies, KeptBytesAreTheAnalyticModels) {
+  for (const auto& [name, c] : testing::TinyLoraFamilies()) {
+    SCOPED_TRACE(name);
+    ExpectKeptBytesOfTheAnalyticModel(c);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Families, ::testing::ValuesIn(testing::TinyFamilies()),

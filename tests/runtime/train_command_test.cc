@@ -264,7 +264,17 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyModel{"bert_mnrl", R"({"name": "tiny-sbert", "architecture": "bert", "layers": 4,
           "hidden": 32, "heads": 4, "vocab": 64, "seq_len": 32, "head": "pooling",
           "texts_per_example": 3, "pooler": true, "micro_batch": 2, "precision": "fp32",
-          "dropout": 0.1})"}),
+          "dropout": 0.1})"},
+        FamilyModel{"llama_lora", R"({"name": "tiny-llama-lora", "architecture": "llama",
+          "layers": 4, "hidden": 32, "heads": 4, "kv_heads": 2, "ffn_hidden": 64, "vocab": 64,
+          "seq_len": 32, "micro_batch": 2, "precision": "fp32", "dropout": 0.1,
+          "tie_embeddings": false, "lora_rank": 4, "lora_targets": "all-linear",
+          "lora_dropout": 0.1})"},
+        FamilyModel{"llama_qlora", R"({"name": "tiny-llama-qlora", "architecture": "llama",
+          "layers": 4, "hidden": 32, "heads": 4, "kv_heads": 2, "ffn_hidden": 64, "vocab": 64,
+          "seq_len": 32, "micro_batch": 2, "precision": "fp32", "dropout": 0.1,
+          "tie_embeddings": false, "lora_rank": 4, "lora_targets": "all-linear",
+          "lora_dropout": 0.1, "quantization": "nf4"})"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -257,6 +257,17 @@ std::optional<SelectiveOption> AttentionCoreOption(const OpGraph& g, const OpTim
       if (saved.count(t) == 0 && kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
     }
   }
+  // The core's output, read by the layer's other ops, is kept too where no
+  // op saves it (a frozen projection after the core, LoRA): the runtime
+  // holds it as the leaf the core's gradient reaches before the recompute.
+  for (int op : core) {
+    for (int t : g.ops()[op].outputs) {
+      bool outside = false;
+      for (int c : g.consumers(t)) outside = outside || core_set.count(c) == 0;
+      if (!outside || !tensors[t].requires_grad || saved.count(t) > 0) continue;
+      if (kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+    }
+  }
   for (int op : core) {
     opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
   }
