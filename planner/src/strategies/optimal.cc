@@ -181,6 +181,29 @@ Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
   return best;
 }
 
+// The best fitting plan of the fixed-parameter heuristics (uniform every k,
+// k segments, selective), each searched over its parameter at the budget.
+// Their layer lists are single-level schedules too: the DP rounds memory
+// into slots, and a heuristic that fits its budget to the byte can be lost
+// to that rounding, so the optimal strategies compare against them and are
+// never slower than one that fits.
+std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o) {
+  std::optional<Plan> best;
+  for (const StrategySolver* solver : RegisteredSolvers()) {
+    const Strategy s = solver->strategy();
+    if (s != Strategy::kUniform && s != Strategy::kSegment && s != Strategy::kSelective) continue;
+    PlanOptions h = o;
+    h.strategy = s;
+    h.every = 0;
+    h.segments = 0;
+    h.selective_layers.clear();
+    Result<Plan> plan = solver->Solve(p, h);
+    if (!plan.ok() || !plan->fits) continue;
+    if (!best || plan->predicted.step_ms < best->predicted.step_ms) best = *std::move(plan);
+  }
+  return best;
+}
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
@@ -198,6 +221,12 @@ class OptimalSingleSolver : public StrategySolver {
           p, activation_budget, OptimalSlots(o),
           [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      const std::optional<Plan> heuristic = BestHeuristicPlan(p, o);
+      if (heuristic && (!plan || heuristic->predicted.step_ms < plan->predicted.step_ms)) {
+        REMAT_ASSIGN_OR_RETURN(
+            plan, MakePlanFromSchedule(p, strategy(), "", heuristic->schedule, o.budget_bytes));
+        plan->parameter = DescribeRecompute(*plan);
+      }
       if (plan) return *std::move(plan);
     }
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
