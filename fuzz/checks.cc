@@ -18,8 +18,9 @@ void CheckParsedModel(const ModelConfig& c, const std::string& source) {
   }
   REMAT_FUZZ_CHECK(ValidateProfile(*p, "analytic").ok(), json);
   REMAT_FUZZ_CHECK(p->parameters == ParameterCount(c), json);
+  // embedding, blocks, (final_norm,) head per text pass, then the loss.
   const int extra = c.architecture == Architecture::kBert ? 3 : 4;
-  REMAT_FUZZ_CHECK(p->num_layers() == c.layers + extra, json);
+  REMAT_FUZZ_CHECK(p->num_layers() == TextPasses(c) * (c.layers + extra - 1) + 1, json);
   if (c.layers > 2) return;
   CheckParsedProfile(*p, p->static_bytes() + p->layers[0].input_bytes + 1);
 }
