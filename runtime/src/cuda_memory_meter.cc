@@ -6,6 +6,7 @@
 #include "memory_meter.h"
 
 #ifdef REMAT_HAVE_CUDA_TORCH
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
@@ -46,10 +47,27 @@ Status CheckDevice(int device) {
   return Status::Ok();
 }
 
+// The caching allocator sets up its per-device state on the first CUDA
+// allocation; before it, LibTorch 2.x's getDeviceStats and
+// setMemoryFraction throw ("Invalid device argument", "Allocator not
+// initialized for device"). A one-byte tensor, freed at once, sets it up.
+Status InitAllocator(int device) {
+  try {
+    at::empty({1}, at::TensorOptions().dtype(at::kByte).device(
+                       c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device))));
+    (void)alloc::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  } catch (const std::exception& e) {
+    return Status::Invalid("CUDA device " + std::to_string(device) +
+                           ": the caching allocator did not start: " + e.what());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<MemoryMeter>> MakeCudaMeter(int device) {
   REMAT_RETURN_IF_ERROR(CheckDevice(device));
+  REMAT_RETURN_IF_ERROR(InitAllocator(device));
   return MakeCudaMeterOn(std::make_unique<CachingAllocatorBackend>(device));
 }
 

@@ -68,9 +68,19 @@ class TorchRuntime final : public Runtime {
     REMAT_RETURN_IF_ERROR(CheckConfig(config));
     REMAT_ASSIGN_OR_RETURN(MeteredDevice d, OpenDevice(options.device));
     REMAT_ASSIGN_OR_RETURN(const ClockKind clock, ParseClock(options.clock, d.device));
+    const int64_t before = d.meter->current_bytes();
     REMAT_RETURN_IF_ERROR(DeviceRuns(config, d.device));
+    // What the probe's first GEMMs left behind stays for the run, as in
+    // Train (which runs the same probe): on CUDA the cuBLAS workspaces of
+    // the calling thread and of autograd's device thread, 32 MiB each on an
+    // H200 with LibTorch 2.11, in the caching allocator. The profiler counts
+    // what appears after it starts; these come before.
+    const int64_t held = d.meter->current_bytes() - before;
     REMAT_RETURN_IF_ERROR(d.meter->SetLimit(0));
-    return MeasureProfile(config, options, Timing{d.device, clock}, *d.meter);
+    REMAT_ASSIGN_OR_RETURN(Profile p,
+                           MeasureProfile(config, options, Timing{d.device, clock}, *d.meter));
+    p.static_memory.parameter_bytes += std::max<int64_t>(0, held);
+    return p;
   }
 
   Result<TrainResult> Train(const ModelConfig& config, const Schedule& schedule,
