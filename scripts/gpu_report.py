@@ -8,7 +8,7 @@ planner/src/analytic/devices.cc.
 
 usage: gpu_report.py OUT_DIR > OUT_DIR/report.md
 (OUT_DIR: env.txt, device.json, fidelity.txt, plans/*.json,
-runs/*.json|.rc|.err, log.txt; each optional)
+runs/*.json|.rc|.err, refs/*.json, hf-runs/*.json, log.txt; each optional)
 """
 import glob
 import json
@@ -97,6 +97,44 @@ def device_memory(out):
                                  "fragmentation", "caching_allocator")}) + "\n```\n")
 
 
+def references(out):
+    """Code no one here wrote (refs/: bench/hf_reference.py --device cuda)
+    beside remat's runtime (hf-runs/) and its analytic plan on the same
+    config.json; the plan's allocated peak plus its workspace term, as the
+    cuBLAS workspaces live in the caching allocator."""
+    refs = sorted(glob.glob(os.path.join(out, "refs", "*.json")))
+    rows = []
+    for path in refs:
+        ref = load(path)
+        if not ref or "peak_bytes" not in ref:
+            continue
+        name = os.path.basename(path)[:-len(".json")]
+        run = load(os.path.join(out, "hf-runs", name + ".json")) or {}
+        plan = load(os.path.join(out, "hf-runs", name + ".plan.json")) or {}
+        pred = None
+        if plan:
+            pred = (plan["predicted"].get("allocated_peak_bytes", plan["predicted"]["peak_bytes"])
+                    + plan.get("device_memory", {}).get("workspace_bytes", 0))
+        rows.append((name, ref, run.get("measured", {}).get("peak_bytes"), pred))
+    if not rows:
+        return
+    print("## Against transformers / sentence-transformers on CUDA\n")
+    print("Reference: bench/hf_reference.py --device cuda (torch.cuda.max_memory_allocated over "
+          "the third step); remat runtime: `planner train --runtime-device cuda` on the same "
+          "config.json; predicted: the analytic plan (`--device h200`), allocated peak plus the "
+          "workspace term.\n")
+    print("| job | precision | reference allocated | remat runtime | runtime error "
+          "| predicted | prediction error | reference reserved |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, ref, ours, pred in rows:
+        meas = ref["peak_bytes"]
+        def err(x):
+            return f"{(x - meas) / meas:+.1%}" if x else "-"
+        print(f"| {name} | {ref.get('precision', '?')} | {meas:,} | {ours or 0:,} | {err(ours)} "
+              f"| {pred or 0:,} | {err(pred)} | {ref.get('reserved_peak_bytes', 0):,} |")
+    print()
+
+
 def main():
     out = sys.argv[1]
     print("# remat on the GPU: predicted vs measured\n")
@@ -107,6 +145,7 @@ def main():
     if os.path.exists(fidelity):
         print("## Fidelity matrix on CUDA (bench/fidelity.sh, DEVICE=cuda)\n")
         print("```\n" + open(fidelity).read().strip() + "\n```\n")
+    references(out)
     print("## Budget sweep (auto plan at 80/60/45% of the none peak) and the memory limit\n")
     print("Measured peak: CUDA caching allocator `allocated` bytes (as "
           "torch.cuda.max_memory_allocated); reserved: its `reserved` peak. Times: "

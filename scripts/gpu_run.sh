@@ -26,6 +26,21 @@
 # and always writes report.md from what it has. Commit profiles/h200-*.json
 # and the report afterwards.
 #
+# Beside the build (the GPU idles while it compiles), code no one here wrote
+# runs the same jobs on the GPU: bench/hf_reference.py --device cuda over
+# HF_CONFIGS (the seed 000 job, distilroberta-base with MNRL on 128 triplets x
+# 75 tokens in fp16 AMP, and the small llama / bert / MiniLM configs of
+# bench/hf_fidelity.sh), without and with gradient_checkpointing_enable();
+# after the build remat's runtime trains the same configs on CUDA (strategy
+# none and every layer checkpointed), into refs/ and hf-runs/.
+#
+# SKIP_REFS=1: not the references (a rerun after a fix in remat).
+# PACK=1 (the device tool returns at most 8 files): at the end everything but
+# report.md and log.txt goes into $OUT/gpu-out.tar.gz.
+# PREBUILT=DIR: where configure or the build fails, use DIR/bin/planner and
+# DIR/lib/libremat_runtime.so built elsewhere against the same torch (the
+# machine's torch/lib on LD_LIBRARY_PATH).
+#
 # ONLY=context: measure the context and workspaces, write the report, stop
 # (a minute of device time; also the rehearsal on a machine without a GPU).
 # env: OUT, DEADLINE_S, PYTHON (python3: the Python whose torch is used),
@@ -60,6 +75,11 @@ report() {
   "$python" scripts/gpu_report.py "$OUT" > "$OUT/report.md" 2>> "$OUT/log.txt" ||
     log "report.md: gpu_report.py failed"
   log "done; report at $OUT/report.md"
+  if [ "${PACK:-0}" = 1 ]; then
+    tar -C "$OUT" -czf /tmp/gpu-out.tar.gz --exclude=./gpu-out.tar.gz . &&
+      find "$OUT" -mindepth 1 -maxdepth 1 ! -name report.md ! -name log.txt \
+        -exec rm -rf {} + && mv /tmp/gpu-out.tar.gz "$OUT/"
+  fi
 }
 trap report EXIT
 
@@ -116,6 +136,30 @@ else
 fi
 [ "${ONLY:-}" = context ] && exit $context_rc
 
+# 1c. Code no one here wrote, on the GPU, while remat compiles.
+hf_configs=(${HF_CONFIGS:-examples/hf/distilroberta-base.mnrl.config.json
+  bench/models/hf/llama-gqa-s.config.json bench/models/hf/bert-mlm-s.config.json
+  bench/models/hf/all-minilm-l6-v2.mnrl.config.json})
+mkdir -p "$OUT/refs" "$OUT/hf-runs"
+references() {
+  for config in "${hf_configs[@]}"; do
+    local name
+    name=$(basename "$config" .config.json)
+    for mode in none every-layer; do
+      flag=()
+      [ $mode = every-layer ] && flag=(--checkpointing)
+      timeout 120 "$python" -W ignore bench/hf_reference.py "$config" "${flag[@]}" --steps 3 \
+        --device cuda > "$OUT/refs/$name-$mode.json" 2> "$OUT/refs/$name-$mode.err"
+      log "reference $name $mode: exit $? $(head -c 400 "$OUT/refs/$name-$mode.json")"
+    done
+  done
+}
+refs_pid=
+if [ $context_rc -eq 0 ] && [ "${SKIP_REFS:-0}" != 1 ]; then
+  references &
+  refs_pid=$!
+fi
+
 # 2. Carried packages, unpacked into a prefix of their own (not /); carried
 #    cmake / ninja wheels only where the machine has none.
 deps=/tmp/remat-deps
@@ -157,20 +201,36 @@ if [[ " ${extra[*]} " == *GTest_DIR* ]] || [ -d /usr/include/gtest ]; then tests
 generator="Unix Makefiles"
 command -v ninja > /dev/null && generator=Ninja
 nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+use_prebuilt() {  # the build failed: DIR/bin/planner against this machine's torch
+  local dir=${PREBUILT:-}
+  [ -n "$dir" ] && [ -x "$dir/bin/planner" ] || { log "no PREBUILT planner to fall back on"; exit 1; }
+  local torch_lib
+  torch_lib=$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  export LD_LIBRARY_PATH="$torch_lib:$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export REMAT_RUNTIME_MODULE="$PWD/$dir/lib/libremat_runtime.so"
+  build=$dir
+  log "using the prebuilt $dir/bin/planner (LD_LIBRARY_PATH $torch_lib)"
+}
+jobs=${JOBS:-$(nproc)}
+if cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
   -DREMAT_RUNTIME=ON -DREMAT_TORCH_CUDA=ON -DREMAT_PYTHON="$(command -v "$python")" \
   -DREMAT_BUILD_BENCH=OFF -DREMAT_BUILD_TESTS=$tests -DCMAKE_CUDA_COMPILER="$nvcc_path" \
-  -DTORCH_CUDA_ARCH_LIST=9.0 "${extra[@]}" > "$OUT/configure.log" 2>&1 ||
-  { log "configure failed (configure.log): $(grep -m3 -E 'Error|error' "$OUT/configure.log")"; exit 1; }
-grep -q "CUDA LibTorch found" "$OUT/configure.log" ||
-  log "WARNING: no CUDA LibTorch target (torch_cuda); the cuda runs will be refused"
-jobs=${JOBS:-$(nproc)}
-cmake --build "$build" -j"$jobs" --target planner > "$OUT/build.log" 2>&1 ||
-  { log "build failed (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"; exit 1; }
-log "built planner and $build/lib/libremat_runtime.so"
-if [ "$tests" = ON ]; then
-  cmake --build "$build" -j"$jobs" --target gpu_tests >> "$OUT/build.log" 2>&1 ||
-    log "gpu_tests did not build (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
+  -DTORCH_CUDA_ARCH_LIST=9.0 "${extra[@]}" > "$OUT/configure.log" 2>&1; then
+  grep -q "CUDA LibTorch found" "$OUT/configure.log" ||
+    log "WARNING: no CUDA LibTorch target (torch_cuda); the cuda runs will be refused"
+  if cmake --build "$build" -j"$jobs" --target planner > "$OUT/build.log" 2>&1; then
+    log "built planner and $build/lib/libremat_runtime.so"
+    if [ "$tests" = ON ]; then
+      cmake --build "$build" -j"$jobs" --target gpu_tests >> "$OUT/build.log" 2>&1 ||
+        log "gpu_tests did not build (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
+    fi
+  else
+    log "build failed (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
+    use_prebuilt
+  fi
+else
+  log "configure failed (configure.log): $(grep -m3 -E 'Error|error' "$OUT/configure.log")"
+  use_prebuilt
 fi
 planner=$build/bin/planner
 "$planner" --version | tee -a "$OUT/log.txt"
@@ -180,6 +240,25 @@ if [ -x "$build/bin/gpu_tests" ]; then
   "$build/bin/gpu_tests" > "$OUT/gpu_tests.txt" 2>&1
   log "gpu_tests: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/gpu_tests.txt" | tr '\n' ' '))"
 fi
+
+# 4b. remat's runtime on the references' configs (after them: one job on the
+#     GPU at a time), strategy none and every layer checkpointed, planned
+#     with the h200 preset.
+[ -n "$refs_pid" ] && wait "$refs_pid"
+for config in "${hf_configs[@]}"; do
+  name=$(basename "$config" .config.json)
+  for mode in none every-layer; do
+    [ "$(time_left)" -gt 200 ] || { log "skipping remat's $name $mode: out of time"; continue; }
+    strategy=(--strategy none)
+    [ $mode = every-layer ] && strategy=(--strategy uniform --every 1)
+    run="$OUT/hf-runs/$name-$mode"
+    "$planner" --budget 1TB --device h200 "${strategy[@]}" --json --quiet -o "$run.plan.json" \
+      "$config" > /dev/null 2> "$run.err" &&
+      timeout 120 "$planner" train --runtime-device cuda --plan "$run.plan.json" --steps 3 --json \
+        "$config" > "$run.json" 2>> "$run.err"
+    log "remat runtime $name $mode: exit $? $(head -c 300 "$run.err")"
+  done
+done
 
 # 5. The fidelity matrix on CUDA: every strategy of every h200 model.
 models=(bench/models/h200-*.json)
@@ -205,8 +284,9 @@ train() {  # plan-name model [extra train flags...]
 for model in "${models[@]}"; do
   name=$(basename "$model" .json)
   profile="$OUT/profiles/$name.json"
-  if [ -f "$OUT/fidelity/$name-round1/profile.json" ]; then
-    cp "$OUT/fidelity/$name-round1/profile.json" "$profile"
+  measured=$(ls "$OUT/fidelity/$name"-*-measured-round1/profile.json 2> /dev/null | head -1)
+  if [ -n "$measured" ]; then
+    cp "$measured" "$profile"
   else
     [ "$(time_left)" -gt 60 ] || { log "skipping $name: out of time"; continue; }
     "$planner" profile --runtime-device cuda --repeats 5 --statistic min -o "$profile" "$model" \
