@@ -46,10 +46,10 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
   const Captured text = RunCli({"--budget", "24GB", "--device", "h200", kExample});
   ASSERT_EQ(text.code, 0) << text.err;
   for (const char* line :
-       {"  device terms     h200 preset: cuda_context 600.00 MiB, workspaces 64.00 MiB, "
+       {"  device terms     h200 preset: cuda_context 749.00 MiB, workspaces 65.00 MiB, "
         "fragmentation 5.0%, caching allocator rounding; ",
         "  device peak      ", "  allocated peak   ", "  reserved peak    ",
-        "  fixed terms      664.00 MiB (cuda_context 600.00 MiB + workspaces 64.00 MiB; h200 "
+        "  fixed terms      814.00 MiB (cuda_context 749.00 MiB + workspaces 65.00 MiB; h200 "
         "preset)"}) {
     EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
   }
@@ -69,7 +69,7 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
                                                        d["workspace_bytes"].get<int64_t>());
   EXPECT_LE(p["device_peak_bytes"].get<int64_t>(), 24'000'000'000);
   EXPECT_TRUE(j["fits"].get<bool>());
-  EXPECT_EQ(d["cuda_context_bytes"], 600 << 20);
+  EXPECT_EQ(d["cuda_context_bytes"], 749 << 20);
   EXPECT_EQ(d["source"], "h200 preset");
 }
 
@@ -77,7 +77,7 @@ TEST(DeviceMemoryFlags, MarkdownNamesTheTerms) {
   const Captured c = RunCli({"--budget", "24GB", "--device", "h200", "--format", "md", kExample});
   ASSERT_EQ(c.code, 0) << c.err;
   for (const char* term : {"device peak", "allocated peak", "reserved peak", "fixed terms",
-                           "cuda_context 600.00 MiB + workspaces 64.00 MiB (h200 preset)"}) {
+                           "cuda_context 749.00 MiB + workspaces 65.00 MiB (h200 preset)"}) {
     EXPECT_NE(c.out.find(term), std::string::npos) << term << "\n" << c.out;
   }
 }
