@@ -1,6 +1,7 @@
 #include "chain_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "encoder_model.h"
 #include "gpt_model.h"
 #include "llama_model.h"
+#include "remat/precision.h"
 
 namespace remat::runtime {
 namespace {
@@ -54,13 +56,6 @@ void SeedGenerator(const at::Device& device, uint64_t seed) {
 Status ModelSupports(const ModelConfig& config) {
   const ModelConfig c = WithDefaults(config);
   const std::string arch = ToString(c.architecture), head = ToString(c.head);
-  if (c.precision == Precision::kMixedBf16 || c.precision == Precision::kMixedFp16) {
-    return Status::Invalid(std::string("the runtime trains fp32, bf16, fp16, amp_bf16 and "
-                                       "amp_fp16; precision '") +
-                           ToString(c.precision) +
-                           "' (16-bit weights with fp32 master weights) is planned, not run: "
-                           "amp_bf16 (fp32 weights, bf16 autocast) runs");
-  }
   if (c.lora_rank > 0 && c.architecture == Architecture::kBert) {
     return Status::Invalid(
         "the runtime trains LoRA adapters on gpt and llama; bert with lora_rank " +
@@ -113,9 +108,15 @@ ChainModel::ChainModel(const ModelConfig& config, const at::Device& device, uint
       adapter_gen_(at::make_generator<at::CPUGeneratorImpl>(SplitMix(seed ^ 0x10a4ULL))) {
   sequences_ = passes_ > 1 ? config_.micro_batch : batch_sequences_;
   pass_length_ = static_cast<int>(config_.layers) + (final_norm ? 3 : 2);
-  dtype_ = config.precision == Precision::kBf16   ? at::kBFloat16
-           : config.precision == Precision::kFp16 ? at::kHalf
-                                                  : at::kFloat;
+  // 16-bit weights: bf16 / fp16 and the mixed conventions (whose fp32
+  // master weights the optimizer keeps); amp_* keep fp32 weights.
+  const bool bf16 =
+      config.precision == Precision::kBf16 || config.precision == Precision::kMixedBf16;
+  dtype_ = ConventionOf(config.precision).weight_bytes == 4 ? at::kFloat
+           : bf16                                           ? at::kBFloat16
+                                                            : at::kHalf;
+  mixed_fp32_grads_ = ConventionOf(config.precision).master_weight_bytes > 0 &&
+                      GradientBytes(config.precision, config.grad_dtype) == 4;
 }
 
 int ChainModel::pass_of(int layer) const { return std::min(layer / pass_length_, passes_ - 1); }
@@ -239,7 +240,21 @@ int64_t ChainModel::parameter_count() const {
 
 void ChainModel::AllocateGradients() const {
   for (const at::Tensor& p : parameters_) {
-    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    if (!p.grad().defined())
+      p.mutable_grad() = at::zeros_like(p, p.options().dtype(GradientDtype(p)));
+  }
+}
+
+c10::ScalarType ChainModel::GradientDtype(const at::Tensor& param) const {
+  return mixed_fp32_grads_ ? at::kFloat : param.scalar_type();
+}
+
+void ChainModel::PromoteGradients() const {
+  if (!mixed_fp32_grads_) return;
+  const c10::AutoGradMode no_grad(false);
+  for (const at::Tensor& p : parameters_) {
+    const at::Tensor& g = p.grad();
+    if (g.defined() && g.scalar_type() != at::kFloat) p.mutable_grad() = g.to(at::kFloat);
   }
 }
 

@@ -136,6 +136,14 @@ class ChainModel {
   void AllocateGradients() const;
   // Sets every .grad to None (zero_grad(set_to_none=True)).
   void ReleaseGradients() const;
+  // The dtype of a parameter's gradient: fp32 for the 16-bit weights of
+  // mixed_bf16 / mixed_fp16 with fp32 gradients (their default, Megatron's
+  // main_grad), else the parameter's own (PyTorch's rule).
+  c10::ScalarType GradientDtype(const at::Tensor& param) const;
+  // Replaces each 16-bit gradient that GradientDtype says is fp32 by its
+  // fp32 copy (the layer's backward created it; it is freed at once).
+  // Gradients that are fp32 already take the next 16-bit ones in place.
+  void PromoteGradients() const;
   // Zeroes the gradients in place (no allocation).
   void ZeroGrad();
 
@@ -214,6 +222,7 @@ class ChainModel {
   ModelConfig config_;
   at::Device device_;
   at::ScalarType dtype_;
+  bool mixed_fp32_grads_ = false;  // GradientDtype: fp32 gradients of 16-bit weights
   int passes_;
   int64_t batch_sequences_;
   int64_t sequences_ = 0;

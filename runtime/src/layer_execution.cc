@@ -156,6 +156,9 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     }
     if (!outputs.empty()) torch::autograd::backward(outputs, grads);
   }
+  // Mixed precision with fp32 gradients: the 16-bit gradients this
+  // backward created become fp32 ones (ChainModel::PromoteGradients).
+  model.PromoteGradients();
   if (saved.layer == 0) return {};
   if (!saved.input.requires_grad()) return at::empty({0}, saved.input.options());
   at::Tensor input_grad = saved.input.grad();

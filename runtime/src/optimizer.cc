@@ -22,6 +22,7 @@ OptimizerSettings SettingsFor(const ModelConfig& config, int64_t total_updates) 
   s.warmup_steps = config.warmup_steps;
   s.total_updates = total_updates;
   s.loss_scaler = ConventionOf(config.precision).loss_scaler;
+  s.master_weights = ConventionOf(config.precision).master_weight_bytes > 0;
   return s;
 }
 
@@ -40,11 +41,17 @@ ModelOptimizer::ModelOptimizer(Optimizer kind, std::vector<at::Tensor> params,
   c10::NoGradGuard no_grad;
   if (settings_.loss_scaler) scale_ = settings_.initial_scale;
   for (const at::Tensor& p : params_) {
+    // The state's dtype: the master weights' (fp32) with them, else the
+    // parameter's, as torch.optim.
+    const at::Tensor& like = settings_.master_weights
+                                 ? masters_.emplace_back(p.to(at::kFloat, /*non_blocking=*/false,
+                                                              /*copy=*/true))
+                                 : p;
     if (kind_ == Optimizer::kAdamW) {
-      first_.push_back(at::zeros_like(p));
-      second_.push_back(at::zeros_like(p));
+      first_.push_back(at::zeros_like(like));
+      second_.push_back(at::zeros_like(like));
     } else if (kind_ == Optimizer::kSgdMomentum) {
-      first_.push_back(at::zeros_like(p));
+      first_.push_back(at::zeros_like(like));
     }
   }
 }
@@ -114,25 +121,33 @@ void ModelOptimizer::Clip() {
 void ModelOptimizer::Update(double lr) {
   const OptimizerSettings& s = settings_;
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor p = params_[i];
-    at::Tensor g = p.mutable_grad();
+    // With master weights the update goes to the fp32 copy, then back.
+    at::Tensor p = settings_.master_weights ? masters_[i] : params_[i];
+    at::Tensor g = params_[i].mutable_grad();
     if (!g.defined()) continue;  // no gradient this step (torch.optim skips it too)
     switch (kind_) {
       case Optimizer::kAdamW: {
         const double bc1 = 1 - std::pow(s.beta1, static_cast<double>(updates_));
         const double bc2 = 1 - std::pow(s.beta2, static_cast<double>(updates_));
-        at::Tensor m = first_[i], v = second_[i];
-        p.mul_(1 - lr * s.weight_decay);
-        m.mul_(s.beta1).add_(g, 1 - s.beta1);
-        v.mul_(s.beta2).addcmul_(g, g, 1 - s.beta2);
-        // p -= lr / bc1 * m / (sqrt(v / bc2) + eps), chunk by chunk.
-        const at::Tensor pf = p.view(-1), mf = m.view(-1), vf = v.view(-1);
+        // Chunk by chunk, so that the temporaries (the denominator; with
+        // master weights the fp32 copy of a 16-bit gradient chunk that the
+        // mixed-dtype arithmetic makes) stay one chunk:
+        //   p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+        //   p -= lr / bc1 * m / (sqrt(v / bc2) + eps)
+        const at::Tensor pf = p.view(-1), mf = first_[i].view(-1), vf = second_[i].view(-1);
+        const at::Tensor gf = g.reshape(-1);
         const int64_t n = pf.numel();
         for (int64_t off = 0; off < n; off += kChunk) {
           const int64_t len = std::min(kChunk, n - off);
-          at::Tensor denom = vf.narrow(0, off, len).sqrt();
+          at::Tensor pc = pf.narrow(0, off, len), mc = mf.narrow(0, off, len);
+          at::Tensor vc = vf.narrow(0, off, len);
+          const at::Tensor gc = gf.narrow(0, off, len);
+          pc.mul_(1 - lr * s.weight_decay);
+          mc.mul_(s.beta1).add_(gc, 1 - s.beta1);
+          vc.mul_(s.beta2).addcmul_(gc, gc, 1 - s.beta2);
+          at::Tensor denom = vc.sqrt();
           denom.div_(std::sqrt(bc2)).add_(s.eps);
-          pf.narrow(0, off, len).addcdiv_(mf.narrow(0, off, len), denom, -lr / bc1);
+          pc.addcdiv_(mc, denom, -lr / bc1);
         }
         break;
       }
@@ -145,6 +160,14 @@ void ModelOptimizer::Update(double lr) {
         break;
       case Optimizer::kNone:
         break;
+    }
+    if (settings_.master_weights) {
+      // The 16-bit weights from the master weights, chunk by chunk.
+      const at::Tensor to = params_[i].view(-1), from = p.view(-1);
+      for (int64_t off = 0; off < to.numel(); off += kChunk) {
+        const int64_t len = std::min(kChunk, to.numel() - off);
+        to.narrow(0, off, len).copy_(from.narrow(0, off, len));
+      }
     }
   }
 }

@@ -10,6 +10,12 @@
 // SGD's momentum buffer) are allocated in the constructor, and the update
 // runs in place, its temporaries bounded to one 64 Ki-element chunk.
 //
+// Mixed precision (mixed_bf16, mixed_fp16; the Megatron / DeepSpeed
+// convention): the model's weights are 16-bit; the optimizer keeps an fp32
+// master copy of each, allocated in the constructor with fp32 moments, and
+// updates the master weights from the gradients (fp32, or 16-bit with
+// grad_dtype), then copies them into the 16-bit weights, chunk by chunk.
+//
 // Once per update, in this order (as transformers' Trainer with
 // torch.amp.GradScaler):
 //   1. loss scaler: the gradients are multiplied by 1/scale; any inf or nan
@@ -48,7 +54,8 @@ struct OptimizerSettings {
   LrSchedule lr_schedule = LrSchedule::kConstant;
   int64_t warmup_steps = 0;
   int64_t total_updates = 0;       // where linear and cosine reach 0; 0: no decay
-  bool loss_scaler = false;        // dynamic loss scaling (amp_fp16)
+  bool loss_scaler = false;        // dynamic loss scaling (amp_fp16, mixed_fp16)
+  bool master_weights = false;     // fp32 master weights and moments (mixed_*)
   double initial_scale = 65536.0;  // torch.amp.GradScaler's defaults
   int64_t growth_interval = 2000;
 };
@@ -77,6 +84,9 @@ class ModelOptimizer {
 
   // The learning rate the next Step applies.
   double lr() const;
+  // The fp32 master weights (settings.master_weights), one per parameter;
+  // empty without them.
+  const std::vector<at::Tensor>& master_weights() const { return masters_; }
   // Updates applied (skipped ones not counted).
   int64_t updates() const { return updates_; }
   // What backward multiplies the loss by: the loss scale (1 without a scaler).
@@ -97,6 +107,7 @@ class ModelOptimizer {
   OptimizerSettings settings_;
   std::vector<at::Tensor> params_;
   std::vector<at::Tensor> first_, second_;  // AdamW moments; first_ = SGD momentum
+  std::vector<at::Tensor> masters_;         // fp32 master weights (master_weights)
   int64_t updates_ = 0;                     // also AdamW's bias-correction step
   double scale_ = 1.0;
   int64_t clean_updates_ = 0;

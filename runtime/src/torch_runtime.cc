@@ -51,12 +51,6 @@ class LimitGuard {
 
 Status CheckConfig(const ModelConfig& config) {
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
-  if (config.precision == Precision::kMixedBf16 || config.precision == Precision::kMixedFp16) {
-    return Status::Invalid(config.name + ": field 'precision': the runtime trains fp32, bf16, " +
-                           "fp16, amp_bf16 and amp_fp16; " + ToString(config.precision) +
-                           " (16-bit weights, fp32 master weights) is planned, not run: "
-                           "amp_bf16 runs (fp32 weights, bf16 autocast)");
-  }
   return ModelSupports(config);
 }
 

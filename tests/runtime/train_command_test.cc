@@ -156,23 +156,40 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
 }
 
 // What the runtime does not run is refused before anything starts: exit 2,
-// one line naming the precision and what runs instead.
-TEST_F(TrainCommand, MixedPrecisionIsRefusedBeforeAnythingRunsNamingWhatRuns) {
+// one line naming what it is and what runs instead, nothing written.
+TEST_F(TrainCommand, WhatTheRuntimeDoesNotRunIsRefusedBeforeAnythingRuns) {
   std::string json = kTinyModel;
-  json.replace(json.find("\"fp32\""), 6, "\"mixed_bf16\"");
-  const std::string mixed = dir_.Write("mixed.json", json);
-  const std::string plan = dir_.Path("mixed-plan.json");
-  ASSERT_EQ(RunWithRuntime({"--strategy", "none", "-o", plan, "--quiet", mixed}).code, 0);
+  json.replace(json.rfind('}'), 1,
+               ", \"lora_rank\": 4, \"quantization\": \"nf4\", \"double_quant\": true}");
+  const std::string quantized = dir_.Write("double-quant.json", json);
+  const std::string plan = dir_.Path("double-quant-plan.json");
+  ASSERT_EQ(RunWithRuntime({"--strategy", "none", "-o", plan, "--quiet", quantized}).code, 0);
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"profile", "-o", dir_.Path("p.json"), mixed},
-        std::vector<std::string>{"train", "--plan", plan, "--steps", "1", mixed}}) {
+       {std::vector<std::string>{"profile", "-o", dir_.Path("p.json"), quantized},
+        std::vector<std::string>{"train", "--plan", plan, "--steps", "1", quantized}}) {
     const Captured c = RunWithRuntime(args);
     EXPECT_EQ(c.code, 2) << args[0] << ": " << c.err;
-    EXPECT_NE(c.err.find("mixed_bf16"), std::string::npos) << c.err;
-    EXPECT_NE(c.err.find("amp_bf16 runs"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("double_quant"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("double_quant false"), std::string::npos) << c.err;
     EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
   }
   EXPECT_FALSE(std::ifstream(dir_.Path("p.json")).good());  // nothing written
+}
+
+// mixed_bf16 (16-bit weights, fp32 master weights) trains: profile, plan
+// from the measured profile, train.
+TEST_F(TrainCommand, MixedPrecisionProfilesAndTrains) {
+  std::string json = kTinyModel;
+  json.replace(json.find("\"fp32\""), 6, "\"mixed_bf16\"");
+  const std::string mixed = dir_.Write("mixed.json", json);
+  const std::string profile = dir_.Path("mixed-profile.json");
+  const std::string plan = dir_.Path("mixed-plan.json");
+  ASSERT_EQ(RunWithRuntime({"profile", "--repeats", "1", "-o", profile, mixed}).code, 0);
+  ASSERT_EQ(RunWithRuntime({"--strategy", "segment", "-o", plan, "--quiet", profile}).code, 0);
+  const Captured c = RunWithRuntime({"train", "--plan", plan, "--steps", "2", "--json", mixed});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json r = nlohmann::json::parse(c.out);
+  EXPECT_EQ(r["measured"]["peak_bytes"], r["predicted"]["peak_bytes"]);
 }
 
 // Issue 13's demonstration on CPU: for a global batch of 8, the planner
