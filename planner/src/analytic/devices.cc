@@ -2,7 +2,7 @@
 // the memory a GPU holds besides tensors (remat/device_memory.h).
 //
 // Memory terms. H200: measured by scripts/gpu_run.sh on an H200 with PyTorch
-// 2.11 + CUDA 13 (profiles/h200-device.json, docs/device-memory.md); the
+// 2.11 + CUDA 13 (profiles/devices/h200.json, docs/device-memory.md); the
 // others assumed, in the same units:
 //   cuda_context  what torch.cuda.mem_get_info loses at init plus the first
 //                 GEMM's kernels: 785,186,816 B measured on the H200 (749
