@@ -25,10 +25,10 @@ Status ParseSelective(const nlohmann::json& j, const std::string& where, Selecti
   REMAT_RETURN_IF_ERROR(r.String("name", &out->name, true));
   REMAT_RETURN_IF_ERROR(r.Int("activation_bytes", &out->activation_bytes, true, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Double("extra_recompute_ms", &out->extra_recompute_ms, true, 0, kMaxMs));
-  REMAT_RETURN_IF_ERROR(r.Int("recompute_workspace_bytes", &out->recompute_workspace_bytes, false,
-                              0, kMaxBytes));
-  REMAT_RETURN_IF_ERROR(r.Int("forward_workspace_bytes", &out->forward_workspace_bytes, false, 0,
-                              kMaxBytes));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("recompute_workspace_bytes", &out->recompute_workspace_bytes, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("forward_workspace_bytes", &out->forward_workspace_bytes, false, 0, kMaxBytes));
   return Status::Ok();
 }
 
@@ -52,6 +52,8 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
       r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("skip_bytes", &out->skip_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("gradient_bytes", &out->gradient_bytes, false, 0, kMaxBytes));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("accumulate_workspace_bytes", &out->accumulate_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Bool("keeps_input", &out->keeps_input, false));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
@@ -72,7 +74,8 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
 
 Status ValidateProfile(const Profile& p, const std::string& source) {
   if (p.layers.empty()) {
-    return Status::Invalid(source + ": field 'layers': the chain is empty, expected at least one layer");
+    return Status::Invalid(source +
+                           ": field 'layers': the chain is empty, expected at least one layer");
   }
   // model.json allows 4096 blocks; the strategies' searches grow with the
   // square of the chain (8192 layers plan in about 2 minutes under a tight
@@ -144,7 +147,8 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
     int64_t kept = l.activation_bytes;
     for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
     total += CheckedInt(l.input_bytes) * 2 + kept + l.gradient_bytes + l.forward_workspace_bytes +
-             l.backward_workspace_bytes + std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
+             std::max(l.backward_workspace_bytes, l.accumulate_workspace_bytes) +
+             std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
     if (!total.ok()) {
       return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
@@ -176,9 +180,12 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
     const nlohmann::json& s = doc.at("static");
     if (!s.is_object()) return r.Error("static", "expected an object, got " + DescribeJsonValue(s));
     JsonObjectReader sr(s, source + ": static");
-    REMAT_RETURN_IF_ERROR(sr.Int("parameter_bytes", &p.static_memory.parameter_bytes, true, 0, kMaxBytes));
-    REMAT_RETURN_IF_ERROR(sr.Int("gradient_bytes", &p.static_memory.gradient_bytes, true, 0, kMaxBytes));
-    REMAT_RETURN_IF_ERROR(sr.Int("optimizer_bytes", &p.static_memory.optimizer_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(
+        sr.Int("parameter_bytes", &p.static_memory.parameter_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(
+        sr.Int("gradient_bytes", &p.static_memory.gradient_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(
+        sr.Int("optimizer_bytes", &p.static_memory.optimizer_bytes, true, 0, kMaxBytes));
     if (p.static_memory.total() != static_bytes) {
       return r.Error("static", "parameter_bytes + gradient_bytes + optimizer_bytes = " +
                                    std::to_string(p.static_memory.total()) +
@@ -195,7 +202,8 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerProfile l;
-    REMAT_RETURN_IF_ERROR(ParseLayer(layers[i], source + ": layers[" + std::to_string(i) + "]", &l));
+    REMAT_RETURN_IF_ERROR(
+        ParseLayer(layers[i], source + ": layers[" + std::to_string(i) + "]", &l));
     p.layers.push_back(std::move(l));
   }
   REMAT_RETURN_IF_ERROR(ValidateProfile(p, source));
@@ -234,6 +242,9 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
     lj["backward_workspace_bytes"] = l.backward_workspace_bytes;
     if (l.skip_bytes > 0) lj["skip_bytes"] = l.skip_bytes;
     if (l.gradient_bytes > 0) lj["gradient_bytes"] = l.gradient_bytes;
+    if (l.accumulate_workspace_bytes >= 0) {
+      lj["accumulate_workspace_bytes"] = l.accumulate_workspace_bytes;
+    }
     if (!l.keeps_input) lj["keeps_input"] = false;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
@@ -243,7 +254,8 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
         oj["activation_bytes"] = o.activation_bytes;
         oj["extra_recompute_ms"] = o.extra_recompute_ms;
         oj["recompute_workspace_bytes"] = o.recompute_workspace_bytes;
-        if (o.forward_workspace_bytes >= 0) oj["forward_workspace_bytes"] = o.forward_workspace_bytes;
+        if (o.forward_workspace_bytes >= 0)
+          oj["forward_workspace_bytes"] = o.forward_workspace_bytes;
         opts.push_back(oj);
       }
       lj["selective"] = opts;

@@ -122,7 +122,10 @@ class Replay {
       case OpKind::kBackward: {
         const LayerProfile& l = p_.layers[op.layer];
         const LiveTensor& a = live_[Key({TensorKind::kA, op.layer}, L)];
-        int64_t ws = l.backward_workspace_bytes;
+        // Gradients that exist already (micro-batches 2..K of an update):
+        // the backward adds the new ones into them through transients.
+        int64_t ws =
+            grads_[op.layer] ? l.accumulating_workspace_bytes() : l.backward_workspace_bytes;
         double extra = 0;
         if (a.option >= 0) {
           ws += l.selective[a.option].recompute_workspace_bytes;
@@ -254,7 +257,7 @@ class Replay {
   std::vector<LiveTensor> live_;
   std::vector<LiveTensor> skip_, skip_grad_;  // by layer
   std::vector<int64_t> released_;             // by layer, in the last op
-  std::vector<bool> grads_;           // layer -> its parameter gradients exist
+  std::vector<bool> grads_;                   // layer -> its parameter gradients exist
   std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
   int release_x_ = -1;                // x index the current op releases after its peak
   MemoryByCategory cat_;
@@ -266,13 +269,20 @@ class Replay {
 
 const char* ToString(MemoryCategory c) {
   switch (c) {
-    case MemoryCategory::kModelState: return "model_state";
-    case MemoryCategory::kActivations: return "activations";
-    case MemoryCategory::kRecomputed: return "recomputed";
-    case MemoryCategory::kGradients: return "activation_grads";
-    case MemoryCategory::kWorkspace: return "workspace";
-    case MemoryCategory::kParameterGrads: return "parameter_grads";
-    case MemoryCategory::kCount: break;
+    case MemoryCategory::kModelState:
+      return "model_state";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kRecomputed:
+      return "recomputed";
+    case MemoryCategory::kGradients:
+      return "activation_grads";
+    case MemoryCategory::kWorkspace:
+      return "workspace";
+    case MemoryCategory::kParameterGrads:
+      return "parameter_grads";
+    case MemoryCategory::kCount:
+      break;
   }
   return "?";
 }

@@ -40,6 +40,9 @@ struct GradSummary {
 struct LayerSamples {
   GradSummary full, selective;
   int64_t nograd_workspace = 0;
+  // Backward workspace with the layer's gradients existing (-1: its
+  // backward creates none, so it never adds into them).
+  int64_t accumulate_workspace = -1;
 };
 
 class Profiler {
@@ -57,6 +60,10 @@ class Profiler {
     return meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes()));
   }
   GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
+  // The layer's forward and backward again, with the gradients its last
+  // measured backward created still there: the backward's workspace when it
+  // adds into existing gradients (micro-batches 2..K of an update).
+  int64_t MeasureAccumulate(int layer, const at::Tensor& x);
   // Gradients created in backward: sets to None those that layer `layer`'s
   // last measured backward created, so that the next one creates them again.
   void ReleaseCreated(int layer);
@@ -135,9 +142,28 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
   return s;
 }
 
+int64_t Profiler::MeasureAccumulate(int layer, const at::Tensor& x) {
+  SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer),
+                                     false, SkipsFor(layer));
+  at::Tensor grad_output;
+  if (layer + 1 < model_->num_layers()) grad_output = at::ones_like(saved.output);
+  const int64_t live = meter_.current_bytes();
+  meter_.ResetPeak();
+  std::vector<at::Tensor> skip_grads;
+  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, nullptr, &skip_grads);
+  int64_t workspace = meter_.peak_bytes() - live - Bytes(input_grad);
+  for (const at::Tensor& g : skip_grads) workspace -= Bytes(g);
+  return std::max<int64_t>(0, workspace);
+}
+
 void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out) {
   const GradSample full = MeasureGrad(layer, x, false);
   if (timed) out->full.Add(full);
+  // Once (its bytes do not vary between repetitions; it costs a forward and
+  // a backward).
+  if (timed && out->accumulate_workspace < 0 && !created_[layer].empty()) {
+    out->accumulate_workspace = MeasureAccumulate(layer, x);
+  }
   if (model_->layer_kind(layer) == LayerKind::kBlock) {
     const GradSample selective = MeasureGrad(layer, x, true);
     if (timed) out->selective.Add(selective);
@@ -185,6 +211,7 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
   l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
   l.gradient_bytes = m.full.gradients;
+  if (m.accumulate_workspace >= 0) l.accumulate_workspace_bytes = m.accumulate_workspace;
   l.keeps_input = model_->keeps_input(layer);
   if (l.kind == "block") {
     SelectiveOption opt;

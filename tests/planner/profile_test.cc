@@ -19,11 +19,16 @@ TEST(Profile, JsonRoundTrip) {
 TEST(Profile, GradientsAndInputsKeptRoundTrip) {
   Profile p = testing::TransformerChain(3);
   p.layers[1].gradient_bytes = 1000;
+  p.layers[1].accumulate_workspace_bytes = 1500;
   p.layers.back().keeps_input = false;
   p.grad_accumulation = 4;
   Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->layers[1].gradient_bytes, 1000);
+  EXPECT_EQ(back->layers[1].accumulate_workspace_bytes, 1500);
+  EXPECT_EQ(back->layers[0].accumulate_workspace_bytes, -1);  // absent
+  EXPECT_EQ(back->layers[0].accumulating_workspace_bytes(),
+            back->layers[0].backward_workspace_bytes);
   EXPECT_FALSE(back->layers.back().keeps_input);
   EXPECT_TRUE(back->layers[1].keeps_input);
   EXPECT_EQ(back->grad_accumulation, 4);
@@ -41,7 +46,8 @@ TEST(Profile, MinimalHandWrittenChain) {
   Result<Profile> p = ParseProfile(R"({"static_bytes": 100, "layers": [
       {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,
        "activation_bytes":30,"forward_workspace_bytes":0,"backward_workspace_bytes":0,
-       "measured_by":"hand"}]})", "chain.json");
+       "measured_by":"hand"}]})",
+                                   "chain.json");
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->static_memory.parameter_bytes, 100);  // no breakdown given
   EXPECT_EQ(p->layers[0].nograd_workspace_bytes(), 0);
@@ -61,10 +67,12 @@ TEST(Profile, BadInputNamesFileAndField) {
   EXPECT_NE(Message(R"({"static_bytes": 1, "layers": [{"name":"a"}]})").find("layers[0]"),
             std::string::npos);
   std::string m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") +
-                           layer_ok + R"(,"activation_bytes":5}]})").c_str());
+                           layer_ok + R"(,"activation_bytes":5}]})")
+                              .c_str());
   EXPECT_NE(m.find("activation_bytes"), std::string::npos) << m;
   m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
-               R"(,"activation_bytes":-5}]})").c_str());
+               R"(,"activation_bytes":-5}]})")
+                  .c_str());
   EXPECT_NE(m.find("x.json: layers[0]: field 'activation_bytes'"), std::string::npos) << m;
   m = Message(R"({"static_bytes": 1, "layers": [
       {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,
@@ -76,11 +84,13 @@ TEST(Profile, BadInputNamesFileAndField) {
             std::string::npos);
   EXPECT_NE(Message("[1,2]").find("expected a profile object"), std::string::npos);
   m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
-               R"(,"activation_bytes":"lots"}]})").c_str());
+               R"(,"activation_bytes":"lots"}]})")
+                  .c_str());
   EXPECT_NE(m.find("got \"lots\""), std::string::npos) << m;
   m = Message((std::string(R"({"static_bytes": 1, "layers": [{"name":"a",)") + layer_ok +
                R"(,"activation_bytes":4611686018427387903},{"name":"b",)" + layer_ok +
-               R"(,"activation_bytes":4611686018427387903}]})").c_str());
+               R"(,"activation_bytes":4611686018427387903}]})")
+                  .c_str());
   EXPECT_NE(m.find("4 EiB"), std::string::npos) << m;
 }
 

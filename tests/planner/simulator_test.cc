@@ -142,6 +142,26 @@ TEST(Simulator, AccumulatedUpdatePeaksAtTheLaterMicroStep) {
   EXPECT_EQ(Simulate(p, s)->peak_bytes, 390);
 }
 
+// Micro-batches 2..K add into existing gradients through transients of
+// their own (accumulate_workspace_bytes, measured by the runtime's
+// profiler); micro-batch 1, which creates them, uses backward_workspace_bytes.
+TEST(Simulator, LaterMicroStepsUseTheAccumulatingBackwardWorkspace) {
+  Profile p = ThreeLayersWithGradients();
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  p.layers[2].accumulate_workspace_bytes = 3 + 30;  // the new gradients as a transient
+  p.grad_accumulation = 4;
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Backward 2 of micro-batches 2..4: 255 + 111 + 30 + 33 = 429 (was 399).
+  EXPECT_EQ(r->peak_bytes, 429);
+  p.grad_accumulation = 1;  // micro-batch 1 alone: backward_workspace_bytes
+  EXPECT_EQ(Simulate(p, s)->peak_bytes, 390);
+  // Absent (-1): as backward_workspace_bytes.
+  p.layers[2].accumulate_workspace_bytes = -1;
+  p.grad_accumulation = 4;
+  EXPECT_EQ(Simulate(p, s)->peak_bytes, 399);
+}
+
 TEST(Simulator, AnInputTheLayerDoesNotKeepIsReleasedAfterItsForward) {
   Profile p = ThreeLayers();
   p.layers[2].keeps_input = false;

@@ -74,6 +74,11 @@ struct LayerProfile {
   // once, at the layer whose backward runs first. 0 when the gradients are
   // persistent buffers (StaticMemory::gradient_bytes).
   int64_t gradient_bytes = 0;
+  // Backward workspace when the layer's gradients exist already
+  // (micro-batches 2..K of an update add into them): autograd makes each
+  // new gradient as a transient and adds it in place. -1 (absent): as
+  // backward_workspace_bytes. Measured by the runtime's profiler.
+  int64_t accumulate_workspace_bytes = -1;
   // False when nothing needs x[i] after this layer's forward with grad:
   // neither this layer's backward (e.g. cross_entropy's log_softmax keeps
   // its output, not its input) nor the previous layer's (a linear head does
@@ -97,6 +102,9 @@ struct LayerProfile {
       return selective[option].forward_workspace_bytes;
     }
     return forward_workspace_bytes;
+  }
+  int64_t accumulating_workspace_bytes() const {
+    return accumulate_workspace_bytes >= 0 ? accumulate_workspace_bytes : backward_workspace_bytes;
   }
   int64_t nograd_workspace_bytes() const {
     return forward_nograd_workspace_bytes >= 0 ? forward_nograd_workspace_bytes
