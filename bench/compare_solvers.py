@@ -2,6 +2,15 @@
 """Times benchmark cases on two solver_bench binaries, alternately.
 
   bench/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
+  bench/compare_solvers.py --table BENCH [REPETITIONS]
+
+--table prints the solver benchmark table of issue 14 from one binary: the
+multi-level DP as `--strategy optimal` runs it (single-level DP first, its
+value as the cost cap; one thread) with the previous solver's pruning
+(MultiLevel/*_previous) and the new one (MultiLevel/*_capped), alternately,
+at 64, 256 and 1024 layers, identical blocks (gpt) and distinct ones
+(measured: 10% timing noise), 250, 1000 and 4000 slots, the middle budget.
+Distinct blocks at 1024 layers and 4000 slots are left out (6 GiB of tables).
 
 CASES has one line per case: "OLD_NAME | NEW_NAME[, NEW_NAME...]" (Google
 Benchmark names, matched exactly). Each case runs on the old binary, then on
@@ -31,7 +40,31 @@ def run(binary, name, repetitions, min_time):
             'MiB': runs[0].get('solver_MiB'), 'pruned': runs[0].get('pruned_%')}
 
 
+def table(binary, repetitions):
+    print('| chain | L | slots | previous (min / median ms) | new (min / median ms) '
+          '| speed-up (min) | cells (M) | skipped, previous / new |')
+    print('|---|---:|---:|---:|---:|---:|---:|---:|')
+    for family, label in (('gpt', 'identical'), ('measured', 'distinct')):
+        for layers in (64, 256, 1024):
+            for slots in (250, 1000, 4000):
+                if family == 'measured' and layers == 1024 and slots == 4000:
+                    continue
+                case = '/L:%d/budget%%:40/slots:%d' % (layers, slots)
+                min_time = '0.05' if layers == 1024 or slots == 4000 else '0.2'
+                prev = run(binary, 'MultiLevel/%s_previous%s' % (family, case), repetitions,
+                           min_time)
+                new = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions,
+                          min_time)
+                print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.2fx | %.1f | %.0f%% / %.0f%% |'
+                      % (label, layers, slots, prev['cpu_min'], prev['cpu_median'],
+                         new['cpu_min'], new['cpu_median'], prev['cpu_min'] / new['cpu_min'],
+                         new['cells_M'], prev['pruned'], new['pruned']), flush=True)
+
+
 def main():
+    if sys.argv[1] == '--table':
+        table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
+        return
     old_bin, new_bin, repetitions, cases, out = sys.argv[1:6]
     with open(out, 'a') as sink:
         for line in open(cases):

@@ -17,10 +17,12 @@
 //                two blocks are alike (no interval classes to share);
 //   random:      testing::RandomChain, every size and time random.
 // MultiLevel times the DP alone (classes, bounds, fill, schedule
-// reconstruction; not the final simulation), one thread. MultiLevelCapped
+// reconstruction; not the final simulation), one thread. MultiLevel/*_capped
 // adds what `--strategy optimal` does around it: the single-level DP first,
-// whose value caps the multi-level one (timed together). MultiLevelThreads is
-// MultiLevelCapped on every hardware thread. Counters: the solver's heap
+// whose value caps the multi-level one (timed together).
+// MultiLevel/*_threads is *_capped on every hardware thread;
+// MultiLevel/*_previous is *_capped with the previous solver's pruning
+// (bench/compare_solvers.py --table prints the two side by side). Counters: the solver's heap
 // (tables, bounds, classes; MiB), the cost-table cells (millions), the
 // distinct rows solved, and the share of (row, split, slot) updates the
 // branch-and-bound bound skipped.
@@ -77,8 +79,10 @@ int64_t Budget(const Chain& c, int percent) {
 }
 
 // kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
-// one capped by its value; kThreads: kCapped on every hardware thread.
-enum Mode { kPlain, kCapped, kThreads };
+// one capped by its value; kThreads: kCapped on every hardware thread;
+// kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
+// DpOptions::chunk_bounds off), for bench/compare_solvers.py --table.
+enum Mode { kPlain, kCapped, kThreads, kPrevious };
 
 void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
@@ -93,6 +97,7 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
       const std::optional<SingleLevelSolution> s = single.Solve(nullptr);
       options.cost_cap_ms = s ? s->recompute_ms : std::numeric_limits<double>::infinity();
     }
+    options.chunk_bounds = mode != kPrevious;
     if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
     MultiLevelDp dp(terms, options);
     std::optional<DpSolution> sol = dp.Solve(&stats);
@@ -170,6 +175,8 @@ BENCHMARK_CAPTURE(MultiLevel, random, kRandom, kPlain)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, gpt_capped, kGpt, kCapped)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, measured_capped, kMeasured, kCapped)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, transformer_capped, kTransformer, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, gpt_previous, kGpt, kPrevious)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, measured_previous, kMeasured, kPrevious)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, gpt_threads, kGpt, kThreads)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, measured_threads, kMeasured, kThreads)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);

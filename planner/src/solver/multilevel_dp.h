@@ -10,8 +10,9 @@
 // [floor, min(keep_all, slots)] (interval_bounds.h) and is filled with
 // vectorized min-plus updates (cost_row.h). Splits are pruned with the lower
 // bound "a split at s' costs at least forward_ms(s..s'-1) + the two rows'
-// saturated costs": as s' grows that bound grows, and since rows are
-// non-increasing in m, only a prefix of m can still improve.
+// saturated costs": since rows are non-increasing in m, only a prefix of m
+// can still improve; within it, a chunk of m is skipped when the split's
+// cost at the chunk's end is no better than the row at its start.
 // Time O(L^3 * M) in the worst case, far less with pruning; memory O(L^2 * M)
 // floats in the worst case.
 #ifndef REMAT_SRC_SOLVER_MULTILEVEL_DP_H_
@@ -66,6 +67,13 @@ struct DpOptions {
   // given; > 0 lets layers of equal sizes whose times agree within it share
   // rows (not exact: within (1 + tol) / (1 - tol) of the optimum).
   double time_tolerance = 0;
+  // Splits are skipped from the m where their least cost (saturated rows)
+  // is no better than the row; with chunk_bounds, also chunk by chunk of 64
+  // slot counts where their cost at the chunk's end is no better than the
+  // row at its start (issue 14: 41% -> 63% of the split cells skipped on a
+  // 256-layer measured chain). Both are exact: the tables are the same.
+  // false: the previous solver, for the benchmark's comparison.
+  bool chunk_bounds = true;
 };
 
 struct DpSolution {
