@@ -13,8 +13,10 @@
 //           cudnn first on sm90/sm10x when the runtime cuDNN is > 9.15 (the
 //           cu130 wheel ships 9.19).
 //   [cudnn] can_use_cudnn_attention: fp16/bf16 (check_dtypes_low_precision),
-//           dropout a multiple of 1/16 (check_cudnn_dropout), head_dim a
-//           multiple of 8 and <= 128 (check_cudnn_tensor_shapes), GQA.
+//           head_dim a multiple of 8 and <= 128, <= 256 on sm90 from cuDNN
+//           9.10 (check_cudnn_tensor_shapes), GQA, any dropout but on cuDNN
+//           9.11-9.13 (the 1/16 dropout check of later releases is not in
+//           2.11's libtorch_cuda.so).
 //   [flash] can_use_flash_attention: no mask, head_dim <= 256, sm80..sm121,
 //           fp16/bf16 (check_dtypes_flash_attention), GQA; on sm86-89 with
 //           grad head_dim <= 192 (or > 224 without dropout).
@@ -56,13 +58,13 @@ TEST(SdpaBackend, PyTorch211PicksPerDeviceDtypeGqaDropoutAndHeadDim) {
       {"h200", 4, false, 12, 12, false, 0.1, 32, "efficient", "fp32 with dropout"},
       {"h200", 4, false, 4, 4, false, 0.1, 64, "efficient", "bert-mlm-s fp32"},
       {"h200", 4, false, 8, 8, false, 0.0, 30, "math", "fp32 d % 4 != 0"},
-      {"h200", 2, false, 12, 12, false, 0.1, 64, "flash", "0.1 * 16 not whole: no cudnn"},
+      {"h200", 2, false, 12, 12, false, 0.1, 64, "cudnn", "distilroberta amp_fp16"},
       {"h200", 2, false, 12, 12, false, 0.0, 64, "cudnn", "cudnn preferred on sm90"},
       {"h200", 2, true, 32, 8, true, 0.0, 128, "cudnn", "cudnn takes GQA"},
-      {"h200", 2, true, 32, 8, true, 0.125, 128, "cudnn", "dropout 2/16"},
-      {"h200", 2, true, 32, 8, true, 0.1, 128, "flash", "flash takes GQA"},
-      {"h200", 2, true, 16, 16, false, 0.0, 256, "flash", "cudnn d <= 128 with cuDNN 9.19"},
-      {"h200", 2, true, 16, 4, true, 0.1, 256, "flash", "flash: d <= 256, GQA"},
+      {"h200", 2, true, 32, 8, true, 0.1, 128, "cudnn", "cudnn takes dropout"},
+      {"h200", 2, true, 16, 16, false, 0.0, 264, "efficient", "cudnn and flash d <= 256"},
+      {"h200", 2, true, 16, 16, false, 0.0, 256, "cudnn", "cudnn d <= 256 on sm90"},
+      {"h200", 2, true, 16, 4, true, 0.1, 256, "cudnn", "cudnn d <= 256 on sm90, GQA"},
       {"h200", 2, true, 16, 16, false, 0.0, 512, "efficient", "flash d <= 256"},
       {"h200", 2, true, 16, 4, true, 0.0, 512, "math", "d > 256 GQA: nothing fused"},
       {"h200", 2, true, 16, 16, false, 0.0, 36, "flash", "cudnn: d % 8; flash pads d"},
@@ -70,6 +72,9 @@ TEST(SdpaBackend, PyTorch211PicksPerDeviceDtypeGqaDropoutAndHeadDim) {
       {"a100", 2, true, 12, 12, false, 0.0, 64, "flash", "flash first"},
       {"a100", 4, false, 12, 12, false, 0.0, 64, "efficient", "fp32"},
       {"a100", 4, false, 8, 2, true, 0.0, 64, "math", "fp32 GQA"},
+      {"a100", 2, true, 32, 8, true, 0.1, 128, "flash", "flash takes GQA"},
+      {"a100", 2, true, 16, 16, false, 0.0, 256, "flash", "flash d <= 256"},
+      {"a100", 2, true, 16, 4, true, 0.0, 512, "math", "d > 256 with GQA"},
       // RTX 4090 (sm89): flash refuses training with 192 < d <= 224.
       {"rtx4090", 2, true, 8, 8, false, 0.0, 208, "efficient", "sm86-89 flash d in (192,224]"},
       {"rtx4090", 2, true, 8, 8, false, 0.0, 240, "flash", "d > 224 without dropout"},
@@ -92,8 +97,8 @@ TEST(SdpaBackend, PyTorch211PicksPerDeviceDtypeGqaDropoutAndHeadDim) {
   }
 }
 
-// cuDNN 9.11-9.13 refuse dropout; before 9.0 there is no cuDNN SDPA; the
-// preference needs cuDNN > 9.15 [order].
+// cuDNN 9.11-9.13 refuse dropout; the preference needs cuDNN > 9.15
+// [order].
 TEST(SdpaBackend, CudnnVersionDecidesItsTurn) {
   SdpaDevice h200 = SdpaDeviceFor("h200");
   SdpaCall call;
@@ -104,8 +109,10 @@ TEST(SdpaBackend, CudnnVersionDecidesItsTurn) {
   EXPECT_EQ(SelectSdpaBackend(h200, call), SdpaBackend::kCudnn);
   h200.cudnn_version = 91500;  // not preferred: flash first
   EXPECT_EQ(SelectSdpaBackend(h200, call), SdpaBackend::kFlash);
+  h200.cudnn_version = 91200;  // no dropout in 9.11-9.13, and not preferred
+  call.dropout = 0.1;
+  EXPECT_EQ(SelectSdpaBackend(h200, call), SdpaBackend::kFlash);
   h200.cudnn_version = 91900;
-  call.dropout = 0.125;
   EXPECT_EQ(SelectSdpaBackend(h200, call), SdpaBackend::kCudnn);
   call.deterministic = true;  // check_cudnn_deterministic
   EXPECT_EQ(SelectSdpaBackend(h200, call), SdpaBackend::kFlash);

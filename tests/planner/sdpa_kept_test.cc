@@ -110,13 +110,16 @@ int64_t AttentionBackwardWorkspace(const ModelConfig& c, const char* device) {
 TEST(SdpaKept, CudaFlashBackwardAllocatesItsAccumulators) {
   ModelConfig sdpa = BertS(100);
   sdpa.precision = Precision::kAmpBf16;
-  sdpa.dropout = 0.1;  // not a multiple of 1/16: flash, not cuDNN
-  EXPECT_EQ(Block0(OnDevice(sdpa, "h200")).attention_backend, "flash");
+  sdpa.dropout = 0.1;
+  EXPECT_EQ(Block0(OnDevice(sdpa, "a100")).attention_backend, "flash");
   const int64_t b = 8, a = 4, s128 = 128, d32 = 64;
-  EXPECT_EQ(AttentionBackwardWorkspace(sdpa, "h200"), b * s128 * a * d32 * 4 + b * a * s128 * 4);
+  EXPECT_EQ(AttentionBackwardWorkspace(sdpa, "a100"), b * s128 * a * d32 * 4 + b * a * s128 * 4);
+  // The H200 runs cuDNN, whose backward scratch is not modeled.
+  EXPECT_EQ(Block0(OnDevice(sdpa, "h200")).attention_backend, "cudnn");
+  EXPECT_EQ(AttentionBackwardWorkspace(sdpa, "h200"), 0);
   ModelConfig own = sdpa;
   own.attention = AttentionImpl::kFlash;
-  EXPECT_EQ(AttentionBackwardWorkspace(own, "h200"), 0);
+  EXPECT_EQ(AttentionBackwardWorkspace(own, "a100"), 0);
   // GQA adds the k and v gradients of every query head (bf16).
   ModelConfig llama = LlamaGqaS();
   llama.precision = Precision::kAmpBf16;

@@ -5,7 +5,6 @@
 #include "analytic/sdpa_backend.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace remat {
 namespace {
@@ -42,12 +41,13 @@ bool CanUseCudnn(const SdpaDevice& d, const SdpaCall& c) {
   if (c.deterministic) return false;                       // check_cudnn_deterministic
   if (!Is16Bit(c)) return false;                           // check_dtypes_low_precision
   if (!(Sm(d, 8, 0) && SmAtMost(d, 12, 1))) return false;  // check_cudnn_hardware_support
-  if (c.dropout * 16.0 != std::floor(c.dropout * 16.0)) return false;  // check_cudnn_dropout
   if (!HeadsOk(c, true)) return false;  // <supports_gqa, !requires_same_num_heads>
-  // check_cudnn_tensor_shapes: head_dim a multiple of 8, at most 128 (256 on
-  // sm90/sm10x from cuDNN 9.22 with a frontend that has it; 192 with d_v 128).
-  const bool sm90_or_10x = (d.sm_major == 9 && d.sm_minor == 0) || d.sm_major == 10;
-  const int64_t limit = sm90_or_10x && d.cudnn_version > 92200 ? 256 : 128;
+  // check_cudnn_tensor_shapes: head_dim a multiple of 8, at most 128, 256 on
+  // sm90.0 from cuDNN 9.10 (q, k and v share head_dim here). 2.11 has no
+  // dropout-resolution check (later releases refuse p not a multiple of
+  // 1/16: no such message in 2.11's libtorch_cuda.so).
+  const bool sm90 = d.sm_major == 9 && d.sm_minor == 0;
+  const int64_t limit = sm90 && d.cudnn_version >= 91000 ? 256 : 128;
   if (c.head_dim > limit || c.head_dim % 8 != 0) return false;
   return c.seq_len != 1;
 }
