@@ -39,6 +39,13 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
   JsonObjectReader r(j, where);
   REMAT_RETURN_IF_ERROR(r.String("name", &out->name, true));
   REMAT_RETURN_IF_ERROR(r.String("kind", &out->kind, false));
+  REMAT_RETURN_IF_ERROR(r.String("attention_backend", &out->attention_backend, false));
+  const std::string& backend = out->attention_backend;
+  if (!backend.empty() && backend != "math" && backend != "flash" && backend != "efficient" &&
+      backend != "cudnn") {
+    return r.Error("attention_backend",
+                   "expected math, flash, efficient or cudnn, got '" + backend + "'");
+  }
   REMAT_RETURN_IF_ERROR(r.Double("forward_ms", &out->forward_ms, true, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Double("backward_ms", &out->backward_ms, true, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Int("input_bytes", &out->input_bytes, true, 0, kMaxBytes));
@@ -230,6 +237,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
     nlohmann::ordered_json lj;
     lj["name"] = l.name;
     if (!l.kind.empty()) lj["kind"] = l.kind;
+    if (!l.attention_backend.empty()) lj["attention_backend"] = l.attention_backend;
     lj["forward_ms"] = l.forward_ms;
     lj["backward_ms"] = l.backward_ms;
     lj["input_bytes"] = l.input_bytes;

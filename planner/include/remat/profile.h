@@ -51,6 +51,11 @@ struct LayerProfile {
   // strategies (uniform, segment, selective, manual) act on "block" layers
   // when the chain has any, as HF/Megatron checkpoint decoder layers only.
   std::string kind;
+  // The kernel PyTorch 2.11 picks for the layer's scaled_dot_product_attention
+  // on the profile's device, for blocks of analytic profiles of attention:
+  // sdpa jobs: "math", "flash", "efficient" or "cudnn"
+  // (docs/analytic-model.md). Empty: no SDPA call, or unknown.
+  std::string attention_backend;
   double forward_ms = 0;
   double backward_ms = 0;
   int64_t input_bytes = 0;   // |x[i]|

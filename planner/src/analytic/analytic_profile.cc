@@ -116,6 +116,7 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   }
   KernelDevice kernels;
   kernels.cpu = device.name == "cpu";
+  kernels.sdpa = SdpaDeviceFor(device.name);
   REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels));
   const bool fp32 = ConventionOf(config.precision).activation_bytes == 4;
   double tflops = fp32 ? device.tflops_fp32 : device.tflops_16bit;
@@ -185,6 +186,8 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   // views (a selected token), so only the loss is asked.
   for (LayerProfile& l : layers) {
     if (l.kind == kLossKind) l.keeps_input = KeepsInput(tg.graph, l.name);
+    const auto backend = tg.attention_backends.find(l.name);
+    if (backend != tg.attention_backends.end()) l.attention_backend = backend->second;
   }
   p.layers = std::move(layers);
   REMAT_RETURN_IF_ERROR(ValidateProfile(p, config.name));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analytic/lora.h"
+#include "analytic/sdpa_backend.h"
 #include "remat/precision.h"
 #include "remat/profile.h"
 
@@ -251,20 +252,54 @@ T Builder::Pointwise(const std::string& name, const T& x, double flops_per_elem,
   return y;
 }
 
-T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops) {
+SdpaBackend Builder::SdpaBackendFor(const T& q, const T& k, const T& v,
+                                    const AttentionShape& shape) const {
+  SdpaCall call;
+  call.elem_bytes = dt_.autocast ? dt_.matmul : q.elem_bytes;
+  call.bfloat16 = c_.precision == Precision::kAmpBf16 || c_.precision == Precision::kBf16 ||
+                  c_.precision == Precision::kMixedBf16;
+  call.heads = shape.heads;
+  call.head_dim = shape.head_dim;
+  call.seq_len = c_.seq_len;
+  call.dropout = c_.dropout;
+  // transformers' use_gqa_in_sdpa: enable_gqa without a mask and with
+  // head_dim <= 256; otherwise repeat_kv hands SDPA `heads` keys and values.
+  call.enable_gqa = shape.kv_heads != shape.heads && shape.head_dim <= 256;
+  call.kv_heads = call.enable_gqa ? shape.kv_heads : shape.heads;
+  call.requires_grad = Grad(q) || Grad(k) || Grad(v);
+  return SelectSdpaBackend(device_.sdpa, call);
+}
+
+T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
+                          const AttentionShape& shape, SdpaBackend backend) {
   const int64_t s = c_.seq_len, b = sequences_, a = c_.heads;
   const T qc = MatmulInput(q, true), kc = MatmulInput(k, true), vc = MatmulInput(v, true);
   T ctx = Tensor("context", ctx_elems, dt_.matmul);
   // The softmax statistics backward needs: one fp32 logsumexp per row of
-  // scores (PyTorch's flash and efficient SDPA kernels, CPU and CUDA).
-  T lse = Tensor("logsumexp", Mul({a, s, b}), 4, false);
+  // scores (PyTorch's flash, efficient and cudnn SDPA kernels, CPU and
+  // CUDA). The efficient kernel pads each head's rows to a multiple of 32
+  // (mem_eff kernel_forward.h kAlignLSE).
+  const int64_t lse_rows = backend == SdpaBackend::kEfficient ? (s + 31) / 32 * 32 : s;
+  T lse = Tensor("logsumexp", Mul({a, lse_rows, b}), 4, false);
   std::vector<T> in = {qc};
   if (kc.id != qc.id) in.push_back(kc);
   if (vc.id != qc.id && vc.id != kc.id) in.push_back(vc);
   std::vector<T> saved = in;
   saved.push_back(ctx);
   saved.push_back(lse);
-  Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, 0, true);
+  // FlashAttention-2's backward on CUDA (flash_api.cpp mha_bwd) allocates an
+  // fp32 dq accumulator (b, s rounded to 128, a, d rounded to 32; 256 past
+  // 192) and softmax_d (b, a, s rounded to 128), and with grouped keys and
+  // values the gradients of k and v for every query head before summing
+  // them per group.
+  int64_t bwd_workspace = 0;
+  if (c_.attention == AttentionImpl::kSdpa && backend == SdpaBackend::kFlash && device_.sdpa.cuda) {
+    const int64_t s128 = (s + 127) / 128 * 128;
+    const int64_t d = shape.head_dim, d_rounded = d <= 192 ? (d + 31) / 32 * 32 : 256;
+    bwd_workspace = Mul({b, s128, a, d_rounded, 4}) + Mul({b, a, s128, 4});
+    if (shape.kv_heads != a) bwd_workspace += Mul({2, ctx_elems, qc.elem_bytes});
+  }
+  Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, bwd_workspace, true);
   return ctx;
 }
 
@@ -272,11 +307,17 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   const int64_t s = c_.seq_len, b = sequences_, a = shape.heads, d = shape.head_dim;
   const double qk_flops = 2.0 * b * s * s * a * d;
   const int64_t ctx_elems = Mul({s, b, a, d});
-  // SDPA draws dropout in a fused kernel on CUDA only.
-  const bool fused = c_.attention == AttentionImpl::kFlash ||
-                     (c_.attention == AttentionImpl::kSdpa && !(device_.cpu && c_.dropout > 0));
-  if (fused) return FusedAttention(q, k, v, ctx_elems, qk_flops);
   const bool sdpa = c_.attention == AttentionImpl::kSdpa;
+  // SDPA's kernel: PyTorch's choice for this call on this device (the math
+  // path below, or a fused kernel); flash: remat's blockwise kernel.
+  SdpaBackend backend = SdpaBackend::kFlash;
+  if (sdpa) {
+    backend = SdpaBackendFor(q, k, v, shape);
+    out_->attention_backends[layer_] = SdpaBackendName(backend);
+  }
+  if (c_.attention == AttentionImpl::kFlash || (sdpa && backend != SdpaBackend::kMath)) {
+    return FusedAttention(q, k, v, ctx_elems, qk_flops, shape, backend);
+  }
   // SDPA takes its inputs as autocast casts them; eager's matmuls cast the
   // repeated keys and values.
   T qc = sdpa ? MatmulInput(q, true) : q, kc = sdpa ? MatmulInput(k, true) : k;

@@ -138,7 +138,16 @@ class Builder {
   T Attention(const T& q, const T& k, const T& v, const AttentionShape& shape);
 
  private:
-  T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops);
+  // The kernel scaled_dot_product_attention runs for this block's call, as
+  // transformers makes it (sdpa_attention_forward: no mask without padding,
+  // enable_gqa for grouped keys and values up to head_dim 256).
+  SdpaBackend SdpaBackendFor(const T& q, const T& k, const T& v,
+                             const AttentionShape& shape) const;
+  // An attention that keeps q, k, v, the output and a logsumexp per row
+  // (flash: remat's blockwise kernel; SDPA's flash, efficient and cudnn
+  // kernels), with the logsumexp rows and backward workspace of `backend`.
+  T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
+                   const AttentionShape& shape, SdpaBackend backend);
 
  private:
   void Count(int64_t bytes);

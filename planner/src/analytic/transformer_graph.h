@@ -3,11 +3,13 @@
 #ifndef REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_
 #define REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analytic/op_graph.h"
+#include "analytic/sdpa_backend.h"
 #include "remat/model_config.h"
 #include "remat/status.h"
 
@@ -24,6 +26,10 @@ struct TransformerGraph {
   int64_t adapter_parameters = 0;
   int64_t quantized_parameters = 0;
   int64_t quantized_bytes = 0;
+  // Layer tag -> the kernel PyTorch picks for the layer's
+  // scaled_dot_product_attention (attention: sdpa; sdpa_backend.h: "math",
+  // "flash", "efficient", "cudnn").
+  std::map<std::string, std::string> attention_backends;
 };
 
 // Where the step runs, for the kernels whose saved tensors differ by device.
@@ -32,6 +38,9 @@ struct KernelDevice {
   // where CUDA's fused dropout keeps one byte an element; SDPA with dropout
   // runs its math path.
   bool cpu = false;
+  // The device SDPA's kernel selection sees (sdpa_backend.h); like `cpu`,
+  // a GPU (an A100) by default.
+  SdpaDevice sdpa = SdpaDeviceFor("a100");
 };
 
 // Layers: "embedding", "block0".."block{L-1}", "final_norm" (gpt, llama),

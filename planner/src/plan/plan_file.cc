@@ -127,6 +127,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
     lj["index"] = i;
     lj["name"] = l.name;
     if (!l.kind.empty()) lj["kind"] = l.kind;
+    if (!l.attention_backend.empty()) lj["attention_backend"] = l.attention_backend;
     lj["decision"] = ToString(plan.decisions[i]);
     if (plan.selective_option[i] >= 0) {
       lj["selective_option"] = l.selective[plan.selective_option[i]].name;

@@ -79,6 +79,15 @@ void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   }
 }
 
+// " (PyTorch's math kernel)": the backend an sdpa job's blocks run.
+std::string SdpaKernel(const ModelConfig& c, const Profile& p) {
+  if (c.attention != AttentionImpl::kSdpa) return "";
+  for (const LayerProfile& l : p.layers) {
+    if (!l.attention_backend.empty()) return " (PyTorch's " + l.attention_backend + " kernel)";
+  }
+  return "";
+}
+
 // Where the input came from, the model and the job, the budget.
 void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const ReportContext& ctx) {
   o << "remat plan for " << (p.model.empty() ? ctx.input_path : p.model) << "\n";
@@ -91,7 +100,7 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
       << "\n";
     o << "  job              seq_len " << c.seq_len << ", micro_batch " << c.micro_batch << ", "
       << ToString(c.precision) << ", " << ToString(c.optimizer) << ", " << ToString(c.attention)
-      << " attention, dropout " << c.dropout;
+      << " attention" << SdpaKernel(c, p) << ", dropout " << c.dropout;
     if (c.grad_accumulation > 1) o << ", grad_accumulation " << c.grad_accumulation;
     o << "\n";
   } else if (p.micro_batch > 0) {
