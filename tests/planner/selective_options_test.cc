@@ -10,17 +10,12 @@
 #include "remat/plan.h"
 #include "remat/profile.h"
 #include "remat/strategies.h"
+#include "testing/gpt_chain.h"
 
 namespace remat {
 namespace {
 
-const LayerProfile& Block(const Profile& p) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.kind == kBlockKind) return l;
-  }
-  static LayerProfile none;
-  return none;
-}
+const LayerProfile& Block(const Profile& p) { return testing::FirstBlock(p); }
 
 const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
   for (const SelectiveOption& o : l.selective) {
@@ -29,23 +24,9 @@ const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
   return nullptr;
 }
 
-// One GPT-3-shaped block (Korthikanti et al. 2022), b = 1.
+// One GPT block, hidden 4096, 32 heads (Korthikanti et al. 2022's shape).
 ModelConfig GptLayer(Precision precision, AttentionImpl attention) {
-  ModelConfig c;
-  c.name = "gpt-layer";
-  c.architecture = Architecture::kGpt;
-  c.layers = 1;
-  c.hidden = 4096;
-  c.heads = 32;
-  c.ffn_hidden = 4 * 4096;
-  c.vocab = 50257;
-  c.seq_len = 2048;
-  c.max_position = 2048;
-  c.micro_batch = 1;
-  c.precision = precision;
-  c.attention = attention;
-  c.dropout = 0.1;
-  return c;
+  return testing::GptLayerShape(4096, 32, precision, attention);
 }
 
 constexpr int64_t s = 2048, h = 4096, a = 32;
@@ -115,20 +96,12 @@ TEST(SelectiveOptions, GptFp32DropsFourBytesPerFfnElement) {
 // projection's output (silu's input) and up's, and drops silu's output and
 // the product (down_proj's input): 2 * 2 sbf bytes.
 TEST(SelectiveOptions, LlamaKeptBytesFollowTheFormula) {
-  ModelConfig c;
-  c.name = "llama-layer";
+  ModelConfig c = GptLayer(Precision::kBf16, AttentionImpl::kEager);
   c.architecture = Architecture::kLlama;
-  c.layers = 1;
-  c.hidden = 4096;
-  c.heads = 32;
   c.kv_heads = 8;
   c.ffn_hidden = 14336;
   c.vocab = 32000;
-  c.seq_len = 2048;
-  c.max_position = 2048;
   c.micro_batch = 2;
-  c.precision = Precision::kBf16;
-  c.attention = AttentionImpl::kEager;
   c.dropout = 0.0;
   Result<Profile> p = AnalyticProfile(c, {});
   ASSERT_TRUE(p.ok()) << p.status().message();
