@@ -158,6 +158,19 @@ std::string ChainModel::DescribeChain() const {
   return s + ", loss";
 }
 
+SelectiveParts PartsOf(int option) {
+  switch (option) {
+    case 0:
+      return {true, false};
+    case 1:
+      return {false, true};
+    case 2:
+      return {true, true};
+    default:
+      return {};
+  }
+}
+
 at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
                                const DropoutSeeds& seeds,
                                const std::vector<at::Tensor>& skips) const {

@@ -17,7 +17,10 @@
 // "attention core" recompute): Prologue (norms, q/k/v projections, rotary)
 // -> AttentionCore (repeat_kv, scores, mask, softmax, dropout, context) ->
 // Epilogue (output projection, residuals, norms, MLP). What the prologue
-// returns is what a selective layer keeps as the core's input.
+// returns is what a selective layer keeps as the core's input. The epilogue
+// can also keep the MLP activation's input instead of its output and
+// recompute the output in backward (the "mlp_activation" option,
+// mlp_recompute.h) where recomputes_mlp().
 //
 // The pieces every architecture shares (weight initialization, dropout
 // seeding, eager attention, head splitting, the cross-entropy loss, the
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "lora.h"
+#include "mlp_recompute.h"
 #include "remat/model_config.h"
 #include "remat/status.h"
 
@@ -56,6 +60,16 @@ void SeedGenerator(const at::Device& device, uint64_t seed);
 
 // What a block's prologue hands to its attention core (q, k, v).
 using Heads = std::vector<at::Tensor>;
+
+// A block's selective options in the planner's order (remat/profile.h:
+// attention_core, mlp_activation, attention_core+mlp_activation): what a
+// forward with grad leaves its backward to recompute.
+struct SelectiveParts {
+  bool core = false;  // the attention core
+  bool mlp = false;   // the MLP activation
+};
+// The parts of option `option` (-1: none, a full forward).
+SelectiveParts PartsOf(int option);
 
 class ChainModel {
  public:
@@ -107,8 +121,15 @@ class ChainModel {
   virtual Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const = 0;
   virtual at::Tensor AttentionCore(int layer, const Heads& heads,
                                    const DropoutSeeds& seeds) const = 0;
+  // `mlp` non-null (requires recomputes_mlp()): the MLP activation is
+  // recomputed in backward, which adds the time it took to `mlp`.
   virtual at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                              const DropoutSeeds& seeds) const = 0;
+                              const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const = 0;
+  // Whether Epilogue can recompute the MLP activation: gpt and llama
+  // without LoRA (the planner offers the option where it is true).
+  virtual bool recomputes_mlp() const { return false; }
+  // How many selective options a block has (PartsOf 0..n-1).
+  int selective_options() const { return recomputes_mlp() ? 3 : 1; }
 
   // Trainable tensors (buffers such as the causal mask and frozen weights
   // such as an unused pooler or, with LoRA, every weight but the adapters'

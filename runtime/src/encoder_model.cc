@@ -231,7 +231,7 @@ at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                                  const DropoutSeeds& seeds) const {
+                                  const DropoutSeeds& seeds, RecomputeTimer* /*mlp*/) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0) SeedGenerator(device(), seeds.tail);

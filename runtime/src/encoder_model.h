@@ -48,7 +48,7 @@ class EncoderModel final : public ChainModel {
   Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const override;
   at::Tensor AttentionCore(int layer, const Heads& heads, const DropoutSeeds& seeds) const override;
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                      const DropoutSeeds& seeds) const override;
+                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
 
  private:
   struct Block {

@@ -77,7 +77,7 @@ at::Tensor GptModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                              const DropoutSeeds& seeds) const {
+                              const DropoutSeeds& seeds, RecomputeTimer* mlp) const {
   const ModelConfig& c = config();
   const Block& b = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
@@ -85,8 +85,13 @@ at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& 
   const at::Tensor mid = x + t;
   t = at::layer_norm(mid, {c.hidden}, b.ln2_w, b.ln2_b, kNormEps);
   t = Project(t, b.fc1);
-  t = at::gelu(t);
-  t = Project(t, b.fc2);
+  if (mlp != nullptr) {
+    // GELU's input kept, its output made again in fc2's backward.
+    t = RecomputedActivationLinear(MlpActivation::kGelu, t, {}, b.fc2.weight, b.fc2.bias, mlp);
+  } else {
+    t = at::gelu(t);
+    t = Project(t, b.fc2);
+  }
   t = Dropout(t);
   return mid + t;
 }

@@ -29,7 +29,8 @@ class GptModel final : public ChainModel {
   Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const override;
   at::Tensor AttentionCore(int layer, const Heads& heads, const DropoutSeeds& seeds) const override;
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                      const DropoutSeeds& seeds) const override;
+                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
+  bool recomputes_mlp() const override { return config().lora_rank == 0; }
 
  private:
   struct Block {

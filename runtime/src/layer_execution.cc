@@ -36,15 +36,20 @@ void DropSkipOutput(SavedLayer& saved) {
 }
 
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective,
-                           const std::vector<at::Tensor>& skips) {
+                           const at::Tensor& batch, const DropoutSeeds& seeds, int option,
+                           const Timing& timing, const std::vector<at::Tensor>& skips) {
   c10::AutoGradMode grad(true);
   const AutocastScope scope(model.config(), model.device());
   SavedLayer s;
   s.input = InputLeaf(model, layer, x);
   for (const at::Tensor& t : skips) s.skips.push_back(t.detach().requires_grad_(true));
-  if (!selective) {
+  const SelectiveParts parts = PartsOf(option);
+  if (parts.mlp) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
+  if (!parts.core && !parts.mlp) {
     s.output = model.Forward(layer, s.input, batch, seeds, s.skips);
+  } else if (!parts.core) {
+    at::Tensor context = model.AttentionCore(layer, model.Prologue(layer, s.input, seeds), seeds);
+    s.output = model.Epilogue(layer, s.input, context, seeds, s.mlp_timer.get());
   } else {
     s.selective = true;
     s.seeds = seeds;
@@ -54,7 +59,7 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
       s.context = model.AttentionCore(layer, s.heads, seeds);
     }
     s.context.requires_grad_(true);
-    s.output = model.Epilogue(layer, s.input, s.context, seeds);
+    s.output = model.Epilogue(layer, s.input, s.context, seeds, s.mlp_timer.get());
   }
   s.layer = layer;
   return s;
@@ -123,6 +128,8 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     if (skip_grads != nullptr) *skip_grads = std::move(grads);
   }
   saved.skips.clear();
+  if (saved.mlp_timer != nullptr && recompute_ms != nullptr) *recompute_ms += saved.mlp_timer->ms;
+  saved.mlp_timer.reset();
   if (saved.selective) {
     // The epilogue gave the context's gradient; recompute the core from the
     // kept q, k, v (same dropout mask) and backpropagate through it, then
@@ -140,7 +147,7 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
         const AutocastScope scope(model.config(), model.device());
         context = model.AttentionCore(saved.layer, heads, saved.seeds);
       }
-      if (recompute_ms != nullptr) *recompute_ms = clock.ElapsedMs();
+      if (recompute_ms != nullptr) *recompute_ms += clock.ElapsedMs();
       at::Tensor context_grad = saved.context.grad();
       saved.context.mutable_grad().reset();
       // q, k and v of frozen projections on an input without gradient

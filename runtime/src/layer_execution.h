@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/edge.h>
 
+#include <memory>
 #include <vector>
 
 #include "chain_model.h"
@@ -33,11 +34,14 @@ struct SavedLayer {
   // (DropSkipOutput) is released the same way.
   torch::autograd::Edge input_edge;
   torch::autograd::Edge output_edge;
-  // Selective forward (attention core recomputed in backward):
+  // Selective forward, attention core recomputed in backward:
   bool selective = false;
   Heads heads;         // prologue outputs with their graph; the core's input
   at::Tensor context;  // the epilogue's context leaf (core output, no graph)
   DropoutSeeds seeds;  // to redraw the core's dropout mask
+  // Selective forward, MLP activation recomputed in backward: where that
+  // backward adds its recompute time (autograd holds its address).
+  std::shared_ptr<RecomputeTimer> mlp_timer;
   // The loss with separate text passes: the earlier passes' sentence
   // embeddings as leaves (sharing their storage); their gradients are the
   // skips' gradients.
@@ -56,12 +60,15 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
                          const at::Tensor& batch, const DropoutSeeds& seeds,
                          const std::vector<at::Tensor>& skips = {});
 
-// A forward with grad. With `selective` (blocks only) the attention core runs
-// without grad and only its inputs (q, k, v) and output are kept. `skips`:
-// the loss's inputs from earlier passes (ChainModel::Forward).
+// A forward with grad. `option` >= 0 (blocks only, < selective_options()):
+// the selective option's parts (PartsOf) are recomputed in backward: the
+// attention core runs without grad and only its inputs (q, k, v) and output
+// are kept; the MLP activation's input is kept, not its output. `timing`:
+// the clock of the MLP activation's recompute. `skips`: the loss's inputs
+// from earlier passes (ChainModel::Forward).
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
-                           const at::Tensor& batch, const DropoutSeeds& seeds, bool selective,
-                           const std::vector<at::Tensor>& skips = {});
+                           const at::Tensor& batch, const DropoutSeeds& seeds, int option,
+                           const Timing& timing, const std::vector<at::Tensor>& skips = {});
 
 // A forward with grad of a layer that does not keep its input
 // (ChainModel::keeps_input false), run on `producer`'s output with its graph
@@ -79,7 +86,8 @@ SavedLayer ForwardWithGradOnProducer(const ChainModel& model, int layer, SavedLa
 // a layer run on its producer's graph, the gradient at that edge, which the
 // producer's backward takes as its grad_output.
 // `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
-// the attention core's forward recomputed for a selective layer, else 0.
+// the attention core's forward and the MLP activation recomputed for a
+// selective layer, else 0.
 // `skip_grads` (may be null) receives the gradients of saved.skips (the
 // loss), which are then released.
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,

@@ -121,15 +121,24 @@ at::Tensor LlamaModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                                const DropoutSeeds& seeds) const {
+                                const DropoutSeeds& seeds, RecomputeTimer* mlp) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
   at::Tensor t = Dropout(Project(context, w.o));
   const at::Tensor mid = x + t;
   const at::Tensor y = RmsNorm(mid, w.rms2);
-  t = at::silu(Project(y, w.gate)) * Project(y, w.up);
-  t = Dropout(Project(t, w.down));
+  if (mlp != nullptr) {
+    // The gate's and up's outputs kept; silu(gate) * up made again in
+    // down's backward.
+    const at::Tensor gate = Project(y, w.gate);
+    t = RecomputedActivationLinear(MlpActivation::kSwiGlu, gate, Project(y, w.up), w.down.weight,
+                                   w.down.bias, mlp);
+    t = Dropout(t);
+  } else {
+    t = at::silu(Project(y, w.gate)) * Project(y, w.up);
+    t = Dropout(Project(t, w.down));
+  }
   return mid + t;
 }
 

@@ -38,7 +38,8 @@ struct GradSummary {
 
 // Everything measured about one layer.
 struct LayerSamples {
-  GradSummary full, selective;
+  GradSummary full;
+  std::vector<GradSummary> selective;  // by option (PartsOf)
   int64_t nograd_workspace = 0;
   // Backward workspace with the layer's gradients existing (-1: its
   // backward creates none, so it never adds into them).
@@ -59,7 +60,8 @@ class Profiler {
     if (!t.defined() || t.storage().nbytes() == 0) return 0;
     return meter_.AllocationBytes(static_cast<int64_t>(t.storage().nbytes()));
   }
-  GradSample MeasureGrad(int layer, const at::Tensor& x, bool selective);
+  // `option`: -1 a full forward, else a selective option (PartsOf).
+  GradSample MeasureGrad(int layer, const at::Tensor& x, int option);
   // The layer's forward and backward again, with the gradients its last
   // measured backward created still there: the backward's workspace when it
   // adds into existing gradients (micro-batches 2..K of an update).
@@ -103,13 +105,14 @@ void Profiler::ReleaseCreated(int layer) {
   created_[layer].clear();
 }
 
-GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective) {
+GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, int option) {
   const DropoutSeeds seeds = SeedsFor(options_.seed, 0, layer);
   GradSample s;
   const int64_t before = meter_.current_bytes();
   meter_.ResetPeak();
   const DeviceClock forward_clock(timing_);
-  SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, seeds, selective, SkipsFor(layer));
+  SavedLayer saved =
+      ForwardWithGrad(*model_, layer, x, batch_, seeds, option, timing_, SkipsFor(layer));
   s.forward_ms = forward_clock.ElapsedMs();
   const int64_t after = meter_.current_bytes();
   s.kept = after - before;
@@ -144,7 +147,7 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, bool selective)
 
 int64_t Profiler::MeasureAccumulate(int layer, const at::Tensor& x) {
   SavedLayer saved = ForwardWithGrad(*model_, layer, x, batch_, SeedsFor(options_.seed, 0, layer),
-                                     false, SkipsFor(layer));
+                                     -1, timing_, SkipsFor(layer));
   at::Tensor grad_output;
   if (layer + 1 < model_->num_layers()) grad_output = at::ones_like(saved.output);
   const int64_t live = meter_.current_bytes();
@@ -157,7 +160,7 @@ int64_t Profiler::MeasureAccumulate(int layer, const at::Tensor& x) {
 }
 
 void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out) {
-  const GradSample full = MeasureGrad(layer, x, false);
+  const GradSample full = MeasureGrad(layer, x, -1);
   if (timed) out->full.Add(full);
   // Once (its bytes do not vary between repetitions; it costs a forward and
   // a backward).
@@ -165,8 +168,11 @@ void Profiler::MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSam
     out->accumulate_workspace = MeasureAccumulate(layer, x);
   }
   if (model_->layer_kind(layer) == LayerKind::kBlock) {
-    const GradSample selective = MeasureGrad(layer, x, true);
-    if (timed) out->selective.Add(selective);
+    out->selective.resize(model_->selective_options());
+    for (int k = 0; k < model_->selective_options(); ++k) {
+      const GradSample selective = MeasureGrad(layer, x, k);
+      if (timed) out->selective[k].Add(selective);
+    }
   }
   const int64_t before = meter_.current_bytes();
   meter_.ResetPeak();
@@ -213,16 +219,21 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.gradient_bytes = m.full.gradients;
   if (m.accumulate_workspace >= 0) l.accumulate_workspace_bytes = m.accumulate_workspace;
   l.keeps_input = model_->keeps_input(layer);
-  if (l.kind == "block") {
+  // The planner's names, in the order of PartsOf.
+  const char* const kNames[] = {kAttentionCoreOption, kMlpActivationOption,
+                                kAttentionCoreMlpOption};
+  for (size_t k = 0; k < m.selective.size() && k < 3; ++k) {
+    const GradSummary& sel = m.selective[k];
     SelectiveOption opt;
-    opt.name = "attention_core";
-    opt.activation_bytes = std::max(m.selective.kept, l.output_bytes);
-    opt.extra_recompute_ms = Time(m.selective.core_ms);
-    // The attention core runs without grad in a selective forward: its s x s
-    // transients are workspace there, not kept bytes.
-    opt.forward_workspace_bytes = std::max<int64_t>(0, m.selective.forward_workspace);
+    opt.name = kNames[k];
+    opt.activation_bytes = std::max(sel.kept, l.output_bytes);
+    opt.extra_recompute_ms = Time(sel.core_ms);
+    // What is recomputed runs without grad in a selective forward (the
+    // attention core's s x s tensors, the activation's output): workspace
+    // there, not kept bytes.
+    opt.forward_workspace_bytes = std::max<int64_t>(0, sel.forward_workspace);
     opt.recompute_workspace_bytes =
-        std::max<int64_t>(0, m.selective.backward_workspace - m.full.backward_workspace);
+        std::max<int64_t>(0, sel.backward_workspace - m.full.backward_workspace);
     l.selective.push_back(opt);
   }
   return l;

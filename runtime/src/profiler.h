@@ -11,9 +11,11 @@
 //                                its output;
 //   backward_workspace_bytes     peak during the backward above what was live
 //                                before it and the input gradient it returns;
-//   selective "attention_core"   (blocks) the same forward/backward with the
-//                                core recomputed: what it keeps, the core's
-//                                forward time, the extra backward peak.
+//   selective options            (blocks) the same forward/backward under
+//                                each option the model runs (PartsOf:
+//                                attention_core, mlp_activation, both): what
+//                                it keeps, the recomputes' time, the extra
+//                                backward peak.
 // Static memory: meter deltas across building the weights (and buffers),
 // allocating gradients and allocating the optimizer state. These are the
 // simulator's quantities measured in the simulator's terms, so a plan's

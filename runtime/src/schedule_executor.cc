@@ -34,11 +34,15 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
     }
     if (op.save == SaveMode::kSelective &&
         (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute)) {
-      if (model.layer_kind(op.layer) != LayerKind::kBlock || op.option != 0) {
-        return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
-                               "): the runtime's only selective option is 0 (attention_core) "
-                               "of a block; layer '" +
-                               model.layer_name(op.layer) + "'");
+      const bool block = model.layer_kind(op.layer) == LayerKind::kBlock;
+      if (!block || op.option < 0 || op.option >= model.selective_options()) {
+        return Status::Invalid(
+            "schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
+            "): the runtime's selective options of a block are " +
+            (model.selective_options() > 1
+                 ? "0 (attention_core), 1 (mlp_activation) and 2 (attention_core+mlp_activation)"
+                 : "0 (attention_core) for this model") +
+            "; layer '" + model.layer_name(op.layer) + "'");
       }
     }
   }
@@ -120,8 +124,8 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
           x_[i] = at::Tensor();
           released_[i] = 1;
         } else {
-          a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds, op.save == SaveMode::kSelective,
-                                  skips);
+          a_[i] = ForwardWithGrad(model_, i, x, x_[0], seeds,
+                                  op.save == SaveMode::kSelective ? op.option : -1, timing_, skips);
         }
         x_[i + 1] = a_[i].output.detach();
       }

@@ -8,30 +8,10 @@ namespace remat {
 namespace {
 
 ModelConfig Gpt3LayerShape(Precision precision, AttentionImpl attention) {
-  ModelConfig c;
-  c.name = "gpt3-175b-layer";
-  c.architecture = Architecture::kGpt;
-  c.layers = 1;
-  c.hidden = 12288;
-  c.heads = 96;
-  c.ffn_hidden = 4 * 12288;
-  c.vocab = 50257;
-  c.seq_len = 2048;
-  c.max_position = 2048;
-  c.micro_batch = 1;
-  c.precision = precision;
-  c.attention = attention;
-  c.dropout = 0.1;
-  return c;
+  return testing::GptLayerShape(12288, 96, precision, attention);
 }
 
-const LayerProfile& Block(const Profile& p) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.kind == "block") return l;
-  }
-  static LayerProfile none;
-  return none;
-}
+const LayerProfile& Block(const Profile& p) { return testing::FirstBlock(p); }
 
 // What the paper's formulas leave out: each of a block's two LayerNorms
 // keeps an fp32 mean and rstd per token (16 bytes a token in all).
@@ -46,7 +26,7 @@ TEST(Analytic, ReproducesKorthikantiPerLayerActivations) {
     const LayerProfile& block = Block(*prof);
     EXPECT_EQ(block.activation_bytes, 2'868'903'936 + kLayerNormStats * 2048);
     // Selective recompute of the attention core leaves 34*s*b*h.
-    ASSERT_EQ(block.selective.size(), 1u);
+    ASSERT_EQ(block.selective.size(), 3u);  // then mlp_activation and both
     EXPECT_EQ(block.selective[0].name, "attention_core");
     EXPECT_EQ(block.selective[0].activation_bytes,
               int64_t{34} * 2048 * 12288 + kLayerNormStats * 2048);
@@ -67,7 +47,7 @@ TEST(Analytic, FlashAttentionDropsTheQuadraticTerms) {
   EXPECT_EQ(Block(*prof).activation_bytes,
             int64_t{34} * 2048 * 12288 + kLayerNormStats * 2048 + lse);
   // Recomputing the core would drop the logsumexp alone: no quadratic term is left.
-  ASSERT_EQ(Block(*prof).selective.size(), 1u);
+  ASSERT_EQ(Block(*prof).selective.size(), 3u);
   EXPECT_EQ(Block(*prof).selective[0].activation_bytes, Block(*prof).activation_bytes - lse);
 }
 

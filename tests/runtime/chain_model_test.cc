@@ -89,9 +89,14 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
     }
     EXPECT_EQ(m.activation_bytes, a.activation_bytes) << m.name;
     if (m.kind == "block") {
-      ASSERT_EQ(m.selective.size(), 1u);
-      ASSERT_EQ(a.selective.size(), 1u);
-      EXPECT_EQ(m.selective[0].activation_bytes, a.selective[0].activation_bytes) << m.name;
+      // Every selective option, in the same order (attention_core, and for
+      // gpt and llama mlp_activation and both).
+      ASSERT_EQ(m.selective.size(), a.selective.size()) << m.name;
+      for (size_t k = 0; k < a.selective.size(); ++k) {
+        EXPECT_EQ(m.selective[k].name, a.selective[k].name) << m.name;
+        EXPECT_EQ(m.selective[k].activation_bytes, a.selective[k].activation_bytes)
+            << m.name << " " << a.selective[k].name;
+      }
     }
   }
 }

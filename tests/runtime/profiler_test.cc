@@ -68,10 +68,14 @@ TEST_F(Profiler, SizesAreTheTensorsOfTheChain) {
   for (const LayerProfile& l : profile_.layers) {
     EXPECT_GE(l.activation_bytes, l.output_bytes) << l.name;
     if (l.kind != "block") continue;
-    ASSERT_EQ(l.selective.size(), 1u);
+    ASSERT_EQ(l.selective.size(), 3u);
     EXPECT_EQ(l.selective[0].name, "attention_core");
-    // Dropping the s x s attention tensors keeps less.
+    EXPECT_EQ(l.selective[1].name, "mlp_activation");
+    EXPECT_EQ(l.selective[2].name, "attention_core+mlp_activation");
+    // Dropping the s x s attention tensors, GELU's output, or both keeps less.
     EXPECT_LT(l.selective[0].activation_bytes, l.activation_bytes) << l.name;
+    EXPECT_LT(l.selective[1].activation_bytes, l.activation_bytes) << l.name;
+    EXPECT_LT(l.selective[2].activation_bytes, l.selective[0].activation_bytes) << l.name;
   }
 }
 

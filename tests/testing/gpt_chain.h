@@ -47,6 +47,37 @@ inline Profile GptChain(int blocks, int64_t micro_batch,
   return *p;
 }
 
+// One GPT block of the shapes Korthikanti et al. 2022 tabulate: seq_len
+// 2048, micro_batch 1, ffn 4 * hidden, dropout 0.1 (the first block of a
+// 1-layer chain).
+inline ModelConfig GptLayerShape(int64_t hidden, int64_t heads, Precision precision,
+                                 AttentionImpl attention) {
+  ModelConfig c;
+  c.name = "gpt-layer-" + std::to_string(hidden);
+  c.architecture = Architecture::kGpt;
+  c.layers = 1;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.ffn_hidden = 4 * hidden;
+  c.vocab = 50257;
+  c.seq_len = 2048;
+  c.max_position = 2048;
+  c.micro_batch = 1;
+  c.precision = precision;
+  c.attention = attention;
+  c.dropout = 0.1;
+  return c;
+}
+
+// The first "block" layer of `p` (an empty layer when it has none).
+inline const LayerProfile& FirstBlock(const Profile& p) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.kind == kBlockKind) return l;
+  }
+  static const LayerProfile none;
+  return none;
+}
+
 }  // namespace remat::testing
 
 #endif  // REMAT_TESTS_TESTING_GPT_CHAIN_H_

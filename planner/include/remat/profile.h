@@ -25,9 +25,13 @@ inline constexpr char kNormKind[] = "norm";
 inline constexpr char kHeadKind[] = "head";
 inline constexpr char kLossKind[] = "loss";
 
-// The selective option both the analytic model and the runtime implement:
-// recompute the attention core (QK^T, softmax, dropout, .V) in backward.
+// The selective options both the analytic model and the runtime implement:
+// recompute the attention core (QK^T, softmax, dropout, .V) in backward; the
+// MLP activation (keep GELU's input, or SwiGLU's gate and up, recompute its
+// output); both. A block lists them in this order, the ones it has.
 inline constexpr char kAttentionCoreOption[] = "attention_core";
+inline constexpr char kMlpActivationOption[] = "mlp_activation";
+inline constexpr char kAttentionCoreMlpOption[] = "attention_core+mlp_activation";
 
 // An alternative way to run a layer's forward with grad that keeps less:
 // e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout

@@ -221,62 +221,111 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
   return std::max<int64_t>(0, peak - g_in);
 }
 
-// The selective option "attention_core" of a layer that has core ops: the
-// tensors only the core reads are dropped and the core is recomputed in
-// backward. Empty when the layer has no core or the core keeps nothing.
-std::optional<SelectiveOption> AttentionCoreOption(const OpGraph& g, const OpTimeModel& time,
-                                                   const std::vector<int>& ops,
-                                                   const std::set<int>& saved,
-                                                   int64_t activation_bytes) {
+// Ops of a layer recomputed in backward from what the layer keeps.
+struct RecomputePart {
+  std::vector<int> ops;  // in execution order
+  // Whether the part's output, read by the layer's other ops, is held: the
+  // runtime keeps the attention core's context as the leaf its gradient
+  // reaches before the recompute. Otherwise (the MLP activation) the output
+  // is dropped too and recomputed inside its consumer's backward.
+  bool holds_output = true;
+};
+
+// A selective option: the tensors of `saved` that `parts` make (and only
+// they read, for a part that holds its output) are dropped and recomputed in
+// backward from the parts' kept inputs. Empty when a part drops nothing.
+std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeModel& time,
+                                               const std::vector<int>& ops,
+                                               const std::set<int>& saved, int64_t activation_bytes,
+                                               const std::string& name,
+                                               const std::vector<RecomputePart>& parts) {
   const auto& tensors = g.tensors();
-  std::vector<int> core;
-  for (int op : ops) {
-    if (g.ops()[op].attention_core) core.push_back(op);
-  }
-  const std::set<int> core_set(core.begin(), core.end());
-  std::set<int> dropped, kept;
-  for (int t : saved) {
-    const int p = tensors[t].producer;
-    bool internal = p >= 0 && core_set.count(p) > 0;
-    for (int c : g.consumers(t)) internal = internal && core_set.count(c) > 0;
-    (internal ? dropped : kept).insert(t);
-  }
-  if (dropped.empty()) return std::nullopt;
-  SelectiveOption opt;
-  opt.name = kAttentionCoreOption;
-  opt.activation_bytes = activation_bytes;
-  for (int t : dropped) opt.activation_bytes -= tensors[t].bytes;
-  // The core's inputs made by the layer's other ops are kept to recompute
-  // it, also those no op saves in a full forward (k and v before repeat_kv,
-  // a tensor the core casts for its matmuls).
   const std::set<int> layer_ops(ops.begin(), ops.end());
-  for (int op : core) {
-    for (int t : g.ops()[op].inputs) {
+  SelectiveOption opt;
+  opt.name = name;
+  std::set<int> all_dropped;
+  std::vector<std::set<int>> dropped(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::set<int> part(parts[i].ops.begin(), parts[i].ops.end());
+    for (int t : saved) {
       const int p = tensors[t].producer;
-      if (p < 0 || core_set.count(p) > 0 || layer_ops.count(p) == 0) continue;
-      if (saved.count(t) == 0 && kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+      bool internal = p >= 0 && part.count(p) > 0;
+      if (parts[i].holds_output) {
+        for (int c : g.consumers(t)) internal = internal && part.count(c) > 0;
+      }
+      if (internal) dropped[i].insert(t);
     }
+    if (dropped[i].empty()) return std::nullopt;
+    all_dropped.insert(dropped[i].begin(), dropped[i].end());
   }
-  // The core's output, read by the layer's other ops, is kept too where no
-  // op saves it (a frozen projection after the core, LoRA): the runtime
-  // holds it as the leaf the core's gradient reaches before the recompute.
-  for (int op : core) {
-    for (int t : g.ops()[op].outputs) {
-      bool outside = false;
-      for (int c : g.consumers(t)) outside = outside || core_set.count(c) == 0;
-      if (!outside || !tensors[t].requires_grad || saved.count(t) > 0) continue;
-      if (kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+  std::set<int> kept;
+  std::set_difference(saved.begin(), saved.end(), all_dropped.begin(), all_dropped.end(),
+                      std::inserter(kept, kept.end()));
+  opt.activation_bytes = activation_bytes;
+  for (int t : all_dropped) opt.activation_bytes -= tensors[t].bytes;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::set<int> part(parts[i].ops.begin(), parts[i].ops.end());
+    // The part's inputs made by the layer's other ops are kept to recompute
+    // it, also those no op saves in a full forward (k and v before
+    // repeat_kv, a tensor the core casts for its matmuls).
+    for (int op : parts[i].ops) {
+      for (int t : g.ops()[op].inputs) {
+        const int p = tensors[t].producer;
+        if (p < 0 || part.count(p) > 0 || layer_ops.count(p) == 0) continue;
+        if (saved.count(t) == 0 && kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+      }
     }
+    // A held output is kept too where no op saves it (a frozen projection
+    // after the core, LoRA).
+    for (int op : parts[i].ops) {
+      for (int t : g.ops()[op].outputs) {
+        bool outside = false;
+        for (int c : g.consumers(t)) outside = outside || part.count(c) == 0;
+        if (!parts[i].holds_output || !outside || !tensors[t].requires_grad || saved.count(t) > 0)
+          continue;
+        if (kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
+      }
+    }
+    for (int op : parts[i].ops) {
+      opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
+    }
+    // Each part is recomputed where its backward starts and released by it,
+    // so the parts' recomputes never overlap.
+    opt.recompute_workspace_bytes =
+        std::max(opt.recompute_workspace_bytes, ReplayForward(g, parts[i].ops, dropped[i]));
   }
-  for (int op : core) {
-    opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
-  }
-  opt.recompute_workspace_bytes = ReplayForward(g, core, dropped);
-  // The forward under this option keeps everything but `dropped`: those
-  // become transients of the forward (the core runs without grad).
+  // The forward under this option keeps everything but what is dropped:
+  // those become transients of the forward (the parts run without grad).
   opt.forward_workspace_bytes =
       std::max<int64_t>(0, ReplayForward(g, ops, kept) - opt.activation_bytes);
   return opt;
+}
+
+// The selective options of a layer, from its ops' recompute tags: the
+// attention core (option 0 where the layer has one), the MLP activation,
+// and both.
+std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeModel& time,
+                                              const std::vector<int>& ops,
+                                              const std::set<int>& saved,
+                                              int64_t activation_bytes) {
+  RecomputePart core{{}, true}, mlp{{}, false};
+  for (int op : ops) {
+    if (g.ops()[op].attention_core) core.ops.push_back(op);
+    if (g.ops()[op].mlp_activation) mlp.ops.push_back(op);
+  }
+  std::vector<SelectiveOption> out;
+  auto add = [&](const std::string& name, const std::vector<RecomputePart>& parts) {
+    for (const RecomputePart& p : parts) {
+      if (p.ops.empty()) return;
+    }
+    if (auto o = RecomputeOption(g, time, ops, saved, activation_bytes, name, parts)) {
+      out.push_back(std::move(*o));
+    }
+  };
+  add(kAttentionCoreOption, {core});
+  add(kMlpActivationOption, {mlp});
+  add(kAttentionCoreMlpOption, {core, mlp});
+  return out;
 }
 
 // Sizes, workspaces, times and options of group `gi` at chain position `k`.
@@ -316,9 +365,7 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
     l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
   }
-  if (auto core = AttentionCoreOption(g, time, ops, saved, l.activation_bytes)) {
-    l.selective.push_back(std::move(*core));
-  }
+  l.selective = SelectiveOptions(g, time, ops, saved, l.activation_bytes);
   return l;
 }
 

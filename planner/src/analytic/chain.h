@@ -32,8 +32,12 @@ struct OpTimeModel {
 //                     (with grad, without grad, and backward; skips and
 //                     their gradients not included);
 //   times             roofline sums of forward and backward op costs;
-//   selective option  "attention_core" when the layer has core ops: drops the
-//                     core's saved internals, recomputes them in backward.
+//   selective options "attention_core" when the layer has core ops: drops the
+//                     core's saved internals, recomputes them in backward;
+//                     "mlp_activation" when it has MLP activation ops: drops
+//                     the activation's output (kept by the next projection),
+//                     recomputed from its kept input in that projection's
+//                     backward; "attention_core+mlp_activation": both.
 // `kinds` maps a layer tag to its kind (embedding/block/...).
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& graph, const OpTimeModel& time,

@@ -14,7 +14,10 @@ T GptBlock(Builder& B, const T& x) {
   T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T mid = B.Add("residual1", x, o);
   T y2 = B.LayerNorm("ln2", mid, h);
-  T u = B.Pointwise("gelu", B.Projection("fc1", y2, h, f, true, kLoraUp), 8.0);
+  T fc1 = B.Projection("fc1", y2, h, f, true, kLoraUp);
+  B.MlpActivation(true);
+  T u = B.Pointwise("gelu", fc1, 8.0);
+  B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
   return B.Add("residual2", mid, w);
 }
@@ -40,14 +43,20 @@ T LlamaBlock(Builder& B, const T& x) {
   T o = B.Dropout("resid_dropout1", B.Projection("o_proj", ctx, q_width, h, false, kLoraO));
   T mid = B.Add("residual1", x, o);
   T y2 = B.RmsNorm("rms2", mid, h);
-  T gate = B.Pointwise("silu", B.Projection("gate_proj", y2, h, f, false, kLoraGate), 5.0);
+  // The MLP activation: silu and the product (not up_proj between them).
+  T gate_in = B.Projection("gate_proj", y2, h, f, false, kLoraGate);
+  B.MlpActivation(true);
+  T gate = B.Pointwise("silu", gate_in, 5.0);
+  B.MlpActivation(false);
   T up = B.Projection("up_proj", y2, h, f, false, kLoraUp);
+  B.MlpActivation(true);
   T prod = B.Tensor("swiglu", gate.elems, gate.elem_bytes);
   // silu(gate) * up keeps each factor for the other's gradient.
   std::vector<T> kept;
   if (B.Grad(up)) kept.push_back(gate);
   if (B.Grad(gate)) kept.push_back(up);
   B.Op("swiglu", {gate, up}, {prod}, kept, static_cast<double>(gate.elems), 2.0);
+  B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("down_proj", prod, f, h, false, kLoraDown));
   return B.Add("residual2", mid, w);
 }

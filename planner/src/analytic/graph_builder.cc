@@ -103,6 +103,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.parameters = params;
   op.trainable = trainable && WeightsTrain();  // a LoRA job's frozen base: no gradient
   op.attention_core = core;
+  op.mlp_activation = mlp_activation_;
   Count(bwd_workspace);
   if (count_parameters_) {
     parameters_ += CheckedInt(params);

@@ -98,6 +98,12 @@ class Builder {
           const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params = 0,
           int64_t bwd_workspace = 0, bool core = false, bool trainable = true);
 
+  // Marks the ops added while `on` as the MLP activation (OpInfo::
+  // mlp_activation), where the runtime can recompute it: not in a LoRA job
+  // (its adapters read the activation; the runtime recomputes it only
+  // before a plain projection).
+  void MlpActivation(bool on) { mlp_activation_ = on && c_.lora_rank == 0; }
+
   // Casts `x` to the 16-bit matmul dtype under autocast (once per tensor).
   T MatmulInput(const T& x, bool core = false);
 
@@ -168,10 +174,11 @@ class Builder {
   CheckedInt quantized_params_{0};
   CheckedInt quantized_bytes_{0};
   std::map<int, T> casts_;
-  std::vector<bool> records_;  // by op index: the op has a backward (an autograd node)
-  std::string kind_;           // of the current layer
-  bool in_adapter_ = false;    // building a LoRA adapter's ops
-  int lora_bytes_ = 0;         // bytes per element of the adapters' weights
+  std::vector<bool> records_;    // by op index: the op has a backward (an autograd node)
+  std::string kind_;             // of the current layer
+  bool in_adapter_ = false;      // building a LoRA adapter's ops
+  bool mlp_activation_ = false;  // MlpActivation
+  int lora_bytes_ = 0;           // bytes per element of the adapters' weights
 };
 
 }  // namespace remat

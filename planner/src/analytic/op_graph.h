@@ -36,6 +36,9 @@ struct OpInfo {
   int64_t parameters = 0;          // parameters this op owns
   bool trainable = true;           // its parameters get gradients
   bool attention_core = false;     // recomputed by the selective option
+  // Recomputed by the "mlp_activation" option: the MLP's activation (GELU;
+  // SwiGLU's silu and product), recomputed from its kept inputs in backward.
+  bool mlp_activation = false;
 };
 
 class OpGraph {

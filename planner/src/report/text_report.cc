@@ -201,11 +201,16 @@ void LayerTable(std::ostringstream& o, const Plan& plan, const Profile& p) {
   for (int i = 0; i < p.num_layers(); ++i) {
     const LayerProfile& l = p.layers[i];
     int64_t kept = l.activation_bytes;
+    std::string decision = ToString(plan.decisions[i]);
     if (plan.decisions[i] == LayerDecision::kSelective && plan.selective_option[i] >= 0) {
-      kept = l.selective[plan.selective_option[i]].activation_bytes;
+      const SelectiveOption& option = l.selective[plan.selective_option[i]];
+      kept = option.activation_bytes;
+      // The attention core is "selective"; the other options say theirs.
+      if (option.name == kMlpActivationOption) decision = "sel:mlp";
+      if (option.name == kAttentionCoreMlpOption) decision = "sel:attn+mlp";
     }
-    o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14)
-      << Pad(ToString(plan.decisions[i]), 12) << PadLeft(FormatBytes(kept), 12)
+    o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
+      << PadLeft(FormatBytes(kept), 12)
       << PadLeft(FormatBytes(plan.predicted.layer_bytes_at_peak[i]), 12)
       << PadLeft(FormatMillis(l.forward_ms), 10) << PadLeft(FormatMillis(l.backward_ms), 10)
       << "\n";

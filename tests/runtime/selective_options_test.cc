@@ -1,0 +1,164 @@
+// The runtime's selective options (attention_core, mlp_activation and both,
+// ChainModel PartsOf): each gives the gradients of running without
+// checkpointing (fp32, dropout 0.1, within 1e-6 of the largest gradient), and
+// a plan mixing them, from a measured profile, reaches the peak the
+// simulator predicts.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "chain_model.h"
+#include "memory_meter.h"
+#include "optimizer.h"
+#include "profiler.h"
+#include "remat/decisions.h"
+#include "remat/simulator.h"
+#include "schedule_executor.h"
+#include "tiny_model.h"
+
+namespace remat::runtime {
+namespace {
+
+// Every block selective under `option` (the profile's index), the rest kept.
+Schedule AllBlocksUnder(const Profile& p, const std::vector<int>& options) {
+  std::vector<LayerDecision> decisions(p.num_layers(), LayerDecision::kKeep);
+  std::vector<int> chosen(p.num_layers(), -1);
+  int block = 0;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    if (p.layers[i].kind != kBlockKind) continue;
+    const int option = options[block++ % options.size()];
+    if (option < 0) continue;
+    decisions[i] = LayerDecision::kSelective;
+    chosen[i] = option;
+  }
+  Result<Schedule> s = BuildSingleLevelSchedule(p, decisions, chosen);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : Schedule{};
+}
+
+std::vector<at::Tensor> GradientsOf(const ModelConfig& c, const Schedule& schedule, double* loss) {
+  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
+  model->AllocateGradients();
+  ScheduleExecutor executor(*model, nullptr, CpuMeter(), 7);
+  Result<StepResult> r = executor.RunStep(schedule, model->MakeBatch(7, 3), 3);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  *loss = r.ok() ? r->loss : 0;
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : model->parameters()) grads.push_back(p.grad().clone());
+  return grads;
+}
+
+struct Case {
+  std::string name;
+  ModelConfig config;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  for (AttentionImpl a : {AttentionImpl::kEager, AttentionImpl::kSdpa}) {
+    const std::string suffix = a == AttentionImpl::kEager ? "_eager" : "_sdpa";
+    ModelConfig gpt = testing::TinyGpt(), llama = testing::TinyLlama();
+    gpt.attention = llama.attention = a;
+    out.push_back({"gpt" + suffix, gpt});
+    out.push_back({"llama" + suffix, llama});
+  }
+  return out;
+}
+
+class SelectiveOptions : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
+  const ModelConfig& c = GetParam().config;
+  const Profile p = testing::AnalyticOf(c);
+  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
+  ASSERT_EQ(model->selective_options(), 3);
+  double reference_loss = 0;
+  const std::vector<at::Tensor> reference =
+      GradientsOf(c, testing::PlannerSchedule(p, Strategy::kNone), &reference_loss);
+  double largest = 0;
+  for (const at::Tensor& r : reference) largest = std::max(largest, r.abs().max().item<double>());
+  ASSERT_GT(largest, 0);
+  for (int option = 0; option < 3; ++option) {
+    SCOPED_TRACE(p.layers[1].selective[option].name);
+    const Schedule s = AllBlocksUnder(p, {option});
+    ASSERT_TRUE(ValidateSchedule(s, p).ok());
+    double loss = 0;
+    const std::vector<at::Tensor> g = GradientsOf(c, s, &loss);
+    ASSERT_EQ(g.size(), reference.size());
+    EXPECT_EQ(loss, reference_loss);
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      worst = std::max(worst, (g[i] - reference[i]).abs().max().item<double>());
+    }
+    EXPECT_LE(worst, 1e-6 * std::max(1.0, largest)) << "largest " << largest;
+  }
+}
+
+// A measured profile lists the three options with what they keep; a plan
+// with the blocks under mlp_activation and attention_core+mlp_activation
+// reaches the simulated peak: every forward and every backward to the byte
+// here, the step's peak within 1.5% and never above it (as TrainFamilies: a
+// backward that creates its gradients can peak lower than the profile's
+// clamped workspace says; on these tiny models a block kept whole does, by
+// 4-6% of the step's peak, which is why no block here is kept whole).
+TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
+  const ModelConfig& c = GetParam().config;
+  MeasureOptions m;
+  m.warmup = 0;
+  m.repeats = 1;
+  Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  const LayerProfile& block = profile->layers[1];
+  ASSERT_EQ(block.selective.size(), 3u);
+  EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
+  EXPECT_LT(block.selective[1].activation_bytes, block.activation_bytes);
+  EXPECT_LT(block.selective[2].activation_bytes, block.selective[0].activation_bytes);
+  EXPECT_LT(block.selective[2].activation_bytes, block.selective[1].activation_bytes);
+  const Schedule s = AllBlocksUnder(*profile, {1, 2});
+  Result<SimulationResult> sim = Simulate(*profile, s);
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 3);
+  ModelOptimizer optimizer(Optimizer::kAdamW, model->parameters());
+  ScheduleExecutor executor(*model, &optimizer, CpuMeter(), 3);
+  Result<StepResult> r = executor.RunStep(s, model->MakeBatch(3, 0), 0);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->ops.size(), sim->timeline.size());
+  const int64_t measured_base = r->ops[0].live_before,
+                simulated_base = sim->timeline[0].live_before;
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    if (s.ops[k].kind == OpKind::kBackward) {
+      EXPECT_EQ(r->ops[k].peak - measured_base, sim->timeline[k].peak - simulated_base)
+          << "op " << k << " " << DescribeOp(s.ops[k]);
+    }
+    if (s.ops[k].kind != OpKind::kForward) continue;
+    EXPECT_EQ(r->ops[k].live_after - measured_base, sim->timeline[k].live_after - simulated_base)
+        << "op " << k << " " << DescribeOp(s.ops[k]);
+    EXPECT_EQ(r->ops[k].peak - measured_base, sim->timeline[k].peak - simulated_base)
+        << "op " << k << " " << DescribeOp(s.ops[k]);
+  }
+  const int64_t measured = r->peak_bytes - measured_base;
+  const int64_t predicted = sim->peak_bytes - simulated_base;
+  std::cout << GetParam().name << ": predicted peak " << predicted << " B, measured " << measured
+            << " B\n";
+  EXPECT_GE(predicted, measured);
+  EXPECT_NEAR(measured, predicted, 0.015 * predicted);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, SelectiveOptions, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// A schedule naming an option the model does not run is refused up front.
+TEST(SelectiveOptionsCheck, BertRunsTheAttentionCoreOnly) {
+  const ModelConfig c = testing::TinyBert(Head::kMlm);
+  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
+  EXPECT_EQ(model->selective_options(), 1);
+  Schedule s;
+  s.num_layers = model->num_layers();
+  s.ops = {Op::Forward(1, SaveMode::kSelective, 1)};
+  const Status st = ScheduleExecutor::Check(s, *model);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("0 (attention_core) for this model"), std::string::npos)
+      << st.message();
+}
+
+}  // namespace
+}  // namespace remat::runtime
