@@ -1,7 +1,9 @@
 // sentence-transformers' separate passes per text group: with the mnrl loss
-// anchors, positives and negatives go through the encoder one pass each
-// (`reps = [model(f)["sentence_embedding"] for f in features]`), then one
-// loss and one backward. The chain repeats its layers per pass; each pass's
+// and column merging off (merge_columns false: versions before 6, or
+// column_merging_disabled()) anchors, positives and negatives go through the
+// encoder one pass each (`reps = [model(f)["sentence_embedding"] for f in
+// features]`), then one loss and one backward. Merged columns (the
+// default): merged_columns_test.cc. The chain repeats its layers per pass; each pass's
 // pooled embeddings skip to the loss (LayerProfile::skip_bytes).
 #include <gtest/gtest.h>
 
@@ -28,7 +30,7 @@ ModelConfig MiniLm(int texts, int64_t micro_batch = 32) {
       "hidden_dropout_prob":0.1,"attention_probs_dropout_prob":0.1,
       "remat":{"head":"pooling","pooling":"mean","loss":"mnrl","texts_per_example":)" +
       std::to_string(texts) + R"(,"micro_batch":)" + std::to_string(micro_batch) +
-      R"(,"seq_len":75,"precision":"fp32"}})";
+      R"(,"seq_len":75,"precision":"fp32","merge_columns":false}})";
   Result<ModelConfig> c = ParseHfConfig(json, "config.json");
   EXPECT_TRUE(c.ok()) << c.status().message();
   return c.ok() ? *c : ModelConfig{};
