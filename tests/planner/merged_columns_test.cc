@@ -18,43 +18,20 @@
 #include "remat/profile.h"
 #include "remat/simulator.h"
 #include "remat/strategies.h"
+#include "testing/minilm_job.h"
 
 namespace remat {
 namespace {
 
-// all-MiniLM-L6-v2's shape with `texts` texts per example; `merge` "" for
+// all-MiniLM-L6-v2's shape, 32 examples of `texts` texts; `merge` "" for
 // the default.
 ModelConfig MiniLm(int texts, const std::string& merge = "") {
-  const std::string json =
-      R"({"architectures":["BertModel"],"model_type":"bert","num_hidden_layers":6,
-      "hidden_size":384,"num_attention_heads":12,"intermediate_size":1536,
-      "max_position_embeddings":512,"type_vocab_size":2,"vocab_size":30522,
-      "hidden_dropout_prob":0.1,"attention_probs_dropout_prob":0.1,
-      "remat":{"head":"pooling","pooling":"mean","loss":"mnrl","texts_per_example":)" +
-      std::to_string(texts) + R"(,"micro_batch":32,"seq_len":75,"precision":"fp32")" +
-      (merge.empty() ? "" : R"(,"merge_columns":)" + merge) + "}}";
-  Result<ModelConfig> c = ParseHfConfig(json, "config.json");
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? *c : ModelConfig{};
+  return testing::MiniLmJob(texts, 32, merge);
 }
 
-Profile Analytic(const ModelConfig& c) {
-  AnalyticOptions o;
-  Result<DeviceSpec> cpu = LookupDevice("cpu");
-  EXPECT_TRUE(cpu.ok());
-  if (cpu.ok()) o.device = *cpu;
-  Result<Profile> p = AnalyticProfile(c, o);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  return p.ok() ? *p : Profile{};
-}
-
+Profile Analytic(const ModelConfig& c) { return testing::AnalyticOnCpu(c); }
 const LayerProfile& Named(const Profile& p, const std::string& name) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.name == name) return l;
-  }
-  ADD_FAILURE() << "no layer " << name;
-  static const LayerProfile none;
-  return none;
+  return testing::NamedLayer(p, name);
 }
 
 TEST(MergedColumns, AnchorsThenTheOtherColumnsMerged) {
