@@ -33,7 +33,15 @@ config.json with random weights: transformers' AutoModel in a
 SentenceTransformer with mean pooling, fed random token ids at the full
 max_seq_length (the upper bound of padding to the longest text).
 
+With the job's "merge_columns": false (or --no-merge-columns),
+sentence-transformers encodes every column in its own forward pass (its
+column_merging_disabled()), as versions before 6 did; by default (6.x)
+the anchors go in one pass and the other columns, merged, in a second
+(embed_columns): under checkpointing a recomputed layer of that pass holds
+(texts - 1) x micro_batch texts' tensors.
+
 usage: hf_reference.py CONFIG.json [--checkpointing] [--steps N] [--device cpu|cuda]
+                       [--no-merge-columns]
 """
 import argparse
 import json
@@ -66,10 +74,10 @@ class Precision:
         self.torch, self.device = torch, device
         if name not in ("fp32", "amp_fp16", "amp_bf16"):
             raise SystemExit(f"remat.precision {name!r}: fp32, amp_fp16 or amp_bf16 are run here")
-        if name != "fp32" and device != "cuda":
-            raise SystemExit(f"remat.precision {name!r}: autocast references run on --device cuda")
+        # On CPU too: torch.autocast("cpu") (bf16 and, in torch 2.x, fp16),
+        # the same autocast code path as CUDA's with CPU kernels.
         self.dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(name)
-        self.scaler = torch.amp.GradScaler("cuda") if name == "amp_fp16" else None
+        self.scaler = torch.amp.GradScaler(device) if name == "amp_fp16" else None
 
     def autocast(self):
         import contextlib
@@ -114,6 +122,16 @@ def hf_step_fn(torch, cfg, job, checkpointing, device, precision):
     return model, step, getattr(model.config, "_attn_implementation", "?")
 
 
+def columns(job):
+    """How sentence-transformers groups the columns into forward passes: its
+    default (merged candidates, 6.x), or one pass per column."""
+    import contextlib
+    if job.get("merge_columns", True):
+        return contextlib.nullcontext()
+    from sentence_transformers.base.losses.merged_forward import column_merging_disabled
+    return column_merging_disabled()
+
+
 def mnrl_random_step_fn(torch, cfg, job, checkpointing, device, precision):
     """A sentence-transformers job with random weights from its config.json:
     AutoModel in a SentenceTransformer with mean pooling, random token ids."""
@@ -149,7 +167,8 @@ def mnrl_random_step_fn(torch, cfg, job, checkpointing, device, precision):
                      "attention_mask": torch.ones(b, s, dtype=torch.long, device=device)}
                     for _ in range(texts)]
         with precision.autocast():
-            loss = loss_fn(features, None)
+            with columns(job):
+                loss = loss_fn(features, None)
         precision.backward_and_step(loss, opt)
         return float(loss)
 
@@ -185,10 +204,12 @@ def mnrl_step_fn(torch, cfg, job, checkpointing, device, precision):
         # Sentences long enough that every text is truncated to max_seq_length.
         groups = [[" ".join(rng.choice(vocab) for _ in range(2 * job["seq_len"])) for _ in range(b)]
                   for _ in range(texts)]
-        features = [{k: v.to(device) for k, v in model.tokenize(g).items()} for g in groups]
+        features = [{k: v.to(device) if torch.is_tensor(v) else v  # and "modality": "text"
+                     for k, v in model.tokenize(g).items()} for g in groups]
         assert all(f["input_ids"].shape == (b, job["seq_len"]) for f in features)
         with precision.autocast():
-            loss = loss_fn(features, None)
+            with columns(job):
+                loss = loss_fn(features, None)
         precision.backward_and_step(loss, opt)
         return float(loss)
 
@@ -218,6 +239,7 @@ def main():
     ap.add_argument("--checkpointing", action="store_true")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--no-merge-columns", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -231,6 +253,8 @@ def main():
     torch.manual_seed(0)
     cfg = json.load(open(args.config))
     job = cfg["remat"]
+    if args.no_merge_columns:
+        job["merge_columns"] = False
     precision = Precision(torch, job.get("precision", "fp32"), args.device)
     sentence = job.get("head") == "pooling"
     build = mnrl_step_fn if sentence else hf_step_fn
@@ -240,7 +264,8 @@ def main():
         step(i)
     out = {"config": args.config, "checkpointing": args.checkpointing, "attention": attn,
            "parameters": params, "device": args.device,
-           "precision": job.get("precision", "fp32"), "torch": torch.__version__}
+           "precision": job.get("precision", "fp32"), "torch": torch.__version__,
+           "merge_columns": job.get("merge_columns", True)}
     if cpu:
         m = remat_measure.measure(step, args.steps - 1, timeline=False)
         out.update(peak_bytes=m.baseline_bytes + m.peak_bytes, bytes_before=m.baseline_bytes,

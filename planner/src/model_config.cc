@@ -53,7 +53,8 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "loss",
                                              "texts_per_example",
                                              "num_labels",
-                                             "pooler"};
+                                             "pooler",
+                                             "merge_columns"};
 
 // Generous limits: anything above is a typo, and keeps byte arithmetic far
 // from overflow (see checked_math.h for the rest). Published models have up
@@ -96,6 +97,7 @@ Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
   REMAT_RETURN_IF_ERROR(r.Int("texts_per_example", &c->texts_per_example, false, 1, kMaxTexts));
   REMAT_RETURN_IF_ERROR(r.Int("num_labels", &c->num_labels, false, 1, kMaxTokens));
   REMAT_RETURN_IF_ERROR(r.Bool("pooler", &c->pooler, false));
+  REMAT_RETURN_IF_ERROR(r.Bool("merge_columns", &c->merge_columns, false));
   const Head resolved = WithDefaults(*c).head;
   if (r.Has("pooling") && resolved != Head::kPooling) {
     return r.Error("pooling",
@@ -235,7 +237,20 @@ int64_t SequencesPerMicroBatch(const ModelConfig& config) {
 
 int TextPasses(const ModelConfig& config) {
   const ModelConfig c = WithDefaults(config);
-  return c.loss == Loss::kMnrl ? static_cast<int>(c.texts_per_example) : 1;
+  if (c.loss != Loss::kMnrl) return 1;
+  return c.merge_columns ? 2 : static_cast<int>(c.texts_per_example);
+}
+
+int64_t PassSequences(const ModelConfig& config, int pass) {
+  const ModelConfig c = WithDefaults(config);
+  if (TextPasses(c) == 1) return SequencesPerMicroBatch(c);
+  return c.merge_columns && pass > 0 ? (c.texts_per_example - 1) * c.micro_batch : c.micro_batch;
+}
+
+int64_t PassOffset(const ModelConfig& config, int pass) {
+  int64_t n = 0;
+  for (int p = 0; p < pass; ++p) n += PassSequences(config, p);
+  return n;
 }
 
 namespace {
@@ -401,6 +416,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["texts_per_example"] = d.texts_per_example;
   if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
   j["pooler"] = d.pooler;
+  if (d.loss == Loss::kMnrl) j["merge_columns"] = d.merge_columns;
   LoraToJson(d, &j);
   return DumpDocument(j);
 }

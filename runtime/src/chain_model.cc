@@ -295,12 +295,13 @@ at::Tensor ChainModel::Dropout(const at::Tensor& x) const {
 }
 
 at::Tensor ChainModel::SplitHeads(const at::Tensor& t, int64_t n) const {
-  const int64_t b = sequences_, s = config_.seq_len, d = t.size(-1) / n;
+  const int64_t b = t.size(0), s = config_.seq_len, d = t.size(-1) / n;
   return t.view({b, s, n, d}).transpose(1, 2).reshape({b * n, s, d});
 }
 
 at::Tensor ChainModel::MergeHeads(const at::Tensor& context) const {
-  const int64_t b = sequences_, s = config_.seq_len, d = context.size(-1), a = context.size(0) / b;
+  const int64_t a = config_.heads, b = context.size(0) / a, s = config_.seq_len,
+                d = context.size(-1);
   return context.view({b, a, s, d}).transpose(1, 2).reshape({b, s, a * d});
 }
 

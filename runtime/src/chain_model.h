@@ -5,8 +5,9 @@
 // The chain's layers are named and ordered as the planner's analytic chain:
 // "embedding", "block0".."block<N-1>", "final_norm" (decoders only), "head",
 // "loss". With several text passes (TextPasses: the mnrl loss, as
-// sentence-transformers encodes anchors, positives and negatives one pass
-// each) the layers before the loss repeat per pass, "p1.embedding" ..
+// sentence-transformers encodes the anchors in one pass and the other
+// columns merged in a second, or each column in its own; PassSequences)
+// the layers before the loss repeat per pass, "p1.embedding" ..
 // "p<T>.head"; the heads of passes before the last skip their sentence
 // embeddings to the loss (skips_to_loss) and hand the next pass a 0-element
 // boundary, and a pass's embedding reads its texts' ids from the batch. Layers are plain functions
@@ -203,17 +204,19 @@ class ChainModel {
   // (s, s): 0 on and below the diagonal, -inf above, in the model's dtype.
   at::Tensor CausalBias() const;
 
-  // Sequences through the model per pass: micro_batch * texts with one
-  // pass, micro_batch with several; the batch holds micro_batch * texts.
+  // Sequences through the model with one pass: micro_batch * texts (with
+  // several, pass p carries PassSequences(config, p): the blocks take the
+  // count from their input); the batch holds micro_batch * texts.
   int64_t sequences() const { return sequences_; }
   int64_t batch_sequences() const { return batch_sequences_; }
   // Dropout with the model's rate, as nn.Dropout runs it (at::dropout): on
   // CUDA a fused kernel that keeps a 1-byte mask, on CPU a multiply by a
   // mask in the input's dtype, which it keeps.
   at::Tensor Dropout(const at::Tensor& x) const;
-  // (sequences, s, n * d) -> (sequences * n, s, d), one contiguous copy.
+  // (b, s, n * d) -> (b * n, s, d), one contiguous copy (b: t's texts).
   at::Tensor SplitHeads(const at::Tensor& t, int64_t n) const;
-  // (sequences * a, s, d) -> (sequences, s, a * d), one contiguous copy.
+  // (b * a, s, d) -> (b, s, a * d) for the model's a heads, one contiguous
+  // copy.
   at::Tensor MergeHeads(const at::Tensor& context) const;
   // softmax(q k^T / sqrt(d) + bias) (dropout seeded from `seed`) v over
   // (n, s, d) heads; `bias` undefined: bidirectional. `softmax_fp32`: the

@@ -162,8 +162,10 @@ at::Tensor EncoderModel::ForwardLoss(const at::Tensor& x, const std::vector<at::
                                      const at::Tensor& /*batch*/) const {
   // MultipleNegativesRankingLoss: anchors (the first micro_batch texts)
   // against every positive and negative, cosine similarity * 20. With
-  // separate passes the anchors are the first pass's embeddings (a skip)
-  // and the candidates cat(the other skips, x); in one pass, narrows of x.
+  // several passes the anchors are the first pass's embeddings (a skip)
+  // and the candidates cat(the other skips, x): x alone with merged columns
+  // (its (texts - 1) * b rows, copied by the cat as sentence-transformers'
+  // torch.cat of the unbound columns does); in one pass, narrows of x.
   const ModelConfig& c = config();
   const int64_t b = c.micro_batch;
   std::vector<at::Tensor> others;
@@ -188,10 +190,14 @@ at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::
                                       const DropoutSeeds& seeds) const {
   switch (layer_kind(layer)) {
     case LayerKind::kEmbedding:
-      // With several passes, pass k embeds texts [k b, (k + 1) b) of the
-      // batch (x is the previous pass's empty boundary from the second on).
+      // With several passes, pass k embeds its texts of the batch
+      // (PassOffset, PassSequences: the anchors, then the other columns
+      // merged or one pass each); x is the previous pass's empty boundary
+      // from the second on.
       if (passes() > 1) {
-        return Embed(batch[0].narrow(0, pass_of(layer) * sequences(), sequences()), seeds);
+        const int pass = pass_of(layer);
+        return Embed(batch[0].narrow(0, PassOffset(config(), pass), PassSequences(config(), pass)),
+                     seeds);
       }
       return Embed(x[0], seeds);
     case LayerKind::kHead:
@@ -209,9 +215,10 @@ Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds&
   const Block& w = block(layer);
   const int64_t a = config().heads;
   if (config().attention != AttentionImpl::kEager) {
-    // (b, s, h) -> (b, a, s, d) views, as HF BERT hands them to sdpa.
+    // (b, s, h) -> (b, a, s, d) views, as HF BERT hands them to sdpa (b:
+    // this pass's texts).
     auto split = [&](const at::Tensor& t) {
-      return t.view({sequences(), config().seq_len, a, -1}).transpose(1, 2);
+      return t.view({x.size(0), config().seq_len, a, -1}).transpose(1, 2);
     };
     return {split(at::linear(x, w.q_w, w.q_b)), split(at::linear(x, w.k_w, w.k_b)),
             split(at::linear(x, w.v_w, w.v_b))};

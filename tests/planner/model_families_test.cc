@@ -256,7 +256,7 @@ constexpr char kSeedJob[] = R"({"architectures":["RobertaForMaskedLM"],"model_ty
     "num_hidden_layers":6,"hidden_size":768,"num_attention_heads":12,"intermediate_size":3072,
     "max_position_embeddings":514,"type_vocab_size":1,"vocab_size":50265,
     "remat":{"head":"pooling","pooling":"mean","loss":"mnrl","texts_per_example":3,
-             "micro_batch":128,"seq_len":75,"precision":"amp_fp16"}})";
+             "micro_batch":128,"seq_len":75,"precision":"amp_fp16","merge_columns":false}})";
 
 // The seed job: 128 triplets of at most 75 tokens through distilroberta-base
 // (sentence-transformers: AutoModel, mean pooling, MultipleNegativesRankingLoss).

@@ -1,7 +1,9 @@
 // sentence-transformers' separate passes per text group: with the mnrl loss
-// anchors, positives and negatives go through the encoder one pass each
-// (`reps = [model(f)["sentence_embedding"] for f in features]`), then one
-// loss and one backward. The chain repeats its layers per pass; each pass's
+// and column merging off (merge_columns false: versions before 6, or
+// column_merging_disabled()) anchors, positives and negatives go through the
+// encoder one pass each (`reps = [model(f)["sentence_embedding"] for f in
+// features]`), then one loss and one backward. Merged columns (the
+// default): merged_columns_test.cc. The chain repeats its layers per pass; each pass's
 // pooled embeddings skip to the loss (LayerProfile::skip_bytes).
 #include <gtest/gtest.h>
 
@@ -14,43 +16,21 @@
 #include "remat/profile.h"
 #include "remat/simulator.h"
 #include "remat/strategies.h"
+#include "testing/minilm_job.h"
 #include "testing/timeline.h"
 
 namespace remat {
 namespace {
 
-// all-MiniLM-L6-v2's shape, trained on `texts` texts per example.
+// all-MiniLM-L6-v2's shape, trained on `texts` texts per example, one
+// pass per column.
 ModelConfig MiniLm(int texts, int64_t micro_batch = 32) {
-  const std::string json =
-      R"({"architectures":["BertModel"],"model_type":"bert","num_hidden_layers":6,
-      "hidden_size":384,"num_attention_heads":12,"intermediate_size":1536,
-      "max_position_embeddings":512,"type_vocab_size":2,"vocab_size":30522,
-      "hidden_dropout_prob":0.1,"attention_probs_dropout_prob":0.1,
-      "remat":{"head":"pooling","pooling":"mean","loss":"mnrl","texts_per_example":)" +
-      std::to_string(texts) + R"(,"micro_batch":)" + std::to_string(micro_batch) +
-      R"(,"seq_len":75,"precision":"fp32"}})";
-  Result<ModelConfig> c = ParseHfConfig(json, "config.json");
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? *c : ModelConfig{};
+  return testing::MiniLmJob(texts, micro_batch, "false");
 }
 
-Profile Analytic(const ModelConfig& c) {
-  AnalyticOptions o;
-  Result<DeviceSpec> cpu = LookupDevice("cpu");
-  EXPECT_TRUE(cpu.ok());
-  if (cpu.ok()) o.device = *cpu;
-  Result<Profile> p = AnalyticProfile(c, o);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  return p.ok() ? *p : Profile{};
-}
-
+Profile Analytic(const ModelConfig& c) { return testing::AnalyticOnCpu(c); }
 const LayerProfile& Named(const Profile& p, const std::string& name) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.name == name) return l;
-  }
-  ADD_FAILURE() << "no layer " << name;
-  static const LayerProfile none;
-  return none;
+  return testing::NamedLayer(p, name);
 }
 
 TEST(TextPasses, TripletsChainRepeatsTheEncoderPerPass) {

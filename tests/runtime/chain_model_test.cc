@@ -143,11 +143,13 @@ TEST(LoraFamilies, KeptBytesAreTheAnalyticModels) {
 INSTANTIATE_TEST_SUITE_P(Tiny, Families, ::testing::ValuesIn(testing::TinyFamilies()),
                          [](const auto& info) { return info.param.first; });
 
-// sentence-transformers encodes each text group in its own pass: the chain
-// repeats embedding, blocks and head per pass, the first passes' heads skip
-// their sentence embeddings to the loss.
+// sentence-transformers without column merging (merge_columns false)
+// encodes each text group in its own pass: the chain repeats embedding,
+// blocks and head per pass, the first passes' heads skip their sentence
+// embeddings to the loss. Merged columns: merged_columns_test.cc.
 TEST(TextPasses, TripletsRunThreePassesThenTheLoss) {
-  const ModelConfig c = testing::TinyBert(Head::kPooling);
+  ModelConfig c = testing::TinyBert(Head::kPooling);
+  c.merge_columns = false;
   ASSERT_EQ(c.texts_per_example, 3);
   std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 1);
   const int per_pass = static_cast<int>(c.layers) + 2;

@@ -175,6 +175,12 @@ struct ModelConfig {
   // it gets no gradient or optimizer state. Not with the classification head
   // (its dense layer is that pooler, trained).
   bool pooler = false;
+  // mnrl: how sentence-transformers groups the texts into forward passes.
+  // true (sentence-transformers 6.x, embed_columns): the anchors in one pass,
+  // every other column merged into a second pass of (texts_per_example - 1)
+  // * micro_batch texts; false (earlier versions, or column merging
+  // disabled): one pass per column of micro_batch texts.
+  bool merge_columns = true;
 
   // LoRA / QLoRA (README "LoRA and QLoRA"). lora_rank 0: full fine-tuning.
   int64_t lora_rank = 0;      // r of every adapter; the base weights are frozen
@@ -196,11 +202,15 @@ Gradients GradientsOf(const ModelConfig& config);
 
 // Sequences through the model per micro-batch: micro_batch * texts_per_example.
 int64_t SequencesPerMicroBatch(const ModelConfig& config);
-// Forward passes through the encoder per micro-batch: texts_per_example with
-// the mnrl loss (sentence-transformers encodes anchors, positives and
-// negatives separately, then one loss and one backward), else 1. Each pass
-// carries micro_batch sequences when there are several.
+// Forward passes through the encoder per micro-batch, then one loss and one
+// backward: with the mnrl loss 2 (anchors, then the other columns merged;
+// merge_columns) or texts_per_example (one pass per column), else 1.
 int TextPasses(const ModelConfig& config);
+// Sequences of forward pass `pass` (0-based, < TextPasses) and of the passes
+// before it: one pass carries them all; separate columns micro_batch each;
+// merged columns micro_batch, then (texts_per_example - 1) * micro_batch.
+int64_t PassSequences(const ModelConfig& config, int pass);
+int64_t PassOffset(const ModelConfig& config, int pass);
 
 // Parses model.json text. `source` names the file in messages.
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source);

@@ -45,7 +45,7 @@ void Builder::Count(int64_t bytes) {
 }
 
 void Builder::BeginPass(int pass) {
-  sequences_ = c_.micro_batch;
+  sequences_ = PassSequences(c_, pass);
   tokens_ = Mul({c_.seq_len, sequences_});
   count_parameters_ = pass == 0;
 }

@@ -71,7 +71,7 @@ class Builder {
   int64_t tokens() const { return tokens_; }        // seq_len * sequences
 
   // Starts forward pass `pass` (0-based) of TextPasses(config) > 1: from
-  // here on sequences() and tokens() count one pass's texts (micro_batch),
+  // here on sequences() and tokens() count that pass's texts (PassSequences),
   // and the ops of passes after the first reuse the first pass's weights
   // (parameters counted once).
   void BeginPass(int pass);

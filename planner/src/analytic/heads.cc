@@ -77,8 +77,10 @@ T Normalize(Builder& B, const std::string& name, const T& x, int64_t rows) {
   return y;
 }
 
-// MultipleNegativesRankingLoss over one pass's embeddings per text group
-// (b x h each, anchors first): candidates = cat(positives, negatives);
+// MultipleNegativesRankingLoss over the passes' embeddings, anchors (b x h)
+// first, then the candidates: one pass of (t-1)b x h with merged columns
+// (sentence-transformers 6: embeddings.reshape(...).unbind(0), then cat), or
+// one b x h pass per column; candidates = cat(positives, negatives), a copy;
 // scores = 20 * cos_sim(anchors, candidates), b x (t-1)b; cross-entropy with
 // the matching positive as label.
 T Mnrl(Builder& B, const std::vector<T>& reps) {
