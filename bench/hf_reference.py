@@ -132,6 +132,15 @@ def columns(job):
     return column_merging_disabled()
 
 
+def mnrl_update(precision, job, loss_fn, features, opt):
+    """One MNRL step on the texts' features, as the trainer runs it."""
+    with precision.autocast():
+        with columns(job):
+            loss = loss_fn(features, None)
+    precision.backward_and_step(loss, opt)
+    return float(loss)
+
+
 def mnrl_random_step_fn(torch, cfg, job, checkpointing, device, precision):
     """A sentence-transformers job with random weights from its config.json:
     AutoModel in a SentenceTransformer with mean pooling, random token ids."""
@@ -166,11 +175,7 @@ def mnrl_random_step_fn(torch, cfg, job, checkpointing, device, precision):
         features = [{"input_ids": torch.randint(5, config.vocab_size, (b, s), device=device),
                      "attention_mask": torch.ones(b, s, dtype=torch.long, device=device)}
                     for _ in range(texts)]
-        with precision.autocast():
-            with columns(job):
-                loss = loss_fn(features, None)
-        precision.backward_and_step(loss, opt)
-        return float(loss)
+        return mnrl_update(precision, job, loss_fn, features, opt)
 
     return model, step, getattr(auto.config, "_attn_implementation", "?")
 
@@ -207,11 +212,7 @@ def mnrl_step_fn(torch, cfg, job, checkpointing, device, precision):
         features = [{k: v.to(device) if torch.is_tensor(v) else v  # and "modality": "text"
                      for k, v in model.tokenize(g).items()} for g in groups]
         assert all(f["input_ids"].shape == (b, job["seq_len"]) for f in features)
-        with precision.autocast():
-            with columns(job):
-                loss = loss_fn(features, None)
-        precision.backward_and_step(loss, opt)
-        return float(loss)
+        return mnrl_update(precision, job, loss_fn, features, opt)
 
     return model, step, getattr(auto.config, "_attn_implementation", "?")
 
