@@ -4,15 +4,12 @@
 
 #include "remat/analytic.h"
 #include "remat/input.h"
+#include "testing/hf_config.h"
 
 namespace remat {
 namespace {
 
-ModelConfig Hf(const std::string& json) {
-  Result<ModelConfig> c = ParseHfConfig(json, "config.json");
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? *c : ModelConfig{};
-}
+using testing::Hf;
 
 std::string Llama(const std::string& type, int layers, int hidden, int heads, int kv, int ffn,
                   int vocab, bool tied, const std::string& extra = "") {

@@ -9,15 +9,12 @@
 #include "remat/analytic.h"
 #include "remat/input.h"
 #include "remat/profile.h"
+#include "testing/hf_config.h"
 
 namespace remat {
 namespace {
 
-ModelConfig Hf(const std::string& json) {
-  Result<ModelConfig> c = ParseHfConfig(json, "config.json");
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? *c : ModelConfig{};
-}
+using testing::Hf;
 
 Profile OnDevice(const ModelConfig& c, const char* device) {
   AnalyticOptions o;
