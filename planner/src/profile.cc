@@ -181,6 +181,18 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
   REMAT_RETURN_IF_ERROR(r.Double("optimizer_ms", &p.optimizer_ms, false, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Double("accumulate_ms", &p.accumulate_ms, false, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &p.grad_accumulation, false, 1, kMaxBytes));
+  if (doc.contains("host_link")) {
+    const nlohmann::json& h = doc.at("host_link");
+    if (!h.is_object()) {
+      return r.Error("host_link", "expected an object, got " + DescribeJsonValue(h));
+    }
+    JsonObjectReader hr(h, source + ": host_link");
+    REMAT_RETURN_IF_ERROR(hr.String("name", &p.host_link.name, false));
+    REMAT_RETURN_IF_ERROR(hr.Double("gb_per_s", &p.host_link.gb_per_s, true, 1e-6, 1e6));
+    REMAT_RETURN_IF_ERROR(hr.Double("latency_us", &p.host_link.latency_us, false, 0, 1e9));
+    REMAT_RETURN_IF_ERROR(hr.Bool("overlapped", &p.host_link.overlapped, false));
+    REMAT_RETURN_IF_ERROR(hr.NoUnknownKeys({"name", "gb_per_s", "latency_us", "overlapped"}));
+  }
   int64_t static_bytes = 0;
   REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
   if (doc.contains("static")) {
@@ -232,6 +244,12 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
   j["optimizer_ms"] = p.optimizer_ms;
   if (p.accumulate_ms >= 0) j["accumulate_ms"] = p.accumulate_ms;
   if (p.grad_accumulation > 1) j["grad_accumulation"] = p.grad_accumulation;
+  if (p.host_link.present()) {
+    j["host_link"] = {{"name", p.host_link.name},
+                      {"gb_per_s", p.host_link.gb_per_s},
+                      {"latency_us", p.host_link.latency_us},
+                      {"overlapped", p.host_link.overlapped}};
+  }
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     nlohmann::ordered_json lj;

@@ -12,6 +12,7 @@ struct LiveTensor {
   int option = -1;        // for a[i]: the selective option it was saved under
   bool graph = false;     // for x[i+1]: written by a forward with grad (carries its graph)
   bool released = false;  // x[i] released by a forward of a layer that does not keep it
+  bool on_host = false;   // offloaded: its bytes are host memory until a prefetch
 };
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
@@ -151,8 +152,12 @@ class Replay {
         LiveTensor& lt = live_[Key(op.tensor, L)];
         // The op's peak is the moment before the free.
         pt->reserved = tally_.reserved();
-        cat_[lt.category] -= lt.bytes;
-        if (!lt.released) tally_.Remove(lt.bytes);
+        if (lt.on_host) {
+          host_bytes_ -= lt.bytes;
+        } else {
+          cat_[lt.category] -= lt.bytes;
+          if (!lt.released) tally_.Remove(lt.bytes);
+        }
         lt = LiveTensor{};
         break;
       }
@@ -160,6 +165,32 @@ class Replay {
         ms = p_.optimizer_ms;
         r->optimizer_ms += ms;
         break;
+      case OpKind::kOffload:
+      case OpKind::kPrefetch: {
+        // In line (the link is not overlapped): the copy runs on the compute
+        // clock; the device bytes are live during it.
+        LiveTensor& lt = live_[Key(op.tensor, L)];
+        const bool out = op.kind == OpKind::kOffload;
+        if (!out) {
+          cat_[lt.category] += lt.bytes;
+          tally_.Add(lt.bytes);
+        }
+        peak = cat_;
+        ms = p_.host_link.CopyMs(lt.bytes);
+        r->transfer_ms += ms;
+        r->link_busy_ms += ms;
+        if (out) {
+          cat_[lt.category] -= lt.bytes;
+          tally_.Remove(lt.bytes);
+          host_bytes_ += lt.bytes;
+          r->offloaded_bytes += lt.bytes;
+        } else {
+          host_bytes_ -= lt.bytes;
+        }
+        lt.on_host = out;
+        r->host_peak_bytes = std::max(r->host_peak_bytes, host_bytes_);
+        break;
+      }
     }
     ReleaseSkips(op);
     time_ms_ += ms;
@@ -262,6 +293,7 @@ class Replay {
   int release_x_ = -1;                // x index the current op releases after its peak
   MemoryByCategory cat_;
   ReservedTally tally_;
+  int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
 };
 
@@ -339,7 +371,7 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
     }
   }
   r.activation_peak_bytes = r.peak_bytes - r.static_bytes;
-  r.step_ms = r.forward_ms + r.backward_ms + r.recompute_ms + r.optimizer_ms;
+  r.step_ms = r.forward_ms + r.backward_ms + r.recompute_ms + r.optimizer_ms + r.transfer_ms;
   // Attribute the live tensors at the peak to layers: replay up to the peak op.
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
@@ -353,7 +385,7 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
       for (int idx = 0; idx <= L; ++idx) {
         const TensorRef t{static_cast<TensorKind>(kind), idx};
         const LiveTensor& lt = replay.live()[Key(t, L)];
-        if (lt.live) r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
+        if (lt.live && !lt.on_host) r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
       }
     }
     for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.skip_live(i);

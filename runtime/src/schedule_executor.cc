@@ -27,8 +27,11 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
   }
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const Op& op = schedule.ops[i];
-    if (op.kind != OpKind::kFree && op.kind != OpKind::kOptimizerStep &&
-        (op.layer < 0 || op.layer >= L)) {
+    if (op.kind == OpKind::kOffload || op.kind == OpKind::kPrefetch) {
+      return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
+                             "): this runtime does not run activation offload yet");
+    }
+    if (!op.on_tensor() && op.kind != OpKind::kOptimizerStep && (op.layer < 0 || op.layer >= L)) {
       return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
                              "): no such layer");
     }
@@ -170,6 +173,9 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
       }
       break;
     }
+    case OpKind::kOffload:
+    case OpKind::kPrefetch:
+      throw std::invalid_argument("activation offload is not run by this runtime");
     case OpKind::kOptimizerStep:
       if (optimizer_ != nullptr && last_micro_batch) {
         optimizer_->Step();  // sets the gradients to None

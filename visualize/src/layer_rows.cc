@@ -77,6 +77,8 @@ std::vector<LayerRow> LayerRows(const Plan& plan, const Profile& profile) {
         if (!backward_started) first_forward_live.erase(graph.TensorIndex(op.tensor));
         break;
       case OpKind::kOptimizerStep:
+      case OpKind::kOffload:
+      case OpKind::kPrefetch:
         break;
     }
   }

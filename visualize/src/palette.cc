@@ -52,6 +52,9 @@ const char* PhaseColor(OpKind kind) {
       return "#7b93ab";
     case OpKind::kOptimizerStep:
       return "#bcccdc";
+    case OpKind::kOffload:
+    case OpKind::kPrefetch:
+      return "#59a14f";  // a copy over the host link
     case OpKind::kFree:
       break;
   }
@@ -70,6 +73,10 @@ const char* PhaseLabel(OpKind kind) {
       return "optimizer";
     case OpKind::kFree:
       return "free";
+    case OpKind::kOffload:
+      return "offload";
+    case OpKind::kPrefetch:
+      return "prefetch";
   }
   return "?";
 }

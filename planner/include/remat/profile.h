@@ -131,6 +131,23 @@ struct StaticMemory {
   int64_t total() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
 };
 
+// The link between device and host memory that activation offload copies
+// over (schedule.h kOffload / kPrefetch). A copy of n bytes takes
+// latency_us + n / (gb_per_s * 1e9) s. `overlapped`: copies run on a side
+// stream beside compute (CUDA, pinned host memory); else each copy runs in
+// line, on the compute clock (the CPU runtime's host pool).
+struct HostLink {
+  std::string name;     // "pcie4", "pcie5", "nvlink-c2c", "cpu-memcpy", "custom", ...
+  double gb_per_s = 0;  // 0: no link, offload is not possible
+  double latency_us = 0;
+  bool overlapped = false;
+  bool present() const { return gb_per_s > 0; }
+  // Milliseconds to copy `bytes` one way.
+  double CopyMs(int64_t bytes) const {
+    return present() ? latency_us * 1e-3 + static_cast<double>(bytes) / (gb_per_s * 1e6) : 0;
+  }
+};
+
 struct Profile {
   std::string model;        // model name
   std::string source;       // "analytic" or what measured it ("libtorch-cpu", ...)
@@ -149,6 +166,8 @@ struct Profile {
   // backward (LayerProfile::gradient_bytes) persist from micro-batch 2 on,
   // so Simulate predicts the update's peak from both micro-steps.
   int64_t grad_accumulation = 1;
+  // Offload link (profile JSON "host_link"; the CLI's --host-link sets it).
+  HostLink host_link;
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }

@@ -33,6 +33,13 @@ enum class OpKind {
   kBackward,       // the layer's backward
   kFree,           // release one tensor
   kOptimizerStep,  // the optimizer update after the last backward
+  // Activation offload (HostLink, profile.h). Only a checkpoint can move: an
+  // x[i], 1 <= i < L, written by a forward or recompute without grad, while
+  // a[i] is not live (nothing else holds it). kOffload copies it to host
+  // memory and releases its device bytes; until a kPrefetch copies it back
+  // nothing may read it. A kFree of a tensor on host releases its host bytes.
+  kOffload,
+  kPrefetch,
 };
 
 // How a forward (or recompute) keeps its activations.
@@ -52,10 +59,10 @@ struct TensorRef {
 
 struct Op {
   OpKind kind = OpKind::kForward;
-  int layer = -1;               // kForward, kRecompute, kBackward
+  int layer = -1;                   // kForward, kRecompute, kBackward
   SaveMode save = SaveMode::kNone;  // kForward, kRecompute
-  int option = -1;              // selective option index when save == kSelective
-  TensorRef tensor;             // kFree
+  int option = -1;                  // selective option index when save == kSelective
+  TensorRef tensor;                 // kFree, kOffload, kPrefetch
 
   static Op Forward(int layer, SaveMode save, int option = -1) {
     return Op{OpKind::kForward, layer, save, option, {}};
@@ -66,6 +73,12 @@ struct Op {
   static Op Backward(int layer) { return Op{OpKind::kBackward, layer, SaveMode::kNone, -1, {}}; }
   static Op Free(TensorRef t) { return Op{OpKind::kFree, -1, SaveMode::kNone, -1, t}; }
   static Op OptimizerStep() { return Op{OpKind::kOptimizerStep, -1, SaveMode::kNone, -1, {}}; }
+  static Op Offload(TensorRef t) { return Op{OpKind::kOffload, -1, SaveMode::kNone, -1, t}; }
+  static Op Prefetch(TensorRef t) { return Op{OpKind::kPrefetch, -1, SaveMode::kNone, -1, t}; }
+  // An op on one tensor: a free, an offload or a prefetch.
+  bool on_tensor() const {
+    return kind == OpKind::kFree || kind == OpKind::kOffload || kind == OpKind::kPrefetch;
+  }
 };
 
 struct Schedule {
@@ -92,7 +105,9 @@ class ChainGraph {
   const std::vector<TensorRef>& Writes(const Op& op) const;
 
   // A dense index for a tensor of this chain, in [0, num_tensors()).
-  int TensorIndex(TensorRef t) const { return static_cast<int>(t.kind) * (num_layers_ + 1) + t.index; }
+  int TensorIndex(TensorRef t) const {
+    return static_cast<int>(t.kind) * (num_layers_ + 1) + t.index;
+  }
   int num_tensors() const { return 3 * (num_layers_ + 1); }
 
  private:
@@ -108,9 +123,10 @@ class ChainGraph {
 Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers);
 
 // Checks that the schedule is executable: layers in range, every read tensor
-// is live, no tensor is written while live, every layer gets exactly one
-// backward, backward order allows the gradient to flow (g[i+1] live), and
-// selective options exist in `profile`.
+// is live (on the device), no tensor is written while live, every layer gets
+// exactly one backward, backward order allows the gradient to flow (g[i+1]
+// live), selective options exist in `profile`, and offloads move only
+// checkpoints (see kOffload) over a link the profile has (HostLink).
 Status ValidateSchedule(const Schedule& schedule, const Profile& profile);
 Status ValidateSchedule(const Schedule& schedule, const Profile& profile, const ChainGraph& graph);
 
@@ -118,13 +134,25 @@ Status ValidateSchedule(const Schedule& schedule, const Profile& profile, const 
 std::string TensorName(TensorRef t);
 Result<TensorRef> ParseTensorName(std::string_view name);
 
-// Human-readable op: "forward 3 (save)", "recompute 2 (no grad)", "free a3".
+// Offloads the checkpoints x[i] for i in `xs` (each written once in the
+// forward pass by a forward without grad): a kOffload right after the first
+// forward that reads x[i] after it was written, and a kPrefetch before the
+// next op that reads it, issued `prefetch_lead` compute ops (forward,
+// recompute, backward) earlier, so a copy over an overlapped link can hide
+// behind them; 0: right before its reader. Fails for an x[i] that is not a
+// checkpoint of `schedule` (the result would not validate).
+Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>& xs,
+                                int prefetch_lead);
+
+// Human-readable op: "forward 3 (save)", "recompute 2 (no grad)", "free a3",
+// "offload x3", "prefetch x3".
 std::string DescribeOp(const Op& op);
 
 // JSON array of ops, as in plan.json's "schedule":
 //   {"op":"forward","layer":0,"save":"all"}  save: "none" | "all" | "selective" (+ "option")
 //   {"op":"recompute","layer":3,"save":"none"}  {"op":"backward","layer":3}
 //   {"op":"free","tensor":"a3"}  {"op":"optimizer_step"}
+//   {"op":"offload","tensor":"x3"}  {"op":"prefetch","tensor":"x3"}
 std::string ScheduleToJson(const Schedule& schedule);
 Result<Schedule> ParseScheduleJson(std::string_view json_text, int num_layers,
                                    const std::string& source);

@@ -27,6 +27,10 @@
 // tallied as the allocator rounds them (ReservedTally, device_memory.h).
 // Time: forward/recompute add forward_ms, backward adds backward_ms (plus the
 // selective option's extra_recompute_ms), the optimizer step optimizer_ms.
+// Offload: a kOffload releases the checkpoint's device bytes after its copy
+// and holds them in host memory (host_peak_bytes) until a kPrefetch brings
+// them back (allocated before its copy) or a kFree; each copy takes
+// host_link.CopyMs, on the compute clock (transfer_ms).
 // Every figure the planner reports comes from here.
 #ifndef REMAT_SIMULATOR_H_
 #define REMAT_SIMULATOR_H_
@@ -93,7 +97,12 @@ struct SimulationResult {
   double backward_ms = 0;   // backwards, without selective recompute
   double recompute_ms = 0;  // recompute ops + selective extra_recompute_ms
   double optimizer_ms = 0;
-  int recompute_ops = 0;    // number of kRecompute ops
+  int recompute_ops = 0;  // number of kRecompute ops
+  // Activation offload (kOffload / kPrefetch over profile.host_link).
+  double transfer_ms = 0;       // what the copies add to the step (in line: all of them)
+  double link_busy_ms = 0;      // the link's busy time, both directions
+  int64_t offloaded_bytes = 0;  // bytes copied to the host
+  int64_t host_peak_bytes = 0;  // most offloaded bytes in host memory at once
 };
 
 // Replays `schedule` on `profile`, with `allocator` (may be null: reserved
