@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "remat/analytic.h"
+#include "testing/minilm_job.h"
 
 namespace remat {
 namespace {
@@ -39,15 +40,6 @@ Profile OnCpu(const ModelConfig& c) {
   return p.ok() ? *p : Profile{};
 }
 
-const LayerProfile& Layer(const Profile& p, const std::string& name) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.name == name) return l;
-  }
-  static LayerProfile none;
-  ADD_FAILURE() << "no layer " << name;
-  return none;
-}
-
 constexpr int64_t kTokens = kBatch * kSeq;                  // n
 constexpr int64_t kScores = kBatch * kHeads * kSeq * kSeq;  // b a s^2
 
@@ -77,14 +69,15 @@ TEST(AmpCpu, BlockKeepsTheCastsEachMatmulSaves) {
   // autocast: 4,595,712 bytes live after its forward, its output included
   // (the same size as the fp32 input the analytic layer counts).
   EXPECT_EQ(expected, 4'595'712);
-  EXPECT_EQ(Layer(OnCpu(CpuAmpS()), "block0").activation_bytes, expected);
+  EXPECT_EQ(testing::NamedLayer(OnCpu(CpuAmpS()), "block0").activation_bytes, expected);
 }
 
 // The tied LM head: its bf16 logits, the bf16 cast of its input and the bf16
 // copy of the token embedding (cached like any trained leaf weight).
 TEST(AmpCpu, HeadKeepsTheBf16CopyOfTheTiedEmbedding) {
   const int64_t n = kTokens, h = kHidden, V = kVocab;
-  EXPECT_EQ(Layer(OnCpu(CpuAmpS()), "head").activation_bytes, 2 * n * V + 2 * n * h + 2 * V * h);
+  EXPECT_EQ(testing::NamedLayer(OnCpu(CpuAmpS()), "head").activation_bytes,
+            2 * n * V + 2 * n * h + 2 * V * h);
 }
 
 // F.cross_entropy on bf16 logits: CPU autocast's fp32 policy lists
@@ -97,7 +90,8 @@ TEST(AmpCpu, HeadKeepsTheBf16CopyOfTheTiedEmbedding) {
 // gradient (2nV) is the layer's output.
 TEST(AmpCpu, LossKeepsFp32LogProbabilitiesOnly) {
   const int64_t n = kTokens, V = kVocab;
-  const LayerProfile& loss = Layer(OnCpu(CpuAmpS()), "loss");
+  const Profile p = OnCpu(CpuAmpS());
+  const LayerProfile& loss = testing::NamedLayer(p, "loss");
   EXPECT_EQ(loss.activation_bytes, 4 * n * V + 4);
   EXPECT_EQ(loss.forward_workspace_bytes + loss.activation_bytes, 4 * n * V + 4 * n * V);
   EXPECT_EQ(loss.backward_workspace_bytes + 2 * n * V, 8 * n * V);

@@ -7,19 +7,11 @@
 
 #include "remat/analytic.h"
 #include "remat/runtime/torch_runtime.h"
+#include "testing/minilm_job.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {
 namespace {
-
-const LayerProfile& Layer(const Profile& p, const std::string& name) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.name == name) return l;
-  }
-  static LayerProfile none;
-  ADD_FAILURE() << "no layer " << name;
-  return none;
-}
 
 TEST(AmpKept, MeasuredLayersKeepWhatTheAnalyticCpuModelKeeps) {
   ModelConfig c = testing::TinyGpt();
@@ -35,17 +27,18 @@ TEST(AmpKept, MeasuredLayersKeepWhatTheAnalyticCpuModelKeeps) {
   ASSERT_TRUE(analytic.ok()) << analytic.status().message();
 
   for (const char* name : {"block0", "block3", "final_norm", "head"}) {
-    EXPECT_EQ(Layer(*measured, name).activation_bytes, Layer(*analytic, name).activation_bytes)
+    EXPECT_EQ(testing::NamedLayer(*measured, name).activation_bytes,
+              testing::NamedLayer(*analytic, name).activation_bytes)
         << name;
   }
   // The loss: fp32 log-probabilities (4nV), the loss and nll_loss's total
   // weight (fp32 scalars; the analytic model counts the loss only). Not the
   // 6nV that log_softmax + nll_loss called apart keep under CPU autocast.
   const int64_t n = c.micro_batch * c.seq_len, V = c.vocab;
-  EXPECT_EQ(Layer(*measured, "loss").activation_bytes, 4 * n * V + 8);
-  EXPECT_EQ(Layer(*analytic, "loss").activation_bytes, 4 * n * V + 4);
-  EXPECT_EQ(Layer(*measured, "loss").backward_workspace_bytes,
-            Layer(*analytic, "loss").backward_workspace_bytes);
+  EXPECT_EQ(testing::NamedLayer(*measured, "loss").activation_bytes, 4 * n * V + 8);
+  EXPECT_EQ(testing::NamedLayer(*analytic, "loss").activation_bytes, 4 * n * V + 4);
+  EXPECT_EQ(testing::NamedLayer(*measured, "loss").backward_workspace_bytes,
+            testing::NamedLayer(*analytic, "loss").backward_workspace_bytes);
 }
 
 }  // namespace
