@@ -331,7 +331,13 @@ at::Tensor ChainModel::FusedAttention(const at::Tensor& q, const at::Tensor& k, 
 }
 
 at::Tensor ChainModel::CrossEntropy(const at::Tensor& logits, const at::Tensor& targets) {
-  return at::nll_loss(at::log_softmax(logits, -1), targets, {}, at::Reduction::Mean, -100);
+  // F.cross_entropy's op, not log_softmax + nll_loss: CPU autocast's fp32
+  // policy lists cross_entropy_loss, so 16-bit logits are cast to fp32 and
+  // only the fp32 log-probabilities are kept (torch 2.11, measured). Called
+  // apart, CPU autocast runs log_softmax in the logits' dtype (kept) and
+  // nll_loss on an fp32 copy (kept too). CUDA's policy runs log_softmax in
+  // fp32 either way; without autocast both are the same ops.
+  return at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100);
 }
 
 at::Tensor ChainModel::TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const {

@@ -232,7 +232,8 @@ class ChainModel {
   at::Tensor FusedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             bool causal, uint64_t seed) const;
   // Mean cross-entropy of (n, classes) logits against (n) targets; targets
-  // of -100 are ignored. log_softmax keeps its output.
+  // of -100 are ignored. log_softmax keeps its output (under autocast in
+  // fp32, as F.cross_entropy).
   static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets);
   // CrossEntropy of (sequences, s, vocab) logits against the batch's row 1.
   at::Tensor TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const;
