@@ -56,7 +56,8 @@ std::vector<FlagSpec> PlanFlags() {
   std::vector<FlagSpec> f = {
       {"budget", "SIZE", "device memory budget: 24GB (10^9), 24GiB (2^30), MB/MiB/TB/TiB/B"},
       {"strategy", "NAME",
-       "auto (default), none, uniform, segment, selective, manual, optimal, optimal-single"},
+       "auto (default), none, uniform, segment, selective, manual, optimal, optimal-single, "
+       "offload (needs --host-link)"},
       {"every", "K", "uniform: checkpoint every K-th block (default: best fit, or round(sqrt N))"},
       {"segments", "N", "segment: number of equal segments (default: best fit, or round(sqrt N))"},
       {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
