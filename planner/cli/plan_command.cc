@@ -115,7 +115,10 @@ Result<PlanOptions> ParseOptions(const Args& args) {
     if (!s.ok()) return s.status().WithPrefix("option --strategy");
     o.strategy = *s;
   }
-  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "every", Strategy::kUniform, &o));
+  // --every also sets the offload strategy's checkpoint spacing.
+  if (o.strategy != Strategy::kOffload) {
+    REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "every", Strategy::kUniform, &o));
+  }
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "segments", Strategy::kSegment, &o));
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "checkpoint-layers", Strategy::kManual, &o));
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "selective-layers", Strategy::kSelective, &o));

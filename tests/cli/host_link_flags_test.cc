@@ -64,6 +64,13 @@ TEST(HostLinkFlags, OffloadPlanReportsItsCheckpointsAndCopies) {
   EXPECT_FALSE(nlohmann::json::parse(plain.out)["predicted"].contains("offloaded_bytes"));
 }
 
+TEST(HostLinkFlags, EverySetsTheOffloadSpacing) {
+  const Captured c = RunCli({"--budget", "24GB", "--strategy", "offload", "--every", "4",
+                             "--host-link", "pcie5", kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("Plan: offload (every 4, "), std::string::npos) << c.out;
+}
+
 TEST(HostLinkFlags, HostBudgetCapsTheOffloadedBytes) {
   const Captured all = RunCli(
       {"--strategy", "offload", "--host-link", "pcie5", "--json", "--budget", "1GB", kExample});
