@@ -1,9 +1,11 @@
 #include "job.h"
 
+#include "host_link_flags.h"
+
 namespace remat::cli {
 
 std::vector<FlagSpec> JobFlags() {
-  return {
+  std::vector<FlagSpec> flags = {
       {"device", "NAME", "device for analytic times: h200, a100 (default), rtx4090, cpu"},
       {"tflops", "X", "achieved TFLOP/s for analytic times (overrides --device peaks)"},
       {"micro-batch", "N", "override model.json micro_batch"},
@@ -20,6 +22,8 @@ std::vector<FlagSpec> JobFlags() {
       {"gradients", "G",
        "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
   };
+  for (const FlagSpec& f : HostLinkFlags()) flags.push_back(f);
+  return flags;
 }
 
 Result<std::string> InputPath(const Args& args, const std::string& usage) {
@@ -80,7 +84,9 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
 
 Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
   REMAT_ASSIGN_OR_RETURN(const JobOverrides overrides, ParseJobOverrides(args));
-  return LoadJob(path, overrides);
+  REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(path, overrides));
+  REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
+  return job;
 }
 
 Result<std::string> RuntimeDevice(const Args& args) {

@@ -56,7 +56,8 @@ std::vector<FlagSpec> PlanFlags() {
   std::vector<FlagSpec> f = {
       {"budget", "SIZE", "device memory budget: 24GB (10^9), 24GiB (2^30), MB/MiB/TB/TiB/B"},
       {"strategy", "NAME",
-       "auto (default), none, uniform, segment, selective, manual, optimal, optimal-single"},
+       "auto (default), none, uniform, segment, selective, manual, optimal, optimal-single, "
+       "offload (needs --host-link)"},
       {"every", "K", "uniform: checkpoint every K-th block (default: best fit, or round(sqrt N))"},
       {"segments", "N", "segment: number of equal segments (default: best fit, or round(sqrt N))"},
       {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
@@ -114,7 +115,10 @@ Result<PlanOptions> ParseOptions(const Args& args) {
     if (!s.ok()) return s.status().WithPrefix("option --strategy");
     o.strategy = *s;
   }
-  REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "every", Strategy::kUniform, &o));
+  // --every also sets the offload strategy's checkpoint spacing.
+  if (o.strategy != Strategy::kOffload) {
+    REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "every", Strategy::kUniform, &o));
+  }
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "segments", Strategy::kSegment, &o));
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "checkpoint-layers", Strategy::kManual, &o));
   REMAT_RETURN_IF_ERROR(ImplyStrategy(args, "selective-layers", Strategy::kSelective, &o));

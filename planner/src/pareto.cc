@@ -9,8 +9,12 @@ namespace remat {
 
 Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& options) {
   if (options.points < 2) return Status::Invalid("a Pareto sweep needs at least 2 budgets");
-  const std::vector<Strategy> strategies =
-      options.strategies.empty() ? SweepableStrategies() : options.strategies;
+  std::vector<Strategy> strategies = options.strategies;
+  if (strategies.empty()) {
+    for (Strategy s : SweepableStrategies()) {
+      if (AppliesTo(s, profile)) strategies.push_back(s);
+    }
+  }
   for (Strategy s : strategies) {
     if (!Sweepable(s)) {
       return Status::Invalid(std::string("strategy '") + ToString(s) +

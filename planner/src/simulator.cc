@@ -13,6 +13,16 @@ struct LiveTensor {
   bool graph = false;     // for x[i+1]: written by a forward with grad (carries its graph)
   bool released = false;  // x[i] released by a forward of a layer that does not keep it
   bool on_host = false;   // offloaded: its bytes are host memory until a prefetch
+  bool leaving = false;   // overlapped offload: device bytes held until its copy ends
+};
+
+// An overlapped copy's effect that waits for the copy's end: the offload's
+// device bytes released, or the prefetch's host bytes.
+struct PendingRelease {
+  double end_ms = 0;
+  int key = 0;
+  bool device = true;  // device bytes (an offload) or host bytes (a prefetch)
+  int64_t bytes = 0;
 };
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
@@ -51,6 +61,8 @@ class Replay {
       : p_(p), s_(s), graph_(g), tally_(allocator) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
+    out_end_ms_.assign(3 * (L + 1), 0);
+    ready_ms_.assign(3 * (L + 1), 0);
     skip_.resize(L);
     skip_grad_.resize(L);
     released_.resize(L);
@@ -79,6 +91,7 @@ class Replay {
     const Op& op = s_.ops[i];
     const int L = p_.num_layers();
     pt->op_index = i;
+    if (p_.host_link.overlapped) WaitForLink(op, r);
     pt->live_before = cat_.total();
     pt->start_ms = time_ms_;
     MemoryByCategory peak = cat_;
@@ -154,6 +167,11 @@ class Replay {
         pt->reserved = tally_.reserved();
         if (lt.on_host) {
           host_bytes_ -= lt.bytes;
+          if (lt.leaving) {  // its copy out is still running: drop the device bytes too
+            cat_[lt.category] -= lt.bytes;
+            tally_.Remove(lt.bytes);
+            DropPending(Key(op.tensor, L), true);
+          }
         } else {
           cat_[lt.category] -= lt.bytes;
           if (!lt.released) tally_.Remove(lt.bytes);
@@ -167,6 +185,11 @@ class Replay {
         break;
       case OpKind::kOffload:
       case OpKind::kPrefetch: {
+        if (p_.host_link.overlapped) {
+          IssueCopy(op, r);
+          peak = cat_;
+          break;
+        }
         // In line (the link is not overlapped): the copy runs on the compute
         // clock; the device bytes are live during it.
         LiveTensor& lt = live_[Key(op.tensor, L)];
@@ -218,6 +241,9 @@ class Replay {
     pt->live_after = cat_.total();
   }
 
+  // After the last op: what the overlapped copies still hold is released.
+  void Finish() { ReleasePending(1e300); }
+
   const std::vector<LiveTensor>& live() const { return live_; }
   // Whether layer i's parameter gradients exist now.
   bool has_gradients(int layer) const { return grads_[layer]; }
@@ -268,6 +294,81 @@ class Replay {
     drop(skip_grad_[op.layer], op.layer);
   }
 
+  // Overlapped link, before op `op` starts: a compute op reading a tensor
+  // whose prefetch is still copying waits for the copy's end (the stall is
+  // transfer_ms); then the copies that ended by the op's start release what
+  // they held.
+  void WaitForLink(const Op& op, SimulationResult* r) {
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute ||
+        op.kind == OpKind::kBackward) {
+      double ready = time_ms_;
+      for (const TensorRef& t : graph_.Reads(op)) {
+        ready = std::max(ready, ready_ms_[Key(t, p_.num_layers())]);
+      }
+      r->transfer_ms += ready - time_ms_;
+      time_ms_ = ready;
+    }
+    ReleasePending(time_ms_);
+  }
+  // Overlapped link: queues the copy on its direction's queue. An offload
+  // keeps the device bytes until its copy ends; a prefetch allocates them
+  // now and its readers wait for its end (ready_ms_).
+  void IssueCopy(const Op& op, SimulationResult* r) {
+    const int key = Key(op.tensor, p_.num_layers());
+    LiveTensor& lt = live_[key];
+    const double copy_ms = p_.host_link.CopyMs(lt.bytes);
+    r->link_busy_ms += copy_ms;
+    if (op.kind == OpKind::kOffload) {
+      const double start = std::max(time_ms_, d2h_free_ms_);
+      d2h_free_ms_ = start + copy_ms;
+      out_end_ms_[key] = d2h_free_ms_;
+      host_bytes_ += lt.bytes;
+      r->offloaded_bytes += lt.bytes;
+      r->host_peak_bytes = std::max(r->host_peak_bytes, host_bytes_);
+      lt.on_host = true;
+      lt.leaving = true;
+      pending_.push_back({d2h_free_ms_, key, true, lt.bytes});
+      return;
+    }
+    // The bytes must have reached the host before they can come back.
+    const double start = std::max({time_ms_, h2d_free_ms_, out_end_ms_[key]});
+    h2d_free_ms_ = start + copy_ms;
+    ready_ms_[key] = h2d_free_ms_;
+    if (lt.leaving) {
+      DropPending(key, true);  // its device bytes were never released
+    } else {
+      cat_[lt.category] += lt.bytes;
+      tally_.Add(lt.bytes);
+    }
+    lt.on_host = false;
+    lt.leaving = false;
+    pending_.push_back({h2d_free_ms_, key, false, lt.bytes});
+  }
+  void ReleasePending(double now_ms) {
+    std::vector<PendingRelease> still;
+    for (const PendingRelease& e : pending_) {
+      if (e.end_ms > now_ms) {
+        still.push_back(e);
+        continue;
+      }
+      if (e.device) {
+        LiveTensor& lt = live_[e.key];
+        cat_[lt.category] -= e.bytes;
+        tally_.Remove(e.bytes);
+        lt.leaving = false;
+      } else {
+        host_bytes_ -= e.bytes;
+      }
+    }
+    pending_ = std::move(still);
+  }
+  void DropPending(int key, bool device) {
+    pending_.erase(
+        std::remove_if(pending_.begin(), pending_.end(),
+                       [&](const PendingRelease& e) { return e.key == key && e.device == device; }),
+        pending_.end());
+  }
+
   const Profile& p_;
   const Schedule& s_;
   const ChainGraph& graph_;
@@ -295,6 +396,12 @@ class Replay {
   ReservedTally tally_;
   int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
+  // Overlapped link: when each direction's queue frees, when each tensor's
+  // copy out ends and its copy back is ready (by Key), and what the copies
+  // in flight still hold.
+  double d2h_free_ms_ = 0, h2d_free_ms_ = 0;
+  std::vector<double> out_end_ms_, ready_ms_;
+  std::vector<PendingRelease> pending_;
 };
 
 }  // namespace
@@ -362,6 +469,7 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
       }
       r.reserved_peak_bytes = std::max(r.reserved_peak_bytes, r.timeline[i].reserved);
     }
+    replay.Finish();
     if (schedule.ops.empty()) {
       r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
       if (gradients_at_start) {
@@ -385,7 +493,8 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
       for (int idx = 0; idx <= L; ++idx) {
         const TensorRef t{static_cast<TensorKind>(kind), idx};
         const LiveTensor& lt = replay.live()[Key(t, L)];
-        if (lt.live && !lt.on_host) r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
+        if (lt.live && (!lt.on_host || lt.leaving))
+          r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
       }
     }
     for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.skip_live(i);

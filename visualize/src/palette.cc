@@ -91,6 +91,8 @@ const char* DecisionColor(LayerDecision d) {
       return "#f28e2b";
     case LayerDecision::kSelective:
       return "#2a9d8f";
+    case LayerDecision::kOffload:
+      return "#e15759";
   }
   return "#000000";
 }
@@ -117,6 +119,8 @@ const char* StrategyColor(Strategy s) {
       return "#b07aa1";
     case Strategy::kManual:
       return "#9c755f";
+    case Strategy::kOffload:
+      return "#e15759";
     case Strategy::kAuto:
       break;
   }

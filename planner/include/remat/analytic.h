@@ -34,7 +34,15 @@ struct DeviceSpec {
   int64_t workspace_bytes = 0;     // cuBLAS/cuDNN workspaces
   double fragmentation = 0;        // caching allocator's cache above its rounded peak
   bool caching_allocator = false;  // PyTorch's CUDA caching allocator rounds requests
+  std::string host_link;           // the card's link to host memory (LookupHostLink), or ""
 };
+
+// Host link presets for activation offload (HostLink, profile.h; sources in
+// docs/offload.md): "pcie4", "pcie5", "nvlink-c2c" (overlapped: a copy
+// stream beside compute), "cpu" (a memcpy in line), "none" (no offload); or
+// a bandwidth, "<N>GB/s", overlapped with no latency. Lists the accepted
+// names on error.
+Result<HostLink> LookupHostLink(std::string_view name);
 
 // "h200", "a100", "rtx4090", "cpu". Lists the accepted names on error.
 Result<DeviceSpec> LookupDevice(std::string_view name);

@@ -27,6 +27,7 @@ enum class Strategy {
   kManual,         // exactly the listed blocks checkpointed
   kOptimal,        // multi-level optimal schedule (solver)
   kOptimalSingle,  // optimal set of checkpointed layers, each recomputed once
+  kOffload,        // checkpoints offloaded to host memory (needs a host link)
 };
 const char* ToString(Strategy s);
 // Accepts the names ToString prints. Lists the accepted names on error.

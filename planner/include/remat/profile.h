@@ -141,6 +141,9 @@ struct HostLink {
   double gb_per_s = 0;  // 0: no link, offload is not possible
   double latency_us = 0;
   bool overlapped = false;
+  // Host memory offloaded bytes may take (--host-budget); 0: no limit. A
+  // plan whose host_peak_bytes exceeds it does not fit. Not in profile JSON.
+  int64_t budget_bytes = 0;
   bool present() const { return gb_per_s > 0; }
   // Milliseconds to copy `bytes` one way.
   double CopyMs(int64_t bytes) const {

@@ -30,7 +30,17 @@
 // Offload: a kOffload releases the checkpoint's device bytes after its copy
 // and holds them in host memory (host_peak_bytes) until a kPrefetch brings
 // them back (allocated before its copy) or a kFree; each copy takes
-// host_link.CopyMs, on the compute clock (transfer_ms).
+// host_link.CopyMs, on the compute clock (transfer_ms), when the link is in
+// line. Over an overlapped link (HostLink::overlapped, a copy stream) each
+// direction is a serial queue beside the compute clock: a copy starts when
+// its op is issued or when its queue frees, whichever is later (a prefetch
+// also not before the tensor's copy out ended); an offload's device bytes
+// stay allocated until its copy ends (released before the first op that
+// starts at or after that end, or at the end of the step), its host bytes
+// from its issue; a prefetch allocates its device bytes when issued, frees
+// the host bytes when its copy ends, and the first compute op reading the
+// tensor starts no earlier than that end. Only those stalls are transfer_ms;
+// link_busy_ms is all copy time.
 // Every figure the planner reports comes from here.
 #ifndef REMAT_SIMULATOR_H_
 #define REMAT_SIMULATOR_H_
@@ -99,7 +109,8 @@ struct SimulationResult {
   double optimizer_ms = 0;
   int recompute_ops = 0;  // number of kRecompute ops
   // Activation offload (kOffload / kPrefetch over profile.host_link).
-  double transfer_ms = 0;       // what the copies add to the step (in line: all of them)
+  double transfer_ms = 0;       // what the copies add to the step (in line: all of
+                                // them; overlapped: the readers' stalls)
   double link_busy_ms = 0;      // the link's busy time, both directions
   int64_t offloaded_bytes = 0;  // bytes copied to the host
   int64_t host_peak_bytes = 0;  // most offloaded bytes in host memory at once

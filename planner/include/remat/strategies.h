@@ -33,6 +33,8 @@ const StrategySolver* FindSolver(Strategy strategy);
 bool Sweepable(Strategy s);
 // The sweepable strategies, in registry order.
 std::vector<Strategy> SweepableStrategies();
+// Whether `s` can plan `profile`: kOffload needs profile.host_link.
+bool AppliesTo(Strategy s, const Profile& profile);
 
 // Plans `profile` under `options`. A plan that does not fit is still
 // returned (chosen.fits == false); errors are for invalid options only.

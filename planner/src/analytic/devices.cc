@@ -19,6 +19,24 @@
 //                 PyTorch's default (non-expandable) segments; measured on
 //                 the H200 from -0.3% to +17.7% over eight plans.
 // A CPU has none of them: its plans and reports are as without terms.
+//
+// Host links (activation offload, docs/offload.md): effective one-way
+// copy rates of pinned memory as measured, not the signalling rate.
+//   pcie4       25 GB/s: nvbandwidth host_to_device_memcpy_ce, 24-26 GB/s
+//               on RTX 4090s (NVIDIA/nvbandwidth#15), 25.1 GB/s on an A100
+//               SXM (#42); the raw x16 rate is 31.5 GB/s.
+//   pcie5       50 GB/s: nvbandwidth device_to_host_memcpy_sm 52.8 GB/s on
+//               H100s (NVIDIA/nvbandwidth#24); raw x16 63 GB/s. The H200
+//               SXM's host link is PCIe 5.0 x16 (profiles/devices/h200.json).
+//   nvlink-c2c  300 GB/s: GH200 host-to-device memcpy 346 GB/s (CE),
+//               device-to-host about 15% lower (NVIDIA/nvbandwidth#23);
+//               450 GB/s a direction on paper.
+//   cpu         10 GB/s in line: a memcpy reads and writes each byte, half
+//               the cpu preset's 20 GB/s memory bandwidth.
+// Latencies (a copy's launch and DMA setup) are assumed: 10 us over PCIe,
+// 5 us over C2C, 1 us for a memcpy.
+#include <cstdlib>
+
 #include "json_fields.h"
 #include "remat/analytic.h"
 
@@ -34,20 +52,57 @@ const std::vector<DeviceSpec>& Devices() {
       // name      16-bit TF  fp32 TF  GB/s    memory bytes                       efficiency
       //           cuda context  workspaces               fragmentation  caching allocator
       {"h200",    989.0, 67.0, 4800.0, int64_t{141} * 1000 * 1000 * 1000, 0.5,
-                  749 * kMiB,    (2 * 32 + 1) * kMiB,     0.05,          true},
+                  749 * kMiB,    (2 * 32 + 1) * kMiB,     0.05,          true, "pcie5"},
       {"a100",    312.0, 19.5, 2039.0, int64_t{80} * 1000 * 1000 * 1000,  0.5,
-                  500 * kMiB,    2 * 8320 * kKiB,         0.05,          true},
+                  500 * kMiB,    2 * 8320 * kKiB,         0.05,          true, ""},
       {"rtx4090", 165.2, 82.6, 1008.0, int64_t{24} << 30,                 0.5,
-                  400 * kMiB,    2 * 8320 * kKiB,         0.05,          true},
+                  400 * kMiB,    2 * 8320 * kKiB,         0.05,          true, ""},
       // A 2-core AVX2 machine with OpenBLAS (this project's CI machine kind).
       {"cpu",     0.05,  0.1,  20.0,   int64_t{24} << 30,                 0.5,
-                  0,             0,                       0.0,           false},
+                  0,             0,                       0.0,           false, ""},
   };
   // clang-format on
   return devices;
 }
 
+const std::vector<HostLink>& HostLinks() {
+  // clang-format off
+  static const std::vector<HostLink> links = {
+      // name         GB/s   latency us  overlapped
+      {"pcie4",       25.0,  10.0,       true},
+      {"pcie5",       50.0,  10.0,       true},
+      {"nvlink-c2c",  300.0, 5.0,        true},
+      {"cpu",         10.0,  1.0,        false},
+  };
+  // clang-format on
+  return links;
+}
+
 }  // namespace
+
+Result<HostLink> LookupHostLink(std::string_view name) {
+  if (name == "none") return HostLink{};
+  std::vector<std::string> names;
+  for (const HostLink& l : HostLinks()) {
+    if (l.name == name) return l;
+    names.push_back(l.name);
+  }
+  const std::string_view unit = "GB/s";
+  if (name.size() > unit.size() && name.substr(name.size() - unit.size()) == unit) {
+    const std::string number(name.substr(0, name.size() - unit.size()));
+    char* end = nullptr;
+    const double gbps = std::strtod(number.c_str(), &end);
+    if (end == number.c_str() + number.size() && gbps > 0 && gbps <= 1e6) {
+      return HostLink{std::string(name), gbps, 0, true};
+    }
+    return Status::Invalid("host link '" + std::string(name) +
+                           "': expected a bandwidth above 0 and at most 1e6 GB/s, e.g. 64GB/s");
+  }
+  names.push_back("none");
+  names.push_back("<N>GB/s");
+  return Status::Invalid("unknown host link '" + std::string(name) + "', expected " +
+                         JoinAlternatives(names));
+}
 
 std::vector<std::string> DeviceNames() {
   std::vector<std::string> names;

@@ -14,6 +14,8 @@ const char* ToString(LayerDecision d) {
       return "recompute";
     case LayerDecision::kSelective:
       return "selective";
+    case LayerDecision::kOffload:
+      return "offload";
   }
   return "?";
 }
@@ -26,9 +28,8 @@ Result<Schedule> BuildSingleLevelSchedule(const Profile& profile,
     return Status::Internal("decisions for " + std::to_string(decisions.size()) +
                             " layers, profile has " + std::to_string(L));
   }
-  auto in_segment = [&](int i) {
-    return decisions[i] == LayerDecision::kCheckpoint || decisions[i] == LayerDecision::kRecompute;
-  };
+  auto in_segment = [&](int i) { return RunsWithoutGrad(decisions[i]); };
+  std::vector<int> offloaded;  // checkpoints x[i] to offload
   auto option_of = [&](int i) {
     return i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
                ? selective_option[i]
@@ -57,6 +58,15 @@ Result<Schedule> BuildSingleLevelSchedule(const Profile& profile,
       case LayerDecision::kCheckpoint:
         ops.push_back(Op::Forward(i, SaveMode::kNone));
         break;
+      case LayerDecision::kOffload:
+        if (i == 0 || !in_segment(i - 1)) {
+          return Status::Invalid("layer " + std::to_string(i) + " ('" + profile.layers[i].name +
+                                 "') is marked offload but its input is not a checkpoint (the "
+                                 "layer before it must run without grad)");
+        }
+        offloaded.push_back(i);
+        ops.push_back(Op::Forward(i, SaveMode::kNone));
+        break;
     }
   }
   for (int i = L - 1; i >= 0;) {
@@ -72,7 +82,9 @@ Result<Schedule> BuildSingleLevelSchedule(const Profile& profile,
     i = start - 1;
   }
   ops.push_back(Op::OptimizerStep());
-  return AddFrees(ops, L);
+  Schedule schedule = AddFrees(ops, L);
+  if (offloaded.empty()) return schedule;
+  return InsertOffloads(schedule, offloaded, kOffloadPrefetchLead);
 }
 
 void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* decisions,
@@ -81,10 +93,14 @@ void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* de
   decisions->assign(L, LayerDecision::kKeep);
   selective_option->assign(L, -1);
   const ChainGraph& graph = ChainGraph::For(L);
-  std::vector<char> x_live(L + 1, 0), forwarded(L, 0), nograd(L, 0);
+  std::vector<char> x_live(L + 1, 0), forwarded(L, 0), nograd(L, 0), offloaded(L, 0);
   x_live[0] = 1;
   for (const Op& op : schedule.ops) {
     if (op.kind == OpKind::kBackward) break;
+    if (op.kind == OpKind::kOffload && op.tensor.kind == TensorKind::kX && op.tensor.index < L) {
+      offloaded[op.tensor.index] = 1;
+      continue;
+    }
     if (op.kind == OpKind::kFree) {
       if (op.tensor.kind == TensorKind::kX) x_live[op.tensor.index] = 0;
       continue;
@@ -104,7 +120,9 @@ void SummarizeDecisions(const Schedule& schedule, std::vector<LayerDecision>* de
   }
   for (int i = 0; i < L; ++i) {
     if (nograd[i]) {
-      (*decisions)[i] = x_live[i] ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
+      (*decisions)[i] = offloaded[i] ? LayerDecision::kOffload
+                        : x_live[i]  ? LayerDecision::kCheckpoint
+                                     : LayerDecision::kRecompute;
     }
   }
 }

@@ -9,8 +9,17 @@
 namespace remat {
 namespace {
 
-const std::vector<std::string> kStrategyNames = {
-    "auto", "none", "uniform", "segment", "selective", "manual", "optimal", "optimal-single"};
+const std::vector<std::string> kStrategyNames = {"auto",    "none",           "uniform",
+                                                 "segment", "selective",      "manual",
+                                                 "optimal", "optimal-single", "offload"};
+
+// The device total within `budget_bytes` (or no budget) and the offloaded
+// bytes within the host link's budget (or no limit).
+bool Fits(const Profile& profile, const Plan& plan, int64_t budget_bytes) {
+  const int64_t host = profile.host_link.budget_bytes;
+  return (budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes) &&
+         (host <= 0 || plan.predicted.host_peak_bytes <= host);
+}
 
 }  // namespace
 
@@ -33,7 +42,7 @@ Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std
   REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
   plan.memory = AccountDeviceMemory(plan.predicted.peak_bytes, plan.predicted.reserved_peak_bytes,
                                     plan.terms);
-  plan.fits = budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes;
+  plan.fits = Fits(profile, plan, budget_bytes);
   SummarizeDecisions(schedule, &plan.decisions, &plan.selective_option);
   plan.schedule = std::move(schedule);
   return plan;
@@ -48,7 +57,7 @@ Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
   plan->memory =
       AccountDeviceMemory(plan->predicted.peak_bytes, plan->predicted.reserved_peak_bytes, terms);
   plan->budget_bytes = budget_bytes;
-  plan->fits = budget_bytes <= 0 || plan->memory.total_bytes <= budget_bytes;
+  plan->fits = Fits(profile, *plan, budget_bytes);
   return Status::Ok();
 }
 

@@ -34,6 +34,12 @@ nlohmann::ordered_json PredictedJson(const Plan& plan, const UpdatePrediction& u
   j["update_ms"] = u.update_ms;
   j["tokens_per_s"] = u.tokens_per_s;
   j["recompute_ops"] = r.recompute_ops;
+  if (r.offloaded_bytes > 0) {  // activation offload (simulator.h)
+    j["transfer_ms"] = r.transfer_ms;
+    j["link_busy_ms"] = r.link_busy_ms;
+    j["offloaded_bytes"] = r.offloaded_bytes;
+    j["host_peak_bytes"] = r.host_peak_bytes;
+  }
   j["peak_op"] = r.peak_op;
   nlohmann::ordered_json at;
   for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c) {

@@ -59,6 +59,7 @@ std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, 
   if (!ValidateModelConfig(c, job.input.path).ok()) return std::nullopt;
   Result<Profile> profile = AnalyticProfile(c, job.analytic);
   if (!profile.ok() || profile->model_state_bytes() >= options.budget_bytes) return std::nullopt;
+  profile->host_link = job.profile.host_link;  // --host-link, not the model's
   PlanOptions auto_options = options;
   auto_options.strategy = Strategy::kAuto;
   Result<PlanSet> s = MakePlan(*profile, auto_options);

@@ -88,6 +88,7 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
   other.context.config = other.input.config;
   other.context.grad_accumulation = other.input.config.grad_accumulation;
   REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.input.config, other.analytic));
+  other.profile.host_link = job.profile.host_link;  // --host-link, not the model's
   return other;
 }
 

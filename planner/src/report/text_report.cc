@@ -53,6 +53,26 @@ void UpdateLine(std::ostringstream& o, const Plan& plan, const Profile& p, int64
   o << "\n";
 }
 
+// Which checkpoints go to host memory, over what, and what it costs.
+void Offload(std::ostringstream& o, const Plan& plan, const Profile& p) {
+  const SimulationResult& r = plan.predicted;
+  std::string layers;
+  int count = 0;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    if (plan.decisions[i] != LayerDecision::kOffload) continue;
+    if (++count <= 4) layers += (layers.empty() ? "" : ", ") + p.layers[i].name;
+  }
+  if (count > 4) layers += ", ... (" + std::to_string(count) + " in all)";
+  const HostLink& link = p.host_link;
+  o << "  offloaded        the checkpoints of " << layers << " over " << link.name << " ("
+    << link.gb_per_s << " GB/s, " << (link.overlapped ? "overlapped" : "in line") << ")\n";
+  o << "  host memory      " << FormatBytes(r.host_peak_bytes) << " at peak";
+  if (link.budget_bytes > 0) o << " of " << FormatBytes(link.budget_bytes) << " host budget";
+  o << "; " << FormatBytes(r.offloaded_bytes) << " copied out\n";
+  o << "  transfers        " << FormatMillis(r.transfer_ms) << " added to the step (link busy "
+    << FormatMillis(r.link_busy_ms) << ")\n";
+}
+
 void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   const SimulationResult& r = plan.predicted;
   const double base = BaselineStepMs(p);
@@ -71,6 +91,7 @@ void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   o << "  step time        " << FormatMillis(r.step_ms) << " (recompute "
     << FormatMillis(r.recompute_ms) << ", +" << Percent(std::max(0.0, r.step_ms - base), base)
     << " over no checkpointing)\n";
+  if (r.offloaded_bytes > 0) Offload(o, plan, p);
   if (r.peak_op >= 0) {
     o << "  peak reached at  op " << r.peak_op << ": " << DescribeOp(plan.schedule.ops[r.peak_op]);
     const Op& op = plan.schedule.ops[r.peak_op];

@@ -188,7 +188,8 @@ const std::vector<const StrategySolver*>& RegisteredSolvers() {
                                                              &selective,
                                                              &manual,
                                                              OptimalSingleStrategySolver(),
-                                                             OptimalStrategySolver()};
+                                                             OptimalStrategySolver(),
+                                                             OffloadStrategySolver()};
   return solvers;
 }
 

@@ -26,6 +26,10 @@ std::vector<Strategy> SweepableStrategies() {
   return out;
 }
 
+bool AppliesTo(Strategy s, const Profile& profile) {
+  return s != Strategy::kOffload || profile.host_link.present();
+}
+
 namespace {
 
 // Re-solves with a smaller tensor budget while the allocator's rounding
@@ -76,6 +80,7 @@ Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
   }
   set.auto_selected = true;
   for (Strategy s : SweepableStrategies()) {
+    if (!AppliesTo(s, profile)) continue;
     REMAT_ASSIGN_OR_RETURN(Plan plan, SolveOnDevice(*FindSolver(s), profile, options));
     if (set.candidates.empty() || BetterPlan(plan, set.chosen)) set.chosen = plan;
     set.candidates.push_back(std::move(plan));

@@ -32,6 +32,7 @@ int RoundSqrt(int n);
 // The optimal strategies (optimal.cc).
 const StrategySolver* OptimalStrategySolver();        // multi-level
 const StrategySolver* OptimalSingleStrategySolver();  // best single-level layer list
+const StrategySolver* OffloadStrategySolver();        // offload.cc
 
 // Memory slots the optimal solvers use when PlanOptions::slots is 0: enough
 // that slot rounding does not cost the optimum a win over uniform at uniform's

@@ -1,0 +1,90 @@
+// The offload strategy: checkpoints moved to host memory over the profile's
+// link (HostLink) instead of staying on the device. Its layer lists are the
+// uniform strategy's (a checkpoint every k blocks), with the first j of their
+// offloadable checkpoints offloaded: the earliest ones stay on the host the
+// longest, so they free the most device memory per byte of host memory.
+// Without a budget: every block checkpointed and every checkpoint offloaded,
+// the lowest device peak offload reaches (as far as the host budget allows).
+// With one: the fastest (k, j) that fits, every candidate simulated.
+#include "remat/decisions.h"
+#include "remat/units.h"
+#include "strategies/solvers.h"
+
+namespace remat {
+namespace {
+
+// The layers of `d` whose checkpoint x[i] can move (kCheckpoint with a
+// layer before it that runs without grad), in chain order.
+std::vector<int> Offloadable(const std::vector<LayerDecision>& d) {
+  std::vector<int> out;
+  for (size_t i = 1; i < d.size(); ++i) {
+    if (d[i] == LayerDecision::kCheckpoint && RunsWithoutGrad(d[i - 1])) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
+class OffloadSolver : public StrategySolver {
+ public:
+  Strategy strategy() const override { return Strategy::kOffload; }
+  Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    if (!p.host_link.present()) {
+      return Status::Invalid(
+          "offload: the profile has no host link; give --host-link pcie4|pcie5|nvlink-c2c|cpu|"
+          "<N>GB/s");
+    }
+    const std::vector<int> blocks = BlockLayers(p);
+    const int n = static_cast<int>(blocks.size());
+    if (o.every < 0 || o.every > n) {
+      return Status::Invalid("offload: every " + std::to_string(o.every) + " blocks: expected 1.." +
+                             std::to_string(n) + " (the model has " + std::to_string(n) +
+                             " blocks)");
+    }
+    const int64_t host_budget = p.host_link.budget_bytes;
+    Plan best;
+    bool have = false;
+    auto try_every = [&](int k, bool all_only) -> Status {
+      std::vector<char> start(n);
+      for (int b = 0; b < n; ++b) start[b] = b % k == 0;
+      std::vector<LayerDecision> d = SegmentDecisions(p.num_layers(), blocks, start);
+      const std::vector<int> movable = Offloadable(d);
+      // The most checkpoints the host budget holds (all resident at once
+      // at the start of backward).
+      int most = 0;
+      for (int64_t host = 0; most < static_cast<int>(movable.size()); ++most) {
+        host += p.layers[movable[most] - 1].output_bytes;
+        if (host_budget > 0 && host > host_budget) break;
+      }
+      for (int j = all_only ? most : 1; j <= most; ++j) {
+        std::vector<LayerDecision> dj = d;
+        for (int m = 0; m < j; ++m) dj[movable[m]] = LayerDecision::kOffload;
+        REMAT_ASSIGN_OR_RETURN(Plan plan, EvaluateDecisions(p, strategy(),
+                                                            "every " + std::to_string(k) + ", " +
+                                                                std::to_string(j) + " offloaded",
+                                                            dj, {}, o.budget_bytes));
+        KeepBetter(std::move(plan), &best, &have);
+      }
+      return Status::Ok();
+    };
+    if (o.every > 0 || o.budget_bytes <= 0) {
+      REMAT_RETURN_IF_ERROR(try_every(o.every > 0 ? o.every : 1, o.budget_bytes <= 0));
+    } else {
+      for (int k = 1; k <= n; ++k) REMAT_RETURN_IF_ERROR(try_every(k, false));
+    }
+    if (!have) {
+      return Status::Invalid("offload: no checkpoint can move (the host budget of " +
+                             FormatBytes(host_budget) + " holds none)");
+    }
+    return best;
+  }
+};
+
+}  // namespace
+
+const StrategySolver* OffloadStrategySolver() {
+  static const OffloadSolver solver;
+  return &solver;
+}
+
+}  // namespace remat
