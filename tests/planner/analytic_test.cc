@@ -31,8 +31,12 @@ TEST(Analytic, ReproducesKorthikantiPerLayerActivations) {
     EXPECT_EQ(block.selective[0].activation_bytes,
               int64_t{34} * 2048 * 12288 + kLayerNormStats * 2048);
     EXPECT_GT(block.selective[0].extra_recompute_ms, 0);
-    // What is dropped is rematerialized during the backward.
-    EXPECT_GE(block.selective[0].recompute_workspace_bytes, int64_t{5} * 96 * 2048 * 2048);
+    // What is dropped is rematerialized during the backward, once the
+    // MLP's and the output projection's backward have released what they
+    // saved: it raises the backward's peak by less than the 5 a s^2 b bytes
+    // of s x s tensors it makes again.
+    EXPECT_GT(block.selective[0].recompute_workspace_bytes, 0);
+    EXPECT_LT(block.selective[0].recompute_workspace_bytes, int64_t{5} * 96 * 2048 * 2048);
     // Its forward holds the s x s tensors it will not keep: a larger workspace.
     EXPECT_GT(block.selective[0].forward_workspace_bytes, block.forward_workspace_bytes);
   }

@@ -82,6 +82,23 @@ std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelC
   return by_layer;
 }
 
+// The layers whose backward creates every parameter gradient its ops compute
+// (`created`: GradientParameters), so that each stays as .grad from its op on
+// rather than being a transient added into an existing one: not a later
+// pass's (the last pass created them), not an embedding whose tied weight's
+// gradient its head created.
+std::set<std::string> CreatingLayers(const OpGraph& g,
+                                     const std::map<std::string, int64_t>& created) {
+  std::map<std::string, int64_t> computed;
+  for (const OpInfo& op : g.ops()) computed[op.layer] += op.gradient_elems;
+  std::set<std::string> out;
+  for (const auto& [layer, elems] : computed) {
+    const auto it = created.find(layer);
+    if (elems > 0 && it != created.end() && it->second == elems) out.insert(layer);
+  }
+  return out;
+}
+
 // Whether an op of `layer` or of the layer producing its input saves that
 // input for backward (the chain's x between them).
 bool KeepsInput(const OpGraph& g, const std::string& layer) {
@@ -128,7 +145,12 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   OpTimeModel time;
   time.flops_per_ms = tflops * 1e12 * efficiency / 1e3;
   time.bytes_per_ms = device.bandwidth_gbps * 1e9 * efficiency / 1e3;
-  REMAT_ASSIGN_OR_RETURN(std::vector<LayerProfile> layers, DeriveChain(tg.graph, time, tg.kinds));
+  const bool created_in_backward = GradientsOf(config) == Gradients::kCreatedInBackward;
+  const std::map<std::string, int64_t> gradient_params =
+      created_in_backward ? GradientParameters(tg.graph, config) : std::map<std::string, int64_t>{};
+  REMAT_ASSIGN_OR_RETURN(
+      std::vector<LayerProfile> layers,
+      DeriveChain(tg.graph, time, tg.kinds, CreatingLayers(tg.graph, gradient_params)));
 
   Profile p;
   p.model = config.name;
@@ -163,9 +185,9 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   // ones: read both, write the sum.
   p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));
   p.grad_accumulation = config.grad_accumulation;
-  if (GradientsOf(config) == Gradients::kCreatedInBackward) {
+  if (created_in_backward) {
     // Each layer's backward creates its gradients; none is held in between.
-    const std::map<std::string, int64_t> params = GradientParameters(tg.graph, config);
+    const std::map<std::string, int64_t>& params = gradient_params;
     // Bytes per trained parameter: the model state's (a LoRA job's adapters
     // keep theirs in lora_dtype).
     const int64_t trained = tg.trainable_parameters;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -184,43 +185,6 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
   return output;
 }
 
-// Backward of `ops` in reverse: each op allocates its inputs' gradients and
-// frees its outputs' once it has run, and autograd releases what an op saved
-// once it has run (a tensor several ops save: after the last of them; not
-// the layer's input, output and side inputs, which the executor holds).
-// Returns the peak above the layer's state when its backward starts and the
-// input gradient the layer hands on and the gradients of the skips it reads
-// (`side_inputs`; the simulator counts those).
-int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output,
-                          const std::set<int>& side_inputs) {
-  const auto& tensors = g.tensors();
-  std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
-  for (int op : ops) {
-    for (int t : g.ops()[op].saved) {
-      if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
-    }
-  }
-  std::set<int> grads;
-  int64_t live = 0, peak = 0;
-  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    const OpInfo& op = g.ops()[*it];
-    for (int t : op.inputs) {
-      if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
-    }
-    peak = std::max(peak, live + op.backward_workspace);
-    for (int t : op.outputs) {
-      if (grads.erase(t)) live -= tensors[t].bytes;
-    }
-    for (int t : op.saved) {
-      auto s = savers.find(t);
-      if (s != savers.end() && --s->second == 0) live -= tensors[t].bytes;
-    }
-  }
-  int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
-  for (int t : side_inputs) g_in += tensors[t].requires_grad ? tensors[t].bytes : 0;
-  return std::max<int64_t>(0, peak - g_in);
-}
-
 // Ops of a layer recomputed in backward from what the layer keeps.
 struct RecomputePart {
   std::vector<int> ops;  // in execution order
@@ -231,14 +195,116 @@ struct RecomputePart {
   bool holds_output = true;
 };
 
+// How a layer's backward runs (BackwardWorkspace).
+struct BackwardRun {
+  // The backward creates the parameter gradients (the first backward of a
+  // step when gradients are created in backward): each op's gradients
+  // become .grad and stay. Otherwise each is a transient of its op, added
+  // into the existing .grad.
+  bool creates_gradients = false;
+  // A selective option's parts and the saved tensors each drops, recomputed
+  // where the layer's backward reaches them (none: the full backward).
+  std::vector<RecomputePart> parts;
+  std::vector<std::set<int>> dropped;
+};
+
+// Backward of `ops` in reverse: each op allocates its inputs' gradients and
+// frees its outputs' once it has run, and autograd releases what an op saved
+// once it has run (a tensor several ops save: after the last of them; not
+// the layer's input, output and side inputs, which the executor holds).
+// Parameter gradients are transients of their op, or, when the backward
+// creates them, stay from their op on. A recomputed part runs where the
+// backward reaches it: a part that holds its output (the attention core)
+// once the ops after it are done, making its dropped tensors again and its
+// output, which lives until the part's backward is done; the MLP
+// activation inside the backward of the first op that saved what it drops,
+// which lives until the activation's own backward is done.
+// Returns the peak above the layer's state when its backward starts, the
+// input gradient the layer hands on, the gradients of the skips it reads
+// (`side_inputs`; the simulator counts those) and the parameter gradients
+// it creates (the simulator counts them from the layer's start).
+int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output,
+                          const std::set<int>& side_inputs, const BackwardRun& run) {
+  const auto& tensors = g.tensors();
+  std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
+  for (int op : ops) {
+    for (int t : g.ops()[op].saved) {
+      if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
+    }
+  }
+  std::map<int, int64_t> released_after;  // op -> recomputed bytes freed after its backward
+  std::vector<bool> recomputed(run.parts.size(), false);
+  std::set<int> grads;
+  int64_t live = 0, peak = 0, created = 0;
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const OpInfo& op = g.ops()[*it];
+    for (size_t i = 0; i < run.parts.size(); ++i) {
+      const RecomputePart& part = run.parts[i];
+      const std::set<int>& dropped = run.dropped[i];
+      const bool in_part = std::find(part.ops.begin(), part.ops.end(), *it) != part.ops.end();
+      bool saves_dropped = false;
+      for (int t : op.saved) saves_dropped = saves_dropped || dropped.count(t) > 0;
+      if (recomputed[i] || !(in_part || (!part.holds_output && saves_dropped))) continue;
+      recomputed[i] = true;
+      peak = std::max(peak, live + created + ReplayForward(g, part.ops, dropped));
+      for (int t : dropped) {
+        live += tensors[t].bytes;
+        if (!part.holds_output) {
+          savers.erase(t);
+          released_after[part.ops.front()] += tensors[t].bytes;
+        }
+      }
+      if (!part.holds_output) continue;
+      const std::set<int> members(part.ops.begin(), part.ops.end());
+      for (int p : part.ops) {
+        for (int t : g.ops()[p].outputs) {
+          bool outside = false;
+          for (int c : g.consumers(t)) outside = outside || members.count(c) == 0;
+          if (!outside) continue;
+          live += tensors[t].bytes;
+          released_after[part.ops.front()] += tensors[t].bytes;
+        }
+      }
+    }
+    for (int t : op.inputs) {
+      if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
+    }
+    int64_t transient = op.backward_workspace;
+    if (run.creates_gradients) {
+      created += op.gradient_bytes;
+    } else {
+      transient += op.gradient_bytes;
+    }
+    peak = std::max(peak, live + created + transient);
+    for (int t : op.outputs) {
+      if (grads.erase(t)) live -= tensors[t].bytes;
+    }
+    for (int t : op.saved) {
+      auto s = savers.find(t);
+      if (s != savers.end() && --s->second == 0) live -= tensors[t].bytes;
+    }
+    live -= released_after[*it];
+  }
+  int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
+  for (int t : side_inputs) g_in += tensors[t].requires_grad ? tensors[t].bytes : 0;
+  return std::max<int64_t>(0, peak - g_in - created);
+}
+
+// The layer's backward workspace for a way of running it (BackwardWorkspace
+// with the layer's input, output and side inputs).
+using LayerBackward = std::function<int64_t(const BackwardRun&)>;
+
 // A selective option: the tensors of `saved` that `parts` make (and only
 // they read, for a part that holds its output) are dropped and recomputed in
 // backward from the parts' kept inputs. Empty when a part drops nothing.
+// `full`: how the layer's full backward runs (whether it creates gradients).
 std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeModel& time,
                                                const std::vector<int>& ops,
                                                const std::set<int>& saved, int64_t activation_bytes,
                                                const std::string& name,
-                                               const std::vector<RecomputePart>& parts) {
+                                               const std::vector<RecomputePart>& parts,
+                                               const BackwardRun& full,
+                                               const LayerBackward& backward) {
   const auto& tensors = g.tensors();
   const std::set<int> layer_ops(ops.begin(), ops.end());
   SelectiveOption opt;
@@ -289,11 +355,16 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
     for (int op : parts[i].ops) {
       opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     }
-    // Each part is recomputed where its backward starts and released by it,
-    // so the parts' recomputes never overlap.
-    opt.recompute_workspace_bytes =
-        std::max(opt.recompute_workspace_bytes, ReplayForward(g, parts[i].ops, dropped[i]));
   }
+  // What the recomputes add to the backward's peak: the backward replayed
+  // with each part recomputed where it is reached, against the full one
+  // (0 where a part fits under a peak the full backward reaches anyway: the
+  // attention core of a post-LN block, recomputed once the MLP's gradients
+  // are gone).
+  BackwardRun run = full;
+  run.parts = parts;
+  run.dropped = dropped;
+  opt.recompute_workspace_bytes = std::max<int64_t>(0, backward(run) - backward(full));
   // The forward under this option keeps everything but what is dropped:
   // those become transients of the forward (the parts run without grad).
   opt.forward_workspace_bytes =
@@ -306,8 +377,9 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
 // and both.
 std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeModel& time,
                                               const std::vector<int>& ops,
-                                              const std::set<int>& saved,
-                                              int64_t activation_bytes) {
+                                              const std::set<int>& saved, int64_t activation_bytes,
+                                              const BackwardRun& full,
+                                              const LayerBackward& backward) {
   RecomputePart core{{}, true}, mlp{{}, false};
   for (int op : ops) {
     if (g.ops()[op].attention_core) core.ops.push_back(op);
@@ -318,7 +390,8 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
     for (const RecomputePart& p : parts) {
       if (p.ops.empty()) return;
     }
-    if (auto o = RecomputeOption(g, time, ops, saved, activation_bytes, name, parts)) {
+    if (auto o =
+            RecomputeOption(g, time, ops, saved, activation_bytes, name, parts, full, backward)) {
       out.push_back(std::move(*o));
     }
   };
@@ -330,7 +403,7 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
 
 // Sizes, workspaces, times and options of group `gi` at chain position `k`.
 Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, const Groups& gr,
-                                  int k) {
+                                  int k, const std::set<std::string>& creating) {
   const auto& tensors = g.tensors();
   const int gi = gr.order[k];
   const std::vector<int>& ops = gr.ops[gi];
@@ -360,12 +433,22 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
       std::max<int64_t>(0, ReplayForward(g, ops, kept) - l.activation_bytes - l.skip_bytes);
   l.forward_nograd_workspace_bytes =
       std::max<int64_t>(0, ReplayForward(g, ops, kept_nograd) - l.output_bytes - l.skip_bytes);
-  l.backward_workspace_bytes = BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi]);
+  const LayerBackward backward = [&](const BackwardRun& run) {
+    return BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], run);
+  };
+  BackwardRun full;
+  full.creates_gradients = creating.count(l.name) > 0;
+  l.backward_workspace_bytes = backward(full);
+  if (full.creates_gradients) {
+    // Micro-batches 2..K add into the gradients the first one created.
+    BackwardRun accumulating;
+    l.accumulate_workspace_bytes = backward(accumulating);
+  }
   for (int op : ops) {
     l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
   }
-  l.selective = SelectiveOptions(g, time, ops, saved, l.activation_bytes);
+  l.selective = SelectiveOptions(g, time, ops, saved, l.activation_bytes, full, backward);
   return l;
 }
 
@@ -373,13 +456,15 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
 
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& g, const OpTimeModel& time,
-    const std::vector<std::pair<std::string, std::string>>& kinds) {
+    const std::vector<std::pair<std::string, std::string>>& kinds,
+    const std::set<std::string>& creating) {
   Groups groups;
   REMAT_RETURN_IF_ERROR(GroupOps(g, &groups));
   REMAT_RETURN_IF_ERROR(OrderAsChain(g, &groups));
   std::vector<LayerProfile> chain;
   for (size_t k = 0; k < groups.order.size(); ++k) {
-    REMAT_ASSIGN_OR_RETURN(LayerProfile l, LayerFigures(g, time, groups, static_cast<int>(k)));
+    REMAT_ASSIGN_OR_RETURN(LayerProfile l,
+                           LayerFigures(g, time, groups, static_cast<int>(k), creating));
     for (const auto& [tag, kind] : kinds) {
       if (tag == l.name) l.kind = kind;
     }

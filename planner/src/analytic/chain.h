@@ -2,6 +2,8 @@
 #ifndef REMAT_SRC_ANALYTIC_CHAIN_H_
 #define REMAT_SRC_ANALYTIC_CHAIN_H_
 
+#include <set>
+#include <string>
 #include <vector>
 
 #include "analytic/op_graph.h"
@@ -30,18 +32,26 @@ struct OpTimeModel {
 //   skip_bytes        tensors it hands to the last layer past the chain;
 //   workspaces        from replaying the layer's ops with tensor liveness
 //                     (with grad, without grad, and backward; skips and
-//                     their gradients not included);
+//                     their gradients not included). The backward of a
+//                     layer in `creating` creates the parameter gradients
+//                     its ops compute (they stay, counted apart as the
+//                     layer's gradient_bytes; accumulate_workspace_bytes is
+//                     the backward adding into them); other layers' add
+//                     each into the existing .grad through a transient;
 //   times             roofline sums of forward and backward op costs;
 //   selective options "attention_core" when the layer has core ops: drops the
 //                     core's saved internals, recomputes them in backward;
 //                     "mlp_activation" when it has MLP activation ops: drops
 //                     the activation's output (kept by the next projection),
 //                     recomputed from its kept input in that projection's
-//                     backward; "attention_core+mlp_activation": both.
+//                     backward; "attention_core+mlp_activation": both. Their
+//                     recompute workspace is what the recomputes, replayed
+//                     where the backward reaches them, add to its peak.
 // `kinds` maps a layer tag to its kind (embedding/block/...).
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& graph, const OpTimeModel& time,
-    const std::vector<std::pair<std::string, std::string>>& kinds);
+    const std::vector<std::pair<std::string, std::string>>& kinds,
+    const std::set<std::string>& creating = {});
 
 }  // namespace remat
 

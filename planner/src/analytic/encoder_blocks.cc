@@ -10,7 +10,8 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   T x = B.Tensor("token_embeddings", B.Mul({n, h}), stream);
   std::vector<T> in = {ids};
   if (after != nullptr) in.push_back(*after);
-  B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}), B.Mul({V, h, B.dt().param}));
+  // Its backward computes a dense V x h gradient (the op's gradient_bytes).
+  B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}));
   if (c.architecture == Architecture::kLlama) return x;
   // Learned positions (and token types) broadcast over the batch. RoBERTa's
   // position offset (padding_idx + 1) only sizes its table: max_position rows.

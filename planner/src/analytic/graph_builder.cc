@@ -74,7 +74,7 @@ T Builder::Tensor(const std::string& name, int64_t elems, int elem_bytes, bool r
 
 void Builder::Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
                  const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params,
-                 int64_t bwd_workspace, bool core, bool trainable) {
+                 int64_t bwd_workspace, bool core, bool trainable, int64_t shared_params) {
   OpInfo op;
   op.name = layer_ + "." + name;
   op.layer = layer_;
@@ -100,11 +100,18 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.backward_flops = backward ? flops * bwd_flops_factor : 0;
   op.backward_bytes = backward ? 2 * bytes : 0;
   op.backward_workspace = backward ? bwd_workspace : 0;
+  // Every trained weight's gradient (biases and norms included), in the
+  // weights' dtype (an adapter's: lora_dtype).
+  if (backward && trainable && WeightsTrain()) {
+    op.gradient_elems = (params_train ? params : 0) + shared_params;
+    op.gradient_bytes = Mul({op.gradient_elems, in_adapter_ ? lora_bytes_ : dt_.param});
+  }
   op.parameters = params;
   op.trainable = trainable && WeightsTrain();  // a LoRA job's frozen base: no gradient
   op.attention_core = core;
   op.mlp_activation = mlp_activation_;
   Count(bwd_workspace);
+  Count(op.gradient_bytes);
   if (count_parameters_) {
     parameters_ += CheckedInt(params);
     if (params_train) trainable_ += CheckedInt(params);
@@ -148,7 +155,8 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
   if (train_w) saved.push_back(xin);
   std::vector<T> outs = {y};
   double flops = 2.0 * rows * in * outf;
-  int64_t bwd_workspace = train_w ? Mul({in, outf, in_adapter_ ? lora_bytes_ : dt_.param}) : 0;
+  // The weight's gradient is the op's gradient_bytes (Op), a tied one's too.
+  int64_t bwd_workspace = 0;
   if (quantized) {
     // Dequantized per call in the compute dtype: a transient of the forward
     // (and of a recompute), again in backward for the input gradient.
@@ -168,10 +176,9 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
     outs.push_back(w);
     if (x_grad || train_w) saved.push_back(w);
   }
-  // Backward computes the weight gradient into a fresh tensor before
-  // accumulating it into .grad.
   const double bwd_factor = (train_w ? 1.0 : 0.0) + (x_grad ? 1.0 : 0.0);
-  Op(name, {xin}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable);
+  Op(name, {xin}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable,
+     tied && train_w ? Mul({in, outf}) : 0);
   return y;
 }
 

@@ -93,10 +93,14 @@ class Builder {
   // are weights the op owns; `trainable` false: they get no gradient and the
   // op has no backward work. An op none of whose inputs requires grad and
   // whose weights do not train (WeightsTrain) keeps nothing and has no
-  // backward either; its outputs then require no grad.
+  // backward either; its outputs then require no grad. `bwd_workspace`:
+  // transients of its backward besides the parameter gradients, which the
+  // op computes for its trained `params` and the `shared_params` of a tied
+  // weight it uses (OpInfo::gradient_bytes).
   void Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
           const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params = 0,
-          int64_t bwd_workspace = 0, bool core = false, bool trainable = true);
+          int64_t bwd_workspace = 0, bool core = false, bool trainable = true,
+          int64_t shared_params = 0);
 
   // Marks the ops added while `on` as the MLP activation (OpInfo::
   // mlp_activation), where the runtime can recompute it: not in a LoRA job

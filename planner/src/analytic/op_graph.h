@@ -32,7 +32,15 @@ struct OpInfo {
   double forward_bytes = 0;  // bytes read + written, for the roofline
   double backward_flops = 0;
   double backward_bytes = 0;
-  int64_t backward_workspace = 0;  // transient bytes in backward (e.g. a weight gradient)
+  // Transient bytes in backward besides the parameter gradients (e.g. a
+  // dequantized weight, a fused kernel's accumulators).
+  int64_t backward_workspace = 0;
+  // The parameter gradients its backward computes, each a fresh tensor: of
+  // the weights it trains and of a tied weight another op owns (an LM head).
+  // Accumulated into an existing .grad, they are transients of this op;
+  // where the backward creates the gradients, they become .grad and stay.
+  int64_t gradient_elems = 0;
+  int64_t gradient_bytes = 0;
   int64_t parameters = 0;          // parameters this op owns
   bool trainable = true;           // its parameters get gradients
   bool attention_core = false;     // recomputed by the selective option

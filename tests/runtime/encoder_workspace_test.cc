@@ -1,0 +1,55 @@
+// A BERT block's backward workspace, measured by the CPU meter on the
+// runtime's encoder (cpu-sbert-s, fp32, eager, dropout 0.1), against the
+// analytic op model's: parameter gradients created op by op (the
+// candidates' pass, whose backward runs first), added through transients
+// (the anchors' pass, and micro-batches 2..K), and the attention core
+// recomputed where the backward reaches it. The formulas are written out
+// in tests/planner/encoder_workspace_test.cc.
+#include <gtest/gtest.h>
+
+#include "memory_meter.h"
+#include "profiler.h"
+#include "remat/analytic.h"
+#include "remat/model_config.h"
+
+namespace remat::runtime {
+namespace {
+
+TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
+  Result<ModelConfig> c = ParseModelConfig(R"({"name": "cpu-sbert-s", "architecture": "bert",
+    "layers": 2, "hidden": 128, "heads": 4, "vocab": 2048, "seq_len": 64, "max_position": 130,
+    "type_vocab": 1, "head": "pooling", "pooling": "mean", "loss": "mnrl",
+    "texts_per_example": 3, "pooler": true, "micro_batch": 4, "precision": "fp32",
+    "optimizer": "adamw", "attention": "eager", "dropout": 0.1})",
+                                           "cpu-sbert-s.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repeats = 1;
+  Result<Profile> measured = MeasureProfile(*c, o, Timing{}, CpuMeter());
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  AnalyticOptions cpu;
+  Result<DeviceSpec> device = LookupDevice("cpu");
+  ASSERT_TRUE(device.ok());
+  cpu.device = *device;
+  Result<Profile> analytic = AnalyticProfile(*c, cpu);
+  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
+  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
+  int blocks = 0;
+  for (int i = 0; i < analytic->num_layers(); ++i) {
+    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
+    if (a.kind != "block") continue;
+    ++blocks;
+    EXPECT_EQ(m.gradient_bytes, a.gradient_bytes) << a.name;
+    EXPECT_EQ(m.backward_workspace_bytes, a.backward_workspace_bytes) << a.name;
+    EXPECT_EQ(m.accumulating_workspace_bytes(), a.accumulating_workspace_bytes()) << a.name;
+    ASSERT_EQ(m.selective.size(), a.selective.size()) << a.name;
+    ASSERT_FALSE(a.selective.empty()) << a.name;
+    EXPECT_EQ(m.selective[0].recompute_workspace_bytes, a.selective[0].recompute_workspace_bytes)
+        << a.name;
+  }
+  EXPECT_EQ(blocks, 4);  // two passes of two blocks
+}
+
+}  // namespace
+}  // namespace remat::runtime
