@@ -85,6 +85,11 @@ std::string FormatTrainText(const TrainComparison& c) {
     << Pad(FormatMillis(m.recompute_ms), 18);
   if (p.recompute_ms > 0) o << "x" << Fixed(Ratio(m.recompute_ms, p.recompute_ms), "%.3f");
   o << "\n";
+  if (p.host_peak_bytes > 0 || m.host_peak_bytes > 0) {
+    o << "  host memory    " << Pad(FormatBytes(p.host_peak_bytes), 18)
+      << Pad(FormatBytes(m.host_peak_bytes), 18)
+      << SignedBytes(m.host_peak_bytes - p.host_peak_bytes) << " (activation offload, peak)\n";
+  }
   if (m.reserved_peak_bytes > 0) {
     o << "  reserved       " << Pad("-", 18) << Pad(FormatBytes(m.reserved_peak_bytes), 18)
       << "(CUDA caching allocator)\n";
@@ -154,10 +159,14 @@ std::string TrainReportJson(const TrainComparison& c) {
                     {"static_bytes", p.static_bytes},
                     {"step_ms", p.step_ms},
                     {"recompute_ms", p.recompute_ms}};
+  // Activation offload (0 without): the host memory and the copies' time.
+  j["predicted"]["host_peak_bytes"] = p.host_peak_bytes;
+  j["predicted"]["transfer_ms"] = p.transfer_ms;
   j["measured"] = {{"peak_bytes", m.peak_bytes},
                    {"peak_op", MeasuredPeakOp(m)},
                    {"model_state_bytes", m.model_state_bytes},
                    {"reserved_peak_bytes", m.reserved_peak_bytes},
+                   {"host_peak_bytes", m.host_peak_bytes},
                    {"step_ms", m.step_ms},
                    {"recompute_ms", m.recompute_ms}};
   j["difference"] = {{"peak_bytes", m.peak_bytes - p.peak_bytes},

@@ -6,6 +6,7 @@
 
 #include "chain_model.h"
 #include "device.h"
+#include "host_pool.h"
 #include "layer_execution.h"
 #include "median.h"
 #include "optimizer.h"
@@ -74,6 +75,11 @@ class Profiler {
   void MeasureRound(int layer, const at::Tensor& x, bool timed, LayerSamples* out);
   LayerProfile Summarize(int layer, const LayerSamples& samples, const at::Tensor& input,
                          const at::Tensor& output) const;
+  // The link activation offload copies over, as the executor runs it.
+  HostLink MeasureHostLink(const at::Tensor& checkpoint);
+  // Median milliseconds of one copy of `t`'s bytes into a host pool and
+  // back (each direction timed as the executor's kOffload and kPrefetch).
+  double CopyMs(HostPool& pool, const at::Tensor& t);
   // A time over its repetitions: the median, or the fastest (options_.statistic).
   double Time(const std::vector<double>& samples) const {
     if (options_.statistic != "min") return Median(samples);
@@ -239,6 +245,49 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   return l;
 }
 
+double Profiler::CopyMs(HostPool& pool, const at::Tensor& t) {
+  constexpr int kWarmup = 1, kRepeats = 7;
+  std::vector<double> ms;
+  for (int r = 0; r < kWarmup + kRepeats; ++r) {
+    at::Tensor x = t.clone();
+    const DeviceClock out(timing_);
+    pool.Offload(0, x);
+    x = at::Tensor();
+    const double out_ms = out.ElapsedMs();
+    const DeviceClock in(timing_);
+    x = pool.Prefetch(0);
+    pool.AwaitPrefetch(0);
+    const double in_ms = in.ElapsedMs();
+    if (r >= kWarmup) ms.push_back(0.5 * (out_ms + in_ms));
+  }
+  return Median(ms);
+}
+
+// Copies of one element and of the checkpoint, fit to latency + bytes /
+// bandwidth (HostLink::CopyMs); when noise hides the difference, all
+// bandwidth at the checkpoint's size.
+HostLink Profiler::MeasureHostLink(const at::Tensor& checkpoint) {
+  HostPool pool(timing_.device);
+  const at::Tensor one = at::zeros({1}, checkpoint.options());
+  const double small_bytes = static_cast<double>(one.nbytes());
+  const double big_bytes = static_cast<double>(checkpoint.nbytes());
+  const double small_ms = CopyMs(pool, one);
+  const double big_ms = CopyMs(pool, checkpoint);
+  HostLink link;
+  link.name = timing_.device.is_cuda() ? "cuda-pinned" : "cpu-memcpy";
+  link.overlapped = timing_.device.is_cuda();  // the side stream
+  double bytes_per_ms = big_bytes / std::max(big_ms, 1e-6);
+  double latency_ms = 0;
+  if (big_ms > small_ms && big_bytes > small_bytes) {
+    bytes_per_ms = (big_bytes - small_bytes) / (big_ms - small_ms);
+    latency_ms = std::max(0.0, small_ms - small_bytes / bytes_per_ms);
+  }
+  // Within what a profile accepts (profile.h HostLink; gb_per_s <= 1e6).
+  link.gb_per_s = std::min(bytes_per_ms * 1e-6, 1e5);
+  link.latency_us = latency_ms * 1e3;
+  return link;
+}
+
 Status Profiler::Run(Profile* out) {
   Profile& p = *out;
   p.model = config_.name;
@@ -305,6 +354,15 @@ Status Profiler::Run(Profile* out) {
     }
   }
   for (int i = 0; i < L; ++i) p.layers.push_back(Summarize(i, samples[i], x[i], x[i + 1]));
+  // The link, on the largest checkpoint x[1..L-1] (an offload moves one).
+  int largest = 0;
+  for (int i = 1; i < L; ++i) {
+    if (largest == 0 || x[i].nbytes() > x[largest].nbytes()) largest = i;
+  }
+  if (largest > 0 && x[largest].nbytes() > 0) {
+    REMAT_RETURN_IF_ERROR(CatchTorchErrors("measuring the host link", meter_,
+                                           [&] { p.host_link = MeasureHostLink(x[largest]); }));
+  }
   x.clear();
   skips_.clear();
   if (!model_->persistent_gradients()) model_->ReleaseGradients();  // the last round's

@@ -16,7 +16,8 @@ ScheduleExecutor::ScheduleExecutor(const ChainModel& model, ModelOptimizer* opti
       optimizer_(optimizer),
       meter_(meter),
       seed_(seed),
-      timing_{model.device(), clock} {}
+      timing_{model.device(), clock},
+      host_(model.device()) {}
 
 Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model) {
   const int L = model.num_layers();
@@ -27,9 +28,10 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
   }
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const Op& op = schedule.ops[i];
-    if (op.kind == OpKind::kOffload || op.kind == OpKind::kPrefetch) {
+    if ((op.kind == OpKind::kOffload || op.kind == OpKind::kPrefetch) &&
+        (op.tensor.kind != TensorKind::kX || op.tensor.index < 1 || op.tensor.index >= L)) {
       return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
-                             "): this runtime does not run activation offload yet");
+                             "): only a checkpoint x1..x" + std::to_string(L - 1) + " moves");
     }
     if (!op.on_tensor() && op.kind != OpKind::kOptimizerStep && (op.layer < 0 || op.layer >= L)) {
       return Status::Invalid("schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
@@ -53,6 +55,10 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
 }
 
 const at::Tensor& ScheduleExecutor::Live(const at::Tensor& t, const char* kind, int index) const {
+  if (!t.defined() && kind[0] == 'x' && host_.holds(index)) {
+    throw std::invalid_argument(std::string("needs ") + kind + std::to_string(index) +
+                                ", which is offloaded (no prefetch before this op)");
+  }
   if (!t.defined() && !(kind[0] == 'x' && released_[index])) {
     throw std::invalid_argument(std::string("needs ") + kind + std::to_string(index) +
                                 ", which is not live");
@@ -67,6 +73,17 @@ void ScheduleExecutor::Clear() {
   a_.clear();
   skip_.clear();
   skip_grad_.clear();
+  host_.Clear();
+}
+
+// The checkpoint's storage to the host pool; x[i] was its only holder, so
+// its device bytes go.
+void ScheduleExecutor::Offload(int i) {
+  Live(x_[i], "x", i);
+  if (!x_[i].defined())
+    throw std::invalid_argument("offloads x" + std::to_string(i) + ", released");
+  host_.Offload(i, x_[i]);
+  x_[i] = at::Tensor();
 }
 
 // Side outputs (the planner's skip_bytes): a head of a pass before the last
@@ -104,6 +121,10 @@ void ScheduleExecutor::ReleaseSkips(std::vector<at::Tensor> grads) {
 void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, bool last_micro_batch,
                              double loss_scale, StepResult* result) {
   const int L = model_.num_layers();
+  // A prefetched checkpoint's readers wait for its copy (CUDA).
+  for (const TensorRef& t : ChainGraph::For(L).Reads(op)) {
+    if (t.kind == TensorKind::kX) host_.AwaitPrefetch(t.index);
+  }
   switch (op.kind) {
     case OpKind::kForward:
     case OpKind::kRecompute: {
@@ -163,6 +184,7 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
         case TensorKind::kX:
           x_[k] = at::Tensor();
           released_[k] = 0;
+          host_.Release(k);
           break;
         case TensorKind::kG:
           g_[k] = at::Tensor();
@@ -174,8 +196,15 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
       break;
     }
     case OpKind::kOffload:
-    case OpKind::kPrefetch:
-      throw std::invalid_argument("activation offload is not run by this runtime");
+      Offload(op.tensor.index);
+      break;
+    case OpKind::kPrefetch: {
+      const int i = op.tensor.index;
+      if (x_[i].defined())
+        throw std::invalid_argument("prefetches x" + std::to_string(i) + ", live");
+      x_[i] = host_.Prefetch(i);
+      break;
+    }
     case OpKind::kOptimizerStep:
       if (optimizer_ != nullptr && last_micro_batch) {
         optimizer_->Step();  // sets the gradients to None
@@ -207,6 +236,7 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
   skip_.assign(L, at::Tensor());
   skip_grad_.assign(L, at::Tensor());
   x_[0] = std::move(batch);
+  host_.Clear();
   StepResult result;
   result.ops.reserve(schedule.ops.size());
   for (size_t k = 0; k < schedule.ops.size(); ++k) {
@@ -234,8 +264,10 @@ Result<StepResult> ScheduleExecutor::RunStep(const Schedule& schedule, at::Tenso
     result.ms += sample.ms;
     result.peak_bytes = std::max(result.peak_bytes, sample.peak);
     result.reserved_peak_bytes = std::max(result.reserved_peak_bytes, meter_.reserved_peak_bytes());
+    result.host_peak_bytes = host_.peak_bytes();
     result.ops.push_back(sample);
   }
+  result.host_left_bytes = host_.bytes();
   Clear();
   return result;
 }

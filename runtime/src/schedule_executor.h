@@ -8,9 +8,11 @@
 // layer's backward creates them again), or re-zeroes persistent buffers.
 // A forward with grad that releases its input (InputReleasingOps: the loss
 // under cross_entropy) runs on its producer's graph and the executor drops
-// x[i] at once, as the simulator does. Every op is sampled (time, bytes in
-// use before/after and the peak during it), so the measured timeline lines
-// up index for index with the simulator's.
+// x[i] at once, as the simulator does. kOffload moves a checkpoint x[i] into
+// the host pool (host_pool.h) and releases its device bytes; kPrefetch
+// brings it back; a kFree of it releases its host bytes. Every op is
+// sampled (time, bytes in use before/after and the peak during it), so the
+// measured timeline lines up index for index with the simulator's.
 #ifndef REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
 #define REMAT_RUNTIME_SRC_SCHEDULE_EXECUTOR_H_
 
@@ -21,6 +23,7 @@
 
 #include "chain_model.h"
 #include "device.h"
+#include "host_pool.h"
 #include "layer_execution.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -35,6 +38,8 @@ struct StepResult {
   double recompute_ms = 0;          // recompute ops + attention cores recomputed in backward
   int64_t peak_bytes = 0;           // highest bytes in use during the step
   int64_t reserved_peak_bytes = 0;  // CUDA caching allocator reserve; 0 on CPU
+  int64_t host_peak_bytes = 0;      // most offloaded bytes in the host pool at once
+  int64_t host_left_bytes = 0;      // offloaded bytes the schedule left (released at the end)
   std::vector<OpSample> ops;        // one per schedule op
 };
 
@@ -48,14 +53,15 @@ class ScheduleExecutor {
   ScheduleExecutor& operator=(const ScheduleExecutor&) = delete;
 
   // OK if `schedule` fits the model's chain: same layer count, selective
-  // ops only on blocks (option 0, the attention core).
+  // ops only on blocks (the model's options), offloads only of x[1..L-1].
   static Status Check(const Schedule& schedule, const ChainModel& model);
 
   // Runs training step `step` (0-based; dropout seeds depend on it) on
   // `batch`, the chain's x[0] (ChainModel::MakeBatch), which the schedule
   // frees like any other tensor (pass it moved). An out-of-memory under the meter's
   // cap returns kOutOfMemory naming the op; other LibTorch errors kInternal.
-  // Whatever the schedule leaves live is released at the end, also on error.
+  // Whatever the schedule leaves live is released at the end, also on error
+  // (the host pool is empty after every step).
   //
   // Gradient accumulation: micro-batch `micro` (0-based) of `micro_batches`
   // per update. Its loss is divided by micro_batches before backward (the
@@ -68,6 +74,7 @@ class ScheduleExecutor {
  private:
   void RunOp(const Op& op, bool release_input, int64_t step, bool last_micro_batch,
              double loss_scale, StepResult* result);
+  void Offload(int i);
   const at::Tensor& Live(const at::Tensor& t, const char* kind, int index) const;
   void Clear();
   void KeepSkip(const Op& op, int i);
@@ -85,6 +92,7 @@ class ScheduleExecutor {
   // Side outputs to the loss by layer (separate text passes) and their
   // gradients.
   std::vector<at::Tensor> skip_, skip_grad_;
+  HostPool host_;  // offloaded checkpoints, by x index
 };
 
 }  // namespace remat::runtime

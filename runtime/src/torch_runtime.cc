@@ -124,6 +124,7 @@ class TorchRuntime final : public Runtime {
         update.recompute_ms += s.recompute_ms;
         update.peak_bytes = std::max(update.peak_bytes, s.peak_bytes);
         update.reserved_peak_bytes = std::max(update.reserved_peak_bytes, s.reserved_peak_bytes);
+        update.host_peak_bytes = std::max(update.host_peak_bytes, s.host_peak_bytes);
         update.ops = std::move(s.ops);  // the last micro-batch's, with the optimizer step
       }
       const StepResult& s = update;
@@ -131,6 +132,7 @@ class TorchRuntime final : public Runtime {
       result.steps.push_back(record);
       result.peak_bytes = std::max(result.peak_bytes, s.peak_bytes);
       result.reserved_peak_bytes = std::max(result.reserved_peak_bytes, s.reserved_peak_bytes);
+      result.host_peak_bytes = std::max(result.host_peak_bytes, s.host_peak_bytes);
       if (step > 0 || options.steps == 1) {
         step_ms.push_back(s.ms);
         recompute_ms.push_back(s.recompute_ms);

@@ -85,6 +85,7 @@ struct TrainResult {
   std::vector<OpSample> ops;    // per op of the last step
   int64_t peak_bytes = 0;       // max over steps
   int64_t reserved_peak_bytes = 0;  // CUDA caching allocator reserve (0 on CPU)
+  int64_t host_peak_bytes = 0;      // activation offload: most bytes on the host, max over steps
   int64_t model_state_bytes = 0;    // measured parameters + gradients + optimizer state
   double step_ms = 0;           // median over steps after the first (the only one if 1)
   double recompute_ms = 0;      // median recompute time, same steps
