@@ -51,9 +51,10 @@ class EncoderModel final : public ChainModel {
                       const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
 
  private:
+  // The projections: dense or nf4, with LoRA adapters where targeted.
   struct Block {
-    at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b;
-    at::Tensor fc1_w, fc1_b, fc2_w, fc2_b, ln2_w, ln2_b;
+    Projection q, k, v, o, fc1, fc2;
+    at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;
   };
   at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                           const DropoutSeeds& seeds) const override;
