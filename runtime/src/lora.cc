@@ -246,11 +246,22 @@ at::Tensor ProjectionForward(const at::Tensor& x, const Projection& p, double dr
     base = at::linear(x, p.weight, p.bias);
   }
   if (!p.adapter.a.defined()) return base;
-  at::Tensor input = dropout > 0 ? at::dropout(x, dropout, /*train=*/true) : x;
-  if (!autocast && input.scalar_type() != p.adapter.a.scalar_type()) {
-    input = input.to(p.adapter.a.scalar_type());  // PEFT: x.to(lora_A.weight.dtype)
+  // Each intermediate dies where PEFT's Python frees it: dropout(x) after
+  // lora_A (unless saved), A's output after lora_B, B's after the scaling,
+  // the scaled update after the sum (C++ temporaries of one expression
+  // would all live to its end: a transient of the output's size more).
+  at::Tensor update;
+  {
+    at::Tensor input = dropout > 0 ? at::dropout(x, dropout, /*train=*/true) : x;
+    if (!autocast && input.scalar_type() != p.adapter.a.scalar_type()) {
+      input = input.to(p.adapter.a.scalar_type());  // PEFT: x.to(lora_A.weight.dtype)
+    }
+    update = at::linear(input, p.adapter.a);
   }
-  at::Tensor sum = base + at::linear(at::linear(input, p.adapter.a), p.adapter.b) * p.adapter.scale;
+  update = at::linear(update, p.adapter.b);
+  update = update * p.adapter.scale;
+  at::Tensor sum = base + update;
+  update.reset();
   if (sum.scalar_type() != base.scalar_type()) sum = sum.to(base.scalar_type());
   return sum;
 }
