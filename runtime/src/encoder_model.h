@@ -22,6 +22,9 @@
 //        loss never reaches it: its weights get no gradient.
 //   classification: pooler (dense + tanh on the first token), dropout,
 //        num_labels logits; cross-entropy against random labels.
+// LoRA (QLoRA): adapters on the targeted q, k, v, attention output, MLP up
+// and down projections (chain_model.h MakeProjection); every other weight,
+// the heads' included, frozen, as the planner's BertBlock models it.
 // The prologue returns q, k and v split into heads, the core's inputs.
 #ifndef REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 #define REMAT_RUNTIME_SRC_ENCODER_MODEL_H_

@@ -1,5 +1,6 @@
 // LoRA adapters and QLoRA's nf4 weights on LibTorch: the pieces the models
-// (gpt_model.cc, llama_model.cc) build their projections from.
+// (gpt_model.cc, llama_model.cc, encoder_model.cc) build their projections
+// from.
 //
 // nf4 (QLoRA, Dettmers et al. 2023; bitsandbytes' quantize_4bit): the weight,
 // flattened, in blocks of 64; each block scaled by its absmax to [-1, 1] and
