@@ -56,16 +56,6 @@ void SeedGenerator(const at::Device& device, uint64_t seed) {
 Status ModelSupports(const ModelConfig& config) {
   const ModelConfig c = WithDefaults(config);
   const std::string arch = ToString(c.architecture), head = ToString(c.head);
-  if (c.lora_rank > 0 && c.architecture == Architecture::kBert) {
-    return Status::Invalid(
-        "the runtime trains LoRA adapters on gpt and llama; bert with lora_rank " +
-        std::to_string(c.lora_rank) + " can be planned (analytic) but not run");
-  }
-  if (c.double_quant) {
-    return Status::Invalid(
-        "double_quant (8-bit absmax constants) can be planned (analytic) but "
-        "not run: the runtime stores nf4 with fp32 absmax (double_quant false)");
-  }
   if (c.architecture != Architecture::kBert && c.head != Head::kLm) {
     return Status::Invalid("the runtime's " + arch + " has the lm head only; head '" + head +
                            "' can be planned (analytic) but not run (the runtime runs mlm, "
@@ -213,9 +203,12 @@ Projection ChainModel::MakeProjection(int64_t in, int64_t out, bool bias, uint32
   Projection p;
   if (config_.quantization == Quantization::kNf4) {
     const at::Tensor w = DrawNormal({out, in});
-    Nf4Weight q = QuantizeNf4(w.to(dtype_));
-    p.nf4 = {q.packed.to(device_), q.absmax.to(device_), q.code.to(device_), q.shape};
+    const Nf4Weight q = QuantizeNf4(w.to(dtype_), 64, config_.double_quant);
+    auto moved = [&](const at::Tensor& t) { return t.defined() ? t.to(device_) : t; };
+    p.nf4 = {moved(q.packed), moved(q.absmax),        moved(q.code),
+             q.shape,         moved(q.nested_absmax), moved(q.offset)};
     quantized_parameters_ += w.numel();
+    quantized_bytes_ += Nf4StoredBytes(p.nf4);
   } else {
     p.weight = Normal({out, in}, weights_train());
   }

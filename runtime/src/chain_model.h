@@ -142,6 +142,8 @@ class ChainModel {
   // Every weight, trainable or frozen, nf4 ones included (the planner's
   // parameter count).
   int64_t parameter_count() const;
+  // Bytes the nf4 weights hold (Nf4StoredBytes summed; 0 without QLoRA).
+  int64_t quantized_bytes() const { return quantized_bytes_; }
   // Whether layer `layer`'s backward (or its producer's) needs its input:
   // false for the loss layer under cross_entropy (log_softmax keeps its
   // output), true for mnrl (F.normalize keeps the embeddings) and every
@@ -260,12 +262,13 @@ class ChainModel {
   at::Tensor DrawNormal(const std::vector<int64_t>& sizes);
   std::vector<at::Tensor> parameters_, frozen_;
   int64_t quantized_parameters_ = 0;  // weights held only as nf4
+  int64_t quantized_bytes_ = 0;       // their bytes (Nf4StoredBytes)
 };
 
 // OK if the runtime implements `config`: every architecture (gpt with the lm
 // head; llama with the lm head; bert with mlm, pooling + mnrl or
 // classification), eager, sdpa and flash attention, fp32/bf16/fp16; LoRA
-// and QLoRA (nf4 without double_quant) on gpt and llama. Otherwise says what
+// and QLoRA (nf4, double_quant too) on every architecture. Otherwise says what
 // is not supported and what is.
 Status ModelSupports(const ModelConfig& config);
 

@@ -15,38 +15,37 @@ EncoderModel::EncoderModel(const ModelConfig& config, const at::Device& device, 
     : ChainModel(config, device, seed, /*final_norm=*/false) {
   const ModelConfig& c = this->config();
   const int64_t h = c.hidden, f = c.ffn_hidden, V = c.vocab;
-  word_ = Normal({V, h});
-  position_ = Normal({c.max_position, h});
-  if (c.type_vocab > 0) token_type_ = Normal({c.type_vocab, h});
-  emb_ln_w_ = Constant(h, 1);
-  emb_ln_b_ = Constant(h, 0);
+  // With LoRA every weight but the adapters' is frozen (PEFT; the planner's
+  // Builder::WeightsTrain), the heads' too.
+  const bool train = weights_train();
+  word_ = Normal({V, h}, train);
+  position_ = Normal({c.max_position, h}, train);
+  if (c.type_vocab > 0) token_type_ = Normal({c.type_vocab, h}, train);
+  emb_ln_w_ = Constant(h, 1, train);
+  emb_ln_b_ = Constant(h, 0, train);
   blocks_.resize(c.layers);
   for (Block& b : blocks_) {
-    b.q_w = Normal({h, h});
-    b.q_b = Constant(h, 0);
-    b.k_w = Normal({h, h});
-    b.k_b = Constant(h, 0);
-    b.v_w = Normal({h, h});
-    b.v_b = Constant(h, 0);
-    b.o_w = Normal({h, h});
-    b.o_b = Constant(h, 0);
-    b.ln1_w = Constant(h, 1);
-    b.ln1_b = Constant(h, 0);
-    b.fc1_w = Normal({f, h});
-    b.fc1_b = Constant(f, 0);
-    b.fc2_w = Normal({h, f});
-    b.fc2_b = Constant(h, 0);
-    b.ln2_w = Constant(h, 1);
-    b.ln2_b = Constant(h, 0);
+    // HF BertLayer's query, key, value, attention output dense,
+    // intermediate dense and output dense: LoRA's q, k, v, o, up, down.
+    b.q = MakeProjection(h, h, true, kLoraQ);
+    b.k = MakeProjection(h, h, true, kLoraK);
+    b.v = MakeProjection(h, h, true, kLoraV);
+    b.o = MakeProjection(h, h, true, kLoraO);
+    b.ln1_w = Constant(h, 1, train);
+    b.ln1_b = Constant(h, 0, train);
+    b.fc1 = MakeProjection(h, f, true, kLoraUp);
+    b.fc2 = MakeProjection(f, h, true, kLoraDown);
+    b.ln2_w = Constant(h, 1, train);
+    b.ln2_b = Constant(h, 0, train);
   }
   switch (c.head) {
     case Head::kMlm:
-      dense_w_ = Normal({h, h});
-      dense_b_ = Constant(h, 0);
-      head_ln_w_ = Constant(h, 1);
-      head_ln_b_ = Constant(h, 0);
-      if (!c.tie_embeddings) decoder_ = Normal({V, h});
-      decoder_b_ = Constant(V, 0);
+      dense_w_ = Normal({h, h}, train);
+      dense_b_ = Constant(h, 0, train);
+      head_ln_w_ = Constant(h, 1, train);
+      head_ln_b_ = Constant(h, 0, train);
+      if (!c.tie_embeddings) decoder_ = Normal({V, h}, train);
+      decoder_b_ = Constant(V, 0, train);
       break;
     case Head::kPooling:
       if (c.pooler) {
@@ -55,10 +54,10 @@ EncoderModel::EncoderModel(const ModelConfig& config, const at::Device& device, 
       }
       break;
     case Head::kClassification:
-      pooler_w_ = Normal({h, h});
-      pooler_b_ = Constant(h, 0);
-      classifier_w_ = Normal({c.num_labels, h});
-      classifier_b_ = Constant(c.num_labels, 0);
+      pooler_w_ = Normal({h, h}, train);
+      pooler_b_ = Constant(h, 0, train);
+      classifier_w_ = Normal({c.num_labels, h}, train);
+      classifier_b_ = Constant(c.num_labels, 0, train);
       break;
     case Head::kDefault:
     case Head::kLm:
@@ -211,20 +210,20 @@ at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::
   return {};
 }
 
-Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& /*seeds*/) const {
+Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
   const Block& w = block(layer);
   const int64_t a = config().heads;
+  if (config().lora_dropout > 0) SeedGenerator(device(), seeds.layer);
   if (config().attention != AttentionImpl::kEager) {
     // (b, s, h) -> (b, a, s, d) views, as HF BERT hands them to sdpa (b:
     // this pass's texts).
     auto split = [&](const at::Tensor& t) {
       return t.view({x.size(0), config().seq_len, a, -1}).transpose(1, 2);
     };
-    return {split(at::linear(x, w.q_w, w.q_b)), split(at::linear(x, w.k_w, w.k_b)),
-            split(at::linear(x, w.v_w, w.v_b))};
+    return {split(Project(x, w.q)), split(Project(x, w.k)), split(Project(x, w.v))};
   }
-  return {SplitHeads(at::linear(x, w.q_w, w.q_b), a), SplitHeads(at::linear(x, w.k_w, w.k_b), a),
-          SplitHeads(at::linear(x, w.v_w, w.v_b), a)};
+  return {SplitHeads(Project(x, w.q), a), SplitHeads(Project(x, w.k), a),
+          SplitHeads(Project(x, w.v), a)};
 }
 
 at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
@@ -241,11 +240,11 @@ at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tens
                                   const DropoutSeeds& seeds, RecomputeTimer* /*mlp*/) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
-  if (c.dropout > 0) SeedGenerator(device(), seeds.tail);
-  at::Tensor t = Dropout(at::linear(context, w.o_w, w.o_b));
+  if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
+  at::Tensor t = Dropout(Project(context, w.o));
   const at::Tensor y = at::layer_norm(x + t, {c.hidden}, w.ln1_w, w.ln1_b, kNormEps);
-  t = at::gelu(at::linear(y, w.fc1_w, w.fc1_b));
-  t = Dropout(at::linear(t, w.fc2_w, w.fc2_b));
+  t = at::gelu(Project(y, w.fc1));
+  t = Dropout(Project(t, w.fc2));
   return at::layer_norm(y + t, {c.hidden}, w.ln2_w, w.ln2_b, kNormEps);
 }
 

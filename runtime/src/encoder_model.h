@@ -22,6 +22,9 @@
 //        loss never reaches it: its weights get no gradient.
 //   classification: pooler (dense + tanh on the first token), dropout,
 //        num_labels logits; cross-entropy against random labels.
+// LoRA (QLoRA): adapters on the targeted q, k, v, attention output, MLP up
+// and down projections (chain_model.h MakeProjection); every other weight,
+// the heads' included, frozen, as the planner's BertBlock models it.
 // The prologue returns q, k and v split into heads, the core's inputs.
 #ifndef REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 #define REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
@@ -51,9 +54,10 @@ class EncoderModel final : public ChainModel {
                       const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
 
  private:
+  // The projections: dense or nf4, with LoRA adapters where targeted.
   struct Block {
-    at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b;
-    at::Tensor fc1_w, fc1_b, fc2_w, fc2_b, ln2_w, ln2_b;
+    Projection q, k, v, o, fc1, fc2;
+    at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;
   };
   at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
                           const DropoutSeeds& seeds) const override;

@@ -199,6 +199,33 @@ TEST(Nf4, QuantizesEveryBlockLinearButNotEmbeddingsOrHead) {
   EXPECT_TRUE(q.saved.empty());
 }
 
+// sentence-transformers' text passes reuse the first pass's weights: a
+// pooling + mnrl encoder on triplets (3 passes) quantizes each weight once.
+TEST(Nf4, TextPassesQuantizeEachWeightOnce) {
+  ModelConfig c;
+  c.name = "small-sbert";
+  c.architecture = Architecture::kBert;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.ffn_hidden = 128;
+  c.vocab = 100;
+  c.seq_len = 16;
+  c.max_position = 16;
+  c.head = Head::kPooling;
+  c.texts_per_example = 3;
+  c.merge_columns = false;
+  c.lora_rank = 4;
+  c.quantization = Quantization::kNf4;
+  c.double_quant = true;
+  Result<TransformerGraph> g = BuildTransformerGraph(WithDefaults(c));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const int64_t h = 64, f = 128;
+  EXPECT_EQ(g->quantized_parameters, 2 * (4 * h * h + 2 * h * f));
+  EXPECT_EQ(g->quantized_bytes, 2 * (4 * Nf4Bytes(h * h, true) + 2 * Nf4Bytes(h * f, true)));
+  EXPECT_TRUE(GraphModelState(*g, WithDefaults(c)).ok());
+}
+
 TEST(LoraConfig, ParsesTargetsAliasesAndWritesThemBack) {
   EXPECT_EQ(*ParseLoraTargets("q,v"), kLoraQ | kLoraV);
   EXPECT_EQ(*ParseLoraTargets("q_proj, v_proj"), kLoraQ | kLoraV);

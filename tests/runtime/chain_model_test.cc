@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "device.h"
+#include "encoder_lora_tiny.h"
 #include "lora_tiny.h"
 #include "memory_meter.h"
 #include "profiler.h"
@@ -134,7 +135,9 @@ TEST_P(Families, KeptBytesAreTheAnalyticModelsInBf16) {
 // LoRA and QLoRA: the frozen base keeps only what the adapters and the
 // input gradient need; nf4 bases keep nothing (dequantized per call).
 TEST(LoraFamilies, KeptBytesAreTheAnalyticModels) {
-  for (const auto& [name, c] : testing::TinyLoraFamilies()) {
+  std::vector<std::pair<std::string, ModelConfig>> families = testing::TinyLoraFamilies();
+  for (auto& each : testing::TinyEncoderLoraFamilies()) families.push_back(each);
+  for (const auto& [name, c] : families) {
     SCOPED_TRACE(name);
     ExpectKeptBytesOfTheAnalyticModel(c);
   }

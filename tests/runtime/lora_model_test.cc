@@ -1,4 +1,4 @@
-// LoRA and QLoRA in the runtime's models (gpt, llama): the frozen base gets
+// LoRA and QLoRA in the runtime's models (gpt, llama, the encoders): the frozen base gets
 // no gradient, only the adapters are trained, and every checkpointing
 // strategy gives the adapters the gradients of running without it (fp32,
 // lora_dropout and dropout on, within 1e-6), nf4 bases included.
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "chain_model.h"
+#include "encoder_lora_tiny.h"
 #include "lora_tiny.h"
 #include "memory_meter.h"
 #include "schedule_executor.h"
@@ -129,19 +130,9 @@ TEST_P(LoraModels, EveryStrategyGivesTheAdaptersTheGradientsOfNone) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, LoraModels, ::testing::ValuesIn(testing::TinyLoraFamilies()),
                          [](const auto& info) { return info.param.first; });
-
-TEST(LoraModels, RefusesWhatTheRuntimeDoesNotRunInOneLine) {
-  ModelConfig bert = testing::TinyBert(Head::kMlm);
-  bert.lora_rank = 4;
-  EXPECT_EQ(ModelSupports(bert).message(),
-            "the runtime trains LoRA adapters on gpt and llama; bert with lora_rank 4 can be "
-            "planned (analytic) but not run");
-  ModelConfig dq = testing::WithLora(testing::TinyLlama(), 0, true);
-  dq.double_quant = true;
-  EXPECT_EQ(ModelSupports(dq).message(),
-            "double_quant (8-bit absmax constants) can be planned (analytic) but not run: the "
-            "runtime stores nf4 with fp32 absmax (double_quant false)");
-}
+INSTANTIATE_TEST_SUITE_P(TinyEncoders, LoraModels,
+                         ::testing::ValuesIn(testing::TinyEncoderLoraFamilies()),
+                         [](const auto& info) { return info.param.first; });
 
 }  // namespace
 }  // namespace remat::runtime

@@ -159,18 +159,19 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
 // one line naming what it is and what runs instead, nothing written.
 TEST_F(TrainCommand, WhatTheRuntimeDoesNotRunIsRefusedBeforeAnythingRuns) {
   std::string json = kTinyModel;
-  json.replace(json.rfind('}'), 1,
-               ", \"lora_rank\": 4, \"quantization\": \"nf4\", \"double_quant\": true}");
-  const std::string quantized = dir_.Write("double-quant.json", json);
-  const std::string plan = dir_.Path("double-quant-plan.json");
-  ASSERT_EQ(RunWithRuntime({"--strategy", "none", "-o", plan, "--quiet", quantized}).code, 0);
+  json.replace(json.rfind('}'), 1, ", \"head\": \"pooling\", \"texts_per_example\": 2}");
+  const std::string pooled = dir_.Write("gpt-pooling.json", json);
+  const std::string plan = dir_.Path("gpt-pooling-plan.json");
+  ASSERT_EQ(RunWithRuntime({"--strategy", "none", "-o", plan, "--quiet", pooled}).code, 0);
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"profile", "-o", dir_.Path("p.json"), quantized},
-        std::vector<std::string>{"train", "--plan", plan, "--steps", "1", quantized}}) {
+       {std::vector<std::string>{"profile", "-o", dir_.Path("p.json"), pooled},
+        std::vector<std::string>{"train", "--plan", plan, "--steps", "1", pooled}}) {
     const Captured c = RunWithRuntime(args);
     EXPECT_EQ(c.code, 2) << args[0] << ": " << c.err;
-    EXPECT_NE(c.err.find("double_quant"), std::string::npos) << c.err;
-    EXPECT_NE(c.err.find("double_quant false"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("head 'pooling'"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("the runtime runs mlm, pooling and classification on bert"),
+              std::string::npos)
+        << c.err;
     EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
   }
   EXPECT_FALSE(std::ifstream(dir_.Path("p.json")).good());  // nothing written

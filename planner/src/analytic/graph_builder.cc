@@ -164,8 +164,10 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
     outs.push_back(w);
     flops += static_cast<double>(weight);
     if (x_grad) bwd_workspace = Mul({in, outf, dt_.matmul});
-    quantized_params_ += CheckedInt(weight);
-    quantized_bytes_ += CheckedInt(Nf4Bytes(weight, c_.double_quant));
+    if (count_parameters_) {  // passes after the first reuse the first's weights
+      quantized_params_ += CheckedInt(weight);
+      quantized_bytes_ += CheckedInt(Nf4Bytes(weight, c_.double_quant));
+    }
     if (!quantized_params_.ok() || !quantized_bytes_.ok()) overflow_ = true;
     out_->quantized_parameters = quantized_params_.ok() ? quantized_params_.value() : 0;
     out_->quantized_bytes = quantized_bytes_.ok() ? quantized_bytes_.value() : 0;
