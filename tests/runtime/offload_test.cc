@@ -33,7 +33,7 @@ namespace {
 // its sizes, strides and offset.
 TEST(HostPool, MovesAWholeStorageOutOfTheMeterAndBack) {
   MemoryMeter& meter = CpuMeter();
-  HostPool pool(at::Device(at::kCPU));
+  HostPool pool{at::Device(at::kCPU)};
   // Strided over part of its storage (set_: not a view, which would keep
   // its base and so the storage elsewhere).
   at::Tensor x = at::empty({0}, at::kFloat);
@@ -57,7 +57,7 @@ TEST(HostPool, MovesAWholeStorageOutOfTheMeterAndBack) {
 }
 
 TEST(HostPool, RefusesAStorageHeldElsewhere) {
-  HostPool pool(at::Device(at::kCPU));
+  HostPool pool{at::Device(at::kCPU)};
   const at::Tensor x = at::ones({8});
   const at::Tensor view = x.narrow(0, 0, 4);
   EXPECT_THROW(pool.Offload(1, x), std::invalid_argument);
