@@ -26,10 +26,10 @@ namespace remat::solver {
 // One way to run a layer's forward with grad.
 struct KeepMode {
   SaveMode save = SaveMode::kAll;
-  int option = -1;                 // selective option index (save == kSelective)
-  int64_t kept_bytes = 0;          // |a[s]| under this mode (output excluded)
+  int option = -1;         // selective option index (save == kSelective)
+  int64_t kept_bytes = 0;  // |a[s]| under this mode (output excluded)
   int64_t recompute_workspace_bytes = 0;
-  double extra_ms = 0;             // added to the layer's backward
+  double extra_ms = 0;                  // added to the layer's backward
   int64_t forward_workspace_bytes = 0;  // transient at this mode's forward peak
 };
 
@@ -58,6 +58,16 @@ class ChainTerms {
 
   // Slots held by x[s] while the rest of an interval starting at s runs.
   int64_t x(int s) const { return x_slots_[s]; }
+  // |x[i]| in bytes, i in [0, L].
+  int64_t x_bytes(int i) const { return x_bytes_[i]; }
+  // Peak of backward s when s starts a segment (recomputed with grad, mode 0,
+  // in an interval (s, L)): its checkpoint x[s] is live whether or not the
+  // layer keeps its input.
+  int64_t segment_backward_need(int s) const { return segment_backward_slots_[s]; }
+  // Bytes of forward j without grad at its peak: x[j] + x[j+1] + workspace.
+  int64_t NoGradForwardBytes(int j) const {
+    return x_bytes_[j] + x_bytes_[j + 1] + profile_.layers[j].nograd_workspace_bytes();
+  }
 
   int num_modes(int s) const { return mode_begin_[s + 1] - mode_begin_[s]; }
   const KeepMode& mode(int s, int k) const { return modes_[mode_begin_[s] + k]; }
@@ -90,6 +100,7 @@ class ChainTerms {
   std::vector<int> mode_begin_;
   std::vector<KeepMode> modes_;
   std::vector<int64_t> keep_slots_, backward_slots_;
+  std::vector<int64_t> segment_backward_slots_;
   std::vector<std::vector<SweepStep>> sweeps_;
   std::vector<std::vector<int>> sweep_step_;
   std::vector<double> forward_prefix_;

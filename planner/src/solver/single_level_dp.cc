@@ -1,6 +1,7 @@
 #include "solver/single_level_dp.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace remat::solver {
 
@@ -97,7 +98,10 @@ IntervalChoice SingleLevelDp::Choose(int s, int64_t m_in) const {
   // Of the layer lists as fast as the best in m_in slots, take one that
   // needs the fewest: choose at the least m with the same cost.
   const CostRow row = Row(s);
-  const int64_t m = row.lo + FirstAtMost(row.cost, 0, static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1), row.At(m_in));
+  const int64_t m =
+      row.lo + FirstAtMost(row.cost, 0,
+                           static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1),
+                           row.At(m_in));
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;
@@ -156,8 +160,7 @@ SingleLevelSolution SingleLevelDp::Walk(int64_t slots, const ChooseFn& choose) c
 }
 
 SingleLevelSolution SingleLevelDp::LowestPeak() const {
-  SingleLevelSolution out =
-      Walk(0, [this](int s, int64_t) { return lowest_peak_choice_[s]; });
+  SingleLevelSolution out = Walk(0, [this](int s, int64_t) { return lowest_peak_choice_[s]; });
   out.recompute_ms = lowest_peak_ms_[0];
   return out;
 }
@@ -195,6 +198,179 @@ std::optional<SingleLevelSolution> SingleLevelDp::Solve(DpStats* stats) {
 SingleLevelSolution SingleLevelDp::Reconstruct(int64_t slots) const {
   SingleLevelSolution out = Walk(slots, [this](int s, int64_t m) { return Choose(s, m); });
   out.recompute_ms = Row(0).At(slots);
+  return out;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kNoChoice = std::numeric_limits<int>::min();
+int EncodeKeep(int k) { return -(k + 1); }
+
+}  // namespace
+
+SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
+                                           const SingleLevelOffloadOptions& options)
+    : terms_(terms),
+      options_(options),
+      L_(terms.num_layers()),
+      M_(terms.slots()),
+      keep_all_(KeepAllNeeds(terms)) {}
+
+double SingleLevelOffloadDp::CopyCostMs(int s, double hide_ms) const {
+  const double copy = options_.link.CopyMs(terms_.x_bytes(s));
+  if (!options_.link.overlapped) return 2 * copy;
+  return std::max(0.0, copy - hide_ms);
+}
+
+double SingleLevelOffloadDp::K(int s, int64_t m) const {
+  if (s == L_) return 0;
+  if (m < 0) return kInf;
+  return k_[static_cast<size_t>(s) * (M_ + 1) + m];
+}
+
+// Keep layer s under mode k, then the suffix s+1 (no offload at s+1).
+double SingleLevelOffloadDp::KeepCost(int s, int k, int64_t m) const {
+  const ChainTerms& T = terms_;
+  if (m < std::max(T.ForwardNeed(s, L_, k), T.backward_need(s, k))) return kInf;
+  return T.mode(s, k).extra_ms + K(s + 1, m - T.keep(s, k));
+}
+
+SingleLevelOffloadDp::Pick SingleLevelOffloadDp::OffSuffix(int sp, int64_t m, int s) const {
+  const ChainTerms& T = terms_;
+  const int64_t held = T.x(s);  // prefetched before backward sp
+  const double backward_ms = T.profile().layers[sp].backward_ms;
+  Pick best{kInf, kNoChoice};
+  for (int k = 0; k < T.num_modes(sp); ++k) {
+    if (m < T.backward_need(sp, k) + held) continue;
+    const double c = KeepCost(sp, k, m) + CopyCostMs(s, backward_ms + T.mode(sp, k).extra_ms);
+    if (c < best.cost) best = {c, EncodeKeep(k)};
+  }
+  if (m >= T.segment_backward_need(sp) + held) {
+    const double c = A(sp, m) + CopyCostMs(s, backward_ms);
+    if (c < best.cost) best = {c, a_choice_[static_cast<size_t>(sp) * (M_ + 1) + m]};
+  }
+  return best;
+}
+
+void SingleLevelOffloadDp::SolveRow(int s) {
+  const ChainTerms& T = terms_;
+  const int L = L_;
+  const size_t base = static_cast<size_t>(s) * (M_ + 1);
+  double* k_row = RowK(s);
+  double* n_row = RowN(s);
+  double* a_row = RowA(s);
+  int* kc = k_choice_.data() + base;
+  int* nc = n_choice_.data() + base;
+  int* ac = a_choice_.data() + base;
+  for (int k = 0; k < T.num_modes(s); ++k) {
+    for (int64_t m = 0; m <= M_; ++m) {
+      const double c = KeepCost(s, k, m);
+      if (c < k_row[m]) k_row[m] = c, kc[m] = EncodeKeep(k);
+    }
+  }
+  const bool can_offload = s >= 1 && options_.link.present();
+  const int64_t xs = T.x(s);
+  const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
+  int64_t swept = 0;      // max over forwards s..sp-1 of (j > s ? x[j] : 0) + x[j+1] + ws
+  int64_t swept_off = 0;  // the same with x[s] released after forward s (in line)
+  for (int sp = s + 1; sp < L; ++sp) {
+    const int j = sp - 1;
+    const int64_t here = T.NoGradForwardBytes(j);
+    swept = std::max(swept, here - (j == s ? T.x_bytes(s) : 0));
+    swept_off = std::max(swept_off, here);
+    const int64_t keep_all = keep_all_[static_cast<size_t>(s) * (L + 1) + sp];
+    const int64_t plain_need = std::max(T.SweepNeed(s, L, swept), keep_all);
+    const double fwd = T.ForwardMs(s, sp);
+    const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
+    for (int64_t m = std::max(plain_need, xs); m <= M_; ++m) {
+      const double c = fwd + sub[m - xs];
+      if (c < a_row[m]) a_row[m] = c, ac[m] = sp;
+      if (c < k_row[m]) k_row[m] = c, kc[m] = sp;
+    }
+    if (!can_offload) continue;
+    const int64_t off_need =
+        std::max(options_.link.overlapped ? plain_need : terms_.units().Slots(swept_off), keep_all);
+    for (int64_t m = off_need; m <= M_; ++m) {
+      const Pick p = OffSuffix(sp, m, s);
+      const double c = fwd + penalty + p.cost;
+      if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
+    }
+  }
+  for (int64_t m = 0; m <= M_; ++m) {
+    n_row[m] = k_row[m], nc[m] = kc[m];
+    if (ac[m] > L && a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
+  }
+}
+
+std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
+  const size_t cells = static_cast<size_t>(L_) * (M_ + 1);
+  k_.assign(cells, kInf);
+  n_.assign(cells, kInf);
+  a_.assign(cells, kInf);
+  k_choice_.assign(cells, kNoChoice);
+  n_choice_.assign(cells, kNoChoice);
+  a_choice_.assign(cells, kNoChoice);
+  for (int s = L_ - 1; s >= 0; --s) SolveRow(s);
+  floor_ = M_ + 1;
+  for (int64_t m = 0; m <= M_; ++m) {
+    if (k_[m] < kInf) {
+      floor_ = m;
+      break;
+    }
+  }
+  if (stats != nullptr) {
+    *stats = DpStats{};
+    stats->slots = M_;
+    stats->slot_bytes = terms_.units().slot_bytes();
+    stats->table_cells = static_cast<int64_t>(3 * cells);
+    stats->memory_bytes = static_cast<int64_t>(3 * cells * (sizeof(double) + sizeof(int)));
+  }
+  if (floor_ > M_) return std::nullopt;
+  return Reconstruct(M_);
+}
+
+SingleLevelSolution SingleLevelOffloadDp::Reconstruct(int64_t slots) const {
+  const ChainTerms& T = terms_;
+  const int L = L_;
+  SingleLevelSolution out;
+  out.decisions.assign(L, LayerDecision::kKeep);
+  out.selective_option.assign(L, -1);
+  out.recompute_ms = k_[static_cast<size_t>(slots)];
+  enum class From { kKept, kNoGrad, kOffloaded } from = From::kKept;
+  int64_t m = slots;
+  int offloaded = -1;  // the checkpoint whose prefetch the next backward holds
+  for (int s = 0; s < L;) {
+    const size_t at = static_cast<size_t>(s) * (M_ + 1) + m;
+    const int c = from == From::kKept     ? k_choice_[at]
+                  : from == From::kNoGrad ? n_choice_[at]
+                                          : OffSuffix(s, m, offloaded).choice;
+    if (c == kNoChoice) break;  // not reached: Reconstruct follows finite costs
+    if (c < 0) {
+      const int k = -c - 1;
+      const KeepMode& mode = T.mode(s, k);
+      if (mode.save == SaveMode::kSelective) {
+        out.decisions[s] = LayerDecision::kSelective;
+        out.selective_option[s] = mode.option;
+      }
+      m -= T.keep(s, k);
+      from = From::kKept;
+      ++s;
+      continue;
+    }
+    const bool off = c > L;
+    const int sp = off ? c - L - 1 : c;
+    out.decisions[s] = off ? LayerDecision::kOffload : LayerDecision::kCheckpoint;
+    for (int j = s + 1; j < sp; ++j) out.decisions[j] = LayerDecision::kRecompute;
+    if (off) {
+      offloaded = s;
+      from = From::kOffloaded;
+    } else {
+      m -= T.x(s);
+      from = From::kNoGrad;
+    }
+    s = sp;
+  }
   return out;
 }
 
