@@ -171,6 +171,20 @@ TEST(OptimalSingleOffload, InLineLinkEqualsExhaustive) {
               counts.offloaded_wins);
 }
 
+// Layers that do not keep their input (a loss reading the logits): the
+// simulator holds such an input when its producer ran without grad.
+TEST(OptimalSingleOffload, InLineLinkWithLayersNotKeepingTheirInput) {
+  Counts counts;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    Profile p = testing::RandomChain(2 + seed % 6, seed);
+    for (int i = 0; i < p.num_layers(); ++i)
+      p.layers[i].keeps_input = i == 0 || (i + seed) % 3 != 0;
+    p.host_link = Link(false, 0.5, 10);
+    Check(p, true, &counts);
+  }
+  EXPECT_GT(counts.offloaded_wins, 0);
+}
+
 TEST(OptimalSingleOffload, InLineLinkOnATransformerChain) {
   Profile p = testing::TransformerChain(3, 5);
   p.host_link = Link(false, 0.02);

@@ -52,12 +52,15 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     // A layer that does not keep its input releases it after its forward
     // (when its producer ran with grad: kept, the usual case here).
     const int64_t input = l.keeps_input ? x_bytes_[s] : 0;
-    segment_backward_slots_.push_back(
-        units_.Slots(x_bytes_[s] + x_bytes_[s + 1] + mode(s, 0).kept_bytes + g_bytes_[s + 1] +
-                     g_bytes_[s] + l.backward_workspace_bytes + grads_from[s]));
     for (int k = 0; k < num_modes(s); ++k) {
       const KeepMode& m = mode(s, k);
       keep_slots_.push_back(units_.Slots(input + m.kept_bytes));
+      keep_held_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
+      const int64_t output = s + 1 < L && !layers[s + 1].keeps_input ? 0 : x_bytes_[s + 1];
+      const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
+                           l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s];
+      backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
+      backward_exact_slots_.push_back(units_.Slots(input + rest));
       backward_slots_.push_back(
           units_.Slots(input + x_bytes_[s + 1] + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
                        l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s]));

@@ -211,11 +211,28 @@ int EncodeKeep(int k) { return -(k + 1); }
 
 SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
                                            const SingleLevelOffloadOptions& options)
-    : terms_(terms),
-      options_(options),
-      L_(terms.num_layers()),
-      M_(terms.slots()),
-      keep_all_(KeepAllNeeds(terms)) {}
+    : terms_(terms), options_(options), L_(terms.num_layers()), M_(terms.slots()), keep_all_() {
+  // KeepAllNeeds (interval_bounds.h) with ChainTerms::BackwardNeedExact: the
+  // layers after the first hold their inputs as keep() says; the first holds
+  // it (keep_all_held_) or not (keep_all_).
+  const int L = L_;
+  const int64_t cap = terms.slots() + 1;
+  keep_all_.assign(static_cast<size_t>(L + 1) * (L + 1), cap);
+  keep_all_held_.assign(keep_all_.size(), cap);
+  for (int s = L - 1; s >= 0; --s) {
+    for (int t = s + 1; t <= L; ++t) {
+      const size_t at = static_cast<size_t>(s) * (L + 1) + t;
+      for (const bool held : {false, true}) {
+        int64_t n = std::max(terms.ForwardNeed(s, t, 0), terms.BackwardNeedExact(s, 0, held));
+        if (t > s + 1) {
+          n = std::max(n, (held ? terms.keep_holding_input(s, 0) : terms.keep(s, 0)) +
+                              keep_all_[static_cast<size_t>(s + 1) * (L + 1) + t]);
+        }
+        (held ? keep_all_held_ : keep_all_)[at] = std::min(n, cap);
+      }
+    }
+  }
+}
 
 double SingleLevelOffloadDp::CopyCostMs(int s, double hide_ms) const {
   const double copy = options_.link.CopyMs(terms_.x_bytes(s));
@@ -229,11 +246,11 @@ double SingleLevelOffloadDp::K(int s, int64_t m) const {
   return k_[static_cast<size_t>(s) * (M_ + 1) + m];
 }
 
-// Keep layer s under mode k, then the suffix s+1 (no offload at s+1).
-double SingleLevelOffloadDp::KeepCost(int s, int k, int64_t m) const {
+double SingleLevelOffloadDp::KeepCost(int s, int k, int64_t m, bool held) const {
   const ChainTerms& T = terms_;
-  if (m < std::max(T.ForwardNeed(s, L_, k), T.backward_need(s, k))) return kInf;
-  return T.mode(s, k).extra_ms + K(s + 1, m - T.keep(s, k));
+  const int64_t backward = T.BackwardNeedExact(s, k, held);
+  if (m < std::max(T.ForwardNeed(s, L_, k), backward)) return kInf;
+  return T.mode(s, k).extra_ms + K(s + 1, m - (held ? T.keep_holding_input(s, k) : T.keep(s, k)));
 }
 
 SingleLevelOffloadDp::Pick SingleLevelOffloadDp::OffSuffix(int sp, int64_t m, int s) const {
@@ -242,8 +259,8 @@ SingleLevelOffloadDp::Pick SingleLevelOffloadDp::OffSuffix(int sp, int64_t m, in
   const double backward_ms = T.profile().layers[sp].backward_ms;
   Pick best{kInf, kNoChoice};
   for (int k = 0; k < T.num_modes(sp); ++k) {
-    if (m < T.backward_need(sp, k) + held) continue;
-    const double c = KeepCost(sp, k, m) + CopyCostMs(s, backward_ms + T.mode(sp, k).extra_ms);
+    if (m < T.BackwardNeedExact(sp, k, true) + held) continue;
+    const double c = KeepCost(sp, k, m, true) + CopyCostMs(s, backward_ms + T.mode(sp, k).extra_ms);
     if (c < best.cost) best = {c, EncodeKeep(k)};
   }
   if (m >= T.segment_backward_need(sp) + held) {
@@ -263,10 +280,14 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   int* kc = k_choice_.data() + base;
   int* nc = n_choice_.data() + base;
   int* ac = a_choice_.data() + base;
+  // K keeps layer s after a layer kept with grad (x[s] released after its
+  // forward unless s == 0), N after one run without grad (x[s] held).
   for (int k = 0; k < T.num_modes(s); ++k) {
     for (int64_t m = 0; m <= M_; ++m) {
-      const double c = KeepCost(s, k, m);
+      const double c = KeepCost(s, k, m, s == 0);
       if (c < k_row[m]) k_row[m] = c, kc[m] = EncodeKeep(k);
+      const double h = KeepCost(s, k, m, true);
+      if (h < n_row[m]) n_row[m] = h, nc[m] = EncodeKeep(k);
     }
   }
   const bool can_offload = s >= 1 && options_.link.present();
@@ -279,18 +300,23 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     const int64_t here = T.NoGradForwardBytes(j);
     swept = std::max(swept, here - (j == s ? T.x_bytes(s) : 0));
     swept_off = std::max(swept_off, here);
-    const int64_t keep_all = keep_all_[static_cast<size_t>(s) * (L + 1) + sp];
-    const int64_t plain_need = std::max(T.SweepNeed(s, L, swept), keep_all);
+    // The segment's recompute: after a layer kept with grad x[s] carries its
+    // graph and is released like any input (K); else it is held (A, N).
+    const size_t at = static_cast<size_t>(s) * (L + 1) + sp;
+    const int64_t keep_all = s == 0 ? keep_all_held_[at] : keep_all_[at];
+    const int64_t keep_all_held = keep_all_held_[at];
+    const int64_t sweep_need = T.SweepNeed(s, L, swept);
+    const int64_t plain_need = std::max(sweep_need, keep_all_held);
     const double fwd = T.ForwardMs(s, sp);
     const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
-    for (int64_t m = std::max(plain_need, xs); m <= M_; ++m) {
+    for (int64_t m = std::max(std::max(sweep_need, keep_all), xs); m <= M_; ++m) {
       const double c = fwd + sub[m - xs];
-      if (c < a_row[m]) a_row[m] = c, ac[m] = sp;
       if (c < k_row[m]) k_row[m] = c, kc[m] = sp;
+      if (m >= plain_need && c < a_row[m]) a_row[m] = c, ac[m] = sp;
     }
     if (!can_offload) continue;
-    const int64_t off_need =
-        std::max(options_.link.overlapped ? plain_need : terms_.units().Slots(swept_off), keep_all);
+    const int64_t off_need = std::max(
+        options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
     for (int64_t m = off_need; m <= M_; ++m) {
       const Pick p = OffSuffix(sp, m, s);
       const double c = fwd + penalty + p.cost;
@@ -298,8 +324,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     }
   }
   for (int64_t m = 0; m <= M_; ++m) {
-    n_row[m] = k_row[m], nc[m] = kc[m];
-    if (ac[m] > L && a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
+    if (a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
   }
 }
 
@@ -353,7 +378,7 @@ SingleLevelSolution SingleLevelOffloadDp::Reconstruct(int64_t slots) const {
         out.decisions[s] = LayerDecision::kSelective;
         out.selective_option[s] = mode.option;
       }
-      m -= T.keep(s, k);
+      m -= from == From::kKept && s > 0 ? T.keep(s, k) : T.keep_holding_input(s, k);
       from = From::kKept;
       ++s;
       continue;

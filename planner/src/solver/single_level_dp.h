@@ -81,6 +81,9 @@ class SingleLevelDp {
 // host) whose first decision's backward (backward s') also fits x[s]:
 //   Off(s', m, s) = min( keep mode k of s' if m >= backward_need(s', k) + x(s),
 //                        A(s', m)         if m >= segment_backward_need(s') + x(s) ).
+// A layer that does not keep its input (LayerProfile::keeps_input) holds it
+// anyway when its producer ran without grad (N, a segment's first layer) or
+// it is layer 0: the simulator releases x[s] only after a forward with grad.
 // Memory, against the simulator (simulator.h):
 //   in line (the `cpu` link): exact. The copy out runs right after forward s
 //     and releases x[s]; the segment's later no-grad forwards do not hold it;
@@ -130,7 +133,9 @@ class SingleLevelOffloadDp {
   double* RowA(int s) { return a_.data() + static_cast<size_t>(s) * (M_ + 1); }
   double K(int s, int64_t m) const;
   double A(int s, int64_t m) const { return a_[static_cast<size_t>(s) * (M_ + 1) + m]; }
-  double KeepCost(int s, int k, int64_t m) const;
+  // Keep layer s under mode k, then the suffix s+1 (K); `held`: x[s] stays
+  // live until backward s (ChainTerms::keep_holding_input).
+  double KeepCost(int s, int k, int64_t m, bool held) const;
   // Off(sp, m, s) above, with its choice at sp.
   Pick OffSuffix(int sp, int64_t m, int s) const;
   void SolveRow(int s);
@@ -140,7 +145,11 @@ class SingleLevelOffloadDp {
   int L_;
   int64_t M_;
   int64_t floor_ = 0;
-  std::vector<int64_t> keep_all_;  // KeepAllNeeds
+  // [s * (L + 1) + t]: the peak of keeping all of s..t-1 (KeepAllNeeds with
+  // BackwardNeedExact); _held_: layer s holding its input (a checkpoint
+  // written without grad), as the recompute of a segment after a layer run
+  // without grad does.
+  std::vector<int64_t> keep_all_, keep_all_held_;
   std::vector<double> k_, n_, a_;
   std::vector<int> k_choice_, n_choice_, a_choice_;
 };
