@@ -6,61 +6,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 
 #include "remat/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/memory_units.h"
 #include "solver/single_level_dp.h"
 #include "strategies/solvers.h"
+#include "testing/brute_force.h"
 #include "testing/chains.h"
 
 namespace remat {
 namespace {
 
-struct Simulated {
-  std::vector<LayerDecision> decisions;
-  int64_t peak_bytes = 0;
-  int64_t host_peak_bytes = 0;
-  double step_ms = 0;
-  bool offloads = false;
-};
+using Simulated = testing::SimulatedDecisions;
 
-// Every decision vector BuildSingleLevelSchedule accepts: per layer keep,
-// checkpoint, recompute (inside a segment), offload (a checkpoint after a
-// layer run without grad, when the profile has a link) or a selective option.
+bool Offloads(const Simulated& s) {
+  return std::count(s.decisions.begin(), s.decisions.end(), LayerDecision::kOffload) > 0;
+}
+
+// Every single-level decision vector, kOffload included, simulated.
 std::vector<Simulated> AllPlans(const Profile& p) {
-  const int L = p.num_layers();
-  std::vector<Simulated> out;
-  std::vector<LayerDecision> d(L);
-  std::vector<int> opt(L, -1);
-  std::function<void(int)> walk = [&](int i) {
-    if (i == L) {
-      Result<Plan> plan = EvaluateDecisions(p, Strategy::kManual, "", d, opt, 0);
-      if (!plan.ok()) return;
-      const bool offloads = std::count(d.begin(), d.end(), LayerDecision::kOffload) > 0;
-      out.push_back({d, plan->predicted.peak_bytes, plan->predicted.host_peak_bytes,
-                     plan->predicted.step_ms, offloads});
-      return;
-    }
-    const bool after_segment = i > 0 && RunsWithoutGrad(d[i - 1]);
-    opt[i] = -1;
-    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint,
-                            LayerDecision::kRecompute, LayerDecision::kOffload}) {
-      if (c == LayerDecision::kRecompute && !after_segment) continue;
-      if (c == LayerDecision::kOffload && (!after_segment || !p.host_link.present())) continue;
-      d[i] = c;
-      walk(i + 1);
-    }
-    for (int k = 0; k < static_cast<int>(p.layers[i].selective.size()); ++k) {
-      d[i] = LayerDecision::kSelective;
-      opt[i] = k;
-      walk(i + 1);
-    }
-    opt[i] = -1;
-  };
-  walk(0);
-  return out;
+  return testing::AllSingleLevelPlans(p, /*with_offload=*/true);
 }
 
 // The least step time within `budget` (and `host_budget`, 0: none) among
@@ -69,7 +35,7 @@ double Best(const std::vector<Simulated>& plans, int64_t budget, bool with_offlo
             int64_t host_budget = 0) {
   double best = -1;
   for (const Simulated& s : plans) {
-    if (s.offloads && !with_offload) continue;
+    if (!with_offload && Offloads(s)) continue;
     if (host_budget > 0 && s.host_peak_bytes > host_budget) continue;
     if (s.peak_bytes <= budget && (best < 0 || s.step_ms < best)) best = s.step_ms;
   }
