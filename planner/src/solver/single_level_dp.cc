@@ -282,19 +282,32 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   int* ac = a_choice_.data() + base;
   // K keeps layer s after a layer kept with grad (x[s] released after its
   // forward unless s == 0), N after one run without grad (x[s] held).
-  for (int k = 0; k < T.num_modes(s); ++k) {
-    for (int64_t m = 0; m <= M_; ++m) {
-      const double c = KeepCost(s, k, m, s == 0);
-      if (c < k_row[m]) k_row[m] = c, kc[m] = EncodeKeep(k);
-      const double h = KeepCost(s, k, m, true);
-      if (h < n_row[m]) n_row[m] = h, nc[m] = EncodeKeep(k);
+  const double* next_k = s + 1 < L ? k_.data() + static_cast<size_t>(s + 1) * (M_ + 1) : nullptr;
+  auto keep_into = [&](int k, bool held, double* row, int* choice) {
+    const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
+    const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
+    const double extra = T.mode(s, k).extra_ms;
+    for (int64_t m = std::max<int64_t>(need, 0); m <= M_; ++m) {
+      const double c = extra + (next_k == nullptr ? 0 : m >= shift ? next_k[m - shift] : kInf);
+      if (c < row[m]) row[m] = c, choice[m] = EncodeKeep(k);
     }
+  };
+  for (int k = 0; k < T.num_modes(s); ++k) {
+    keep_into(k, s == 0, k_row, kc);
+    keep_into(k, true, n_row, nc);
   }
   const bool can_offload = s >= 1 && options_.link.present();
   const int64_t xs = T.x(s);
   const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
   int64_t swept = 0;      // max over forwards s..sp-1 of (j > s ? x[j] : 0) + x[j+1] + ws
   int64_t swept_off = 0;  // the same with x[s] released after forward s (in line)
+  // Off(sp, m, s)'s terms (OffSuffix): one per keep mode of sp, and A(sp).
+  struct Term {
+    int64_t need, shift;
+    double add;
+    const double* row;  // nullptr: sp is the last layer
+  };
+  std::vector<Term> terms;
   for (int sp = s + 1; sp < L; ++sp) {
     const int j = sp - 1;
     const int64_t here = T.NoGradForwardBytes(j);
@@ -317,9 +330,25 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     if (!can_offload) continue;
     const int64_t off_need = std::max(
         options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
+    const double backward_ms = T.profile().layers[sp].backward_ms;
+    const double* after = sp + 1 < L ? k_.data() + static_cast<size_t>(sp + 1) * (M_ + 1) : nullptr;
+    terms.clear();
+    for (int k = 0; k < T.num_modes(sp); ++k) {
+      const double extra = T.mode(sp, k).extra_ms;
+      terms.push_back({std::max(T.ForwardNeed(sp, L, k), T.BackwardNeedExact(sp, k, true) + xs),
+                       T.keep_holding_input(sp, k), extra + CopyCostMs(s, backward_ms + extra),
+                       after});
+    }
+    terms.push_back({T.segment_backward_need(sp) + xs, 0, CopyCostMs(s, backward_ms),
+                     a_.data() + static_cast<size_t>(sp) * (M_ + 1)});
     for (int64_t m = off_need; m <= M_; ++m) {
-      const Pick p = OffSuffix(sp, m, s);
-      const double c = fwd + penalty + p.cost;
+      double best = kInf;
+      for (const Term& t : terms) {
+        if (m < t.need) continue;
+        const double v = t.add + (t.row == nullptr ? 0 : m >= t.shift ? t.row[m - t.shift] : kInf);
+        best = std::min(best, v);
+      }
+      const double c = fwd + penalty + best;
       if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
     }
   }
