@@ -72,18 +72,21 @@ class SingleLevelDp {
 // copied out after forward s, prefetched before backward s', the compute op
 // before its recompute; kOffloadPrefetchLead). Three cost tables per suffix s,
 // dense over the slots m in [0, M]:
-//   K(s, m)  the suffix when layer s-1 kept its output (or s == 0): no offload at s;
-//   N(s, m)  the suffix when layer s-1 ran without grad: K, or an offloaded segment;
+//   K(s, m)  the suffix when layer s-1 ran with grad (or s == 0): no offload at s;
+//   N(s, m)  the suffix when layer s-1 ran without grad: a keep of s (holding
+//            x[s], below), a plain segment, or an offloaded one;
 //   A(s, m)  its segments only (plain or offloaded), for the suffix after an
 //            offloaded segment, whose first backward holds the prefetched x[s].
 // An offloaded segment (s, s') costs forward_ms(s..s'-1) + its copies' time
 // + Off(s', m, s), the suffix from s' in the same m slots (x[s] is on the
 // host) whose first decision's backward (backward s') also fits x[s]:
-//   Off(s', m, s) = min( keep mode k of s' if m >= backward_need(s', k) + x(s),
+//   Off(s', m, s) = min( keep mode k of s' if m >= BackwardNeedExact(s', k, held) + x(s),
 //                        A(s', m)         if m >= segment_backward_need(s') + x(s) ).
 // A layer that does not keep its input (LayerProfile::keeps_input) holds it
 // anyway when its producer ran without grad (N, a segment's first layer) or
-// it is layer 0: the simulator releases x[s] only after a forward with grad.
+// it is layer 0: the simulator releases x[s] only after a forward with grad
+// (a segment's checkpoint after a layer kept with grad: at its recompute).
+// Backward s does not hold x[s+1] when layer s+1 does not keep its input.
 // Memory, against the simulator (simulator.h):
 //   in line (the `cpu` link): exact. The copy out runs right after forward s
 //     and releases x[s]; the segment's later no-grad forwards do not hold it;
@@ -136,7 +139,8 @@ class SingleLevelOffloadDp {
   // Keep layer s under mode k, then the suffix s+1 (K); `held`: x[s] stays
   // live until backward s (ChainTerms::keep_holding_input).
   double KeepCost(int s, int k, int64_t m, bool held) const;
-  // Off(sp, m, s) above, with its choice at sp.
+  // Off(sp, m, s) above, with its choice at sp (Reconstruct; SolveRow
+  // evaluates the same terms hoisted out of its slot loop).
   Pick OffSuffix(int sp, int64_t m, int s) const;
   void SolveRow(int s);
 
