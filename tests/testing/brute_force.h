@@ -17,12 +17,15 @@ struct SimulatedDecisions {
   std::vector<int> selective_option;
   int64_t peak_bytes = 0;
   double step_ms = 0;
+  int64_t host_peak_bytes = 0;
 };
 
 // Every decision vector BuildSingleLevelSchedule accepts: per layer keep,
 // checkpoint, recompute (after a checkpointed or recomputed layer) or each
 // selective option. Grows like ~3.4^L with one selective option per layer.
-inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p) {
+// `with_offload` (and a host link): kOffload too, after a layer run without grad.
+inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p,
+                                                           bool with_offload = false) {
   const int L = p.num_layers();
   std::vector<SimulatedDecisions> out;
   std::vector<LayerDecision> d(L);
@@ -30,13 +33,19 @@ inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p) {
   std::function<void(int)> walk = [&](int i) {
     if (i == L) {
       Result<Plan> plan = EvaluateDecisions(p, Strategy::kManual, "", d, opt, 0);
-      if (plan.ok()) out.push_back({d, opt, plan->predicted.peak_bytes, plan->predicted.step_ms});
+      if (plan.ok()) {
+        out.push_back({d, opt, plan->predicted.peak_bytes, plan->predicted.step_ms,
+                       plan->predicted.host_peak_bytes});
+      }
       return;
     }
     opt[i] = -1;
-    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint, LayerDecision::kRecompute}) {
-      if (c == LayerDecision::kRecompute &&
-          (i == 0 || (d[i - 1] != LayerDecision::kCheckpoint && d[i - 1] != LayerDecision::kRecompute))) {
+    const bool after_segment = i > 0 && RunsWithoutGrad(d[i - 1]);
+    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint, LayerDecision::kRecompute,
+                            LayerDecision::kOffload}) {
+      if (c == LayerDecision::kRecompute && !after_segment) continue;
+      if (c == LayerDecision::kOffload &&
+          (!with_offload || !p.host_link.present() || !after_segment)) {
         continue;
       }
       d[i] = c;

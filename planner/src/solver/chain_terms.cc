@@ -33,8 +33,8 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   for (int s = 0; s < L; ++s) {
     const LayerProfile& l = layers[s];
     mode_begin_[s] = static_cast<int>(modes_.size());
-    modes_.push_back({SaveMode::kAll, -1, l.activation_bytes - l.output_bytes, 0, 0,
-                      l.forward_workspace_bytes});
+    modes_.push_back(
+        {SaveMode::kAll, -1, l.activation_bytes - l.output_bytes, 0, 0, l.forward_workspace_bytes});
     for (size_t k = 0; k < l.selective.size(); ++k) {
       const SelectiveOption& o = l.selective[k];
       modes_.push_back({SaveMode::kSelective, static_cast<int>(k),
@@ -55,10 +55,15 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     for (int k = 0; k < num_modes(s); ++k) {
       const KeepMode& m = mode(s, k);
       keep_slots_.push_back(units_.Slots(input + m.kept_bytes));
-      backward_slots_.push_back(units_.Slots(input + x_bytes_[s + 1] + m.kept_bytes +
-                                            g_bytes_[s + 1] + g_bytes_[s] +
-                                            l.backward_workspace_bytes +
-                                            m.recompute_workspace_bytes + grads_from[s]));
+      keep_held_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
+      const int64_t output = s + 1 < L && !layers[s + 1].keeps_input ? 0 : x_bytes_[s + 1];
+      const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
+                           l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s];
+      backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
+      backward_exact_slots_.push_back(units_.Slots(input + rest));
+      backward_slots_.push_back(
+          units_.Slots(input + x_bytes_[s + 1] + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
+                       l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s]));
     }
   }
 
@@ -69,8 +74,8 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   for (int s = 0; s < L; ++s) {
     int64_t peak = -1;
     for (int j = s; j + 1 < L; ++j) {
-      const int64_t here = (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] +
-                           layers[j].nograd_workspace_bytes();
+      const int64_t here =
+          (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] + layers[j].nograd_workspace_bytes();
       if (here > peak) {
         peak = here;
         sweeps_[s].push_back({j + 1, peak});
@@ -85,7 +90,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
 
 int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
   return units_.Slots(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
-                     mode(s, k).forward_workspace_bytes);
+                      mode(s, k).forward_workspace_bytes);
 }
 
 }  // namespace remat::solver

@@ -26,10 +26,10 @@ namespace remat::solver {
 // One way to run a layer's forward with grad.
 struct KeepMode {
   SaveMode save = SaveMode::kAll;
-  int option = -1;                 // selective option index (save == kSelective)
-  int64_t kept_bytes = 0;          // |a[s]| under this mode (output excluded)
+  int option = -1;         // selective option index (save == kSelective)
+  int64_t kept_bytes = 0;  // |a[s]| under this mode (output excluded)
   int64_t recompute_workspace_bytes = 0;
-  double extra_ms = 0;             // added to the layer's backward
+  double extra_ms = 0;                  // added to the layer's backward
   int64_t forward_workspace_bytes = 0;  // transient at this mode's forward peak
 };
 
@@ -58,6 +58,16 @@ class ChainTerms {
 
   // Slots held by x[s] while the rest of an interval starting at s runs.
   int64_t x(int s) const { return x_slots_[s]; }
+  // |x[i]| in bytes, i in [0, L].
+  int64_t x_bytes(int i) const { return x_bytes_[i]; }
+  // Peak of backward s when s starts a segment (recomputed with grad, mode 0,
+  // in an interval (s, L)): its checkpoint x[s] is live whether or not the
+  // layer keeps its input.
+  int64_t segment_backward_need(int s) const { return BackwardNeedExact(s, 0, true); }
+  // Bytes of forward j without grad at its peak: x[j] + x[j+1] + workspace.
+  int64_t NoGradForwardBytes(int j) const {
+    return x_bytes_[j] + x_bytes_[j + 1] + profile_.layers[j].nograd_workspace_bytes();
+  }
 
   int num_modes(int s) const { return mode_begin_[s + 1] - mode_begin_[s]; }
   const KeepMode& mode(int s, int k) const { return modes_[mode_begin_[s] + k]; }
@@ -65,6 +75,17 @@ class ChainTerms {
   int64_t keep(int s, int k) const { return keep_slots_[mode_begin_[s] + k]; }
   // Peak of backward s after a keep of mode k.
   int64_t backward_need(int s, int k) const { return backward_slots_[mode_begin_[s] + k]; }
+  // keep() when x[s] stays live until backward s although layer s does not
+  // keep its input: the simulator releases it after a forward of s with grad
+  // only when its producer's last forward ran with grad (a[s-1] live) and
+  // s > 0. Equal to keep() for a layer that keeps its input.
+  int64_t keep_holding_input(int s, int k) const { return keep_held_slots_[mode_begin_[s] + k]; }
+  // backward_need() as the simulator has it: x[s] counted when `held` or
+  // layer s keeps it, and the output x[s+1] not counted when layer s+1 does
+  // not keep its input (its forward with grad after s's released it).
+  int64_t BackwardNeedExact(int s, int k, bool held) const {
+    return (held ? backward_held_slots_ : backward_exact_slots_)[mode_begin_[s] + k];
+  }
   // Peak of forward s with grad (mode k) in interval (s, t).
   int64_t ForwardNeed(int s, int t, int k) const;
 
@@ -90,6 +111,7 @@ class ChainTerms {
   std::vector<int> mode_begin_;
   std::vector<KeepMode> modes_;
   std::vector<int64_t> keep_slots_, backward_slots_;
+  std::vector<int64_t> keep_held_slots_, backward_held_slots_, backward_exact_slots_;
   std::vector<std::vector<SweepStep>> sweeps_;
   std::vector<std::vector<int>> sweep_step_;
   std::vector<double> forward_prefix_;

@@ -1,6 +1,7 @@
 #include "solver/single_level_dp.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace remat::solver {
 
@@ -97,7 +98,10 @@ IntervalChoice SingleLevelDp::Choose(int s, int64_t m_in) const {
   // Of the layer lists as fast as the best in m_in slots, take one that
   // needs the fewest: choose at the least m with the same cost.
   const CostRow row = Row(s);
-  const int64_t m = row.lo + FirstAtMost(row.cost, 0, static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1), row.At(m_in));
+  const int64_t m =
+      row.lo + FirstAtMost(row.cost, 0,
+                           static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1),
+                           row.At(m_in));
   IntervalChoice best;
   float best_cost = kNoFit;
   bool have = false;
@@ -156,8 +160,7 @@ SingleLevelSolution SingleLevelDp::Walk(int64_t slots, const ChooseFn& choose) c
 }
 
 SingleLevelSolution SingleLevelDp::LowestPeak() const {
-  SingleLevelSolution out =
-      Walk(0, [this](int s, int64_t) { return lowest_peak_choice_[s]; });
+  SingleLevelSolution out = Walk(0, [this](int s, int64_t) { return lowest_peak_choice_[s]; });
   out.recompute_ms = lowest_peak_ms_[0];
   return out;
 }
@@ -195,6 +198,233 @@ std::optional<SingleLevelSolution> SingleLevelDp::Solve(DpStats* stats) {
 SingleLevelSolution SingleLevelDp::Reconstruct(int64_t slots) const {
   SingleLevelSolution out = Walk(slots, [this](int s, int64_t m) { return Choose(s, m); });
   out.recompute_ms = Row(0).At(slots);
+  return out;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kNoChoice = std::numeric_limits<int>::min();
+int EncodeKeep(int k) { return -(k + 1); }
+
+}  // namespace
+
+SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
+                                           const SingleLevelOffloadOptions& options)
+    : terms_(terms), options_(options), L_(terms.num_layers()), M_(terms.slots()), keep_all_() {
+  // KeepAllNeeds (interval_bounds.h) with ChainTerms::BackwardNeedExact: the
+  // layers after the first hold their inputs as keep() says; the first holds
+  // it (keep_all_held_) or not (keep_all_).
+  const int L = L_;
+  const int64_t cap = terms.slots() + 1;
+  keep_all_.assign(static_cast<size_t>(L + 1) * (L + 1), cap);
+  keep_all_held_.assign(keep_all_.size(), cap);
+  for (int s = L - 1; s >= 0; --s) {
+    for (int t = s + 1; t <= L; ++t) {
+      const size_t at = static_cast<size_t>(s) * (L + 1) + t;
+      for (const bool held : {false, true}) {
+        int64_t n = std::max(terms.ForwardNeed(s, t, 0), terms.BackwardNeedExact(s, 0, held));
+        if (t > s + 1) {
+          n = std::max(n, (held ? terms.keep_holding_input(s, 0) : terms.keep(s, 0)) +
+                              keep_all_[static_cast<size_t>(s + 1) * (L + 1) + t]);
+        }
+        (held ? keep_all_held_ : keep_all_)[at] = std::min(n, cap);
+      }
+    }
+  }
+}
+
+double SingleLevelOffloadDp::CopyCostMs(int s, double hide_ms) const {
+  const double copy = options_.link.CopyMs(terms_.x_bytes(s));
+  if (!options_.link.overlapped) return 2 * copy;
+  return std::max(0.0, copy - hide_ms);
+}
+
+double SingleLevelOffloadDp::K(int s, int64_t m) const {
+  if (s == L_) return 0;
+  if (m < 0) return kInf;
+  return k_[static_cast<size_t>(s) * (M_ + 1) + m];
+}
+
+double SingleLevelOffloadDp::KeepCost(int s, int k, int64_t m, bool held) const {
+  const ChainTerms& T = terms_;
+  const int64_t backward = T.BackwardNeedExact(s, k, held);
+  if (m < std::max(T.ForwardNeed(s, L_, k), backward)) return kInf;
+  return T.mode(s, k).extra_ms + K(s + 1, m - (held ? T.keep_holding_input(s, k) : T.keep(s, k)));
+}
+
+SingleLevelOffloadDp::Pick SingleLevelOffloadDp::OffSuffix(int sp, int64_t m, int s) const {
+  const ChainTerms& T = terms_;
+  const int64_t held = T.x(s);  // prefetched before backward sp
+  const double backward_ms = T.profile().layers[sp].backward_ms;
+  Pick best{kInf, kNoChoice};
+  for (int k = 0; k < T.num_modes(sp); ++k) {
+    if (m < T.BackwardNeedExact(sp, k, true) + held) continue;
+    const double c = KeepCost(sp, k, m, true) + CopyCostMs(s, backward_ms + T.mode(sp, k).extra_ms);
+    if (c < best.cost) best = {c, EncodeKeep(k)};
+  }
+  if (m >= T.segment_backward_need(sp) + held) {
+    const double c = A(sp, m) + CopyCostMs(s, backward_ms);
+    if (c < best.cost) best = {c, a_choice_[static_cast<size_t>(sp) * (M_ + 1) + m]};
+  }
+  return best;
+}
+
+void SingleLevelOffloadDp::SolveRow(int s) {
+  const ChainTerms& T = terms_;
+  const int L = L_;
+  const size_t base = static_cast<size_t>(s) * (M_ + 1);
+  double* k_row = RowK(s);
+  double* n_row = RowN(s);
+  double* a_row = RowA(s);
+  int* kc = k_choice_.data() + base;
+  int* nc = n_choice_.data() + base;
+  int* ac = a_choice_.data() + base;
+  // K keeps layer s after a layer kept with grad (x[s] released after its
+  // forward unless s == 0), N after one run without grad (x[s] held).
+  const double* next_k = s + 1 < L ? k_.data() + static_cast<size_t>(s + 1) * (M_ + 1) : nullptr;
+  auto keep_into = [&](int k, bool held, double* row, int* choice) {
+    const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
+    const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
+    const double extra = T.mode(s, k).extra_ms;
+    for (int64_t m = std::max<int64_t>(need, 0); m <= M_; ++m) {
+      const double c = extra + (next_k == nullptr ? 0 : m >= shift ? next_k[m - shift] : kInf);
+      if (c < row[m]) row[m] = c, choice[m] = EncodeKeep(k);
+    }
+  };
+  for (int k = 0; k < T.num_modes(s); ++k) {
+    keep_into(k, s == 0, k_row, kc);
+    keep_into(k, true, n_row, nc);
+  }
+  const bool can_offload = s >= 1 && options_.link.present();
+  const int64_t xs = T.x(s);
+  const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
+  int64_t swept = 0;      // max over forwards s..sp-1 of (j > s ? x[j] : 0) + x[j+1] + ws
+  int64_t swept_off = 0;  // the same with x[s] released after forward s (in line)
+  // Off(sp, m, s)'s terms (OffSuffix): one per keep mode of sp, and A(sp).
+  struct Term {
+    int64_t need, shift;
+    double add;
+    const double* row;  // nullptr: sp is the last layer
+  };
+  std::vector<Term> terms;
+  for (int sp = s + 1; sp < L; ++sp) {
+    const int j = sp - 1;
+    const int64_t here = T.NoGradForwardBytes(j);
+    swept = std::max(swept, here - (j == s ? T.x_bytes(s) : 0));
+    swept_off = std::max(swept_off, here);
+    // The segment's recompute: after a layer kept with grad x[s] carries its
+    // graph and is released like any input (K); else it is held (A, N).
+    const size_t at = static_cast<size_t>(s) * (L + 1) + sp;
+    const int64_t keep_all = s == 0 ? keep_all_held_[at] : keep_all_[at];
+    const int64_t keep_all_held = keep_all_held_[at];
+    const int64_t sweep_need = T.SweepNeed(s, L, swept);
+    const int64_t plain_need = std::max(sweep_need, keep_all_held);
+    const double fwd = T.ForwardMs(s, sp);
+    const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
+    for (int64_t m = std::max(std::max(sweep_need, keep_all), xs); m <= M_; ++m) {
+      const double c = fwd + sub[m - xs];
+      if (c < k_row[m]) k_row[m] = c, kc[m] = sp;
+      if (m >= plain_need && c < a_row[m]) a_row[m] = c, ac[m] = sp;
+    }
+    if (!can_offload) continue;
+    const int64_t off_need = std::max(
+        options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
+    const double backward_ms = T.profile().layers[sp].backward_ms;
+    const double* after = sp + 1 < L ? k_.data() + static_cast<size_t>(sp + 1) * (M_ + 1) : nullptr;
+    terms.clear();
+    for (int k = 0; k < T.num_modes(sp); ++k) {
+      const double extra = T.mode(sp, k).extra_ms;
+      terms.push_back({std::max(T.ForwardNeed(sp, L, k), T.BackwardNeedExact(sp, k, true) + xs),
+                       T.keep_holding_input(sp, k), extra + CopyCostMs(s, backward_ms + extra),
+                       after});
+    }
+    terms.push_back({T.segment_backward_need(sp) + xs, 0, CopyCostMs(s, backward_ms),
+                     a_.data() + static_cast<size_t>(sp) * (M_ + 1)});
+    for (int64_t m = off_need; m <= M_; ++m) {
+      double best = kInf;
+      for (const Term& t : terms) {
+        if (m < t.need) continue;
+        const double v = t.add + (t.row == nullptr ? 0 : m >= t.shift ? t.row[m - t.shift] : kInf);
+        best = std::min(best, v);
+      }
+      const double c = fwd + penalty + best;
+      if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
+    }
+  }
+  for (int64_t m = 0; m <= M_; ++m) {
+    if (a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
+  }
+}
+
+std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
+  const size_t cells = static_cast<size_t>(L_) * (M_ + 1);
+  k_.assign(cells, kInf);
+  n_.assign(cells, kInf);
+  a_.assign(cells, kInf);
+  k_choice_.assign(cells, kNoChoice);
+  n_choice_.assign(cells, kNoChoice);
+  a_choice_.assign(cells, kNoChoice);
+  for (int s = L_ - 1; s >= 0; --s) SolveRow(s);
+  floor_ = M_ + 1;
+  for (int64_t m = 0; m <= M_; ++m) {
+    if (k_[m] < kInf) {
+      floor_ = m;
+      break;
+    }
+  }
+  if (stats != nullptr) {
+    *stats = DpStats{};
+    stats->slots = M_;
+    stats->slot_bytes = terms_.units().slot_bytes();
+    stats->table_cells = static_cast<int64_t>(3 * cells);
+    stats->memory_bytes = static_cast<int64_t>(3 * cells * (sizeof(double) + sizeof(int)));
+  }
+  if (floor_ > M_) return std::nullopt;
+  return Reconstruct(M_);
+}
+
+SingleLevelSolution SingleLevelOffloadDp::Reconstruct(int64_t slots) const {
+  const ChainTerms& T = terms_;
+  const int L = L_;
+  SingleLevelSolution out;
+  out.decisions.assign(L, LayerDecision::kKeep);
+  out.selective_option.assign(L, -1);
+  out.recompute_ms = k_[static_cast<size_t>(slots)];
+  enum class From { kKept, kNoGrad, kOffloaded } from = From::kKept;
+  int64_t m = slots;
+  int offloaded = -1;  // the checkpoint whose prefetch the next backward holds
+  for (int s = 0; s < L;) {
+    const size_t at = static_cast<size_t>(s) * (M_ + 1) + m;
+    const int c = from == From::kKept     ? k_choice_[at]
+                  : from == From::kNoGrad ? n_choice_[at]
+                                          : OffSuffix(s, m, offloaded).choice;
+    if (c == kNoChoice) break;  // not reached: Reconstruct follows finite costs
+    if (c < 0) {
+      const int k = -c - 1;
+      const KeepMode& mode = T.mode(s, k);
+      if (mode.save == SaveMode::kSelective) {
+        out.decisions[s] = LayerDecision::kSelective;
+        out.selective_option[s] = mode.option;
+      }
+      m -= from == From::kKept && s > 0 ? T.keep(s, k) : T.keep_holding_input(s, k);
+      from = From::kKept;
+      ++s;
+      continue;
+    }
+    const bool off = c > L;
+    const int sp = off ? c - L - 1 : c;
+    out.decisions[s] = off ? LayerDecision::kOffload : LayerDecision::kCheckpoint;
+    for (int j = s + 1; j < sp; ++j) out.decisions[j] = LayerDecision::kRecompute;
+    if (off) {
+      offloaded = s;
+      from = From::kOffloaded;
+    } else {
+      m -= T.x(s);
+      from = From::kNoGrad;
+    }
+    s = sp;
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "remat/decisions.h"
+#include "remat/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"
@@ -63,6 +64,98 @@ class SingleLevelDp {
   std::vector<int> lo_, hi_;                        // [s]: the row spans [lo_[s], hi_[s]]
   std::vector<int64_t> offset_;
   std::vector<float> table_;
+};
+
+// The single-level optimum with activation offload: the layer lists above,
+// where a segment s..s'-1 (s >= 1, s' < L) whose predecessor s-1 runs without
+// grad may also have its checkpoint x[s] offloaded (LayerDecision::kOffload:
+// copied out after forward s, prefetched before backward s', the compute op
+// before its recompute; kOffloadPrefetchLead). Three cost tables per suffix s,
+// dense over the slots m in [0, M]:
+//   K(s, m)  the suffix when layer s-1 ran with grad (or s == 0): no offload at s;
+//   N(s, m)  the suffix when layer s-1 ran without grad: a keep of s (holding
+//            x[s], below), a plain segment, or an offloaded one;
+//   A(s, m)  its segments only (plain or offloaded), for the suffix after an
+//            offloaded segment, whose first backward holds the prefetched x[s].
+// An offloaded segment (s, s') costs forward_ms(s..s'-1) + its copies' time
+// + Off(s', m, s), the suffix from s' in the same m slots (x[s] is on the
+// host) whose first decision's backward (backward s') also fits x[s]:
+//   Off(s', m, s) = min( keep mode k of s' if m >= BackwardNeedExact(s', k, held) + x(s),
+//                        A(s', m)         if m >= segment_backward_need(s') + x(s) ).
+// A layer that does not keep its input (LayerProfile::keeps_input) holds it
+// anyway when its producer ran without grad (N, a segment's first layer) or
+// it is layer 0: the simulator releases x[s] only after a forward with grad
+// (a segment's checkpoint after a layer kept with grad: at its recompute).
+// Backward s does not hold x[s+1] when layer s+1 does not keep its input.
+// Memory, against the simulator (simulator.h):
+//   in line (the `cpu` link): exact. The copy out runs right after forward s
+//     and releases x[s]; the segment's later no-grad forwards do not hold it;
+//     the prefetch allocates x[s] before backward s'.
+//   overlapped: an offload's device bytes stay until its copy ends. The DP
+//     counts x[s] through its own segment's forwards (the plain sweep peak) and
+//     not after: a copy still queued when the next segment's forwards run (a
+//     slow link, a queue backed up) is not modelled. The plan is simulated,
+//     and the strategy keeps the DP without offload when that is better.
+// Time: in line, both copies (2 CopyMs(x[s])), exact. Overlapped: the
+//   prefetch's copy time not hidden behind backward s' (with its selective
+//   option's extra time): max(0, CopyMs - that); the copy out is taken as
+//   hidden (it ended before its prefetch). An estimate: the simulator's
+//   stall (transfer_ms) is what the plan reports.
+// Host memory: every offloaded checkpoint is on the host at the start of
+//   backward; `host_penalty_ms_per_byte` adds that many ms per offloaded byte
+//   to the cost (a Lagrangian weight the strategy searches for --host-budget).
+// Time O(L^2 * M * modes), memory O(L * M) (three double tables, three choices).
+struct SingleLevelOffloadOptions {
+  HostLink link;
+  double host_penalty_ms_per_byte = 0;
+};
+
+class SingleLevelOffloadDp {
+ public:
+  // `terms` must outlive this object.
+  SingleLevelOffloadDp(const ChainTerms& terms, const SingleLevelOffloadOptions& options);
+
+  // After Solve: the fewest slots any schedule of the family fits in (> slots(): none).
+  int64_t floor() const { return floor_; }
+  // Fills the tables; the least-cost schedule within terms.slots(), or nullopt.
+  std::optional<SingleLevelSolution> Solve(DpStats* stats);
+  // After Solve: the least-cost schedule within `slots`, floor() <= slots <= terms.slots().
+  SingleLevelSolution Reconstruct(int64_t slots) const;
+
+  // The DP's time for the copies of checkpoint x[s] when `hide_ms` of compute
+  // runs between its prefetch and its use (overlapped link; in line: both copies).
+  double CopyCostMs(int s, double hide_ms) const;
+
+ private:
+  struct Pick {
+    double cost;
+    int choice;  // EncodeKeep / a split (plain) / a split + L + 1 (offloaded)
+  };
+  double* RowK(int s) { return k_.data() + static_cast<size_t>(s) * (M_ + 1); }
+  double* RowN(int s) { return n_.data() + static_cast<size_t>(s) * (M_ + 1); }
+  double* RowA(int s) { return a_.data() + static_cast<size_t>(s) * (M_ + 1); }
+  double K(int s, int64_t m) const;
+  double A(int s, int64_t m) const { return a_[static_cast<size_t>(s) * (M_ + 1) + m]; }
+  // Keep layer s under mode k, then the suffix s+1 (K); `held`: x[s] stays
+  // live until backward s (ChainTerms::keep_holding_input).
+  double KeepCost(int s, int k, int64_t m, bool held) const;
+  // Off(sp, m, s) above, with its choice at sp (Reconstruct; SolveRow
+  // evaluates the same terms hoisted out of its slot loop).
+  Pick OffSuffix(int sp, int64_t m, int s) const;
+  void SolveRow(int s);
+
+  const ChainTerms& terms_;
+  SingleLevelOffloadOptions options_;
+  int L_;
+  int64_t M_;
+  int64_t floor_ = 0;
+  // [s * (L + 1) + t]: the peak of keeping all of s..t-1 (KeepAllNeeds with
+  // BackwardNeedExact); _held_: layer s holding its input (a checkpoint
+  // written without grad), as the recompute of a segment after a layer run
+  // without grad does.
+  std::vector<int64_t> keep_all_, keep_all_held_;
+  std::vector<double> k_, n_, a_;
+  std::vector<int> k_choice_, n_choice_, a_choice_;
 };
 
 }  // namespace remat::solver

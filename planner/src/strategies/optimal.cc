@@ -80,13 +80,16 @@ std::string DescribeRecompute(const Plan& plan) {
   return out.empty() ? "nothing recomputed" : out;
 }
 
-// "3 segments, 2 selective".
+// "3 segments, 2 selective" ("3 segments (1 offloaded)").
 std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
-  const int segments = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kCheckpoint));
+  const int offloaded = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kOffload));
+  const int segments =
+      static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kCheckpoint)) + offloaded;
   const int selective = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kSelective));
   if (segments == 0 && selective == 0) return "nothing recomputed";
   std::string out;
   if (segments > 0) out = std::to_string(segments) + (segments == 1 ? " segment" : " segments");
+  if (offloaded > 0) out += " (" + std::to_string(offloaded) + " offloaded)";
   if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
   return out;
 }
@@ -122,6 +125,8 @@ class SlotPass {
       options.cost_cap_ms = cap_ms_;
       options.threads = SolverThreads();
       dp_ = std::make_unique<Dp>(*terms_, options);
+    } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
+      dp_ = std::make_unique<Dp>(*terms_, offload_options);
     } else {
       dp_ = std::make_unique<Dp>(*terms_);
     }
@@ -131,6 +136,7 @@ class SlotPass {
   int64_t floor() const { return dp_->floor(); }
   double slot_bytes() const { return terms_->units().slot_bytes(); }
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
+  solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
 
  private:
   const Profile& profile_;
@@ -151,6 +157,8 @@ class SlotPass {
 // (round-up) optimum, which always fits, is solved too, and the fastest
 // fitting plan wins. nullopt: no plan of the family fits at all.
 constexpr int kProbes = 8;
+// Bisection steps of the host-memory penalty (BestOffloadPlan).
+constexpr int kHostPenaltySteps = 12;
 
 template <typename Dp>
 Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
@@ -204,6 +212,53 @@ std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o) {
   return best;
 }
 
+// The single-level DP with offload (SingleLevelOffloadDp) takes O(L^2 M):
+// past this many layers optimal-single does not weigh offload.
+constexpr int kMaxOffloadLayers = 256;
+
+// The fastest fitting layer list with checkpoints offloaded over the
+// profile's link (nullopt: none fits). Without --host-budget, one
+// BestFittingPlan of SingleLevelOffloadDp. With one, a Lagrangian search:
+// offloaded bytes cost `penalty` ms each in the DP; the penalty is bisected
+// between 0 and one that makes any offload cost more than the whole step,
+// raised whenever a plan the DP returned puts more on the host than the
+// budget, lowered otherwise. Every plan is simulated; the fastest that fits
+// (host budget included, Plan::fits) wins.
+Result<std::optional<Plan>> BestOffloadPlan(
+    const Profile& p, const PlanOptions& o, int64_t activation_budget,
+    const std::function<Result<Plan>(const solver::SingleLevelSolution&)>& evaluate) {
+  const int64_t host_budget = p.host_link.budget_bytes;
+  bool over_host = false;
+  auto solve = [&](double penalty) -> Result<std::optional<Plan>> {
+    SlotPass<solver::SingleLevelOffloadDp> pass(
+        p, activation_budget, OptimalSlots(o),
+        [&](const solver::SingleLevelOffloadDp& dp, int64_t m) -> Result<Plan> {
+          REMAT_ASSIGN_OR_RETURN(Plan plan, evaluate(dp.Reconstruct(m)));
+          if (host_budget > 0 && plan.predicted.host_peak_bytes > host_budget) over_host = true;
+          return plan;
+        });
+    pass.offload_options = {p.host_link, penalty};
+    return BestFittingPlan(pass);
+  };
+  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, solve(0));
+  if (host_budget <= 0 || !over_host) return best;
+  double step_ms = p.optimizer_ms;
+  int64_t least_x = std::numeric_limits<int64_t>::max();
+  for (int i = 0; i < p.num_layers(); ++i) {
+    step_ms += p.layers[i].forward_ms + p.layers[i].backward_ms;
+    if (i > 0) least_x = std::min(least_x, std::max<int64_t>(1, p.layers[i - 1].output_bytes));
+  }
+  double lo = 0, hi = 2 * step_ms / static_cast<double>(least_x);
+  for (int iteration = 0; iteration < kHostPenaltySteps; ++iteration) {
+    const double penalty = (lo + hi) / 2;
+    over_host = false;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, solve(penalty));
+    if (plan && (!best || BetterPlan(*plan, *best))) best = std::move(plan);
+    (over_host ? lo : hi) = penalty;
+  }
+  return best;
+}
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
@@ -221,6 +276,11 @@ class OptimalSingleSolver : public StrategySolver {
           p, activation_budget, OptimalSlots(o),
           [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
+      if (p.host_link.present() && p.num_layers() <= kMaxOffloadLayers) {
+        REMAT_ASSIGN_OR_RETURN(std::optional<Plan> offloaded,
+                               BestOffloadPlan(p, o, activation_budget, evaluate));
+        if (offloaded && (!plan || BetterPlan(*offloaded, *plan))) plan = std::move(offloaded);
+      }
       const std::optional<Plan> heuristic = BestHeuristicPlan(p, o);
       if (heuristic && (!plan || heuristic->predicted.step_ms < plan->predicted.step_ms)) {
         REMAT_ASSIGN_OR_RETURN(
@@ -246,8 +306,9 @@ class OptimalSolver : public StrategySolver {
       // The best layer list is a multi-level schedule too: when it fits, no
       // multi-level plan costing more is of any use, which caps the DP.
       REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
-      const double cap =
-          single.fits ? single.predicted.recompute_ms : std::numeric_limits<double>::infinity();
+      // (Its copies' stalls count: the multi-level DP has no offload.)
+      const double cap = single.fits ? single.predicted.recompute_ms + single.predicted.transfer_ms
+                                     : std::numeric_limits<double>::infinity();
       REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(p, o, activation_budget));
       SlotPass<solver::MultiLevelDp> pass(
           p, activation_budget, slots,
