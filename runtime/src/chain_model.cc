@@ -156,6 +156,10 @@ SelectiveParts PartsOf(int option) {
       return {false, true};
     case 2:
       return {true, true};
+    case 3:
+      return {false, false, true};
+    case 4:
+      return {true, true, true};
     default:
       return {};
   }

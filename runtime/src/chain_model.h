@@ -21,7 +21,9 @@
 // returns is what a selective layer keeps as the core's input. The epilogue
 // can also keep the MLP activation's input instead of its output and
 // recompute the output in backward (the "mlp_activation" option,
-// mlp_recompute.h) where recomputes_mlp().
+// mlp_recompute.h) where recomputes_mlp(), and prologue and epilogue keep
+// their norms' inputs instead of their outputs (the "norm_output" option,
+// norm_recompute.h).
 //
 // The pieces every architecture shares (weight initialization, dropout
 // seeding, eager attention, head splitting, the cross-entropy loss, the
@@ -39,6 +41,7 @@
 
 #include "lora.h"
 #include "mlp_recompute.h"
+#include "norm_recompute.h"
 #include "remat/model_config.h"
 #include "remat/status.h"
 
@@ -63,11 +66,13 @@ void SeedGenerator(const at::Device& device, uint64_t seed);
 using Heads = std::vector<at::Tensor>;
 
 // A block's selective options in the planner's order (remat/profile.h:
-// attention_core, mlp_activation, attention_core+mlp_activation): what a
-// forward with grad leaves its backward to recompute.
+// attention_core, mlp_activation, attention_core+mlp_activation,
+// norm_output, attention_core+mlp_activation+norm_output): what a forward
+// with grad leaves its backward to recompute.
 struct SelectiveParts {
   bool core = false;  // the attention core
   bool mlp = false;   // the MLP activation
+  bool norm = false;  // the norms' outputs
 };
 // The parts of option `option` (-1: none, a full forward).
 SelectiveParts PartsOf(int option);
@@ -119,18 +124,24 @@ class ChainModel {
 
   // Block `layer` in parts (layer_kind(layer) == kBlock). The core returns
   // the (sequences, seq, heads * head_dim) attention context.
-  virtual Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const = 0;
+  // `norm` non-null (requires recomputes_mlp()): the block's norms' outputs
+  // are recomputed in backward (norm_recompute.h), which adds the time it
+  // took to `norm` (the prologue's norm here, the epilogue's there).
+  virtual Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                         RecomputeTimer* norm = nullptr) const = 0;
   virtual at::Tensor AttentionCore(int layer, const Heads& heads,
                                    const DropoutSeeds& seeds) const = 0;
   // `mlp` non-null (requires recomputes_mlp()): the MLP activation is
   // recomputed in backward, which adds the time it took to `mlp`.
   virtual at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                              const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const = 0;
-  // Whether Epilogue can recompute the MLP activation: gpt and llama
-  // without LoRA (the planner offers the option where it is true).
+                              const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
+                              RecomputeTimer* norm = nullptr) const = 0;
+  // Whether Epilogue can recompute the MLP activation, and Prologue and
+  // Epilogue the norms' outputs: gpt and llama without LoRA (the planner
+  // offers those options where it is true).
   virtual bool recomputes_mlp() const { return false; }
   // How many selective options a block has (PartsOf 0..n-1).
-  int selective_options() const { return recomputes_mlp() ? 3 : 1; }
+  int selective_options() const { return recomputes_mlp() ? 5 : 1; }
 
   // Trainable tensors (buffers such as the causal mask and frozen weights
   // such as an unused pooler or, with LoRA, every weight but the adapters'

@@ -210,7 +210,8 @@ at::Tensor EncoderModel::ForwardLayer(int layer, const at::Tensor& x, const at::
   return {};
 }
 
-Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
+Heads EncoderModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                             RecomputeTimer* /*norm*/) const {
   const Block& w = block(layer);
   const int64_t a = config().heads;
   if (config().lora_dropout > 0) SeedGenerator(device(), seeds.layer);
@@ -237,7 +238,8 @@ at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                                  const DropoutSeeds& seeds, RecomputeTimer* /*mlp*/) const {
+                                  const DropoutSeeds& seeds, RecomputeTimer* /*mlp*/,
+                                  RecomputeTimer* /*norm*/) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);

@@ -48,10 +48,12 @@ class EncoderModel final : public ChainModel {
   // original token where masked, else -100; classification: the label in
   // column 0; pooling: unused.
   at::Tensor MakeBatch(uint64_t seed, int64_t step) const override;
-  Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const override;
+  Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                 RecomputeTimer* norm = nullptr) const override;
   at::Tensor AttentionCore(int layer, const Heads& heads, const DropoutSeeds& seeds) const override;
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
+                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
+                      RecomputeTimer* norm = nullptr) const override;
 
  private:
   // The projections: dense or nf4, with LoRA adapters where targeted.

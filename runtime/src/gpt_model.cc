@@ -52,13 +52,21 @@ at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tens
   return {};
 }
 
-Heads GptModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
+Heads GptModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                         RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& b = block(layer);
   const int64_t bs = c.micro_batch, s = c.seq_len, a = c.heads, d = c.head_dim;
   if (c.lora_dropout > 0) SeedGenerator(device(), seeds.layer);
-  at::Tensor t = at::layer_norm(x, {c.hidden}, b.ln1_w, b.ln1_b, kNormEps);
-  t = Project(t, b.qkv);
+  at::Tensor t;
+  if (norm != nullptr) {
+    // ln1's input kept, its output made again in the qkv projection's
+    // backward.
+    t = RecomputedNormLinears(NormKind::kLayerNorm, x, b.ln1_w, b.ln1_b, kNormEps,
+                              {{b.qkv.weight, b.qkv.bias}}, norm)[0];
+  } else {
+    t = Project(at::layer_norm(x, {c.hidden}, b.ln1_w, b.ln1_b, kNormEps), b.qkv);
+  }
   // (b, s, 3h) -> (3, b, a, s, d): views of the projection, as HF GPT-2
   // hands them to sdpa (the kernel's output then is laid out (b, s, a, d)).
   const at::Tensor heads = t.view({bs, s, 3, a, d}).permute({2, 0, 3, 1, 4});
@@ -77,14 +85,19 @@ at::Tensor GptModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                              const DropoutSeeds& seeds, RecomputeTimer* mlp) const {
+                              const DropoutSeeds& seeds, RecomputeTimer* mlp,
+                              RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& b = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
   at::Tensor t = Dropout(Project(context, b.proj));
   const at::Tensor mid = x + t;
-  t = at::layer_norm(mid, {c.hidden}, b.ln2_w, b.ln2_b, kNormEps);
-  t = Project(t, b.fc1);
+  if (norm != nullptr) {
+    t = RecomputedNormLinears(NormKind::kLayerNorm, mid, b.ln2_w, b.ln2_b, kNormEps,
+                              {{b.fc1.weight, b.fc1.bias}}, norm)[0];
+  } else {
+    t = Project(at::layer_norm(mid, {c.hidden}, b.ln2_w, b.ln2_b, kNormEps), b.fc1);
+  }
   if (mlp != nullptr) {
     // GELU's input kept, its output made again in fc2's backward.
     t = RecomputedActivationLinear(MlpActivation::kGelu, t, {}, b.fc2.weight, b.fc2.bias, mlp);

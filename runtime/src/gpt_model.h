@@ -26,10 +26,12 @@ class GptModel final : public ChainModel {
   // Requires ModelSupports(config).
   GptModel(const ModelConfig& config, const at::Device& device, uint64_t seed);
 
-  Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const override;
+  Heads Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                 RecomputeTimer* norm = nullptr) const override;
   at::Tensor AttentionCore(int layer, const Heads& heads, const DropoutSeeds& seeds) const override;
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr) const override;
+                      const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
+                      RecomputeTimer* norm = nullptr) const override;
   bool recomputes_mlp() const override { return config().lora_rank == 0; }
 
  private:

@@ -45,21 +45,24 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   for (const at::Tensor& t : skips) s.skips.push_back(t.detach().requires_grad_(true));
   const SelectiveParts parts = PartsOf(option);
   if (parts.mlp) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
-  if (!parts.core && !parts.mlp) {
+  if (parts.norm) s.norm_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
+  RecomputeTimer* const norm = s.norm_timer.get();
+  if (!parts.core && !parts.mlp && !parts.norm) {
     s.output = model.Forward(layer, s.input, batch, seeds, s.skips);
   } else if (!parts.core) {
-    at::Tensor context = model.AttentionCore(layer, model.Prologue(layer, s.input, seeds), seeds);
-    s.output = model.Epilogue(layer, s.input, context, seeds, s.mlp_timer.get());
+    at::Tensor context =
+        model.AttentionCore(layer, model.Prologue(layer, s.input, seeds, norm), seeds);
+    s.output = model.Epilogue(layer, s.input, context, seeds, s.mlp_timer.get(), norm);
   } else {
     s.selective = true;
     s.seeds = seeds;
-    s.heads = model.Prologue(layer, s.input, seeds);
+    s.heads = model.Prologue(layer, s.input, seeds, norm);
     {
       c10::NoGradGuard no_grad;
       s.context = model.AttentionCore(layer, s.heads, seeds);
     }
     s.context.requires_grad_(true);
-    s.output = model.Epilogue(layer, s.input, s.context, seeds, s.mlp_timer.get());
+    s.output = model.Epilogue(layer, s.input, s.context, seeds, s.mlp_timer.get(), norm);
   }
   s.layer = layer;
   return s;
@@ -163,6 +166,10 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     }
     if (!outputs.empty()) torch::autograd::backward(outputs, grads);
   }
+  // The norms' recomputes ran in the backward (the prologue's in the
+  // attention core's, above, when that is recomputed too).
+  if (saved.norm_timer != nullptr && recompute_ms != nullptr) *recompute_ms += saved.norm_timer->ms;
+  saved.norm_timer.reset();
   // Mixed precision with fp32 gradients: the 16-bit gradients this
   // backward created become fp32 ones (ChainModel::PromoteGradients).
   model.PromoteGradients();

@@ -42,6 +42,8 @@ struct SavedLayer {
   // Selective forward, MLP activation recomputed in backward: where that
   // backward adds its recompute time (autograd holds its address).
   std::shared_ptr<RecomputeTimer> mlp_timer;
+  // Selective forward, norms' outputs recomputed in backward: the same.
+  std::shared_ptr<RecomputeTimer> norm_timer;
   // The loss with separate text passes: the earlier passes' sentence
   // embeddings as leaves (sharing their storage); their gradients are the
   // skips' gradients.
@@ -63,8 +65,9 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
 // A forward with grad. `option` >= 0 (blocks only, < selective_options()):
 // the selective option's parts (PartsOf) are recomputed in backward: the
 // attention core runs without grad and only its inputs (q, k, v) and output
-// are kept; the MLP activation's input is kept, not its output. `timing`:
-// the clock of the MLP activation's recompute. `skips`: the loss's inputs
+// are kept; the MLP activation's input is kept, not its output; the norms'
+// inputs are kept, not their outputs. `timing`: the clock of the MLP
+// activation's and the norms' recomputes. `skips`: the loss's inputs
 // from earlier passes (ChainModel::Forward).
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, int option,

@@ -49,11 +49,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
 }
 
 at::Tensor LlamaModel::RmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
-  // Keeps x in fp32 (x itself in fp32), the fp32 rsqrt per row and the
-  // normalized x in x's dtype.
-  const at::Tensor x32 = x.to(at::kFloat);
-  const at::Tensor rstd = at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + kRmsEps);
-  return weight * (x32 * rstd).to(x.scalar_type());
+  return ApplyNorm(NormKind::kRmsNorm, x, weight, {}, kRmsEps);
 }
 
 at::Tensor LlamaModel::Rotary(const at::Tensor& t) const {
@@ -90,11 +86,24 @@ at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Te
   return {};
 }
 
-Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds) const {
+Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                           RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   const int64_t b = c.micro_batch, s = c.seq_len, d = c.head_dim;
   if (c.lora_dropout > 0) SeedGenerator(device(), seeds.layer);
+  if (norm != nullptr) {
+    // rms1's input kept, its output made again in the backward of the
+    // q, k and v projections.
+    std::vector<at::Tensor> qkv = RecomputedNormLinears(
+        NormKind::kRmsNorm, x, w.rms1, {}, kRmsEps,
+        {{w.q.weight, w.q.bias}, {w.k.weight, w.k.bias}, {w.v.weight, w.v.bias}}, norm);
+    // Each projection's output dies once its rotary copy is made.
+    qkv[0] = Rotary(qkv[0].view({b, s, c.heads, d}));
+    qkv[1] = Rotary(qkv[1].view({b, s, c.kv_heads, d}));
+    qkv[2] = qkv[2].view({b, s, c.kv_heads, d});
+    return qkv;
+  }
   const at::Tensor y = RmsNorm(x, w.rms1);
   at::Tensor q = Rotary(Project(y, w.q).view({b, s, c.heads, d}));
   at::Tensor k = Rotary(Project(y, w.k).view({b, s, c.kv_heads, d}));
@@ -121,12 +130,28 @@ at::Tensor LlamaModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                                const DropoutSeeds& seeds, RecomputeTimer* mlp) const {
+                                const DropoutSeeds& seeds, RecomputeTimer* mlp,
+                                RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
   at::Tensor t = Dropout(Project(context, w.o));
   const at::Tensor mid = x + t;
+  if (norm != nullptr) {
+    // rms2's input kept, its output made again in the backward of the gate
+    // and up projections.
+    std::vector<at::Tensor> gate_up =
+        RecomputedNormLinears(NormKind::kRmsNorm, mid, w.rms2, {}, kRmsEps,
+                              {{w.gate.weight, w.gate.bias}, {w.up.weight, w.up.bias}}, norm);
+    if (mlp != nullptr) {
+      t = RecomputedActivationLinear(MlpActivation::kSwiGlu, gate_up[0], gate_up[1], w.down.weight,
+                                     w.down.bias, mlp);
+    } else {
+      t = Project(at::silu(gate_up[0]) * gate_up[1], w.down);
+    }
+    gate_up.clear();
+    return mid + Dropout(t);
+  }
   const at::Tensor y = RmsNorm(mid, w.rms2);
   if (mlp != nullptr) {
     // The gate's and up's outputs kept; silu(gate) * up made again in

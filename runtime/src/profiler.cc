@@ -226,9 +226,9 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   if (m.accumulate_workspace >= 0) l.accumulate_workspace_bytes = m.accumulate_workspace;
   l.keeps_input = model_->keeps_input(layer);
   // The planner's names, in the order of PartsOf.
-  const char* const kNames[] = {kAttentionCoreOption, kMlpActivationOption,
-                                kAttentionCoreMlpOption};
-  for (size_t k = 0; k < m.selective.size() && k < 3; ++k) {
+  const char* const kNames[] = {kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption,
+                                kNormOutputOption, kAllSelectiveOption};
+  for (size_t k = 0; k < m.selective.size() && k < std::size(kNames); ++k) {
     const GradSummary& sel = m.selective[k];
     SelectiveOption opt;
     opt.name = kNames[k];

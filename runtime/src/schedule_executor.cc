@@ -45,7 +45,8 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
             "schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
             "): the runtime's selective options of a block are " +
             (model.selective_options() > 1
-                 ? "0 (attention_core), 1 (mlp_activation) and 2 (attention_core+mlp_activation)"
+                 ? "0 (attention_core), 1 (mlp_activation), 2 (attention_core+mlp_activation), "
+                   "3 (norm_output) and 4 (attention_core+mlp_activation+norm_output)"
                  : "0 (attention_core) for this model") +
             "; layer '" + model.layer_name(op.layer) + "'");
       }

@@ -1,6 +1,6 @@
 // A block's selective options derived from its op graph: the attention core,
-// the MLP activation and both, each with the bytes it keeps written out as a
-// formula of the block's shape.
+// the MLP activation, both, the norms' outputs and all three, each with the
+// bytes it keeps written out as a formula of the block's shape.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -33,14 +33,46 @@ constexpr int64_t s = 2048, h = 4096, a = 32;
 // Each LayerNorm keeps an fp32 mean and rstd per token.
 constexpr int64_t kLayerNormStats = 16 * s;
 
-TEST(SelectiveOptions, GptBlockListsTheThreeOptionsInOrder) {
+TEST(SelectiveOptions, GptBlockListsTheFiveOptionsInOrder) {
   Result<Profile> p = AnalyticProfile(GptLayer(Precision::kBf16, AttentionImpl::kEager), {});
   ASSERT_TRUE(p.ok()) << p.status().message();
   const LayerProfile& block = Block(*p);
-  ASSERT_EQ(block.selective.size(), 3u);
+  ASSERT_EQ(block.selective.size(), 5u);
   EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
   EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
   EXPECT_EQ(block.selective[2].name, kAttentionCoreMlpOption);
+  EXPECT_EQ(block.selective[3].name, kNormOutputOption);
+  EXPECT_EQ(block.selective[4].name, kAllSelectiveOption);
+}
+
+// The norms' outputs: each LayerNorm's output (2 sbh, the next projection's
+// input) and its statistics are dropped; its input stays (ln1's is the
+// block's input, ln2's the residual ln2 keeps anyway): 30 sbh + 5 as^2 b,
+// and with the core and the MLP activation 22 sbh.
+TEST(SelectiveOptions, GptNormOutputKeptBytesFollowTheFormula) {
+  Result<Profile> p = AnalyticProfile(GptLayer(Precision::kBf16, AttentionImpl::kEager), {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const LayerProfile& block = Block(*p);
+  const int64_t sbh = s * h, as2b = a * s * s;
+  const SelectiveOption* mlp = Option(block, kMlpActivationOption);
+  const SelectiveOption* both = Option(block, kAttentionCoreMlpOption);
+  const SelectiveOption* norm = Option(block, kNormOutputOption);
+  const SelectiveOption* all = Option(block, kAllSelectiveOption);
+  ASSERT_TRUE(mlp && both && norm && all);
+  EXPECT_EQ(norm->activation_bytes, 30 * sbh + 5 * as2b);
+  EXPECT_EQ(all->activation_bytes, 22 * sbh);
+  // One norm recomputed at a time, in the backward of the projection that
+  // read it: its output and fp32 mean and rstd, at most.
+  EXPECT_LE(norm->recompute_workspace_bytes, 2 * sbh + 8 * s);
+  // Two memory-bound norms over sbh elements each: cheaper than GELU over
+  // 4 sbh.
+  EXPECT_GT(norm->extra_recompute_ms, 0);
+  EXPECT_LT(norm->extra_recompute_ms, mlp->extra_recompute_ms);
+  EXPECT_NEAR(all->extra_recompute_ms, both->extra_recompute_ms + norm->extra_recompute_ms,
+              1e-9 * all->extra_recompute_ms);
+  // The norms' outputs become transients of the forward: at most both.
+  EXPECT_GE(norm->forward_workspace_bytes, block.forward_workspace_bytes);
+  EXPECT_LE(norm->forward_workspace_bytes, block.forward_workspace_bytes + 4 * sbh + 16 * s);
 }
 
 // 16-bit GPT block: 34 sbh + 5 as^2 b kept (Korthikanti, table 2). The MLP
@@ -93,6 +125,13 @@ TEST(SelectiveOptions, GptFp32DropsFourBytesPerFfnElement) {
   const int64_t gelu_out = 4 * s * 4 * h;
   EXPECT_EQ(mlp->activation_bytes, block.activation_bytes - gelu_out);
   EXPECT_EQ(both->activation_bytes, core->activation_bytes - gelu_out);
+  // Each norm's 4-byte output and its 4-byte mean and rstd per token.
+  const SelectiveOption* norm = Option(block, kNormOutputOption);
+  const SelectiveOption* all = Option(block, kAllSelectiveOption);
+  ASSERT_TRUE(norm && all);
+  const int64_t norms = 2 * (4 * s * h + 8 * s);
+  EXPECT_EQ(norm->activation_bytes, block.activation_bytes - norms);
+  EXPECT_EQ(all->activation_bytes, both->activation_bytes - norms);
 }
 
 // A llama block (SwiGLU, GQA), bf16: the MLP activation keeps the gate
@@ -109,12 +148,22 @@ TEST(SelectiveOptions, LlamaKeptBytesFollowTheFormula) {
   Result<Profile> p = AnalyticProfile(c, {});
   ASSERT_TRUE(p.ok()) << p.status().message();
   const LayerProfile& block = Block(*p);
-  ASSERT_EQ(block.selective.size(), 3u);
+  ASSERT_EQ(block.selective.size(), 5u);
   const SelectiveOption* core = Option(block, kAttentionCoreOption);
   const SelectiveOption* mlp = Option(block, kMlpActivationOption);
   const SelectiveOption* both = Option(block, kAttentionCoreMlpOption);
   ASSERT_TRUE(core && mlp && both);
   const int64_t sbf = s * 2 * 14336;
+  // The norms' outputs: each RMSNorm drops its fp32 copy of x (4 sbh), fp32
+  // rstd (4 sb), normalized x (2 sbh) and output (2 sbh, q/k/v's or
+  // gate/up's input); rms2's input (the residual, 2 sbh), which no op kept
+  // (the norm keeps its fp32 copy), is kept instead.
+  const SelectiveOption* norm = Option(block, kNormOutputOption);
+  const SelectiveOption* all = Option(block, kAllSelectiveOption);
+  ASSERT_TRUE(norm && all);
+  const int64_t sbh = s * 2 * h, sb = s * 2;
+  EXPECT_EQ(norm->activation_bytes, block.activation_bytes - 2 * (8 * sbh + 4 * sb) + 2 * sbh);
+  EXPECT_EQ(all->activation_bytes, both->activation_bytes - 2 * (8 * sbh + 4 * sb) + 2 * sbh);
   EXPECT_EQ(mlp->activation_bytes, block.activation_bytes - 2 * (2 * sbf));
   EXPECT_EQ(both->activation_bytes, core->activation_bytes - 2 * (2 * sbf));
   // Recomputed together: silu's output and the product.

@@ -1,8 +1,8 @@
-// The runtime's selective options (attention_core, mlp_activation and both,
-// ChainModel PartsOf): each gives the gradients of running without
-// checkpointing (fp32, dropout 0.1, within 1e-6 of the largest gradient), and
-// a plan mixing them, from a measured profile, reaches the peak the
-// simulator predicts.
+// The runtime's selective options (attention_core, mlp_activation, both,
+// norm_output and all three, ChainModel PartsOf): each gives the gradients
+// of running without checkpointing (fp32, dropout 0.1, within 1e-6 of the
+// largest gradient), and plans mixing them, from a measured profile, reach
+// the peak the simulator predicts.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -70,14 +70,14 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
   const ModelConfig& c = GetParam().config;
   const Profile p = testing::AnalyticOf(c);
   std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
-  ASSERT_EQ(model->selective_options(), 3);
+  ASSERT_EQ(model->selective_options(), 5);
   double reference_loss = 0;
   const std::vector<at::Tensor> reference =
       GradientsOf(c, testing::PlannerSchedule(p, Strategy::kNone), &reference_loss);
   double largest = 0;
   for (const at::Tensor& r : reference) largest = std::max(largest, r.abs().max().item<double>());
   ASSERT_GT(largest, 0);
-  for (int option = 0; option < 3; ++option) {
+  for (int option = 0; option < 5; ++option) {
     SCOPED_TRACE(p.layers[1].selective[option].name);
     const Schedule s = AllBlocksUnder(p, {option});
     ASSERT_TRUE(ValidateSchedule(s, p).ok());
@@ -93,28 +93,20 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
   }
 }
 
-// A measured profile lists the three options with what they keep; a plan
-// with the blocks under mlp_activation and attention_core+mlp_activation
-// reaches the simulated peak: every forward and every backward to the byte
-// here, the step's peak within 1.5% and never above it (as TrainFamilies: a
-// backward that creates its gradients can peak lower than the profile's
-// clamped workspace says; on these tiny models a block kept whole does, by
-// 4-6% of the step's peak, which is why no block here is kept whole).
-TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
-  const ModelConfig& c = GetParam().config;
-  MeasureOptions m;
-  m.warmup = 0;
-  m.repeats = 1;
-  Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  const LayerProfile& block = profile->layers[1];
-  ASSERT_EQ(block.selective.size(), 3u);
-  EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
-  EXPECT_LT(block.selective[1].activation_bytes, block.activation_bytes);
-  EXPECT_LT(block.selective[2].activation_bytes, block.selective[0].activation_bytes);
-  EXPECT_LT(block.selective[2].activation_bytes, block.selective[1].activation_bytes);
-  const Schedule s = AllBlocksUnder(*profile, {1, 2});
-  Result<SimulationResult> sim = Simulate(*profile, s);
+// A plan with the blocks under `options` (in turn), from the measured
+// profile `p`, reaches the simulated peak: every forward and every backward
+// to the byte, but the backward of an option whose measured backward peaks
+// below the full one (norm_output: its recompute workspace, the difference,
+// is clamped at 0 in the profile, so the simulator is that much above
+// there), the step's peak within 1.5% and never above it (as
+// TrainFamilies: a backward that creates its gradients can peak lower than
+// the profile's clamped workspace says; on these tiny models a block kept
+// whole does, by 4-6% of the step's peak, which is why no block here is
+// kept whole).
+void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
+                                   const std::vector<int>& options) {
+  const Schedule s = AllBlocksUnder(p, options);
+  Result<SimulationResult> sim = Simulate(p, s);
   ASSERT_TRUE(sim.ok()) << sim.status().message();
   std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 3);
   ModelOptimizer optimizer(Optimizer::kAdamW, model->parameters());
@@ -124,10 +116,23 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   ASSERT_EQ(r->ops.size(), sim->timeline.size());
   const int64_t measured_base = r->ops[0].live_before,
                 simulated_base = sim->timeline[0].live_before;
+  std::vector<int> option_of(p.num_layers(), -1);
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::kForward && op.save == SaveMode::kSelective) {
+      option_of[op.layer] = op.option;
+    }
+  }
   for (size_t k = 0; k < s.ops.size(); ++k) {
     if (s.ops[k].kind == OpKind::kBackward) {
-      EXPECT_EQ(r->ops[k].peak - measured_base, sim->timeline[k].peak - simulated_base)
-          << "op " << k << " " << DescribeOp(s.ops[k]);
+      const int option = option_of[s.ops[k].layer];
+      const int64_t measured_peak = r->ops[k].peak - measured_base;
+      const int64_t simulated_peak = sim->timeline[k].peak - simulated_base;
+      if (option >= 0 &&
+          p.layers[s.ops[k].layer].selective[option].recompute_workspace_bytes == 0) {
+        EXPECT_LE(measured_peak, simulated_peak) << "op " << k << " " << DescribeOp(s.ops[k]);
+      } else {
+        EXPECT_EQ(measured_peak, simulated_peak) << "op " << k << " " << DescribeOp(s.ops[k]);
+      }
     }
     if (s.ops[k].kind != OpKind::kForward) continue;
     EXPECT_EQ(r->ops[k].live_after - measured_base, sim->timeline[k].live_after - simulated_base)
@@ -137,10 +142,41 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   }
   const int64_t measured = r->peak_bytes - measured_base;
   const int64_t predicted = sim->peak_bytes - simulated_base;
-  std::cout << GetParam().name << ": predicted peak " << predicted << " B, measured " << measured
-            << " B\n";
+  std::cout << c.name << " under options " << options[0] << "," << options[1] << ": predicted peak "
+            << predicted << " B, measured " << measured << " B\n";
   EXPECT_GE(predicted, measured);
   EXPECT_NEAR(measured, predicted, 0.015 * predicted);
+}
+
+// A measured profile lists the five options with what they keep; plans
+// with the blocks under mlp_activation and attention_core+mlp_activation,
+// and under norm_output and all three, reach the simulated peak.
+TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
+  const ModelConfig& c = GetParam().config;
+  MeasureOptions m;
+  m.warmup = 0;
+  m.repeats = 1;
+  Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  const LayerProfile& block = profile->layers[1];
+  ASSERT_EQ(block.selective.size(), 5u);
+  EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
+  EXPECT_EQ(block.selective[3].name, kNormOutputOption);
+  EXPECT_EQ(block.selective[4].name, kAllSelectiveOption);
+  EXPECT_LT(block.selective[1].activation_bytes, block.activation_bytes);
+  EXPECT_LT(block.selective[2].activation_bytes, block.selective[0].activation_bytes);
+  EXPECT_LT(block.selective[2].activation_bytes, block.selective[1].activation_bytes);
+  EXPECT_LT(block.selective[3].activation_bytes, block.activation_bytes);
+  EXPECT_LT(block.selective[4].activation_bytes, block.selective[2].activation_bytes);
+  EXPECT_GT(block.selective[3].extra_recompute_ms, 0);
+  {
+    SCOPED_TRACE("mlp_activation, attention_core+mlp_activation");
+    ExpectMeasuredPeakIsPredicted(c, *profile, {1, 2});
+  }
+  {
+    SCOPED_TRACE("norm_output, attention_core+mlp_activation+norm_output");
+    ExpectMeasuredPeakIsPredicted(c, *profile, {3, 4});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, SelectiveOptions, ::testing::ValuesIn(Cases()),

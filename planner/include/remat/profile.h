@@ -28,10 +28,14 @@ inline constexpr char kLossKind[] = "loss";
 // The selective options both the analytic model and the runtime implement:
 // recompute the attention core (QK^T, softmax, dropout, .V) in backward; the
 // MLP activation (keep GELU's input, or SwiGLU's gate and up, recompute its
-// output); both. A block lists them in this order, the ones it has.
+// output); both; the norms' outputs (keep each pre-norm's input, recompute
+// its output in the backward of the projections that read it); all three.
+// A block lists them in this order, the ones it has.
 inline constexpr char kAttentionCoreOption[] = "attention_core";
 inline constexpr char kMlpActivationOption[] = "mlp_activation";
 inline constexpr char kAttentionCoreMlpOption[] = "attention_core+mlp_activation";
+inline constexpr char kNormOutputOption[] = "norm_output";
+inline constexpr char kAllSelectiveOption[] = "attention_core+mlp_activation+norm_output";
 
 // An alternative way to run a layer's forward with grad that keeps less:
 // e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout

@@ -372,9 +372,36 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
   return opt;
 }
 
+// The norms a layer's "norm_output" option recomputes, one part each (they
+// are recomputed at different points of the backward): a norm-tagged op
+// and the tagged ops reading its outputs (its autocast cast). Like the MLP
+// activation, a norm's output is dropped and made again inside the backward
+// of the projections that saved it.
+std::vector<RecomputePart> NormParts(const OpGraph& g, const std::vector<int>& ops) {
+  std::vector<RecomputePart> parts;
+  for (int op : ops) {
+    if (!g.ops()[op].norm_output) continue;
+    bool joins = false;
+    for (int t : g.ops()[op].inputs) {
+      const int p = g.tensors()[t].producer;
+      joins = joins ||
+              (!parts.empty() && std::find(parts.back().ops.begin(), parts.back().ops.end(), p) !=
+                                     parts.back().ops.end());
+    }
+    if (!joins) parts.push_back(RecomputePart{{}, false});
+    parts.back().ops.push_back(op);
+  }
+  return parts;
+}
+
 // The selective options of a layer, from its ops' recompute tags: the
 // attention core (option 0 where the layer has one), the MLP activation,
-// and both.
+// both, the norms' outputs and all three, in the runtime's order
+// (PartsOf). Of the combinations with the norms only all three is offered:
+// a norm's recompute costs about what the MLP activation's does per byte
+// it saves (both memory-bound pointwise ops), so the norms refine the
+// ladder core < core+mlp at its cheap end (norm_output alone) and extend it
+// past core+mlp (all three) without doubling the solvers' keep modes.
 std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeModel& time,
                                               const std::vector<int>& ops,
                                               const std::set<int>& saved, int64_t activation_bytes,
@@ -385,8 +412,10 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
     if (g.ops()[op].attention_core) core.ops.push_back(op);
     if (g.ops()[op].mlp_activation) mlp.ops.push_back(op);
   }
+  const std::vector<RecomputePart> norms = NormParts(g, ops);
   std::vector<SelectiveOption> out;
   auto add = [&](const std::string& name, const std::vector<RecomputePart>& parts) {
+    if (parts.empty()) return;
     for (const RecomputePart& p : parts) {
       if (p.ops.empty()) return;
     }
@@ -398,6 +427,13 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
   add(kAttentionCoreOption, {core});
   add(kMlpActivationOption, {mlp});
   add(kAttentionCoreMlpOption, {core, mlp});
+  // The runtime numbers the norms' options 3 and 4: offered only after the
+  // other three.
+  if (out.size() != 3) return out;
+  std::vector<RecomputePart> all = {core, mlp};
+  all.insert(all.end(), norms.begin(), norms.end());
+  add(kNormOutputOption, norms);
+  if (out.size() == 4) add(kAllSelectiveOption, all);
   return out;
 }
 

@@ -44,7 +44,13 @@ struct OpTimeModel {
 //                     "mlp_activation" when it has MLP activation ops: drops
 //                     the activation's output (kept by the next projection),
 //                     recomputed from its kept input in that projection's
-//                     backward; "attention_core+mlp_activation": both. Their
+//                     backward; "attention_core+mlp_activation": both;
+//                     "norm_output" when it has tagged norms: drops each
+//                     norm's outputs (the projections' input, its
+//                     statistics), recomputed from its kept input in those
+//                     projections' backward; "attention_core+mlp_activation+
+//                     norm_output": all three (the norms' two only after the
+//                     first three, as the runtime numbers them). Their
 //                     recompute workspace is what the recomputes, replayed
 //                     where the backward reaches them, add to its peak.
 // `kinds` maps a layer tag to its kind (embedding/block/...).

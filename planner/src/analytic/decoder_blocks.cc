@@ -7,13 +7,17 @@ T GptBlock(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, f = c.ffn_hidden;
   const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
+  B.NormOutput(true);
   T y1 = B.LayerNorm("ln1", x, h);
+  B.NormOutput(false);
   // c_attn is one module: targeting q, k or v puts one adapter on it.
   T qkv = B.Projection("qkv", y1, h, 3 * h, true, kLoraQ | kLoraK | kLoraV);
   T ctx = B.Attention(qkv, qkv, qkv, shape);
   T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T mid = B.Add("residual1", x, o);
+  B.NormOutput(true);
   T y2 = B.LayerNorm("ln2", mid, h);
+  B.NormOutput(false);
   T fc1 = B.Projection("fc1", y2, h, f, true, kLoraUp);
   B.MlpActivation(true);
   T u = B.Pointwise("gelu", fc1, 8.0);
@@ -33,7 +37,9 @@ T LlamaBlock(Builder& B, const T& x) {
   const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   const int stream = B.dt().stream;
   const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, true};
+  B.NormOutput(true);
   T y1 = B.RmsNorm("rms1", x, h);
+  B.NormOutput(false);
   T q = B.Pointwise("rotary_q", B.Projection("q_proj", y1, h, q_width, c.qkv_bias, kLoraQ), 6.0,
                     false, stream);
   T k = B.Pointwise("rotary_k", B.Projection("k_proj", y1, h, kv_width, c.qkv_bias, kLoraK), 6.0,
@@ -42,7 +48,9 @@ T LlamaBlock(Builder& B, const T& x) {
   T ctx = B.Attention(q, k, v, shape);
   T o = B.Dropout("resid_dropout1", B.Projection("o_proj", ctx, q_width, h, false, kLoraO));
   T mid = B.Add("residual1", x, o);
+  B.NormOutput(true);
   T y2 = B.RmsNorm("rms2", mid, h);
+  B.NormOutput(false);
   // The MLP activation: silu and the product (not up_proj between them).
   T gate_in = B.Projection("gate_proj", y2, h, f, false, kLoraGate);
   B.MlpActivation(true);

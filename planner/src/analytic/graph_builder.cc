@@ -110,6 +110,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.trainable = trainable && WeightsTrain();  // a LoRA job's frozen base: no gradient
   op.attention_core = core;
   op.mlp_activation = mlp_activation_;
+  op.norm_output = norm_output_;
   Count(bwd_workspace);
   Count(op.gradient_bytes);
   if (count_parameters_) {
@@ -130,7 +131,12 @@ T Builder::MatmulInput(const T& x, bool core) {
   auto it = casts_.find(x.id);
   if (it != casts_.end()) return it->second;
   T y = Tensor("cast", x.elems, dt_.matmul);
+  // The cast of a norm's output is recomputed with the norm.
+  const int p = out_->graph.tensors()[x.id].producer;
+  const bool was = norm_output_;
+  norm_output_ = p >= 0 && out_->graph.ops()[p].norm_output;
   Op("cast", {x}, {y}, {}, static_cast<double>(x.elems), 1, 0, 0, core);
+  norm_output_ = was;
   casts_[x.id] = y;
   return y;
 }

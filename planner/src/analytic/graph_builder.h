@@ -107,6 +107,11 @@ class Builder {
   // (its adapters read the activation; the runtime recomputes it only
   // before a plain projection).
   void MlpActivation(bool on) { mlp_activation_ = on && c_.lora_rank == 0; }
+  // Marks the ops added while `on` as a norm whose output the "norm_output"
+  // option recomputes (OpInfo::norm_output; its autocast cast for the
+  // matmuls is marked with it): not in a LoRA job (the runtime recomputes a
+  // norm only before plain projections).
+  void NormOutput(bool on) { norm_output_ = on && c_.lora_rank == 0; }
 
   // Casts `x` to the 16-bit matmul dtype under autocast (once per tensor).
   T MatmulInput(const T& x, bool core = false);
@@ -151,8 +156,7 @@ class Builder {
   // The kernel scaled_dot_product_attention runs for this block's call, as
   // transformers makes it (sdpa_attention_forward: no mask without padding,
   // enable_gqa for grouped keys and values up to head_dim 256).
-  SdpaBackend SdpaBackendFor(const T& q, const T& k, const T& v,
-                             const AttentionShape& shape) const;
+  SdpaBackend SdpaBackendFor(const T& q, const T& k, const T& v, const AttentionShape& shape) const;
   // An attention that keeps q, k, v, the output and a logsumexp per row
   // (flash: remat's blockwise kernel; SDPA's flash, efficient and cudnn
   // kernels), with the logsumexp rows and backward workspace of `backend`.
@@ -182,6 +186,7 @@ class Builder {
   std::string kind_;             // of the current layer
   bool in_adapter_ = false;      // building a LoRA adapter's ops
   bool mlp_activation_ = false;  // MlpActivation
+  bool norm_output_ = false;     // NormOutput
   int lora_bytes_ = 0;           // bytes per element of the adapters' weights
 };
 

@@ -41,12 +41,16 @@ struct OpInfo {
   // where the backward creates the gradients, they become .grad and stay.
   int64_t gradient_elems = 0;
   int64_t gradient_bytes = 0;
-  int64_t parameters = 0;          // parameters this op owns
-  bool trainable = true;           // its parameters get gradients
-  bool attention_core = false;     // recomputed by the selective option
+  int64_t parameters = 0;       // parameters this op owns
+  bool trainable = true;        // its parameters get gradients
+  bool attention_core = false;  // recomputed by the selective option
   // Recomputed by the "mlp_activation" option: the MLP's activation (GELU;
   // SwiGLU's silu and product), recomputed from its kept inputs in backward.
   bool mlp_activation = false;
+  // Recomputed by the "norm_output" option: a pre-norm (and its autocast
+  // cast), its output made again from its kept input in the backward of the
+  // projections that read it.
+  bool norm_output = false;
 };
 
 class OpGraph {

@@ -229,6 +229,8 @@ void LayerTable(std::ostringstream& o, const Plan& plan, const Profile& p) {
       // The attention core is "selective"; the other options say theirs.
       if (option.name == kMlpActivationOption) decision = "sel:mlp";
       if (option.name == kAttentionCoreMlpOption) decision = "sel:attn+mlp";
+      if (option.name == kNormOutputOption) decision = "sel:norm";
+      if (option.name == kAllSelectiveOption) decision = "sel:all";
     }
     o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
       << PadLeft(FormatBytes(kept), 12)
