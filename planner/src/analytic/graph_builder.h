@@ -141,6 +141,12 @@ class Builder {
   T Pointwise(const std::string& name, const T& x, double flops_per_elem, bool keeps_input = true,
               int out_bytes = 0);
 
+  // The last op added holds `held` (tensors made before it) through its
+  // forward, and allocates `forward_workspace` bytes within it (OpInfo::held):
+  // a composite's locals, or a block's variable reassigned only once that
+  // op has run (the runtime's and HF's `hidden_states`).
+  void HoldInLastOp(const std::vector<T>& held, int64_t forward_workspace = 0);
+
   // softmax(q k^T / sqrt(d) + mask) (dropout) v for q (a*d per token) and
   // k, v (kv_heads*d per token). Eager attention with fewer key/value heads
   // materializes them repeated to a heads (HF repeat_kv), and the matmuls
@@ -151,13 +157,15 @@ class Builder {
   // The kernel scaled_dot_product_attention runs for this block's call, as
   // transformers makes it (sdpa_attention_forward: no mask without padding,
   // enable_gqa for grouped keys and values up to head_dim 256).
-  SdpaBackend SdpaBackendFor(const T& q, const T& k, const T& v,
-                             const AttentionShape& shape) const;
+  SdpaBackend SdpaBackendFor(const T& q, const T& k, const T& v, const AttentionShape& shape) const;
   // An attention that keeps q, k, v, the output and a logsumexp per row
   // (flash: remat's blockwise kernel; SDPA's flash, efficient and cudnn
   // kernels), with the logsumexp rows and backward workspace of `backend`.
   T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
                    const AttentionShape& shape, SdpaBackend backend);
+  // SDPA's math path (_scaled_dot_product_attention_math) op by op, with the
+  // locals it holds until it returns (sdpa_math.cc).
+  T SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& shape);
 
  private:
   void Count(int64_t bytes);
