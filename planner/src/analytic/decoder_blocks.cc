@@ -14,6 +14,7 @@ T GptBlock(Builder& B, const T& x) {
   T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T mid = B.Add("residual1", x, o);
   T y2 = B.LayerNorm("ln2", mid, h);
+  B.HoldInLastOp({o});  // the runtime's variable, reassigned to ln2's output
   T fc1 = B.Projection("fc1", y2, h, f, true, kLoraUp);
   B.MlpActivation(true);
   T u = B.Pointwise("gelu", fc1, 8.0);
@@ -56,9 +57,17 @@ T LlamaBlock(Builder& B, const T& x) {
   if (B.Grad(up)) kept.push_back(gate);
   if (B.Grad(gate)) kept.push_back(up);
   B.Op("swiglu", {gate, up}, {prod}, kept, static_cast<double>(gate.elems), 2.0);
+  // The runtime's block (as HF's hidden_states) holds each output in one
+  // variable, reassigned only once the next statement has run: the
+  // attention's dropped output until the product, the product until the
+  // second dropout's output, and y2 until the block returns.
+  B.HoldInLastOp({o});
   B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("down_proj", prod, f, h, false, kLoraDown));
-  return B.Add("residual2", mid, w);
+  B.HoldInLastOp({prod});
+  T out = B.Add("residual2", mid, w);
+  B.HoldInLastOp({y2});
+  return out;
 }
 
 }  // namespace remat

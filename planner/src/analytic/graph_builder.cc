@@ -381,7 +381,13 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   if (Grad(pv)) pv_saved.push_back(vc);
   T ctx = Tensor("context", ctx_elems, dt_.matmul);
   Op("attn_v", in, {ctx}, pv_saved, qk_flops, 2.0, 0, 0, true);
-  return ctx;
+  return MergeHeads(ctx);
+}
+
+T Builder::MergeHeads(const T& ctx) {
+  T merged = Tensor("merged_heads", ctx.elems, ctx.elem_bytes);
+  Op("merge_heads", {ctx}, {merged}, {}, static_cast<double>(ctx.elems), 1.0, 0, 0, true);
+  return merged;
 }
 
 }  // namespace remat

@@ -163,6 +163,10 @@ class Builder {
   // kernels), with the logsumexp rows and backward workspace of `backend`.
   T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
                    const AttentionShape& shape, SdpaBackend backend);
+  // (b, a, s, d) -> (b, s, a d): the runtime's MergeHeads (transformers'
+  // transpose(1, 2).contiguous()), a copy of a context laid out by heads,
+  // made inside the attention core.
+  T MergeHeads(const T& ctx);
   // SDPA's math path (_scaled_dot_product_attention_math) op by op, with the
   // locals it holds until it returns (sdpa_math.cc).
   T SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& shape);

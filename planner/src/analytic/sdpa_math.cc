@@ -83,7 +83,9 @@ T Builder::SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& sh
   Op("attn_v", {dropped, vm}, {ctx}, pv_saved, qk_flops, 2.0, 0, 0, true);
   if (in_bytes < acc) ctx = copy("context", ctx, ctx_elems, in_bytes);
   HoldInLastOp(locals);
-  return ctx;
+  // Laid out (b, a, s, d): merging the heads copies it (the fused kernels'
+  // outputs are laid out (b, s, a, d), merged as a view).
+  return MergeHeads(ctx);
 }
 
 }  // namespace remat

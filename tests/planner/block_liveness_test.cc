@@ -1,0 +1,56 @@
+// A block's forward holds what the runtime's (and HF's) one reassigned
+// variable still points to (graph_builder.h HoldInLastOp): its with-grad
+// forward workspace against the runtime's measured profiles of the bench
+// models on this CPU (`planner profile bench/models/<m>.json`,
+// forward_workspace_bytes of every block: 262,144 = b s h x 4).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "remat/job.h"
+
+namespace remat {
+namespace {
+
+const LayerProfile& Block(const Profile& p, const std::string& name) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.name == name) return l;
+  }
+  static const LayerProfile none;
+  ADD_FAILURE() << "no " << name;
+  return none;
+}
+
+Profile CpuProfile(const std::string& model) {
+  JobOverrides overrides;
+  overrides.device = "cpu";
+  Result<Job> job =
+      LoadJob(std::string(REMAT_SOURCE_DIR) + "/bench/models/" + model + ".json", overrides);
+  EXPECT_TRUE(job.ok()) << job.status().message();
+  return job.ok() ? job->profile : Profile{};
+}
+
+constexpr int64_t kNhFp32 = 4 * 128 * 128 * 4;  // b 4, s 128, h 128, fp32: 262,144
+
+// bert: the second dropout's output is held through ln2 (the block's
+// `return layer_norm(y + t)`), above everything the block keeps by then.
+TEST(BlockLiveness, BertHoldsTheSecondDropoutsOutputThroughLn2) {
+  EXPECT_EQ(Block(CpuProfile("cpu-bert-s"), "block0").forward_workspace_bytes, kNhFp32);
+}
+
+TEST(BlockLiveness, GptAndLlamaForwardWorkspacesAsMeasured) {
+  EXPECT_EQ(Block(CpuProfile("cpu-s"), "block0").forward_workspace_bytes, kNhFp32);
+  EXPECT_EQ(Block(CpuProfile("cpu-llama-s"), "block0").forward_workspace_bytes, kNhFp32);
+}
+
+// LoRA: the frozen base keeps little, so what the forward holds shows. The
+// attention_core option's forward (the core without grad) is measured
+// 1,306,636 B (12 bytes of scalars above the model).
+TEST(BlockLiveness, BertLoraAttentionCoreForwardAsMeasured) {
+  const LayerProfile& b = Block(CpuProfile("cpu-bert-s-lora"), "block1");
+  ASSERT_FALSE(b.selective.empty());
+  EXPECT_EQ(b.selective[0].forward_workspace_bytes, 1'306'624);
+}
+
+}  // namespace
+}  // namespace remat
