@@ -322,6 +322,18 @@ T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems,
 }
 
 T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& shape) {
+  const T out = AttentionOps(q, k, v, shape);
+  // The runtime hands q, k and v to the core as one temporary (as
+  // transformers passes them to its attention function) that lives until the
+  // core returns: held through its last op (no-grad forwards show it).
+  std::vector<T> inputs = {q};
+  if (k.id != q.id) inputs.push_back(k);
+  if (v.id != q.id && v.id != k.id) inputs.push_back(v);
+  HoldInLastOp(inputs);
+  return out;
+}
+
+T Builder::AttentionOps(const T& q, const T& k, const T& v, const AttentionShape& shape) {
   const int64_t s = c_.seq_len, b = sequences_, a = shape.heads, d = shape.head_dim;
   const double qk_flops = 2.0 * b * s * s * a * d;
   const int64_t ctx_elems = Mul({s, b, a, d});

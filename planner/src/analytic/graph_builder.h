@@ -163,6 +163,9 @@ class Builder {
   // kernels), with the logsumexp rows and backward workspace of `backend`.
   T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
                    const AttentionShape& shape, SdpaBackend backend);
+  // Attention's ops (eager, SDPA's math path or a fused kernel), returning
+  // the context with its heads merged.
+  T AttentionOps(const T& q, const T& k, const T& v, const AttentionShape& shape);
   // (b, a, s, d) -> (b, s, a d): the runtime's MergeHeads (transformers'
   // transpose(1, 2).contiguous()), a copy of a context laid out by heads,
   // made inside the attention core.
