@@ -20,7 +20,9 @@ T GptBlock(Builder& B, const T& x) {
   T u = B.Pointwise("gelu", fc1, 8.0);
   B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
-  return B.Add("residual2", mid, w);
+  T out = B.Add("residual2", mid, w);
+  B.HoldInLastOp({ctx});  // the executor's context, through the epilogue
+  return out;
 }
 
 // HF LlamaDecoderLayer. Rotary embeddings, q * cos + rotate_half(q) * sin,
@@ -66,7 +68,7 @@ T LlamaBlock(Builder& B, const T& x) {
   T w = B.Dropout("resid_dropout2", B.Projection("down_proj", prod, f, h, false, kLoraDown));
   B.HoldInLastOp({prod});
   T out = B.Add("residual2", mid, w);
-  B.HoldInLastOp({y2});
+  B.HoldInLastOp({y2, ctx});  // ctx: the executor's, through the epilogue
   return out;
 }
 

@@ -45,7 +45,7 @@ T BertBlock(Builder& B, const T& x) {
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
   B.HoldInLastOp({u});
   T out = B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
-  B.HoldInLastOp({y1, w});
+  B.HoldInLastOp({y1, w, ctx});  // ctx: the executor's, through the epilogue
   return out;
 }
 
