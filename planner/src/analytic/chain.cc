@@ -10,17 +10,14 @@
 #include <set>
 
 namespace remat {
-namespace {
 
-using GroupGraph = boost::adjacency_list<boost::setS, boost::vecS, boost::directedS>;
-
-// Replays `ops` (indices into graph.ops(), in order) and returns the highest
-// sum of live bytes among tensors the group produces. Tensors in `kept` stay
-// live; others are freed once every consumer has run (and none is outside
-// `ops`).
 int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept) {
   std::set<int> in_group(ops.begin(), ops.end());
-  std::map<int, int> remaining;  // tensor -> consumers not yet run
+  std::map<int, int> holders;  // tensor -> ops of the group that hold it
+  for (int o : ops) {
+    for (int t : g.ops()[o].held) ++holders[t];
+  }
+  std::map<int, int> remaining;  // tensor -> consumers and holders not yet run
   int64_t live = 0, peak = 0;
   std::set<int> live_set;
   for (size_t k = 0; k < ops.size(); ++k) {
@@ -28,7 +25,7 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
     for (int t : op.outputs) {
       live += g.tensors()[t].bytes;
       live_set.insert(t);
-      int n = 0;
+      int n = holders.count(t) ? holders[t] : 0;
       bool escapes = false;
       for (int c : g.consumers(t)) {
         if (in_group.count(c))
@@ -38,7 +35,7 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
       }
       remaining[t] = escapes ? -1 : n;  // -1: needed after the group
     }
-    peak = std::max(peak, live);
+    peak = std::max(peak, live + op.forward_workspace);
     // Free produced tensors whose last in-group consumer was this op.
     auto try_free = [&](int t) {
       auto it = remaining.find(t);
@@ -46,7 +43,9 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
       live -= g.tensors()[t].bytes;
       live_set.erase(t);
     };
-    for (int t : op.inputs) {
+    std::vector<int> read = op.inputs;
+    read.insert(read.end(), op.held.begin(), op.held.end());
+    for (int t : read) {
       auto it = remaining.find(t);
       if (it != remaining.end() && it->second > 0) --it->second;
       try_free(t);
@@ -55,6 +54,10 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
   }
   return peak;
 }
+
+namespace {
+
+using GroupGraph = boost::adjacency_list<boost::setS, boost::vecS, boost::directedS>;
 
 // The op graph's layers ("groups": ops sharing a layer tag), in chain order.
 struct Groups {

@@ -21,6 +21,13 @@ struct OpTimeModel {
   }
 };
 
+// Replays `ops` (indices into graph.ops(), in order) and returns the highest
+// sum of live bytes among tensors they produce, with each op's forward
+// workspace. Tensors in `kept` stay live; others are freed once every
+// consumer and every op holding them (OpInfo::held) has run (and none is
+// outside `ops`).
+int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept);
+
 // Groups the graph's ops by layer tag, orders the groups (a Boost topological
 // sort of the contracted graph) and checks they form a chain: each boundary is
 // crossed by exactly one tensor, and no tensor skips a layer except into the

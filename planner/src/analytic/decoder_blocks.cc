@@ -17,13 +17,16 @@ T GptBlock(Builder& B, const T& x) {
   T mid = B.Add("residual1", x, o);
   B.NormOutput(true);
   T y2 = B.LayerNorm("ln2", mid, h);
+  B.HoldInLastOp({o});  // the runtime's variable, reassigned to ln2's output
   B.NormOutput(false);
   T fc1 = B.Projection("fc1", y2, h, f, true, kLoraUp);
   B.MlpActivation(true);
   T u = B.Pointwise("gelu", fc1, 8.0);
   B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
-  return B.Add("residual2", mid, w);
+  T out = B.Add("residual2", mid, w);
+  B.HoldInLastOp({ctx});  // the executor's context, through the epilogue
+  return out;
 }
 
 // HF LlamaDecoderLayer. Rotary embeddings, q * cos + rotate_half(q) * sin,
@@ -64,9 +67,17 @@ T LlamaBlock(Builder& B, const T& x) {
   if (B.Grad(up)) kept.push_back(gate);
   if (B.Grad(gate)) kept.push_back(up);
   B.Op("swiglu", {gate, up}, {prod}, kept, static_cast<double>(gate.elems), 2.0);
+  // The runtime's block (as HF's hidden_states) holds each output in one
+  // variable, reassigned only once the next statement has run: the
+  // attention's dropped output until the product, the product until the
+  // second dropout's output, and y2 until the block returns.
+  B.HoldInLastOp({o});
   B.MlpActivation(false);
   T w = B.Dropout("resid_dropout2", B.Projection("down_proj", prod, f, h, false, kLoraDown));
-  return B.Add("residual2", mid, w);
+  B.HoldInLastOp({prod});
+  T out = B.Add("residual2", mid, w);
+  B.HoldInLastOp({y2, ctx});  // ctx: the executor's, through the epilogue
+  return out;
 }
 
 }  // namespace remat

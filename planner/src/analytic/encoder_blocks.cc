@@ -37,8 +37,16 @@ T BertBlock(Builder& B, const T& x) {
   T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
   T y1 = B.LayerNorm("ln1", B.Add("residual1", x, o), h);
   T u = B.Pointwise("gelu", B.Projection("fc1", y1, h, f, true, kLoraUp), 8.0);
+  // The runtime's block (as HF's hidden_states) holds each output in one
+  // variable, reassigned only once the next statement has run: the
+  // attention's dropped output until GELU's, GELU's until the second
+  // dropout's, and that and y1 until the block returns.
+  B.HoldInLastOp({o});
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
-  return B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
+  B.HoldInLastOp({u});
+  T out = B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
+  B.HoldInLastOp({y1, w, ctx});  // ctx: the executor's, through the epilogue
+  return out;
 }
 
 }  // namespace remat

@@ -126,6 +126,14 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   records_.push_back(backward);
 }
 
+void Builder::HoldInLastOp(const std::vector<T>& held, int64_t forward_workspace) {
+  std::vector<int> ids;
+  for (const T& t : held) ids.push_back(t.id);
+  Count(forward_workspace);
+  out_->graph.AddForwardLiveness(static_cast<int>(out_->graph.ops().size()) - 1, ids,
+                                 forward_workspace);
+}
+
 T Builder::MatmulInput(const T& x, bool core) {
   if (!dt_.autocast || x.elem_bytes == dt_.matmul) return x;
   auto it = casts_.find(x.id);
@@ -320,45 +328,38 @@ T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems,
 }
 
 T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& shape) {
+  const T out = AttentionOps(q, k, v, shape);
+  // The runtime hands q, k and v to the core as one temporary (as
+  // transformers passes them to its attention function) that lives until the
+  // core returns: held through its last op (no-grad forwards show it).
+  std::vector<T> inputs = {q};
+  if (k.id != q.id) inputs.push_back(k);
+  if (v.id != q.id && v.id != k.id) inputs.push_back(v);
+  HoldInLastOp(inputs);
+  return out;
+}
+
+T Builder::AttentionOps(const T& q, const T& k, const T& v, const AttentionShape& shape) {
   const int64_t s = c_.seq_len, b = sequences_, a = shape.heads, d = shape.head_dim;
   const double qk_flops = 2.0 * b * s * s * a * d;
   const int64_t ctx_elems = Mul({s, b, a, d});
   const bool sdpa = c_.attention == AttentionImpl::kSdpa;
-  // SDPA's kernel: PyTorch's choice for this call on this device (the math
-  // path below, or a fused kernel); flash: remat's blockwise kernel.
+  // SDPA's kernel: PyTorch's choice for this call on this device (its math
+  // path, sdpa_math.cc, or a fused kernel); flash: remat's blockwise kernel.
   SdpaBackend backend = SdpaBackend::kFlash;
   if (sdpa) {
     backend = SdpaBackendFor(q, k, v, shape);
     out_->attention_backends[layer_] = SdpaBackendName(backend);
+    if (backend == SdpaBackend::kMath) return SdpaMath(q, k, v, shape);
   }
-  if (c_.attention == AttentionImpl::kFlash || (sdpa && backend != SdpaBackend::kMath)) {
+  if (c_.attention == AttentionImpl::kFlash || sdpa) {
     return FusedAttention(q, k, v, ctx_elems, qk_flops, shape, backend);
   }
-  // SDPA takes its inputs as autocast casts them; eager's matmuls cast the
-  // repeated keys and values.
-  T qc = sdpa ? MatmulInput(q, true) : q, kc = sdpa ? MatmulInput(k, true) : k;
-  T vc = sdpa ? MatmulInput(v, true) : v;
-  // SDPA's math path computes 16-bit inputs in fp32: q, k and v are cast
-  // (the casts of q and k are transient, v's is kept by the context matmul),
-  // and the scores, probabilities, dropout mask and context are fp32.
-  const int math_bytes = sdpa && qc.elem_bytes < 4 ? 4 : 0;
-  const int context_bytes = qc.elem_bytes;  // the math path's output: q's dtype
-  // q, k and v may be one fused projection (gpt's qkv): the copies below
-  // are of q (a heads) or of k and v (kv_heads each) alone.
-  const int64_t kv_elems = Mul({s, b, shape.kv_heads, d});
-  if (math_bytes) {
-    auto upcast = [&](const std::string& name, const T& x, int64_t elems) {
-      T y = Tensor(name, elems, math_bytes);
-      Op(name, {x}, {y}, {}, static_cast<double>(elems), 1.0, 0, 0, true);
-      return y;
-    };
-    qc = upcast("q_fp32", qc, ctx_elems);
-    kc = upcast("k_fp32", kc, kv_elems);
-    vc = upcast("v_fp32", vc, kv_elems);
-  }
+  // Eager: q, k and v may be one fused projection (gpt's qkv).
+  T qc = q, kc = k, vc = v;
   if (shape.kv_heads != a) {
-    // repeat_kv (eager) or SDPA's GQA: each key/value head copied to its
-    // group; the matmuls keep the copies.
+    // repeat_kv: each key/value head copied to its group; the matmuls keep
+    // the copies.
     T kr = Tensor("k_repeated", ctx_elems, kc.elem_bytes);
     Op("repeat_k", {kc}, {kr}, {}, 0, 1.0, 0, 0, true);
     T vr = Tensor("v_repeated", ctx_elems, vc.elem_bytes);
@@ -366,32 +367,11 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
     kc = kr;
     vc = vr;
   }
-  if (sdpa && !math_bytes && shape.kv_heads == a) {
-    // at::matmul folds the (b, a, s, d) operands to 3-d: v, a view of the
-    // projection laid out (b, s, a, d), becomes a contiguous copy, which is
-    // what the context matmul keeps (not the projection; the fp32 cast and
-    // the GQA copy above are that copy's equivalents).
-    T vcopy = Tensor("v_contiguous", kv_elems, vc.elem_bytes);
-    Op("v_contiguous", {vc}, {vcopy}, {}, static_cast<double>(kv_elems), 1.0, 0, 0, true);
-    vc = vcopy;
-  }
-  if (!sdpa) {
-    qc = MatmulInput(qc, true);
-    kc = MatmulInput(kc, true);
-    vc = MatmulInput(vc, true);
-  }
-  if (sdpa) {
-    // The math path scales q and k by sqrt(scale) each before q k^T, and
-    // the matmul keeps the scaled copies.
-    T qs = Tensor("q_scaled", ctx_elems, qc.elem_bytes);
-    Op("scale_q", {qc}, {qs}, {}, static_cast<double>(ctx_elems), 1.0, 0, 0, true);
-    T ks = Tensor("k_scaled", ctx_elems, kc.elem_bytes);
-    Op("scale_k", {kc}, {ks}, {}, static_cast<double>(ctx_elems), 1.0, 0, 0, true);
-    qc = qs;
-    kc = ks;
-  }
+  qc = MatmulInput(qc, true);
+  kc = MatmulInput(kc, true);
+  vc = MatmulInput(vc, true);
   const int64_t scores = Mul({a, s, s, b});
-  T sc = Tensor("scores", scores, math_bytes ? math_bytes : dt_.matmul);
+  T sc = Tensor("scores", scores, dt_.matmul);
   std::vector<T> qk = {qc};
   if (kc.id != qc.id) qk.push_back(kc);
   // q k^T keeps k for q's gradient and q for k's (LoRA on q alone: k only).
@@ -400,38 +380,32 @@ T Builder::Attention(const T& q, const T& k, const T& v, const AttentionShape& s
   if (Grad(qc) && kc.id != qc.id) qk_saved.push_back(kc);
   if (kc.id == qc.id && Grad(qc)) qk_saved = {qc};
   Op("scores", qk, {sc}, qk_saved, qk_flops, 2.0, 0, 0, true);
-  T masked = sc;  // SDPA's math path adds the mask in place
-  if (!sdpa) {
-    masked = Tensor("masked_scores", scores, dt_.matmul);
-    Op("scale_mask", {sc}, {masked}, {}, 2.0 * scores, 1.0, 0, 0, true);
-  }
-  // HF's eager llama upcasts the softmax; SDPA's runs in the input dtype.
-  const bool softmax_fp32 = shape.softmax_fp32 && !sdpa;
-  T probs = Tensor("probs", scores, softmax_fp32 ? 4 : (math_bytes ? math_bytes : dt_.softmax));
+  T masked = Tensor("masked_scores", scores, dt_.matmul);
+  Op("scale_mask", {sc}, {masked}, {}, 2.0 * scores, 1.0, 0, 0, true);
+  // HF's eager llama upcasts the softmax.
+  T probs = Tensor("probs", scores, shape.softmax_fp32 ? 4 : dt_.softmax);
   Op("softmax", {masked}, {probs}, {probs}, 5.0 * scores, 1.0, 0, 0, true);
-  if (softmax_fp32 && q.elem_bytes != 4) {
+  if (shape.softmax_fp32 && q.elem_bytes != 4) {
     // .to(query.dtype): a copy, kept by what follows.
     T cast = Tensor("probs_cast", scores, q.elem_bytes);
     Op("probs_cast", {probs}, {cast}, {}, static_cast<double>(scores), 1.0, 0, 0, true);
     probs = cast;
   }
   T dropped = Dropout("attn_dropout", probs, true);
-  const T pv = sdpa ? dropped : MatmulInput(dropped, true);  // inside SDPA: no autocast
+  const T pv = MatmulInput(dropped, true);
   std::vector<T> in = {pv, vc};
   std::vector<T> pv_saved;
   if (Grad(vc)) pv_saved.push_back(pv);
   if (Grad(pv)) pv_saved.push_back(vc);
-  if (math_bytes) {
-    // The fp32 context, cast back to the input dtype.
-    T ctx32 = Tensor("context_fp32", ctx_elems, math_bytes);
-    Op("attn_v", in, {ctx32}, pv_saved, qk_flops, 2.0, 0, 0, true);
-    T ctx = Tensor("context", ctx_elems, context_bytes);
-    Op("context_cast", {ctx32}, {ctx}, {}, static_cast<double>(ctx_elems), 1.0, 0, 0, true);
-    return ctx;
-  }
   T ctx = Tensor("context", ctx_elems, dt_.matmul);
   Op("attn_v", in, {ctx}, pv_saved, qk_flops, 2.0, 0, 0, true);
-  return ctx;
+  return MergeHeads(ctx);
+}
+
+T Builder::MergeHeads(const T& ctx) {
+  T merged = Tensor("merged_heads", ctx.elems, ctx.elem_bytes);
+  Op("merge_heads", {ctx}, {merged}, {}, static_cast<double>(ctx.elems), 1.0, 0, 0, true);
+  return merged;
 }
 
 }  // namespace remat

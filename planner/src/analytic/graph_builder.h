@@ -146,6 +146,12 @@ class Builder {
   T Pointwise(const std::string& name, const T& x, double flops_per_elem, bool keeps_input = true,
               int out_bytes = 0);
 
+  // The last op added holds `held` (tensors made before it) through its
+  // forward, and allocates `forward_workspace` bytes within it (OpInfo::held):
+  // a composite's locals, or a block's variable reassigned only once that
+  // op has run (the runtime's and HF's `hidden_states`).
+  void HoldInLastOp(const std::vector<T>& held, int64_t forward_workspace = 0);
+
   // softmax(q k^T / sqrt(d) + mask) (dropout) v for q (a*d per token) and
   // k, v (kv_heads*d per token). Eager attention with fewer key/value heads
   // materializes them repeated to a heads (HF repeat_kv), and the matmuls
@@ -162,6 +168,16 @@ class Builder {
   // kernels), with the logsumexp rows and backward workspace of `backend`.
   T FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
                    const AttentionShape& shape, SdpaBackend backend);
+  // Attention's ops (eager, SDPA's math path or a fused kernel), returning
+  // the context with its heads merged.
+  T AttentionOps(const T& q, const T& k, const T& v, const AttentionShape& shape);
+  // (b, a, s, d) -> (b, s, a d): the runtime's MergeHeads (transformers'
+  // transpose(1, 2).contiguous()), a copy of a context laid out by heads,
+  // made inside the attention core.
+  T MergeHeads(const T& ctx);
+  // SDPA's math path (_scaled_dot_product_attention_math) op by op, with the
+  // locals it holds until it returns (sdpa_math.cc).
+  T SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& shape);
 
  private:
   void Count(int64_t bytes);

@@ -25,6 +25,11 @@ int OpGraph::AddOp(OpInfo op) {
   return id;
 }
 
+void OpGraph::AddForwardLiveness(int op, const std::vector<int>& held, int64_t forward_workspace) {
+  ops_[op].held.insert(ops_[op].held.end(), held.begin(), held.end());
+  ops_[op].forward_workspace += forward_workspace;
+}
+
 bool OpGraph::TopologicalOrder(std::vector<int>* order) const {
   std::vector<Graph::vertex_descriptor> reversed;
   try {

@@ -51,6 +51,14 @@ struct OpInfo {
   // cast), its output made again from its kept input in the backward of the
   // projections that read it.
   bool norm_output = false;
+  // Tensors earlier ops made that stay allocated through this op's forward
+  // without being read by it: the C++ locals of a composite ATen function
+  // (scaled_dot_product_attention's math path holds its fp32 copies of q, k
+  // and v until it returns). Liveness only: no gradient flows through them.
+  std::vector<int> held;
+  // Bytes its forward allocates and frees before returning, besides its
+  // outputs (the math path's softmax: a bool mask of the scores).
+  int64_t forward_workspace = 0;
 };
 
 class OpGraph {
@@ -64,6 +72,9 @@ class OpGraph {
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::vector<OpInfo>& ops() const { return ops_; }
+  // Adds to what op `op` holds through its forward and allocates within it
+  // (OpInfo::held, forward_workspace): tensors made before it.
+  void AddForwardLiveness(int op, const std::vector<int>& held, int64_t forward_workspace);
   // Ops that consume tensor `t`.
   const std::vector<int>& consumers(int t) const { return consumers_[t]; }
 
