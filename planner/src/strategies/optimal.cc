@@ -216,18 +216,32 @@ std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o) {
 // past this many layers optimal-single does not weigh offload.
 constexpr int kMaxOffloadLayers = 256;
 
-// The fastest fitting layer list with checkpoints offloaded over the
-// profile's link (nullopt: none fits). Without --host-budget, one
-// BestFittingPlan of SingleLevelOffloadDp. With one, a Lagrangian search:
+// Whether some layer after the first does not keep its input. The plain
+// SingleLevelDp counts such a layer as the multi-level terms do (its input
+// released after any forward, its producer's output held at its backward);
+// the simulator releases it after a forward with grad only.
+// SingleLevelOffloadDp models that exactly (with or without a link).
+bool HasLayerNotKeepingInput(const Profile& p) {
+  for (int i = 1; i < p.num_layers(); ++i) {
+    if (!p.layers[i].keeps_input) return true;
+  }
+  return false;
+}
+
+// The fastest fitting layer list with checkpoints offloaded over `link`
+// (nullopt: none fits; a link not present: no offload, the exact layer list
+// on chains with layers that do not keep their input). Without
+// link.budget_bytes (--host-budget), one BestFittingPlan of
+// SingleLevelOffloadDp. With one, a Lagrangian search:
 // offloaded bytes cost `penalty` ms each in the DP; the penalty is bisected
 // between 0 and one that makes any offload cost more than the whole step,
 // raised whenever a plan the DP returned puts more on the host than the
 // budget, lowered otherwise. Every plan is simulated; the fastest that fits
 // (host budget included, Plan::fits) wins.
 Result<std::optional<Plan>> BestOffloadPlan(
-    const Profile& p, const PlanOptions& o, int64_t activation_budget,
+    const Profile& p, const PlanOptions& o, int64_t activation_budget, const HostLink& link,
     const std::function<Result<Plan>(const solver::SingleLevelSolution&)>& evaluate) {
-  const int64_t host_budget = p.host_link.budget_bytes;
+  const int64_t host_budget = link.present() ? link.budget_bytes : 0;
   bool over_host = false;
   auto solve = [&](double penalty) -> Result<std::optional<Plan>> {
     SlotPass<solver::SingleLevelOffloadDp> pass(
@@ -237,7 +251,7 @@ Result<std::optional<Plan>> BestOffloadPlan(
           if (host_budget > 0 && plan.predicted.host_peak_bytes > host_budget) over_host = true;
           return plan;
         });
-    pass.offload_options = {p.host_link, penalty};
+    pass.offload_options = {link, penalty};
     return BestFittingPlan(pass);
   };
   REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, solve(0));
@@ -276,9 +290,12 @@ class OptimalSingleSolver : public StrategySolver {
           p, activation_budget, OptimalSlots(o),
           [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
-      if (p.host_link.present() && p.num_layers() <= kMaxOffloadLayers) {
-        REMAT_ASSIGN_OR_RETURN(std::optional<Plan> offloaded,
-                               BestOffloadPlan(p, o, activation_budget, evaluate));
+      // With a link, or with a layer not keeping its input (then without offload).
+      const bool offload = p.host_link.present();
+      if ((offload || HasLayerNotKeepingInput(p)) && p.num_layers() <= kMaxOffloadLayers) {
+        REMAT_ASSIGN_OR_RETURN(
+            std::optional<Plan> offloaded,
+            BestOffloadPlan(p, o, activation_budget, offload ? p.host_link : HostLink{}, evaluate));
         if (offloaded && (!plan || BetterPlan(*offloaded, *plan))) plan = std::move(offloaded);
       }
       const std::optional<Plan> heuristic = BestHeuristicPlan(p, o);
