@@ -182,6 +182,17 @@ TEST(TimeClasses, OptimalStrategyPoolsAndReportsOnOwnTimes) {
   EXPECT_LE(fast.predicted.recompute_ms, exact.predicted.recompute_ms * pooled.cost_bound() + 1e-6);
 }
 
+TEST(TimeClasses, OptimalStrategyDoesNotPoolWhereNoRowsWouldBeShared) {
+  // Gradients created in backward: equal intervals differ in the gradients
+  // after them, so pooling would cost plan quality for nothing.
+  const Profile p = NoisyGpt(24, 7, /*persistent=*/false);
+  ASSERT_TRUE(PoolTimesBySpread(p).pooled());
+  const int64_t budget = p.static_bytes() + BudgetAt(p, 40);
+  const Plan plan = Optimal(p, budget, false), exact = Optimal(p, budget, true);
+  EXPECT_EQ(plan.parameter.find("pooled"), std::string::npos) << plan.parameter;
+  EXPECT_DOUBLE_EQ(plan.predicted.step_ms, exact.predicted.step_ms);
+}
+
 TEST(TimeClasses, ProfileJsonCarriesSpreads) {
   Profile p = testing::TransformerChain(3);
   Result<Profile> plain = ParseProfile(ProfileToJson(p), "p.json");

@@ -251,8 +251,7 @@ class OptimalSolver : public StrategySolver {
       REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
       // Layers that agree within their measured time spread are one class
       // for the DP (solver/time_classes.h); plans are simulated on `p`.
-      const solver::TimeClasses pooled =
-          o.exact_times ? solver::TimeClasses{p} : solver::PoolTimesBySpread(p);
+      const solver::TimeClasses pooled = PoolWhereItShares(p, o);
       const Profile& solved = pooled.profile;
       REMAT_ASSIGN_OR_RETURN(const double cap, CostCap(single, pooled));
       REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(solved, o, activation_budget));
@@ -296,6 +295,21 @@ class OptimalSolver : public StrategySolver {
                              FormatBytes(kMaxTableBytes) + "); use fewer slots");
     }
     return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
+  }
+
+  // The profile the multi-level DP solves: `p` with its times pooled within
+  // their spreads (solver/time_classes.h) where that lets intervals share
+  // rows, else `p` itself (pooling only costs plan quality then: with
+  // gradients created in backward, equal intervals differ in the gradients
+  // after them, interval_classes.h).
+  static solver::TimeClasses PoolWhereItShares(const Profile& p, const PlanOptions& o) {
+    if (o.exact_times) return solver::TimeClasses{p};
+    solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
+    if (pooled.pooled() &&
+        solver::IntervalClasses(pooled.profile).count() >= solver::IntervalClasses(p).count()) {
+      return solver::TimeClasses{p};
+    }
+    return pooled;
   }
 
   // The layer list's recompute time on the times the DP solves (its cap:
