@@ -50,30 +50,34 @@ def run(binary, name, repetitions, min_time):
             'raw_ms': runs[0].get('raw_ms'), 'rows': runs[0].get('rows')}
 
 
-def spread_table(binary, repetitions):
-    print('| gradients | L | slots | exact (min / median ms) | pooled (min / median ms) | speed-up (min) '
-          '| rows, exact / pooled | recompute on own times, exact / pooled (ms) | cost of pooling |')
-    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
-    for family, label in (('spread_persistent', 'buffers'), ('spread', 'created')):
-      for layers in (64, 256, 1024):
+def grid():
+    """The table's sizes: (layers, slots, case suffix, --benchmark_min_time)."""
+    for layers in (64, 256, 1024):
         for slots in (250, 1000, 4000):
             case = '/L:%d/budget%%:40/slots:%d' % (layers, slots)
-            min_time = '0.05' if layers == 1024 or slots == 4000 else '0.2'
-            exact = None
-            if not (layers == 1024 and slots == 4000):
-                exact = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions,
-                            min_time)
+            yield layers, slots, case, '0.05' if layers == 1024 or slots == 4000 else '0.2'
+
+
+def spread_table(binary, repetitions):
+    print('| gradients | L | slots | exact (min / median ms) | pooled (min / median ms) '
+          '| speed-up (min) | rows, exact / pooled '
+          '| recompute on own times, exact / pooled (ms) | cost of pooling |')
+    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for family, label in (('spread_persistent', 'buffers'), ('spread', 'created')):
+        for layers, slots, case, min_time in grid():
             new = run(binary, 'MultiLevel/%s_pooled%s' % (family, case), repetitions, min_time)
-            if exact:
-                print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.1fx | %d / %d | %.2f / %.2f | %+.2f%% |'
-                      % (label, layers, slots, exact['cpu_min'], exact['cpu_median'], new['cpu_min'],
-                         new['cpu_median'], exact['cpu_min'] / new['cpu_min'], exact['rows'],
-                         new['rows'], exact['raw_ms'], new['raw_ms'],
-                         100 * (new['raw_ms'] / exact['raw_ms'] - 1)), flush=True)
-            else:
+            if layers == 1024 and slots == 4000:
                 print('| %s | %d | %d | (6 GiB of tables) | %.1f / %.1f | | - / %d | - / %.2f | |'
                       % (label, layers, slots, new['cpu_min'], new['cpu_median'], new['rows'],
                          new['raw_ms']), flush=True)
+                continue
+            exact = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions, min_time)
+            print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.1fx | %d / %d '
+                  '| %.2f / %.2f | %+.2f%% |'
+                  % (label, layers, slots, exact['cpu_min'], exact['cpu_median'],
+                     new['cpu_min'], new['cpu_median'], exact['cpu_min'] / new['cpu_min'],
+                     exact['rows'], new['rows'], exact['raw_ms'], new['raw_ms'],
+                     100 * (new['raw_ms'] / exact['raw_ms'] - 1)), flush=True)
 
 
 def table(binary, repetitions):
@@ -81,20 +85,16 @@ def table(binary, repetitions):
           '| speed-up (min) | cells (M) | skipped, previous / new |')
     print('|---|---:|---:|---:|---:|---:|---:|---:|')
     for family, label in (('gpt', 'identical'), ('measured', 'distinct')):
-        for layers in (64, 256, 1024):
-            for slots in (250, 1000, 4000):
-                if family == 'measured' and layers == 1024 and slots == 4000:
-                    continue
-                case = '/L:%d/budget%%:40/slots:%d' % (layers, slots)
-                min_time = '0.05' if layers == 1024 or slots == 4000 else '0.2'
-                prev = run(binary, 'MultiLevel/%s_previous%s' % (family, case), repetitions,
-                           min_time)
-                new = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions,
-                          min_time)
-                print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.2fx | %.1f | %.0f%% / %.0f%% |'
-                      % (label, layers, slots, prev['cpu_min'], prev['cpu_median'],
-                         new['cpu_min'], new['cpu_median'], prev['cpu_min'] / new['cpu_min'],
-                         new['cells_M'], prev['pruned'], new['pruned']), flush=True)
+        for layers, slots, case, min_time in grid():
+            if family == 'measured' and layers == 1024 and slots == 4000:
+                continue
+            prev = run(binary, 'MultiLevel/%s_previous%s' % (family, case), repetitions,
+                       min_time)
+            new = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions, min_time)
+            print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.2fx | %.1f | %.0f%% / %.0f%% |'
+                  % (label, layers, slots, prev['cpu_min'], prev['cpu_median'],
+                     new['cpu_min'], new['cpu_median'], prev['cpu_min'] / new['cpu_min'],
+                     new['cells_M'], prev['pruned'], new['pruned']), flush=True)
 
 
 def main():
