@@ -3,7 +3,7 @@
 
   bench/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
   bench/compare_solvers.py --table BENCH [REPETITIONS]
-  bench/compare_solvers.py --spread BENCH [REPETITIONS]
+  bench/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
 
 --table prints the solver benchmark table of issue 14 from one binary: the
 multi-level DP as `--strategy optimal` runs it (single-level DP first, its
@@ -17,7 +17,9 @@ Distinct blocks at 1024 layers and 4000 slots are left out (6 GiB of tables).
 the spread its profiler reports (MultiLevel/spread_*), the exact solver
 (spread_capped, what --strategy optimal ran before pooling) against pooling
 the times within their spreads (spread_pooled), alternately, at the same
-sizes (the exact one not at 1024 layers and 4000 slots), and what pooling
+sizes (the exact one not at 1024 layers and 4000 slots, the created-gradient
+family not there at all: 6 GiB of tables), FAMILIES of spread_persistent and
+spread (default both), and what pooling
 costs: the pooled schedule's recompute time on the chain's own times against
 the exact optimum's (counter raw_ms).
 
@@ -58,13 +60,16 @@ def grid():
             yield layers, slots, case, '0.05' if layers == 1024 or slots == 4000 else '0.2'
 
 
-def spread_table(binary, repetitions):
+def spread_table(binary, repetitions, families):
     print('| gradients | L | slots | exact (min / median ms) | pooled (min / median ms) '
           '| speed-up (min) | rows, exact / pooled '
           '| recompute on own times, exact / pooled (ms) | cost of pooling |')
     print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
-    for family, label in (('spread_persistent', 'buffers'), ('spread', 'created')):
+    labels = {'spread_persistent': 'buffers', 'spread': 'created'}
+    for family, label in [(f, labels[f]) for f in families]:
         for layers, slots, case, min_time in grid():
+            if layers == 1024 and slots == 4000 and family == 'spread':
+                continue  # no rows shared with gradients created in backward: 6 GiB
             new = run(binary, 'MultiLevel/%s_pooled%s' % (family, case), repetitions, min_time)
             if layers == 1024 and slots == 4000:
                 print('| %s | %d | %d | (6 GiB of tables) | %.1f / %.1f | | - / %d | - / %.2f | |'
@@ -99,7 +104,8 @@ def table(binary, repetitions):
 
 def main():
     if sys.argv[1] == '--spread':
-        spread_table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
+        spread_table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3,
+                     sys.argv[4].split(',') if len(sys.argv) > 4 else ['spread_persistent', 'spread'])
         return
     if sys.argv[1] == '--table':
         table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
