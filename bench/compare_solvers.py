@@ -3,6 +3,7 @@
 
   bench/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
   bench/compare_solvers.py --table BENCH [REPETITIONS]
+  bench/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
 
 --table prints the solver benchmark table of issue 14 from one binary: the
 multi-level DP as `--strategy optimal` runs it (single-level DP first, its
@@ -11,6 +12,16 @@ value as the cost cap; one thread) with the previous solver's pruning
 at 64, 256 and 1024 layers, identical blocks (gpt) and distinct ones
 (measured: 10% timing noise), 250, 1000 and 4000 slots, the middle budget.
 Distinct blocks at 1024 layers and 4000 slots are left out (6 GiB of tables).
+
+--spread prints the pooling table of issue 14: on the measured chain with
+the spread its profiler reports (MultiLevel/spread_*), the exact solver
+(spread_capped, what --strategy optimal ran before pooling) against pooling
+the times within their spreads (spread_pooled), alternately, at the same
+sizes (the exact one not at 1024 layers and 4000 slots, the created-gradient
+family not there at all: 6 GiB of tables), FAMILIES of spread_persistent and
+spread (default both), and what pooling
+costs: the pooled schedule's recompute time on the chain's own times against
+the exact optimum's (counter raw_ms).
 
 CASES has one line per case: "OLD_NAME | NEW_NAME[, NEW_NAME...]" (Google
 Benchmark names, matched exactly). Each case runs on the old binary, then on
@@ -37,7 +48,41 @@ def run(binary, name, repetitions, min_time):
     cpu = [b['cpu_time'] for b in runs]
     return {'cpu_min': min(cpu), 'cpu_median': statistics.median(cpu),
             'wall_min': min(b['real_time'] for b in runs), 'cells_M': runs[0].get('cells_M'),
-            'MiB': runs[0].get('solver_MiB'), 'pruned': runs[0].get('pruned_%')}
+            'MiB': runs[0].get('solver_MiB'), 'pruned': runs[0].get('pruned_%'),
+            'raw_ms': runs[0].get('raw_ms'), 'rows': runs[0].get('rows')}
+
+
+def grid():
+    """The table's sizes: (layers, slots, case suffix, --benchmark_min_time)."""
+    for layers in (64, 256, 1024):
+        for slots in (250, 1000, 4000):
+            case = '/L:%d/budget%%:40/slots:%d' % (layers, slots)
+            yield layers, slots, case, '0.05' if layers == 1024 or slots == 4000 else '0.2'
+
+
+def spread_table(binary, repetitions, families):
+    print('| gradients | L | slots | exact (min / median ms) | pooled (min / median ms) '
+          '| speed-up (min) | rows, exact / pooled '
+          '| recompute on own times, exact / pooled (ms) | cost of pooling |')
+    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    labels = {'spread_persistent': 'buffers', 'spread': 'created'}
+    for family, label in [(f, labels[f]) for f in families]:
+        for layers, slots, case, min_time in grid():
+            if layers == 1024 and slots == 4000 and family == 'spread':
+                continue  # no rows shared with gradients created in backward: 6 GiB
+            new = run(binary, 'MultiLevel/%s_pooled%s' % (family, case), repetitions, min_time)
+            if layers == 1024 and slots == 4000:
+                print('| %s | %d | %d | (6 GiB of tables) | %.1f / %.1f | | - / %d | - / %.2f | |'
+                      % (label, layers, slots, new['cpu_min'], new['cpu_median'], new['rows'],
+                         new['raw_ms']), flush=True)
+                continue
+            exact = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions, min_time)
+            print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.1fx | %d / %d '
+                  '| %.2f / %.2f | %+.2f%% |'
+                  % (label, layers, slots, exact['cpu_min'], exact['cpu_median'],
+                     new['cpu_min'], new['cpu_median'], exact['cpu_min'] / new['cpu_min'],
+                     exact['rows'], new['rows'], exact['raw_ms'], new['raw_ms'],
+                     100 * (new['raw_ms'] / exact['raw_ms'] - 1)), flush=True)
 
 
 def table(binary, repetitions):
@@ -45,23 +90,23 @@ def table(binary, repetitions):
           '| speed-up (min) | cells (M) | skipped, previous / new |')
     print('|---|---:|---:|---:|---:|---:|---:|---:|')
     for family, label in (('gpt', 'identical'), ('measured', 'distinct')):
-        for layers in (64, 256, 1024):
-            for slots in (250, 1000, 4000):
-                if family == 'measured' and layers == 1024 and slots == 4000:
-                    continue
-                case = '/L:%d/budget%%:40/slots:%d' % (layers, slots)
-                min_time = '0.05' if layers == 1024 or slots == 4000 else '0.2'
-                prev = run(binary, 'MultiLevel/%s_previous%s' % (family, case), repetitions,
-                           min_time)
-                new = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions,
-                          min_time)
-                print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.2fx | %.1f | %.0f%% / %.0f%% |'
-                      % (label, layers, slots, prev['cpu_min'], prev['cpu_median'],
-                         new['cpu_min'], new['cpu_median'], prev['cpu_min'] / new['cpu_min'],
-                         new['cells_M'], prev['pruned'], new['pruned']), flush=True)
+        for layers, slots, case, min_time in grid():
+            if family == 'measured' and layers == 1024 and slots == 4000:
+                continue
+            prev = run(binary, 'MultiLevel/%s_previous%s' % (family, case), repetitions,
+                       min_time)
+            new = run(binary, 'MultiLevel/%s_capped%s' % (family, case), repetitions, min_time)
+            print('| %s | %d | %d | %.1f / %.1f | %.1f / %.1f | %.2fx | %.1f | %.0f%% / %.0f%% |'
+                  % (label, layers, slots, prev['cpu_min'], prev['cpu_median'],
+                     new['cpu_min'], new['cpu_median'], prev['cpu_min'] / new['cpu_min'],
+                     new['cells_M'], prev['pruned'], new['pruned']), flush=True)
 
 
 def main():
+    if sys.argv[1] == '--spread':
+        spread_table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3,
+                     sys.argv[4].split(',') if len(sys.argv) > 4 else ['spread_persistent', 'spread'])
+        return
     if sys.argv[1] == '--table':
         table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
         return

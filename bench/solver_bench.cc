@@ -13,6 +13,15 @@
 //   measured:    gpt with every layer's times scaled by its own factor in
 //                [0.9, 1.1] (testing::JitterTimes): a measured profile, whose
 //                timing noise leaves no two layers alike;
+//   spread:      measured with the spread a profiler on that noisy machine
+//                reports on every layer (time_spread 0.25, covering any two
+//                factors: 0.2 / 0.9 < 0.25), so the blocks pool into one
+//                class (solver/time_classes.h);
+//   spread_persistent: spread with persistent gradient buffers (the
+//                gradients in static memory, as Megatron holds them): with
+//                gradients created in backward, equal intervals differ in
+//                the gradients after them and share no rows
+//                (interval_classes.h), with buffers they do;
 //   transformer: testing::TransformerChain, block sizes jittered so that no
 //                two blocks are alike (no interval classes to share);
 //   random:      testing::RandomChain, every size and time random.
@@ -22,7 +31,13 @@
 // whose value caps the multi-level one (timed together).
 // MultiLevel/*_threads is *_capped on every hardware thread;
 // MultiLevel/*_previous is *_capped with the previous solver's pruning
-// (bench/compare_solvers.py --table prints the two side by side). Counters: the solver's heap
+// (bench/compare_solvers.py --table prints the two side by side).
+// MultiLevel/spread_pooled is what `--strategy optimal` runs on a profile
+// with spreads: pooling the times, then *_capped on the pooled chain (the
+// single-level DP on it, its value as the cap); its counter raw_ms is its
+// schedule's recompute time simulated on the chain's own times (every
+// MultiLevel case reports it: the exact ones' is their optimum), for the
+// cost of pooling (bench/compare_solvers.py --spread). Counters: the solver's heap
 // (tables, bounds, classes; MiB), the cost-table cells (millions), the
 // distinct rows solved, and the share of (row, split, slot) updates the
 // branch-and-bound bound skipped.
@@ -33,16 +48,19 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "remat/io.h"
 #include "remat/profile.h"
+#include "remat/simulator.h"
 #include "remat/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
 #include "solver/single_level_dp.h"
+#include "solver/time_classes.h"
 #include "testing/chains.h"
 #include "testing/gpt_chain.h"
 
@@ -55,7 +73,7 @@ struct Chain {
   int64_t keep_all = 0;  // activation peak keeping everything
 };
 
-enum Family { kGpt, kMeasured, kTransformer, kRandom };
+enum Family { kGpt, kMeasured, kSpread, kSpreadPersistent, kTransformer, kRandom };
 
 const Chain& GetChain(Family family, int layers) {
   static std::map<std::pair<Family, int>, std::unique_ptr<Chain>> cache;
@@ -63,10 +81,19 @@ const Chain& GetChain(Family family, int layers) {
   if (!slot) {
     slot = std::make_unique<Chain>();
     slot->profile = family == kGpt ? testing::GptChain(layers - 4, 8)
-                    : family == kMeasured
+                    : family == kMeasured || family == kSpread || family == kSpreadPersistent
                         ? testing::JitterTimes(testing::GptChain(layers - 4, 8), 0.1, 7)
                     : family == kTransformer ? testing::TransformerChain(layers - 4, 7)
                                              : testing::RandomChain(layers, 7);
+    if (family == kSpread || family == kSpreadPersistent) {
+      for (LayerProfile& l : slot->profile.layers) l.time_spread = 0.25;
+    }
+    if (family == kSpreadPersistent) {
+      for (LayerProfile& l : slot->profile.layers) {
+        slot->profile.static_memory.gradient_bytes += l.gradient_bytes;
+        l.gradient_bytes = 0;
+      }
+    }
     const ChainTerms exact(slot->profile, MemoryUnits::Bytes(int64_t{1} << 50));
     slot->lowest = IntervalBounds(exact, IntervalClasses(slot->profile), false).floor(0, layers);
     slot->keep_all = KeepAllNeeds(exact)[static_cast<size_t>(layers)];
@@ -81,16 +108,19 @@ int64_t Budget(const Chain& c, int percent) {
 // kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
 // one capped by its value; kThreads: kCapped on every hardware thread;
 // kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
-// DpOptions::chunk_bounds off), for bench/compare_solvers.py --table.
-enum Mode { kPlain, kCapped, kThreads, kPrevious };
+// DpOptions::chunk_bounds off), for bench/compare_solvers.py --table;
+// kPooled: kCapped on the chain's times pooled within their spreads.
+enum Mode { kPlain, kCapped, kThreads, kPrevious, kPooled };
 
 void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
-  const ChainTerms terms(c.profile,
-                         MemoryUnits(Budget(c, static_cast<int>(state.range(1))), state.range(2)));
+  const MemoryUnits units(Budget(c, static_cast<int>(state.range(1))), state.range(2));
   DpStats stats;
-  bool found = false;
+  std::optional<DpSolution> sol;
+  TimeClasses pooled;
   for (auto _ : state) {
+    if (mode == kPooled) pooled = PoolTimesBySpread(c.profile);
+    const ChainTerms terms(mode == kPooled ? pooled.profile : c.profile, units);
     DpOptions options;
     if (mode != kPlain) {
       SingleLevelDp single(terms);
@@ -100,10 +130,15 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
     options.chunk_bounds = mode != kPrevious;
     if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
     MultiLevelDp dp(terms, options);
-    std::optional<DpSolution> sol = dp.Solve(&stats);
-    found = sol.has_value();
+    sol = dp.Solve(&stats);
     benchmark::DoNotOptimize(sol);
   }
+  // The schedule's recompute time on the chain's own times.
+  Result<SimulationResult> raw =
+      sol ? Simulate(c.profile, AddFrees(sol->ops, c.profile.num_layers()))
+          : Result<SimulationResult>(Status::Invalid("no schedule"));
+  state.counters["raw_ms"] = raw.ok() ? raw->recompute_ms : -1;
+  if (mode == kPooled) state.counters["classes"] = pooled.classes;
   state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
   state.counters["cells_M"] = static_cast<double>(stats.table_cells) / 1e6;
   state.counters["rows"] = static_cast<double>(stats.rows);
@@ -111,7 +146,7 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
       stats.split_cells ? 100.0 - 100.0 * static_cast<double>(stats.split_cells_evaluated) /
                                       static_cast<double>(stats.split_cells)
                         : 0;
-  state.counters["fits"] = found;
+  state.counters["fits"] = sol.has_value();
 }
 
 void SingleLevel(benchmark::State& state, Family family) {
@@ -175,6 +210,12 @@ BENCHMARK_CAPTURE(MultiLevel, random, kRandom, kPlain)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, gpt_capped, kGpt, kCapped)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, measured_capped, kMeasured, kCapped)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, transformer_capped, kTransformer, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, spread_capped, kSpread, kCapped)->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, spread_pooled, kSpread, kPooled)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, spread_persistent_capped, kSpreadPersistent, kCapped)
+    ->Apply(DistinctBlocks);
+BENCHMARK_CAPTURE(MultiLevel, spread_persistent_pooled, kSpreadPersistent, kPooled)
+    ->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, gpt_previous, kGpt, kPrevious)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, measured_previous, kMeasured, kPrevious)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, gpt_threads, kGpt, kThreads)->Apply(SharedBlocks);
@@ -183,6 +224,8 @@ BENCHMARK_CAPTURE(SingleLevel, gpt, kGpt)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(SingleLevel, transformer, kTransformer)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(Strategy, gpt, kGpt)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, measured, kMeasured)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, spread, kSpread)->Apply(StrategyArgs);
+BENCHMARK_CAPTURE(Strategy, spread_persistent, kSpreadPersistent)->Apply(StrategyArgs);
 BENCHMARK_CAPTURE(Strategy, transformer, kTransformer)->Apply(StrategyArgs);
 
 // "--write_profile=FAMILY:LAYERS:PATH": writes the benchmark's chain as a
@@ -194,13 +237,18 @@ bool WriteProfile(const std::string& arg) {
   const size_t a = spec.find(':'), b = spec.find(':', a + 1);
   if (a == std::string::npos || b == std::string::npos) {
     std::fprintf(stderr,
-                 "--write_profile=FAMILY:LAYERS:PATH (gpt, measured, transformer, random)\n");
+                 "--write_profile=FAMILY:LAYERS:PATH (gpt, measured, spread, spread_persistent, "
+                 "transformer, random)\n");
     std::exit(2);
   }
   const std::string name = spec.substr(0, a), path = spec.substr(b + 1);
   const int layers = std::atoi(spec.substr(a + 1, b - a - 1).c_str());
-  const std::map<std::string, Family> families = {
-      {"gpt", kGpt}, {"measured", kMeasured}, {"transformer", kTransformer}, {"random", kRandom}};
+  const std::map<std::string, Family> families = {{"gpt", kGpt},
+                                                  {"measured", kMeasured},
+                                                  {"spread", kSpread},
+                                                  {"spread_persistent", kSpreadPersistent},
+                                                  {"transformer", kTransformer},
+                                                  {"random", kRandom}};
   if (!families.count(name) || layers < 5) {
     std::fprintf(stderr, "unknown family or fewer than 5 layers: %s\n", spec.c_str());
     std::exit(2);

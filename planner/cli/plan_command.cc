@@ -63,6 +63,7 @@ std::vector<FlagSpec> PlanFlags() {
       {"checkpoint-layers", "LIST", "manual: block indices to checkpoint, e.g. 0,4,8"},
       {"selective-layers", "LIST", "selective: block indices (default: as many as needed)"},
       {"slots", "N", "optimal: memory resolution of the solver"},
+      {"exact-times", "", "optimal: no pooling of layers within their measured time spread"},
       {"global-batch", "G", "choose micro_batch b and grad_accumulation G/b with the plan"},
       {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
       {"json", "", "the same as --format json"},
@@ -131,6 +132,7 @@ Result<PlanOptions> ParseOptions(const Args& args) {
   o.every = static_cast<int>(every);
   o.segments = static_cast<int>(segments);
   o.slots = static_cast<int>(slots);
+  o.exact_times = args.Has("exact-times");
   REMAT_ASSIGN_OR_RETURN(o.checkpoint_layers, args.GetIntList("checkpoint-layers"));
   REMAT_ASSIGN_OR_RETURN(o.selective_layers, args.GetIntList("selective-layers"));
   REMAT_ASSIGN_OR_RETURN(o.device_memory, ParseDeviceMemory(args));

@@ -12,6 +12,10 @@ namespace remat {
 namespace {
 
 constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
+// A layer's relative time spread, (Q3 - Q1) / median: any finite
+// non-negative value is a measurement (a microsecond layer on a busy
+// machine can report 50); the cap only keeps sums finite.
+constexpr double kMaxSpread = 1e6;
 
 // The same range ParseProfile accepts, so that every valid profile (an
 // analytic one included) can be written and read back.
@@ -62,6 +66,7 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
   REMAT_RETURN_IF_ERROR(
       r.Int("accumulate_workspace_bytes", &out->accumulate_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Bool("keeps_input", &out->keeps_input, false));
+  REMAT_RETURN_IF_ERROR(r.Double("time_spread", &out->time_spread, false, 0, kMaxSpread));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
     if (!s.is_array()) {
@@ -124,6 +129,10 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              std::to_string(l.activation_bytes) +
                              ") is smaller than 'output_bytes' (" + std::to_string(l.output_bytes) +
                              "); activation_bytes includes the layer's output");
+    }
+    if (!(l.time_spread >= 0 && l.time_spread <= kMaxSpread)) {
+      return Status::Invalid(where + ": field 'time_spread': must be in [0, 1e6], got " +
+                             std::to_string(l.time_spread));
     }
     if (i == 0 && !l.keeps_input) {
       return Status::Invalid(where + ": field 'keeps_input': false for the first layer, whose " +
@@ -272,6 +281,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
       lj["accumulate_workspace_bytes"] = l.accumulate_workspace_bytes;
     }
     if (!l.keeps_input) lj["keeps_input"] = false;
+    if (l.time_spread > 0) lj["time_spread"] = l.time_spread;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
       for (const SelectiveOption& o : l.selective) {

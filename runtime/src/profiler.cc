@@ -213,6 +213,9 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   }
   l.forward_ms = Time(m.full.forward_ms);
   l.backward_ms = Time(m.full.backward_ms);
+  // How far apart the repetitions were: layers that agree within it are one
+  // class for the optimal solver (solver/time_classes.h).
+  l.time_spread = std::max(RelativeSpread(m.full.forward_ms), RelativeSpread(m.full.backward_ms));
   l.input_bytes = Bytes(input);
   l.output_bytes = Bytes(output);
   // A head skipping to the loss keeps its sentence embeddings past its

@@ -4,6 +4,9 @@
 // layers before it), after warm-up repetitions:
 //   forward_ms, backward_ms      median wall time of a forward with grad and
 //                                its backward (device synchronized);
+//   time_spread                  the larger of their relative interquartile
+//                                ranges over the repetitions (median.h
+//                                RelativeSpread);
 //   activation_bytes             meter delta across the forward with grad:
 //                                everything it keeps, its output included;
 //   forward_workspace_bytes      peak during that forward above what it keeps;

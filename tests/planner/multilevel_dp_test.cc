@@ -61,38 +61,5 @@ TEST(MultiLevelDp, IdenticalLayersShareRowsWithoutChangingTheOptimum) {
   }
 }
 
-TEST(MultiLevelDp, TimeToleranceSharesRowsOfNoisyBlocksWithinItsBound) {
-  // Identical blocks whose times a profiler measured with 5% noise: with a
-  // 10% tolerance they share rows again, and the schedule found (simulated
-  // with the profile's own times) is within (1 + 0.1) / (1 - 0.1) of the
-  // exact optimum.
-  Profile same = testing::TransformerChain(30, 2);
-  for (LayerProfile& l : same.layers) {
-    if (l.kind == "block") l = same.layers[1], l.name = "block";
-  }
-  for (uint32_t seed = 1; seed <= 4; ++seed) {
-    const Profile noisy = testing::JitterTimes(same, 0.05, seed);
-    for (int64_t budget : {12000, 20000, 40000}) {
-      const ChainTerms terms(noisy, MemoryUnits(budget, 1500));
-      MultiLevelDp exact(terms);
-      DpOptions options;
-      options.time_tolerance = 0.1;
-      MultiLevelDp merged(terms, options);
-      DpStats exact_stats, merged_stats;
-      const std::optional<DpSolution> a = exact.Solve(&exact_stats);
-      const std::optional<DpSolution> b = merged.Solve(&merged_stats);
-      ASSERT_EQ(a.has_value(), b.has_value()) << seed << " " << budget;
-      EXPECT_LT(merged_stats.rows, exact_stats.rows / 3);
-      if (!a) continue;
-      Result<SimulationResult> sa = Simulate(noisy, AddFrees(a->ops, noisy.num_layers()));
-      Result<SimulationResult> sb = Simulate(noisy, AddFrees(b->ops, noisy.num_layers()));
-      ASSERT_TRUE(sa.ok() && sb.ok());
-      EXPECT_LE(sb->activation_peak_bytes, budget);
-      EXPECT_GE(sb->recompute_ms, sa->recompute_ms - 1e-6) << seed << " " << budget;
-      EXPECT_LE(sb->recompute_ms, sa->recompute_ms * 1.1 / 0.9 + 1e-6) << seed << " " << budget;
-    }
-  }
-}
-
 }  // namespace
 }  // namespace remat::solver

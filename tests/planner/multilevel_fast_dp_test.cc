@@ -9,40 +9,17 @@
 #include <string>
 
 #include "remat/simulator.h"
-#include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
-#include "solver/single_level_dp.h"
 #include "testing/chains.h"
+#include "testing/dp_cases.h"
 #include "testing/gpt_chain.h"
 
 namespace remat::solver {
 namespace {
 
-// Activation budget `percent` of the way from the lowest reachable peak to
-// the peak keeping everything.
-int64_t BudgetAt(const Profile& p, int percent) {
-  const ChainTerms exact(p, MemoryUnits::Bytes(int64_t{1} << 50));
-  const int L = p.num_layers();
-  const int64_t lowest = IntervalBounds(exact, IntervalClasses(p), false).floor(0, L);
-  const int64_t keep_all = KeepAllNeeds(exact)[static_cast<size_t>(L)];
-  return lowest + (keep_all - lowest) * percent / 100;
-}
-
-DpOptions FullDp() {
-  DpOptions o;
-  o.fill = DpFill::kReference;
-  o.chunk_bounds = false;
-  return o;
-}
-
-DpOptions FastDp(const ChainTerms& terms) {
-  DpOptions o;
-  const std::optional<SingleLevelSolution> single = SingleLevelDp(terms).Solve(nullptr);
-  if (single) o.cost_cap_ms = single->recompute_ms;
-  o.threads = 2;
-  o.min_parallel_cells = 0;
-  return o;
-}
+using testing::BudgetAt;
+using testing::FastDp;
+using testing::FullDp;
 
 // Returns the number of cases where both found a schedule.
 int ExpectFastEqualsFull(const Profile& p, const std::string& name) {

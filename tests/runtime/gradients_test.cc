@@ -111,7 +111,12 @@ TEST_P(Gradients, OptimalLowestPeak) {
   o.budget_bytes = 1;  // nothing fits: the solver returns its lowest-peak plan
   Result<PlanSet> plans = MakePlan(profile_, o);
   ASSERT_TRUE(plans.ok()) << plans.status().message();
-  EXPECT_GT(plans->chosen.predicted.recompute_ops, static_cast<int>(config().layers));
+  // The fastest schedule at the lowest peak recomputes (multi-level
+  // recompute inside a segment is MultiLevelRecomputeInsideASegment's).
+  // Before interval classes held the gradients after an interval, the
+  // tables chose a slower lowest-peak schedule with more than one
+  // recompute per block.
+  EXPECT_GT(plans->chosen.predicted.recompute_ops, 0);
   ExpectSameAsNone(plans->chosen.schedule);
 }
 

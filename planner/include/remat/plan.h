@@ -41,6 +41,10 @@ struct PlanOptions {
   std::vector<int> checkpoint_layers;  // manual: block indices to checkpoint
   std::vector<int> selective_layers;   // selective: block indices; empty = choose
   int slots = 0;                       // optimal: memory slots; 0 = solver default
+  // optimal: solve on the profile's own times even where layers agree
+  // within their measured time_spread (solver/time_classes.h); false: such
+  // layers are pooled into one class for the multi-level DP.
+  bool exact_times = false;
   // The device's memory besides tensors: with any term, solvers plan against
   // TensorBudget(budget_bytes) and a plan fits when its device total does.
   DeviceMemoryTerms device_memory;

@@ -99,6 +99,12 @@ struct LayerProfile {
   // forward (see Simulate); never for layer 0, whose input is the batch.
   bool keeps_input = true;
   std::vector<SelectiveOption> selective;
+  // The relative spread of the layer's measured times over the profiler's
+  // repetitions (interquartile range over median, the larger of forward's
+  // and backward's; runtime/src/profiler.cc). Layers of equal sizes whose
+  // times agree within their spreads are one class for the optimal solver
+  // (solver/time_classes.h). 0 (absent, analytic profiles): no pooling.
+  double time_spread = 0;
 
   // Side output to the chain's last layer (the loss): bytes the layer's
   // first forward writes besides x[i+1] that the loss reads, e.g. one pass's

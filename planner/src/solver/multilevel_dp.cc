@@ -32,7 +32,7 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
       num_layers_(terms.num_layers()),
       options_(options),
       cap_(RoundedUpCap(options.cost_cap_ms)),
-      classes_(terms.profile(), options.time_tolerance),
+      classes_(terms.profile()),
       bounds_(terms, classes_, /*track_choices=*/false) {
   const int L = num_layers_;
   const int64_t M = terms.slots();

@@ -63,10 +63,6 @@ struct DpOptions {
   // per wave of tiles); the tables are the same for any count.
   int threads = 1;
   int64_t min_parallel_cells = int64_t{1} << 20;
-  // IntervalClasses' time_tolerance: 0 (the default) solves the chain as
-  // given; > 0 lets layers of equal sizes whose times agree within it share
-  // rows (not exact: within (1 + tol) / (1 - tol) of the optimum).
-  double time_tolerance = 0;
   // Splits are skipped from the m where their least cost (saturated rows)
   // is no better than the row; with chunk_bounds, also chunk by chunk of 64
   // slot counts where their cost at the chunk's end is no better than the
