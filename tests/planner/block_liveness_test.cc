@@ -57,7 +57,8 @@ TEST(BlockLiveness, GptAndLlamaForwardWorkspacesAsMeasured) {
 // 1,490,956 (llama) B, 12 B of them scalars the model leaves out; the
 // attention_core option's forward (the core without grad) 1,306,636.
 TEST(BlockLiveness, LoraForwardHoldsTheContextThroughTheEpilogue) {
-  const LayerProfile& bert = Block(CpuProfile("cpu-bert-s-lora"), "block1");
+  const Profile bert_lora = CpuProfile("cpu-bert-s-lora");  // Block() returns into it
+  const LayerProfile& bert = Block(bert_lora, "block1");
   EXPECT_EQ(bert.forward_workspace_bytes, 1'568'768);
   ASSERT_FALSE(bert.selective.empty());
   EXPECT_EQ(bert.selective[0].forward_workspace_bytes, 1'306'624);
