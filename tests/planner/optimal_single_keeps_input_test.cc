@@ -30,16 +30,6 @@ std::vector<int64_t> EveryPeakAndBelow(const std::vector<testing::SimulatedDecis
   return budgets;
 }
 
-Plan SolveAt(const Profile& p, int64_t budget) {
-  PlanOptions o;
-  o.strategy = Strategy::kOptimalSingle;
-  o.budget_bytes = budget;
-  o.slots = 1 << 22;  // one-byte slots: exact
-  Result<PlanSet> set = MakePlan(p, o);
-  EXPECT_TRUE(set.ok()) << set.status().message();
-  return set.ok() ? set->chosen : Plan{};
-}
-
 // The budgets of `p` where optimal-single differs from the exhaustive
 // optimum (fits or not, step time); each one is reported as a failure.
 int Mismatches(const Profile& p, int* budgets) {
@@ -49,7 +39,7 @@ int Mismatches(const Profile& p, int* budgets) {
   for (int64_t budget : EveryPeakAndBelow(plans)) {
     ++*budgets;
     const double best = testing::BestStepMs(plans, budget);
-    const Plan plan = SolveAt(p, budget);
+    const Plan plan = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
     const std::string where = p.model + " budget " + std::to_string(budget);
     EXPECT_EQ(plan.fits, best >= 0) << where;
     if (plan.fits) EXPECT_LE(plan.predicted.peak_bytes, budget) << where;

@@ -58,16 +58,6 @@ std::vector<int64_t> Budgets(const std::vector<Simulated>& plans) {
   return budgets;
 }
 
-Plan SolveAt(const Profile& p, int64_t budget) {
-  PlanOptions o;
-  o.strategy = Strategy::kOptimalSingle;
-  o.budget_bytes = budget;
-  o.slots = 1 << 22;  // one-byte slots: exact
-  Result<PlanSet> set = MakePlan(p, o);
-  EXPECT_TRUE(set.ok()) << set.status().message();
-  return set.ok() ? set->chosen : Plan{};
-}
-
 // A link over which a copy of the random chains' tensors (1..100 bytes)
 // takes about `ms_per_50_bytes` ms.
 HostLink Link(bool overlapped, double ms_per_50_bytes, double latency_us = 0) {
@@ -92,7 +82,7 @@ void Check(const Profile& p, bool exact, Counts* counts) {
   for (int64_t budget : Budgets(plans)) {
     const double best = Best(plans, budget, true, p.host_link.budget_bytes);
     const double plain = Best(plans, budget, false);
-    const Plan plan = SolveAt(p, budget);
+    const Plan plan = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
     const std::string where = p.model + " link " + p.host_link.name + " " +
                               std::to_string(p.host_link.gb_per_s) + " budget " +
                               std::to_string(budget);
@@ -209,7 +199,7 @@ TEST(OptimalSingleOffload, NoLinkNoOffload) {
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     const Profile p = testing::RandomChain(2 + seed % 6, seed);
     for (int64_t budget : Budgets(AllPlans(p))) {
-      const Plan plan = SolveAt(p, budget);
+      const Plan plan = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
       EXPECT_EQ(std::count(plan.decisions.begin(), plan.decisions.end(), LayerDecision::kOffload),
                 0);
     }

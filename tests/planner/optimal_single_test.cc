@@ -28,22 +28,12 @@ std::vector<int64_t> BudgetsFor(const std::vector<testing::SimulatedDecisions>& 
   return budgets;
 }
 
-Plan SolveAt(const Profile& p, Strategy s, int64_t budget) {
-  PlanOptions o;
-  o.strategy = s;
-  o.budget_bytes = budget;
-  o.slots = 1 << 22;  // one-byte slots: exact
-  Result<PlanSet> set = MakePlan(p, o);
-  EXPECT_TRUE(set.ok()) << set.status().message();
-  return set.ok() ? set->chosen : Plan{};
-}
-
 void ExpectMatchesBruteForce(const Profile& p, size_t budgets) {
   const auto plans = testing::AllSingleLevelPlans(p);
   ASSERT_FALSE(plans.empty());
   for (int64_t budget : BudgetsFor(plans, budgets)) {
     const double best = testing::BestStepMs(plans, budget);
-    const Plan plan = SolveAt(p, Strategy::kOptimalSingle, budget);
+    const Plan plan = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
     EXPECT_EQ(plan.fits, best >= 0) << p.model << " budget " << budget;
     if (best >= 0 && plan.fits) {
       EXPECT_LE(plan.predicted.peak_bytes, budget);
@@ -77,10 +67,10 @@ TEST(OptimalSingle, LowestPeakWhenNothingFits) {
   const auto plans = testing::AllSingleLevelPlans(p);
   int64_t lowest = plans[0].peak_bytes;
   for (const auto& s : plans) lowest = std::min(lowest, s.peak_bytes);
-  const Plan plan = SolveAt(p, Strategy::kOptimalSingle, lowest - 1);
+  const Plan plan = testing::SolveAt(p, Strategy::kOptimalSingle, lowest - 1);
   EXPECT_FALSE(plan.fits);
   EXPECT_EQ(plan.predicted.peak_bytes, lowest);
-  EXPECT_TRUE(SolveAt(p, Strategy::kOptimalSingle, lowest).fits);
+  EXPECT_TRUE(testing::SolveAt(p, Strategy::kOptimalSingle, lowest).fits);
 }
 
 }  // namespace

@@ -11,16 +11,6 @@
 namespace remat {
 namespace {
 
-Plan SolveAt(const Profile& p, Strategy s, int64_t budget, int slots = 1 << 22) {
-  PlanOptions o;
-  o.strategy = s;
-  o.budget_bytes = budget;
-  o.slots = slots;
-  Result<PlanSet> set = MakePlan(p, o);
-  EXPECT_TRUE(set.ok()) << set.status().message();
-  return set.ok() ? set->chosen : Plan{};
-}
-
 // Griewank & Walther: the fewest forward steps to reverse l steps with s
 // snapshots is t(l, s) = r*l - C(s+r, s+1), r the least with C(s+r, s) >= l.
 int64_t Binomial(int64_t n, int64_t k) {
@@ -58,7 +48,7 @@ TEST(Optimal, ReproducesRevolvesForwardCounts) {
   for (int s = 1; s <= 5; ++s) {
     for (int l : {1, 2, 3, 5, 8, 13, 21, 30, 40}) {
       const Profile p = RevolveChain(l);
-      const Plan plan = SolveAt(p, Strategy::kOptimal, 100 + 3 + s + 1);
+      const Plan plan = testing::SolveAt(p, Strategy::kOptimal, 100 + 3 + s + 1);
       ASSERT_TRUE(plan.fits) << "l=" << l << " s=" << s;
       EXPECT_EQ(plan.predicted.recompute_ops, RevolveForwards(l, s)) << "l=" << l << " s=" << s;
       EXPECT_DOUBLE_EQ(plan.predicted.recompute_ms, static_cast<double>(RevolveForwards(l, s)));
@@ -68,14 +58,14 @@ TEST(Optimal, ReproducesRevolvesForwardCounts) {
 
 TEST(Optimal, RevolveChainNeedsASnapshot) {
   // s = 0: only the working state; two layers cannot be reversed.
-  EXPECT_FALSE(SolveAt(RevolveChain(2), Strategy::kOptimal, 100 + 3 + 1).fits);
-  EXPECT_TRUE(SolveAt(RevolveChain(1), Strategy::kOptimal, 100 + 3 + 1).fits);
+  EXPECT_FALSE(testing::SolveAt(RevolveChain(2), Strategy::kOptimal, 100 + 3 + 1).fits);
+  EXPECT_TRUE(testing::SolveAt(RevolveChain(1), Strategy::kOptimal, 100 + 3 + 1).fits);
 }
 
 // Budgets from below the lowest peak to above keep-everything.
 std::vector<int64_t> SweepBudgets(const Profile& p, int n) {
-  const int64_t lo = SolveAt(p, Strategy::kOptimal, 1).predicted.peak_bytes;
-  const int64_t hi = SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes;
+  const int64_t lo = testing::SolveAt(p, Strategy::kOptimal, 1).predicted.peak_bytes;
+  const int64_t hi = testing::SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes;
   std::vector<int64_t> b = {lo - 1};
   for (int i = 0; i <= n; ++i) b.push_back(lo + (hi - lo) * i / n);
   b.push_back(hi + 1);
@@ -87,7 +77,7 @@ void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
       brute_force ? testing::AllSingleLevelPlans(p) : std::vector<testing::SimulatedDecisions>{};
   double previous = -1;
   for (int64_t budget : SweepBudgets(p, budgets)) {
-    const Plan best = SolveAt(p, Strategy::kOptimal, budget);
+    const Plan best = testing::SolveAt(p, Strategy::kOptimal, budget);
     if (best.fits) {
       EXPECT_LE(best.predicted.peak_bytes, budget) << p.model;
       if (previous >= 0) {
@@ -97,7 +87,7 @@ void ExpectNeverCostlier(const Profile& p, bool brute_force, int budgets) {
     }
     for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSegment,
                        Strategy::kSelective, Strategy::kOptimalSingle}) {
-      const Plan other = SolveAt(p, s, budget);
+      const Plan other = testing::SolveAt(p, s, budget);
       if (!other.fits) continue;
       EXPECT_TRUE(best.fits) << p.model << " " << ToString(s) << " fits in " << budget;
       EXPECT_LE(best.predicted.step_ms, other.predicted.step_ms + 1e-4)
@@ -126,8 +116,8 @@ TEST(Optimal, BeatsSingleLevelWhereMultiLevelHelps) {
   // 10 layers, 2 snapshots: revolve needs 20 forwards; one level needs more.
   const Profile p = RevolveChain(10);
   const int64_t budget = 100 + 3 + 3;
-  const Plan multi = SolveAt(p, Strategy::kOptimal, budget);
-  const Plan single = SolveAt(p, Strategy::kOptimalSingle, budget);
+  const Plan multi = testing::SolveAt(p, Strategy::kOptimal, budget);
+  const Plan single = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
   ASSERT_TRUE(multi.fits);
   EXPECT_EQ(multi.predicted.recompute_ops, 20);
   EXPECT_TRUE(!single.fits || single.predicted.step_ms > multi.predicted.step_ms);
@@ -135,19 +125,20 @@ TEST(Optimal, BeatsSingleLevelWhereMultiLevelHelps) {
 
 TEST(Optimal, KeepsEverythingWithoutABudget) {
   const Profile p = testing::TransformerChain(6);
-  const Plan plan = SolveAt(p, Strategy::kOptimal, 0);
+  const Plan plan = testing::SolveAt(p, Strategy::kOptimal, 0);
   EXPECT_TRUE(plan.fits);
   EXPECT_EQ(plan.predicted.recompute_ops, 0);
-  EXPECT_EQ(plan.predicted.peak_bytes, SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes);
+  EXPECT_EQ(plan.predicted.peak_bytes,
+            testing::SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes);
 }
 
 TEST(Optimal, LowestPeakWhenNothingFits) {
   const Profile p = testing::TransformerChain(6);
-  const Plan lowest = SolveAt(p, Strategy::kOptimal, 1);
+  const Plan lowest = testing::SolveAt(p, Strategy::kOptimal, 1);
   EXPECT_FALSE(lowest.fits);
-  const Plan at = SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes, 0);
+  const Plan at = testing::SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes, 0);
   EXPECT_TRUE(at.fits);  // with default slots too: the exact lowest-peak plan fits
-  EXPECT_FALSE(SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes - 1).fits);
+  EXPECT_FALSE(testing::SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes - 1).fits);
 }
 
 TEST(Optimal, TooLongChainsAreAnErrorByNameAndSkippedByAuto) {

@@ -3,6 +3,8 @@
 #ifndef REMAT_TESTS_TESTING_BRUTE_FORCE_H_
 #define REMAT_TESTS_TESTING_BRUTE_FORCE_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -41,8 +43,8 @@ inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p,
     }
     opt[i] = -1;
     const bool after_segment = i > 0 && RunsWithoutGrad(d[i - 1]);
-    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint, LayerDecision::kRecompute,
-                            LayerDecision::kOffload}) {
+    for (LayerDecision c : {LayerDecision::kKeep, LayerDecision::kCheckpoint,
+                            LayerDecision::kRecompute, LayerDecision::kOffload}) {
       if (c == LayerDecision::kRecompute && !after_segment) continue;
       if (c == LayerDecision::kOffload &&
           (!with_offload || !p.host_link.present() || !after_segment)) {
@@ -69,6 +71,18 @@ inline double BestStepMs(const std::vector<SimulatedDecisions>& plans, int64_t b
     if (s.peak_bytes <= budget && (best < 0 || s.step_ms < best)) best = s.step_ms;
   }
   return best;
+}
+
+// The plan `strategy` chooses at `budget` (one-byte slots by default: the
+// solvers exact); a failed MakePlan fails the test and returns Plan{}.
+inline Plan SolveAt(const Profile& p, Strategy strategy, int64_t budget, int slots = 1 << 22) {
+  PlanOptions o;
+  o.strategy = strategy;
+  o.budget_bytes = budget;
+  o.slots = slots;
+  Result<PlanSet> set = MakePlan(p, o);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  return set.ok() ? set->chosen : Plan{};
 }
 
 }  // namespace remat::testing
