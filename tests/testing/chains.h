@@ -112,6 +112,15 @@ inline Profile RandomChain(int n, uint32_t seed) {
   return p;
 }
 
+// `p` with parameter gradients created in backward (PyTorch's
+// zero_grad(set_to_none)): every layer's gradient_bytes random in 1..100.
+inline Profile WithCreatedGradients(Profile p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> size(1, 100);
+  for (LayerProfile& l : p.layers) l.gradient_bytes = size(rng);
+  return p;
+}
+
 // `p` as a profiler measures it: every layer's forward, backward and
 // selective extra times scaled by its own factor in [1 - spread, 1 + spread]
 // (timing noise), the bytes untouched. Identical blocks stop being identical

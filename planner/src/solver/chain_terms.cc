@@ -45,7 +45,8 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   mode_begin_[L] = static_cast<int>(modes_.size());
   // Parameter gradients created in backward: during backward s, those of
   // layers s..L-1 exist.
-  std::vector<int64_t> grads_from(L + 1, 0);
+  std::vector<int64_t>& grads_from = grads_from_;
+  grads_from.assign(L + 1, 0);
   for (int s = L - 1; s >= 0; --s) grads_from[s] = grads_from[s + 1] + layers[s].gradient_bytes;
   for (int s = 0; s < L; ++s) {
     const LayerProfile& l = layers[s];
@@ -89,8 +90,8 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
 }
 
 int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
-  return units_.Slots(x_bytes_[s] + g_bytes_[t] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
-                      mode(s, k).forward_workspace_bytes);
+  return units_.Slots(x_bytes_[s] + g_bytes_[t] + grads_from_[t] + x_bytes_[s + 1] +
+                      mode(s, k).kept_bytes + mode(s, k).forward_workspace_bytes);
 }
 
 }  // namespace remat::solver

@@ -86,8 +86,14 @@ class ChainTerms {
   int64_t BackwardNeedExact(int s, int k, bool held) const {
     return (held ? backward_held_slots_ : backward_exact_slots_)[mode_begin_[s] + k];
   }
-  // Peak of forward s with grad (mode k) in interval (s, t).
+  // Peak of forward s with grad (mode k) in interval (s, t): with the
+  // parameter gradients of layers t..L-1 (created in their backwards, live
+  // until the optimizer step), as during every op of the interval.
   int64_t ForwardNeed(int s, int t, int k) const;
+  // Bytes of the parameter gradients created in the backwards of layers
+  // t..L-1 (LayerProfile::gradient_bytes), t in [0, L]: live while any
+  // interval (s, t) runs.
+  int64_t gradients_after(int t) const { return grads_from_[t]; }
 
   // The sweep steps for intervals starting at s, by increasing first_split.
   const std::vector<SweepStep>& sweep(int s) const { return sweeps_[s]; }
@@ -95,7 +101,7 @@ class ChainTerms {
   int sweep_step(int s, int split) const { return sweep_step_[s][split - s - 1]; }
   // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
   int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
-    return units_.Slots(x_bytes_[s] + g_bytes_[t] + sweep_bytes);
+    return units_.Slots(x_bytes_[s] + g_bytes_[t] + grads_from_[t] + sweep_bytes);
   }
 
   // Forward time of layers s..e-1 (ms).
@@ -107,6 +113,7 @@ class ChainTerms {
   MemoryUnits units_;
   int num_layers_;
   std::vector<int64_t> x_bytes_, g_bytes_;  // |x[i]|, |g[i]| for i in [0, L]
+  std::vector<int64_t> grads_from_;         // gradients_after(i), i in [0, L]
   std::vector<int64_t> x_slots_;
   std::vector<int> mode_begin_;
   std::vector<KeepMode> modes_;

@@ -41,7 +41,8 @@ template <bool kTrack>
 void IntervalBounds::Compute(const ChainTerms& terms, const IntervalClasses& classes) {
   const int L = num_layers_;
   const int64_t cap = terms.slots() + 1;
-  // The first interval of each class (in solve order) stands for all of it.
+  // The first interval of each class in this order (its canonical one)
+  // stands for all of it.
   std::vector<size_t> solved(classes.count(), SIZE_MAX);
   for (int s = L - 1; s >= 0; --s) {
     const int64_t xs = terms.x(s);
@@ -51,7 +52,10 @@ void IntervalBounds::Compute(const ChainTerms& terms, const IntervalClasses& cla
       const size_t here = Index(s, t);
       size_t& first = solved[classes.of(s, t)];
       if (first != SIZE_MAX) {
-        floor_[here] = floor_by_t_[Index(t, s)] = floor_[first];
+        // The class's canonical interval (it ends last, so it comes first
+        // here), shifted by the gradients after (s, t) beyond its own.
+        const int64_t shift = terms.units().Slots(classes.shift_bytes(s, t));
+        floor_[here] = floor_by_t_[Index(t, s)] = std::min(cap, floor_[first] + shift);
         if constexpr (kTrack) choice_[here] = choice_[first], time_ms_[here] = time_ms_[first];
         continue;
       }

@@ -33,7 +33,10 @@ class IntervalBounds {
   // O(C * L) time for C interval classes (O(L^3) at worst), O(L^2) memory.
   // With `track_choices`, also remembers for each interval a floor-reaching
   // choice of least recompute time (a slower, scalar pass), for
-  // LowestPeakChoice. `classes` must describe terms' profile.
+  // LowestPeakChoice. `classes` must describe terms' profile; with
+  // GradientKey::kShifted a member's floor is its canonical interval's plus
+  // its shift in slots (a relaxation with rounding down, a conservative
+  // bound with rounding up, see multilevel_dp.h).
   IntervalBounds(const ChainTerms& terms, const IntervalClasses& classes, bool track_choices);
 
   int64_t floor(int s, int t) const { return floor_[Index(s, t)]; }

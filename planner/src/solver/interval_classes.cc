@@ -29,7 +29,8 @@ std::vector<int> LayerClasses(const Profile& profile) {
 
 }  // namespace
 
-IntervalClasses::IntervalClasses(const Profile& profile) : num_layers_(profile.num_layers()) {
+IntervalClasses::IntervalClasses(const Profile& profile, GradientKey key)
+    : num_layers_(profile.num_layers()) {
   const int L = num_layers_;
   const std::vector<int> layer_class = LayerClasses(profile);
   const int64_t kinds = L == 0 ? 0 : *std::max_element(layer_class.begin(), layer_class.end()) + 1;
@@ -38,13 +39,19 @@ IntervalClasses::IntervalClasses(const Profile& profile) : num_layers_(profile.n
   // layers t..L-1 are live throughout interval (s, t)'s backwards
   // (ChainTerms' backward peaks): intervals of equal layers share a row
   // only when the gradients after them are equal too. By value, interned.
+  // With GradientKey::kShifted they are left out of the key (read as a
+  // shift instead).
   std::vector<int> after(L + 1, 0);
+  gradients_after_.assign(L + 1, 0);
   {
     std::map<int64_t, int> ids;
     int64_t bytes = 0;
     for (int t = L; t >= 0; --t) {
       if (t < L) bytes += profile.layers[t].gradient_bytes;
-      after[t] = ids.emplace(bytes, static_cast<int>(ids.size())).first->second;
+      gradients_after_[t] = bytes;
+      if (key == GradientKey::kExact) {
+        after[t] = ids.emplace(bytes, static_cast<int>(ids.size())).first->second;
+      }
     }
   }
   const int64_t afters = L + 1;
@@ -61,6 +68,13 @@ IntervalClasses::IntervalClasses(const Profile& profile) : num_layers_(profile.n
       const int64_t flags = (s == 0 ? 1 : 0) + (t == L ? 2 : 0);
       const int64_t class_key = (seq * 4 + flags) * afters + after[t];
       const int id = classes.emplace(class_key, static_cast<int>(classes.size())).first->second;
+      if (id == static_cast<int>(canonical_s_.size())) {
+        canonical_s_.push_back(s);
+        canonical_t_.push_back(t);
+      }
+      // s increases: the last member seen ends last.
+      canonical_s_[id] = s;
+      canonical_t_[id] = t;
       class_[static_cast<size_t>(s) * (L + 1) + t] = id;
       class_by_t_[static_cast<size_t>(t) * (L + 1) + s] = id;
     }

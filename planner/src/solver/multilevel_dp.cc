@@ -32,20 +32,29 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
       num_layers_(terms.num_layers()),
       options_(options),
       cap_(RoundedUpCap(options.cost_cap_ms)),
-      classes_(terms.profile()),
+      classes_(terms.profile(), options.gradients),
       bounds_(terms, classes_, /*track_choices=*/false) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
   rows_.assign(classes_.count(), RowRange{});
-  for (int s = 0; s < L; ++s) {
-    for (int t = s + 1; t <= L; ++t) {
-      RowRange& r = rows_[classes_.of(s, t)];
-      if (r.offset >= 0) continue;
-      r.offset = table_cells_;
-      if (bounds_.floor(s, t) > M) continue;
-      r.lo = static_cast<int>(bounds_.floor(s, t));
-      r.hi = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
-      table_cells_ += r.hi - r.lo + 1;
+  for (int c = 0; c < classes_.count(); ++c) {
+    const int s = classes_.canonical_s(c), t = classes_.canonical_t(c);
+    RowRange& r = rows_[c];
+    r.offset = table_cells_;
+    if (bounds_.floor(s, t) > M) continue;
+    r.lo = static_cast<int>(bounds_.floor(s, t));
+    r.hi = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
+    table_cells_ += r.hi - r.lo + 1;
+  }
+  if (options.gradients == GradientKey::kShifted) {
+    shift_.assign(static_cast<size_t>(L + 1) * (L + 1), 0);
+    for (int s = 0; s < L; ++s) {
+      for (int t = s + 1; t <= L; ++t) {
+        // At most M + 1 (the unit's saturation): a row shifted past M is
+        // never read in range.
+        shift_[static_cast<size_t>(s) * (L + 1) + t] =
+            static_cast<int>(terms.units().Slots(classes_.shift_bytes(s, t)));
+      }
     }
   }
 }
@@ -79,10 +88,10 @@ void MultiLevelDp::SweepNeeds(int s, int t, int64_t* out) const {
   }
 }
 
-int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms) {
+int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms, GradientKey gradients) {
   const int L = terms.num_layers();
   const int64_t M = terms.slots();
-  const IntervalClasses classes(terms.profile());
+  const IntervalClasses classes(terms.profile(), gradients);
   const std::vector<int64_t> keep_all = KeepAllNeeds(terms);
   // A layer's backward needs at least its least backward peak, whatever
   // interval it is solved in.
@@ -93,15 +102,14 @@ int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms) {
       backward[i] = std::min(backward[i], terms.backward_need(i, k));
     }
   }
-  std::vector<char> seen(classes.count(), 0);
   int64_t cells = 0;
   for (int s = 0; s < L; ++s) {
     int64_t floor = 0;
     for (int t = s + 1; t <= L; ++t) {
       floor = std::max(floor, backward[t - 1]);
       const int c = classes.of(s, t);
-      if (seen[c]) continue;
-      seen[c] = 1;
+      // A class's row spans its canonical interval's range.
+      if (classes.canonical_s(c) != s) continue;
       const int64_t hi = std::min(M, keep_all[static_cast<size_t>(s) * (L + 1) + t]);
       cells += std::max<int64_t>(0, hi - floor + 1);
     }
@@ -240,7 +248,10 @@ void MultiLevelDp::FillReference(DpStats* stats) {
         const int c = classes_.of(s, t);
         if (solved[c] || rows_[c].lo > rows_[c].hi) continue;
         solved[c] = 1;
-        SolveInterval(s, t, table_.data() + rows_[c].offset, stats);
+        // At its canonical interval: the rows it reads are those (s, t)
+        // reads, of the same classes, all solved by now.
+        SolveInterval(classes_.canonical_s(c), classes_.canonical_t(c),
+                      table_.data() + rows_[c].offset, stats);
         FinishRow(c);
       }
     }
@@ -334,8 +345,11 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
   const int L = num_layers_;
   const int s1 = L - i * kTileRows, s0 = std::max(0, s1 - kTileRows);
   const int t0 = 1 + j * kTileCols, t1 = std::min(L + 1, t0 + kTileCols);
+  // Each cell is solved at its class's canonical interval (cs, cs + t - s):
+  // a split p of (s, t) is its split p + shift.
   struct Cell {
     int c;
+    int cs;            // the canonical interval's first layer
     bool open;         // the bound has not closed the row to later splits
     int64_t sweep_at;  // offset of its sweep peaks in `sweeps`
   };
@@ -349,12 +363,13 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
     for (int t = std::max(t0, s + 1); t < t1; ++t) {
       if (!solves[static_cast<size_t>(s) * (L + 1) + t]) continue;
       const int c = classes_.of(s, t);
+      const int cs = classes_.canonical_s(c), ct = classes_.canonical_t(c);
       float* out = table_.data() + rows_[c].offset;
       std::fill(out, out + (rows_[c].hi - rows_[c].lo + 1), kNoFit);
       at(s, t) = static_cast<int>(cells.size());
-      cells.push_back({c, true, static_cast<int64_t>(sweeps.size())});
-      sweeps.resize(sweeps.size() + terms_.sweep(s).size());
-      SweepNeeds(s, t, sweeps.data() + cells.back().sweep_at);
+      cells.push_back({c, cs, true, static_cast<int64_t>(sweeps.size())});
+      sweeps.resize(sweeps.size() + terms_.sweep(cs).size());
+      SweepNeeds(cs, ct, sweeps.data() + cells.back().sweep_at);
     }
   }
   if (cells.empty()) return;
@@ -365,8 +380,9 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
         const int k = at(s, t);
         if (k < 0 || !cells[k].open) continue;
         Cell& cell = cells[k];
-        cell.open = SolveSplits(s, t, table_.data() + rows_[cell.c].offset, p, p + 1,
-                                sweeps.data() + cell.sweep_at, stats);
+        const int d = cell.cs - s;
+        cell.open = SolveSplits(cell.cs, t + d, table_.data() + rows_[cell.c].offset, p + d,
+                                p + d + 1, sweeps.data() + cell.sweep_at, stats);
       }
     }
   }
@@ -376,11 +392,12 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
       const int k = at(s, t);
       if (k < 0) continue;
       const Cell& cell = cells[k];
+      const int d = cell.cs - s, cs = cell.cs, ct = t + d;
       float* out = table_.data() + rows_[cell.c].offset;
-      SolveKeeps(s, t, out);
+      SolveKeeps(cs, ct, out);
       const int64_t* sweep_need = sweeps.data() + cell.sweep_at;
-      SolveSplits(s, t, out, s + 1, std::min(s1, t), sweep_need, stats);
-      if (cell.open) SolveSplits(s, t, out, std::max(t0, s1), t, sweep_need, stats);
+      SolveSplits(cs, ct, out, cs + 1, std::min(s1, t) + d, sweep_need, stats);
+      if (cell.open) SolveSplits(cs, ct, out, std::max(t0, s1) + d, ct, sweep_need, stats);
       FinishRow(cell.c);
     }
   }
@@ -408,10 +425,27 @@ DpSolution MultiLevelDp::Reconstruct(int64_t slots) const {
   DpSolution solution;
   solution.recompute_ms = Row(0, L).At(slots);
   OpEmitter emitter(L);
-  EmitInterval(
-      terms_, 0, L, slots, [this](int s, int t, int64_t m) { return Choose(s, t, m); }, &emitter);
+  Emit(0, L, 0, L, slots, &emitter);
   solution.ops = emitter.Finish();
   return solution;
+}
+
+void MultiLevelDp::Emit(int s, int t, int fs, int ft, int64_t m, OpEmitter* out) const {
+  const int c = classes_.of(fs, ft);
+  const int cs = classes_.canonical_s(c), ct = classes_.canonical_t(c);
+  const int64_t mc = m - Shift(fs, ft);
+  // The canonical interval's choice, with the rows its fill read.
+  const IntervalChoice choice = Choose(cs, ct, mc);
+  if (choice.split == 0) {
+    out->ForwardWithGrad(s, terms_.mode(s, choice.mode));
+    if (t > s + 1) Emit(s + 1, t, cs + 1, ct, mc - terms_.keep(cs, choice.mode), out);
+    out->Backward(s);
+  } else {
+    const int split = s + (choice.split - cs);
+    out->Sweep(s, split);
+    Emit(split, t, choice.split, ct, mc - terms_.x(cs), out);
+    Emit(s, split, cs, choice.split, mc, out);
+  }
 }
 
 }  // namespace remat::solver

@@ -28,6 +28,7 @@
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"
 #include "solver/interval_classes.h"
+#include "solver/op_emitter.h"
 
 namespace remat::solver {
 
@@ -70,6 +71,18 @@ struct DpOptions {
   // 256-layer measured chain). Both are exact: the tables are the same.
   // false: the previous solver, for the benchmark's comparison.
   bool chunk_bounds = true;
+  // What the interval classes key on of the gradients after an interval
+  // (interval_classes.h). kShifted shares one row among equal intervals at
+  // any position, read shifted by the slots of the gradients between them:
+  // Slots(shift_bytes), rounded as the units round. Each shift is then one
+  // more rounded quantity held (as x[s] and a[s] are), so with rounding down
+  // the tables stay a relaxation (no cell above the kExact one: a lower
+  // bound on the optimum in bytes) and with rounding up a conservative bound
+  // (no cell below it: every schedule accepted fits); equal to kExact where
+  // every shift is a whole number of slots (one-byte slots, persistent
+  // gradient buffers). The strategy keeps a kShifted plan only when the
+  // relaxed schedule fits in bytes (then it is the optimum in bytes).
+  GradientKey gradients = GradientKey::kExact;
 };
 
 struct DpSolution {
@@ -89,7 +102,8 @@ class MultiLevelDp {
   // building the DP (the interval bounds are O(L^3)): each row spans at most
   // [the largest least backward peak among its layers, min(keep_all,
   // slots)].
-  static int64_t TableBytesBound(const ChainTerms& terms);
+  static int64_t TableBytesBound(const ChainTerms& terms,
+                                 GradientKey gradients = GradientKey::kExact);
 
   // Fills the cost tables and returns the least-recompute schedule of the
   // whole chain in terms.slots() slots, or nullopt when no schedule fits.
@@ -109,7 +123,18 @@ class MultiLevelDp {
   DpSolution Reconstruct(int64_t slots) const;
 
  private:
-  CostRow Row(int s, int t) const { return RowOf(classes_.of(s, t)); }
+  // Interval (s, t)'s row: its class's row (solved at the canonical
+  // interval) shifted by Shift(s, t) slots.
+  CostRow Row(int s, int t) const {
+    CostRow row = RowOf(classes_.of(s, t));
+    const int shift = Shift(s, t);
+    row.lo += shift;
+    row.hi += shift;
+    return row;
+  }
+  int Shift(int s, int t) const {
+    return shift_.empty() ? 0 : shift_[static_cast<size_t>(s) * (num_layers_ + 1) + t];
+  }
   CostRow RowOf(int c) const {
     const RowRange& r = rows_[c];
     // No pointer arithmetic into an empty table (before Solve fills it) or
@@ -136,6 +161,10 @@ class MultiLevelDp {
   void SweepNeeds(int s, int t, int64_t* out) const;
   void SolveInterval(int s, int t, float* out, DpStats* stats) const;
   IntervalChoice Choose(int s, int t, int64_t m) const;
+  // Emits interval (s, t) as the DP solved it: from the row of (fs, ft), an
+  // interval of its class, at m slots (its canonical interval's choice at m
+  // minus the shift, translated to s).
+  void Emit(int s, int t, int fs, int ft, int64_t m, OpEmitter* out) const;
 
   const ChainTerms& terms_;
   int num_layers_;
@@ -148,7 +177,8 @@ class MultiLevelDp {
     int64_t offset = -1;  // first cell in table_
     float last = kNoFit;  // the cost at hi, once solved
   };
-  std::vector<RowRange> rows_;  // [class]
+  std::vector<RowRange> rows_;  // [class], the canonical interval's range
+  std::vector<int> shift_;      // [s][t]: Shift(s, t); empty when all are 0
   int64_t table_cells_ = 0;
   std::vector<float> table_;
   mutable std::vector<int64_t> sweep_need_scratch_;  // [sweep step] for one interval
