@@ -21,7 +21,9 @@
 //                gradients in static memory, as Megatron holds them): with
 //                gradients created in backward, equal intervals differ in
 //                the gradients after them and share no rows
-//                (interval_classes.h), with buffers they do;
+//                (interval_classes.h), with buffers they do (and with
+//                gradients created in backward under GradientKey::kShifted:
+//                MultiLevel/spread_shifted);
 //   transformer: testing::TransformerChain, block sizes jittered so that no
 //                two blocks are alike (no interval classes to share);
 //   random:      testing::RandomChain, every size and time random.
@@ -109,8 +111,10 @@ int64_t Budget(const Chain& c, int percent) {
 // one capped by its value; kThreads: kCapped on every hardware thread;
 // kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
 // DpOptions::chunk_bounds off), for bench/compare_solvers.py --table;
-// kPooled: kCapped on the chain's times pooled within their spreads.
-enum Mode { kPlain, kCapped, kThreads, kPrevious, kPooled };
+// kPooled: kCapped on the chain's times pooled within their spreads;
+// kShifted: kPooled with rows shared across positions, read shifted by the
+// gradients created in backward between them (GradientKey::kShifted).
+enum Mode { kPlain, kCapped, kThreads, kPrevious, kPooled, kShifted };
 
 void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   const Chain& c = GetChain(family, static_cast<int>(state.range(0)));
@@ -119,8 +123,9 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
   std::optional<DpSolution> sol;
   TimeClasses pooled;
   for (auto _ : state) {
-    if (mode == kPooled) pooled = PoolTimesBySpread(c.profile);
-    const ChainTerms terms(mode == kPooled ? pooled.profile : c.profile, units);
+    const bool pool = mode == kPooled || mode == kShifted;
+    if (pool) pooled = PoolTimesBySpread(c.profile);
+    const ChainTerms terms(pool ? pooled.profile : c.profile, units);
     DpOptions options;
     if (mode != kPlain) {
       SingleLevelDp single(terms);
@@ -129,6 +134,7 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
     }
     options.chunk_bounds = mode != kPrevious;
     if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
+    if (mode == kShifted) options.gradients = GradientKey::kShifted;
     MultiLevelDp dp(terms, options);
     sol = dp.Solve(&stats);
     benchmark::DoNotOptimize(sol);
@@ -138,7 +144,7 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
       sol ? Simulate(c.profile, AddFrees(sol->ops, c.profile.num_layers()))
           : Result<SimulationResult>(Status::Invalid("no schedule"));
   state.counters["raw_ms"] = raw.ok() ? raw->recompute_ms : -1;
-  if (mode == kPooled) state.counters["classes"] = pooled.classes;
+  if (mode == kPooled || mode == kShifted) state.counters["classes"] = pooled.classes;
   state.counters["solver_MiB"] = static_cast<double>(stats.memory_bytes) / (1 << 20);
   state.counters["cells_M"] = static_cast<double>(stats.table_cells) / 1e6;
   state.counters["rows"] = static_cast<double>(stats.rows);
@@ -212,6 +218,7 @@ BENCHMARK_CAPTURE(MultiLevel, measured_capped, kMeasured, kCapped)->Apply(Distin
 BENCHMARK_CAPTURE(MultiLevel, transformer_capped, kTransformer, kCapped)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, spread_capped, kSpread, kCapped)->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, spread_pooled, kSpread, kPooled)->Apply(SharedBlocks);
+BENCHMARK_CAPTURE(MultiLevel, spread_shifted, kSpread, kShifted)->Apply(SharedBlocks);
 BENCHMARK_CAPTURE(MultiLevel, spread_persistent_capped, kSpreadPersistent, kCapped)
     ->Apply(DistinctBlocks);
 BENCHMARK_CAPTURE(MultiLevel, spread_persistent_pooled, kSpreadPersistent, kPooled)

@@ -80,8 +80,11 @@ struct DpOptions {
   // bound on the optimum in bytes) and with rounding up a conservative bound
   // (no cell below it: every schedule accepted fits); equal to kExact where
   // every shift is a whole number of slots (one-byte slots, persistent
-  // gradient buffers). The strategy keeps a kShifted plan only when the
-  // relaxed schedule fits in bytes (then it is the optimum in bytes).
+  // gradient buffers). Each rounding costs up to a slot per nesting level
+  // of a schedule, so at slots larger than a block's gradients the relaxed
+  // schedules overshoot and the conservative ones lose plan quality
+  // (docs/solver.md, "Rows shared across positions"); `--strategy optimal`
+  // does not use it.
   GradientKey gradients = GradientKey::kExact;
 };
 

@@ -127,7 +127,6 @@ class SlotPass {
       solver::DpOptions options;
       options.cost_cap_ms = cap_ms_;
       options.threads = SolverThreads();
-      options.gradients = gradients;
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       dp_ = std::make_unique<Dp>(*terms_, offload_options);
@@ -141,7 +140,6 @@ class SlotPass {
   double slot_bytes() const { return terms_->units().slot_bytes(); }
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
   solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
-  solver::GradientKey gradients = solver::GradientKey::kExact;  // MultiLevelDp only
 
  private:
   const Profile& profile_;
@@ -341,11 +339,7 @@ class OptimalSolver : public StrategySolver {
                 p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
           },
           cap);
-      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, ShiftedPlan(solved, pass));
-      if (!plan) {
-        pass.gradients = solver::GradientKey::kExact;
-        REMAT_ASSIGN_OR_RETURN(plan, BestFittingPlan(pass));
-      }
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (single.fits && (!plan || BetterPlan(single, *plan))) {
         // Nothing multi-level is faster (or it did not fit in bytes): the
         // layer list's schedule, as this strategy's plan.
@@ -388,31 +382,11 @@ class OptimalSolver : public StrategySolver {
   static solver::TimeClasses PoolWhereItShares(const Profile& p, const PlanOptions& o) {
     if (o.exact_times) return solver::TimeClasses{p};
     solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
-    const auto shifted = solver::GradientKey::kShifted;
-    if (pooled.pooled() && solver::IntervalClasses(pooled.profile, shifted).count() >=
-                               solver::IntervalClasses(p, shifted).count()) {
+    if (pooled.pooled() &&
+        solver::IntervalClasses(pooled.profile).count() >= solver::IntervalClasses(p).count()) {
       return solver::TimeClasses{p};
     }
     return pooled;
-  }
-
-  // With gradients created in backward, equal intervals share rows read
-  // shifted by the gradients between them (GradientKey::kShifted): a
-  // relaxation with rounding down, so when its schedule fits in bytes it is
-  // the optimum in bytes, no slower than anything the exact classes would
-  // give. nullopt otherwise (or where the shift shares nothing): the caller
-  // solves with the exact classes.
-  static Result<std::optional<Plan>> ShiftedPlan(const Profile& solved,
-                                                 SlotPass<solver::MultiLevelDp>& pass) {
-    if (solver::IntervalClasses(solved, solver::GradientKey::kShifted).count() >=
-        solver::IntervalClasses(solved).count()) {
-      return std::optional<Plan>();
-    }
-    pass.gradients = solver::GradientKey::kShifted;
-    if (!pass.Solve(solver::Rounding::kDown)) return std::optional<Plan>();
-    REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.slots()));
-    if (!plan.fits) return std::optional<Plan>();
-    return std::optional<Plan>(std::move(plan));
   }
 
   // The layer list's recompute time on the times the DP solves (its cap:
