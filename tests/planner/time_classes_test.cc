@@ -182,15 +182,28 @@ TEST(TimeClasses, OptimalStrategyPoolsAndReportsOnOwnTimes) {
   EXPECT_LE(fast.predicted.recompute_ms, exact.predicted.recompute_ms * pooled.cost_bound() + 1e-6);
 }
 
-TEST(TimeClasses, OptimalStrategyDoesNotPoolWhereNoRowsWouldBeShared) {
-  // Gradients created in backward: equal intervals differ in the gradients
-  // after them, so pooling would cost plan quality for nothing.
+TEST(TimeClasses, OptimalStrategyPoolsWithGradientsCreatedInBackward) {
+  // Gradients created in backward: equal intervals share rows only read
+  // shifted by the gradients between them (GradientKey::kShifted), which
+  // the strategy does on pooled times, and says so with its relaxed bound.
   const Profile p = NoisyGpt(24, 7, /*persistent=*/false);
-  ASSERT_TRUE(PoolTimesBySpread(p).pooled());
-  const int64_t budget = p.static_bytes() + BudgetAt(p, 40);
-  const Plan plan = Optimal(p, budget, false), exact = Optimal(p, budget, true);
-  EXPECT_EQ(plan.parameter.find("pooled"), std::string::npos) << plan.parameter;
-  EXPECT_DOUBLE_EQ(plan.predicted.step_ms, exact.predicted.step_ms);
+  const TimeClasses pooled = PoolTimesBySpread(p);
+  ASSERT_TRUE(pooled.pooled());
+  EXPECT_EQ(IntervalClasses(pooled.profile).count(), IntervalClasses(p).count());
+  EXPECT_LT(IntervalClasses(pooled.profile, GradientKey::kShifted).count() * 3,
+            IntervalClasses(p, GradientKey::kShifted).count());
+  for (int percent : {10, 40, 70}) {
+    const int64_t budget = p.static_bytes() + BudgetAt(p, percent);
+    const Plan plan = Optimal(p, budget, false), exact = Optimal(p, budget, true);
+    EXPECT_NE(plan.parameter.find("pooled"), std::string::npos) << plan.parameter;
+    EXPECT_NE(plan.parameter.find("gradient rows shifted: within "), std::string::npos)
+        << plan.parameter;
+    EXPECT_EQ(exact.parameter.find("shifted"), std::string::npos) << exact.parameter;
+    ASSERT_TRUE(plan.fits && exact.fits);
+    EXPECT_LE(exact.predicted.recompute_ms, plan.predicted.recompute_ms * (1 + 1e-9));
+    EXPECT_LE(plan.predicted.recompute_ms,
+              exact.predicted.recompute_ms * pooled.cost_bound() + 1e-6);
+  }
 }
 
 TEST(TimeClasses, ProfileJsonCarriesSpreads) {

@@ -83,8 +83,9 @@ struct DpOptions {
   // gradient buffers). Each rounding costs up to a slot per nesting level
   // of a schedule, so at slots larger than a block's gradients the relaxed
   // schedules overshoot and the conservative ones lose plan quality
-  // (docs/solver.md, "Rows shared across positions"); `--strategy optimal`
-  // does not use it.
+  // (docs/solver.md, "Rows shared across gradient positions"). `--strategy
+  // optimal` uses it only on pooled times (already an approximation), never
+  // with --exact-times, and reports the plan against the relaxed bound.
   GradientKey gradients = GradientKey::kExact;
 };
 

@@ -127,19 +127,32 @@ class SlotPass {
       solver::DpOptions options;
       options.cost_cap_ms = cap_ms_;
       options.threads = SolverThreads();
+      options.gradients = gradients;
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       dp_ = std::make_unique<Dp>(*terms_, offload_options);
     } else {
       dp_ = std::make_unique<Dp>(*terms_);
     }
-    return dp_->Solve(nullptr).has_value();
+    const bool solved = dp_->Solve(nullptr).has_value();
+    if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
+      if (rounding == solver::Rounding::kDown) {
+        relaxed_ms_ = solved ? std::optional<double>(dp_->Cost(0, profile_.num_layers(), slots()))
+                             : std::nullopt;
+      }
+    }
+    return solved;
   }
+  // After a Solve rounding down (MultiLevelDp): the relaxed optimum in
+  // slots(), a lower bound on every schedule of the family that fits in
+  // bytes; nullopt when none costs at most the cap.
+  std::optional<double> relaxed_ms() const { return relaxed_ms_; }
   int64_t slots() const { return terms_->slots(); }
   int64_t floor() const { return dp_->floor(); }
   double slot_bytes() const { return terms_->units().slot_bytes(); }
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
   solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
+  solver::GradientKey gradients = solver::GradientKey::kExact;  // MultiLevelDp only
 
  private:
   const Profile& profile_;
@@ -148,6 +161,7 @@ class SlotPass {
   double cap_ms_;
   std::unique_ptr<ChainTerms> terms_;
   std::unique_ptr<Dp> dp_;
+  std::optional<double> relaxed_ms_;
 };
 
 // Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
@@ -339,6 +353,10 @@ class OptimalSolver : public StrategySolver {
                 p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
           },
           cap);
+      // Pooled (an approximation already): rows shared across gradient
+      // positions where that shares more (gradients created in backward).
+      const bool shifted = pooled.pooled() && SharesMoreShifted(solved);
+      if (shifted) pass.gradients = solver::GradientKey::kShifted;
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (single.fits && (!plan || BetterPlan(single, *plan))) {
         // Nothing multi-level is faster (or it did not fit in bytes): the
@@ -349,6 +367,10 @@ class OptimalSolver : public StrategySolver {
       if (plan) {
         plan->parameter =
             DescribeRecompute(*plan) + VersusSingleLevel(single, *plan) + PoolingNote(pooled);
+        if (shifted) {
+          REMAT_ASSIGN_OR_RETURN(const std::string note, ShiftNote(*plan, pooled, pass, cap));
+          plan->parameter += note;
+        }
         return *std::move(plan);
       }
     }
@@ -382,11 +404,38 @@ class OptimalSolver : public StrategySolver {
   static solver::TimeClasses PoolWhereItShares(const Profile& p, const PlanOptions& o) {
     if (o.exact_times) return solver::TimeClasses{p};
     solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
+    // (Counted with rows shared across gradient positions, as the DP will
+    // solve the pooled chain.)
+    const auto key = solver::GradientKey::kShifted;
     if (pooled.pooled() &&
-        solver::IntervalClasses(pooled.profile).count() >= solver::IntervalClasses(p).count()) {
+        solver::IntervalClasses(pooled.profile, key).count() >= solver::IntervalClasses(p, key).count()) {
       return solver::TimeClasses{p};
     }
     return pooled;
+  }
+
+  // Whether reading rows shifted by the gradients between equal intervals
+  // (GradientKey::kShifted) shares rows the exact classes do not.
+  static bool SharesMoreShifted(const Profile& p) {
+    return solver::IntervalClasses(p, solver::GradientKey::kShifted).count() <
+           solver::IntervalClasses(p).count();
+  }
+
+  // "; gradient rows shifted: within 2.1% of the relaxed bound": the plan's
+  // recompute time on the pooled times against the shifted DP's relaxed
+  // optimum (rounding down: a lower bound on every fitting schedule of the
+  // family on those times), or the cap when nothing under it was found
+  // (then the layer list is optimal there).
+  static Result<std::string> ShiftNote(const Plan& plan, const solver::TimeClasses& pooled,
+                                       const SlotPass<solver::MultiLevelDp>& pass, double cap) {
+    const double bound = pass.relaxed_ms().value_or(cap);
+    if (!(bound < std::numeric_limits<double>::infinity())) return std::string();
+    REMAT_ASSIGN_OR_RETURN(SimulationResult sim, Simulate(pooled.profile, plan.schedule));
+    const double ms = sim.recompute_ms + sim.transfer_ms;
+    char gap[32];
+    std::snprintf(gap, sizeof gap, "%.1f%%",
+                  bound > 0 ? 100 * std::max(0.0, ms / bound - 1) : (ms > 0 ? 100.0 : 0.0));
+    return "; gradient rows shifted: within " + std::string(gap) + " of the relaxed bound";
   }
 
   // The layer list's recompute time on the times the DP solves (its cap:
