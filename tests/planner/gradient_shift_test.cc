@@ -76,6 +76,17 @@ TEST(GradientShift, SharesRowsAcrossPositions) {
   }
 }
 
+TEST(GradientShift, TableBytesBoundBoundsTheSharedTables) {
+  for (const Profile& p : {testing::GptChain(20, 4), Chain(25, 3)}) {
+    const ChainTerms terms(p, MemoryUnits(BudgetAt(p, 40), 500));
+    const MultiLevelDp exact(terms, FullDp()), shifted(terms, Shifted());
+    const int64_t bound = MultiLevelDp::TableBytesBound(terms, GradientKey::kShifted);
+    EXPECT_GE(bound, shifted.table_bytes()) << p.model;
+    EXPECT_LE(bound, MultiLevelDp::TableBytesBound(terms)) << p.model;
+    EXPECT_LE(shifted.table_bytes(), exact.table_bytes()) << p.model;
+  }
+}
+
 TEST(GradientShift, EqualsTheFullDpCellByCellInOneByteSlots) {
   for (uint32_t seed = 1; seed <= 3; ++seed) {
     const Profile p = Chain(14, seed);

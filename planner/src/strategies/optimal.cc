@@ -345,7 +345,13 @@ class OptimalSolver : public StrategySolver {
       const solver::TimeClasses pooled = PoolWhereItShares(p, o);
       const Profile& solved = pooled.profile;
       REMAT_ASSIGN_OR_RETURN(const double cap, CostCap(single, pooled));
-      REMAT_ASSIGN_OR_RETURN(int64_t slots, SlotsWithinTableLimit(solved, o, activation_budget));
+      // Pooled (an approximation already): rows shared across gradient
+      // positions where that shares more (gradients created in backward).
+      const bool shifted = pooled.pooled() && SharesMoreShifted(solved);
+      const solver::GradientKey key =
+          shifted ? solver::GradientKey::kShifted : solver::GradientKey::kExact;
+      REMAT_ASSIGN_OR_RETURN(int64_t slots,
+                             SlotsWithinTableLimit(solved, o, activation_budget, key));
       SlotPass<solver::MultiLevelDp> pass(
           solved, activation_budget, slots,
           [&](const solver::MultiLevelDp& dp, int64_t m) {
@@ -353,10 +359,7 @@ class OptimalSolver : public StrategySolver {
                 p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
           },
           cap);
-      // Pooled (an approximation already): rows shared across gradient
-      // positions where that shares more (gradients created in backward).
-      const bool shifted = pooled.pooled() && SharesMoreShifted(solved);
-      if (shifted) pass.gradients = solver::GradientKey::kShifted;
+      pass.gradients = key;
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (single.fits && (!plan || BetterPlan(single, *plan))) {
         // Nothing multi-level is faster (or it did not fit in bytes): the
@@ -382,10 +385,11 @@ class OptimalSolver : public StrategySolver {
   // tables within kMaxTableBytes. Sized from an upper bound on the tables
   // (MultiLevelDp::TableBytesBound), without building the DP.
   static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
-                                               int64_t activation_budget) {
+                                               int64_t activation_budget,
+                                               solver::GradientKey key) {
     const int64_t slots = OptimalSlots(o);
     const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
-    const int64_t table = solver::MultiLevelDp::TableBytesBound(terms);
+    const int64_t table = solver::MultiLevelDp::TableBytesBound(terms, key);
     if (table <= kMaxTableBytes) return slots;
     if (o.slots > 0) {
       return Status::Invalid(std::to_string(o.slots) + " memory slots would need " +
