@@ -4,6 +4,7 @@
   bench/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
   bench/compare_solvers.py --table BENCH [REPETITIONS]
   bench/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
+  bench/compare_solvers.py --shifted BENCH [REPETITIONS]
 
 --table prints the solver benchmark table of issue 14 from one binary: the
 multi-level DP as `--strategy optimal` runs it (single-level DP first, its
@@ -22,6 +23,13 @@ family not there at all: 6 GiB of tables), FAMILIES of spread_persistent and
 spread (default both), and what pooling
 costs: the pooled schedule's recompute time on the chain's own times against
 the exact optimum's (counter raw_ms).
+
+--shifted prints the table of rows shared across gradient positions: on the
+spread chain (gradients created in backward) pooled, the exact interval
+classes (MultiLevel/spread_pooled: no rows shared) against rows read shifted
+by the gradients between equal intervals (MultiLevel/spread_shifted), at the
+same sizes (the exact classes not at 1024 layers and 4000 slots), with each
+schedule's recompute time on the chain's own times.
 
 CASES has one line per case: "OLD_NAME | NEW_NAME[, NEW_NAME...]" (Google
 Benchmark names, matched exactly). Each case runs on the old binary, then on
@@ -85,6 +93,24 @@ def spread_table(binary, repetitions, families):
                      100 * (new['raw_ms'] / exact['raw_ms'] - 1)), flush=True)
 
 
+def shifted_table(binary, repetitions):
+    print('| L | slots | exact classes (min / median ms) | shifted (min / median ms) '
+          '| speed-up (min) | rows, exact / shifted | recompute, exact / shifted (ms) |')
+    print('|---:|---:|---:|---:|---:|---:|---:|')
+    for layers, slots, case, min_time in grid():
+        new = run(binary, 'MultiLevel/spread_shifted' + case, repetitions, min_time)
+        if layers == 1024 and slots == 4000:
+            print('| %d | %d | (6 GiB of tables) | %.1f / %.1f | | - / %d | - / %.2f |'
+                  % (layers, slots, new['cpu_min'], new['cpu_median'], new['rows'],
+                     new['raw_ms']), flush=True)
+            continue
+        exact = run(binary, 'MultiLevel/spread_pooled' + case, repetitions, min_time)
+        print('| %d | %d | %.1f / %.1f | %.1f / %.1f | %.1fx | %d / %d | %.2f / %.2f |'
+              % (layers, slots, exact['cpu_min'], exact['cpu_median'], new['cpu_min'],
+                 new['cpu_median'], exact['cpu_min'] / new['cpu_min'], exact['rows'],
+                 new['rows'], exact['raw_ms'], new['raw_ms']), flush=True)
+
+
 def table(binary, repetitions):
     print('| chain | L | slots | previous (min / median ms) | new (min / median ms) '
           '| speed-up (min) | cells (M) | skipped, previous / new |')
@@ -106,6 +132,9 @@ def main():
     if sys.argv[1] == '--spread':
         spread_table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3,
                      sys.argv[4].split(',') if len(sys.argv) > 4 else ['spread_persistent', 'spread'])
+        return
+    if sys.argv[1] == '--shifted':
+        shifted_table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
         return
     if sys.argv[1] == '--table':
         table(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
