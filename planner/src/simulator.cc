@@ -279,10 +279,14 @@ class Replay {
     }
   }
   void ReleaseSkips(const Op& op) {
-    std::fill(released_.begin(), released_.end(), 0);
+    // Only the layers the previous op released are cleared: a sweep of all
+    // of them per op made every simulation O(L^2).
+    for (int layer : released_layers_) released_[layer] = 0;
+    released_layers_.clear();
     if (op.kind != OpKind::kBackward) return;
     auto drop = [&](LiveTensor& t, int layer) {
       if (!t.live) return;
+      if (released_[layer] == 0) released_layers_.push_back(layer);
       released_[layer] += t.bytes;
       cat_[t.category] -= t.bytes;
       tally_.Remove(t.bytes);
@@ -389,6 +393,7 @@ class Replay {
   std::vector<LiveTensor> live_;
   std::vector<LiveTensor> skip_, skip_grad_;  // by layer
   std::vector<int64_t> released_;             // by layer, in the last op
+  std::vector<int> released_layers_;          // the layers with released_ != 0
   std::vector<bool> grads_;                   // layer -> its parameter gradients exist
   std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
   int release_x_ = -1;                // x index the current op releases after its peak
