@@ -23,6 +23,7 @@
 #include "solver/op_emitter.h"
 #include "solver/single_level_dp.h"
 #include "solver/time_classes.h"
+#include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
 namespace remat {
@@ -192,29 +193,6 @@ Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
   return best;
 }
 
-// The best fitting plan of the fixed-parameter heuristics (uniform every k,
-// k segments, selective), each searched over its parameter at the budget.
-// Their layer lists are single-level schedules too: the DP rounds memory
-// into slots, and a heuristic that fits its budget to the byte can be lost
-// to that rounding, so the optimal strategies compare against them and are
-// never slower than one that fits.
-std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o) {
-  std::optional<Plan> best;
-  for (const StrategySolver* solver : RegisteredSolvers()) {
-    const Strategy s = solver->strategy();
-    if (s != Strategy::kUniform && s != Strategy::kSegment && s != Strategy::kSelective) continue;
-    PlanOptions h = o;
-    h.strategy = s;
-    h.every = 0;
-    h.segments = 0;
-    h.selective_layers.clear();
-    Result<Plan> plan = solver->Solve(p, h);
-    if (!plan.ok() || !plan->fits) continue;
-    if (!best || plan->predicted.step_ms < best->predicted.step_ms) best = *std::move(plan);
-  }
-  return best;
-}
-
 // The single-level DP with offload (SingleLevelOffloadDp) takes O(L^2 M):
 // past this many layers optimal-single does not weigh offload.
 constexpr int kMaxOffloadLayers = 256;
@@ -301,7 +279,13 @@ class OptimalSingleSolver : public StrategySolver {
             BestOffloadPlan(p, o, activation_budget, offload ? p.host_link : HostLink{}, evaluate));
         if (offloaded && (!plan || BetterPlan(*offloaded, *plan))) plan = std::move(offloaded);
       }
-      const std::optional<Plan> heuristic = BestHeuristicPlan(p, o);
+      // The heuristics' layer lists are single-level schedules too: the DP
+      // rounds memory into slots, and a heuristic that fits its budget to
+      // the byte can be lost to that rounding, so the strategy is never
+      // slower than one that fits. Only a plan faster than the DP's can
+      // change the result, so slower candidates are not simulated.
+      const std::optional<Plan> heuristic = BestHeuristicPlan(
+          p, o, plan ? plan->predicted.step_ms : std::numeric_limits<double>::infinity());
       if (heuristic && (!plan || heuristic->predicted.step_ms < plan->predicted.step_ms)) {
         REMAT_ASSIGN_OR_RETURN(
             plan, MakePlanFromSchedule(p, strategy(), "", heuristic->schedule, o.budget_bytes));

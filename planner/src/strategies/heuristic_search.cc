@@ -1,0 +1,129 @@
+#include "strategies/heuristic_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace remat {
+namespace {
+
+// The default order of selective: blocks with an option, the most bytes
+// saved per millisecond of extra recompute first.
+std::vector<int> SelectiveOrder(const Profile& p, const std::vector<int>& blocks) {
+  std::vector<int> order;
+  for (int c : blocks) {
+    if (!p.layers[c].selective.empty()) order.push_back(c);
+  }
+  auto saved_per_ms = [&](int c) {
+    const LayerProfile& l = p.layers[c];
+    const double saved = static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
+    return saved / std::max(1e-9, l.selective[0].extra_recompute_ms);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return saved_per_ms(a) > saved_per_ms(b); });
+  return order;
+}
+
+// SingleLevelStepMs differs from the simulated step by rounding only; a
+// candidate more than this (relative) above the bound cannot be faster.
+constexpr double kStepSlack = 1e-7;
+
+}  // namespace
+
+HeuristicFamily::HeuristicFamily(const Profile& profile, Strategy strategy,
+                                 std::vector<int> selective_order)
+    : profile_(profile),
+      strategy_(strategy),
+      blocks_(BlockLayers(profile)),
+      selective_(std::move(selective_order)) {
+  if (strategy_ == Strategy::kSelective && selective_.empty()) {
+    selective_ = SelectiveOrder(profile_, blocks_);
+  }
+}
+
+int HeuristicFamily::last_parameter() const {
+  return strategy_ == Strategy::kSelective ? static_cast<int>(selective_.size())
+                                           : static_cast<int>(blocks_.size());
+}
+
+HeuristicCandidate HeuristicFamily::Candidate(int parameter) const {
+  const int n = static_cast<int>(blocks_.size());
+  const int L = profile_.num_layers();
+  HeuristicCandidate c;
+  std::vector<char> start(n, 0);
+  switch (strategy_) {
+    case Strategy::kUniform:
+      for (int j = 0; j < n; ++j) start[j] = j % parameter == 0;
+      c.parameter = "every " + std::to_string(parameter);
+      c.decisions = SegmentDecisions(L, blocks_, start);
+      break;
+    case Strategy::kSegment: {
+      int pos = 0;
+      for (int s = 0; s < parameter; ++s) {
+        start[pos] = 1;
+        pos += n / parameter + (s < n % parameter ? 1 : 0);
+      }
+      c.parameter = std::to_string(parameter) + " segments";
+      c.decisions = SegmentDecisions(L, blocks_, start);
+      break;
+    }
+    default:  // selective
+      c.parameter = std::to_string(parameter) + "/" + std::to_string(n) + " blocks";
+      c.decisions.assign(L, LayerDecision::kKeep);
+      c.selective_option.assign(L, -1);
+      for (int j = 0; j < parameter; ++j) {
+        c.decisions[selective_[j]] = LayerDecision::kSelective;
+        c.selective_option[selective_[j]] = 0;
+      }
+      break;
+  }
+  return c;
+}
+
+double SingleLevelStepMs(const Profile& p, const std::vector<LayerDecision>& decisions,
+                         const std::vector<int>& selective_option) {
+  double ms = p.optimizer_ms;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    ms += l.forward_ms + l.backward_ms;
+    if (RunsWithoutGrad(decisions[i])) ms += l.forward_ms;
+    if (decisions[i] == LayerDecision::kSelective) {
+      const int option = i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
+                             ? selective_option[i]
+                             : 0;
+      ms += l.selective[option].extra_recompute_ms;
+    }
+  }
+  return ms;
+}
+
+std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o,
+                                      double below_step_ms) {
+  const double limit_ms = below_step_ms * (1 + kStepSlack);
+  std::optional<Plan> best;
+  for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+    const HeuristicFamily family(p, s);
+    Plan family_best;
+    bool have = false;
+    for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+      HeuristicCandidate c = family.Candidate(k);
+      // Above the bound a candidate cannot be faster than it; a family's
+      // plan that is not, whatever it is, is not used.
+      if (SingleLevelStepMs(p, c.decisions, c.selective_option) > limit_ms) continue;
+      Result<Plan> plan =
+          EvaluateDecisions(p, s, c.parameter, c.decisions, c.selective_option, o.budget_bytes);
+      if (!plan.ok()) {  // as the strategy's own search: no plan from this family
+        have = false;
+        break;
+      }
+      KeepBetter(*std::move(plan), &family_best, &have);
+    }
+    if (!have || !family_best.fits) continue;
+    if (!best || family_best.predicted.step_ms < best->predicted.step_ms) {
+      best = std::move(family_best);
+    }
+  }
+  return best;
+}
+
+}  // namespace remat
