@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "remat/simulator.h"
@@ -366,11 +368,35 @@ class OptimalSolver : public StrategySolver {
   static solver::TimeClasses PoolWhereItShares(const Profile& p, const PlanOptions& o) {
     if (o.exact_times) return solver::TimeClasses{p};
     solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
-    if (pooled.pooled() &&
+    if (pooled.pooled() && !PoolingJoinsTwoLayers(p, pooled.profile) &&
         solver::IntervalClasses(pooled.profile).count() >= solver::IntervalClasses(p).count()) {
       return solver::TimeClasses{p};
     }
     return pooled;
+  }
+
+  // Whether two layers at places alike for the DP (the same ends of the
+  // chain, the same gradients after them) are one layer in `pooled` but
+  // two in `p`: then their one-layer intervals share a row in the pooled
+  // chain only, which has fewer interval classes. O(L log L), where
+  // counting the classes of both chains takes O(L^2) (0.2 s at 1024
+  // distinct layers); when it finds no such pair, they are counted.
+  static bool PoolingJoinsTwoLayers(const Profile& p, const Profile& pooled) {
+    using Key = std::tuple<solver::LayerSizes, std::vector<double>, int, int64_t>;
+    const int L = p.num_layers();
+    std::vector<int64_t> after(L + 1, 0);  // gradient bytes created by layers t..L-1
+    for (int t = L - 1; t >= 0; --t) after[t] = after[t + 1] + p.layers[t].gradient_bytes;
+    std::map<Key, int> first;  // pooled layer and place -> its first layer
+    for (int i = 0; i < L; ++i) {
+      const LayerProfile& l = pooled.layers[i];
+      const int ends = (i == 0 ? 1 : 0) + (i + 1 == L ? 2 : 0);
+      const auto [it, added] =
+          first.emplace(Key(solver::SizesOf(l), solver::TimesOf(l), ends, after[i + 1]), i);
+      if (!added && solver::TimesOf(p.layers[it->second]) != solver::TimesOf(p.layers[i])) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // The layer list's recompute time on the times the DP solves (its cap:
