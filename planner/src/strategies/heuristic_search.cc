@@ -97,31 +97,37 @@ double SingleLevelStepMs(const Profile& p, const std::vector<LayerDecision>& dec
   return ms;
 }
 
+Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily& family,
+                                         int64_t budget_bytes, double limit_ms) {
+  Plan best;
+  bool have = false;
+  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+    HeuristicCandidate c = family.Candidate(k);
+    if (limit_ms < std::numeric_limits<double>::infinity() &&
+        SingleLevelStepMs(p, c.decisions, c.selective_option) > limit_ms) {
+      continue;
+    }
+    REMAT_ASSIGN_OR_RETURN(
+        Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c.parameter), c.decisions,
+                                     c.selective_option, budget_bytes, SimulationDetail::kTotals));
+    KeepBetter(std::move(plan), &best, &have);
+  }
+  if (!have) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(best.predicted, Simulate(p, best.schedule));
+  return std::optional<Plan>(std::move(best));
+}
+
 std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o,
                                       double below_step_ms) {
+  // Above the limit a candidate cannot be faster than the bound; a
+  // family's plan that is not, whatever it is, is not used.
   const double limit_ms = below_step_ms * (1 + kStepSlack);
   std::optional<Plan> best;
   for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
-    const HeuristicFamily family(p, s);
-    Plan family_best;
-    bool have = false;
-    for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
-      HeuristicCandidate c = family.Candidate(k);
-      // Above the bound a candidate cannot be faster than it; a family's
-      // plan that is not, whatever it is, is not used.
-      if (SingleLevelStepMs(p, c.decisions, c.selective_option) > limit_ms) continue;
-      Result<Plan> plan =
-          EvaluateDecisions(p, s, c.parameter, c.decisions, c.selective_option, o.budget_bytes);
-      if (!plan.ok()) {  // as the strategy's own search: no plan from this family
-        have = false;
-        break;
-      }
-      KeepBetter(*std::move(plan), &family_best, &have);
-    }
-    if (!have || !family_best.fits) continue;
-    if (!best || family_best.predicted.step_ms < best->predicted.step_ms) {
-      best = std::move(family_best);
-    }
+    // A candidate that fails to simulate fails its strategy: no plan from it.
+    Result<std::optional<Plan>> plan = SearchFamily(p, HeuristicFamily(p, s), o.budget_bytes, limit_ms);
+    if (!plan.ok() || !*plan || !(*plan)->fits) continue;
+    if (!best || (*plan)->predicted.step_ms < best->predicted.step_ms) best = **std::move(plan);
   }
   return best;
 }

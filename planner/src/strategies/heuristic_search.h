@@ -4,6 +4,7 @@
 #ifndef REMAT_SRC_STRATEGIES_HEURISTIC_SEARCH_H_
 #define REMAT_SRC_STRATEGIES_HEURISTIC_SEARCH_H_
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,14 @@ class HeuristicFamily {
 // chains of 10^4 layers).
 double SingleLevelStepMs(const Profile& profile, const std::vector<LayerDecision>& decisions,
                          const std::vector<int>& selective_option);
+
+// The family's plan as its strategy's search picks it: every candidate
+// simulated (totals only; the winner again in full), the best by
+// KeepBetter; candidates whose step time (SingleLevelStepMs) exceeds
+// `limit_ms` are left out. nullopt: no candidate was simulated.
+Result<std::optional<Plan>> SearchFamily(
+    const Profile& profile, const HeuristicFamily& family, int64_t budget_bytes,
+    double limit_ms = std::numeric_limits<double>::infinity());
 
 // The fastest fitting plan of the three families, each family's plan being
 // what its own strategy's exhaustive search (every parameter simulated,

@@ -43,13 +43,8 @@ class UniformSolver : public StrategySolver {
     const HeuristicFamily family(p, Strategy::kUniform);
     auto plan_for = [&](int k) { return Evaluate(p, family, k, o.budget_bytes); };
     if (o.every > 0 || o.budget_bytes <= 0) return plan_for(o.every > 0 ? o.every : RoundSqrt(n));
-    Plan best;
-    bool have = false;
-    for (int k = 1; k <= n; ++k) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(k));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 
@@ -71,13 +66,8 @@ class SegmentSolver : public StrategySolver {
     if (o.segments > 0 || o.budget_bytes <= 0) {
       return plan_for(o.segments > 0 ? o.segments : RoundSqrt(n));
     }
-    Plan best;
-    bool have = false;
-    for (int segs = 1; segs <= n; ++segs) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(segs));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 
@@ -108,13 +98,8 @@ class SelectiveSolver : public StrategySolver {
     const int total = family.last_parameter();
     auto plan_for = [&](int m) { return Evaluate(p, family, m, o.budget_bytes); };
     if (!o.selective_layers.empty() || o.budget_bytes <= 0) return plan_for(total);
-    Plan best;
-    bool have = false;
-    for (int m = 0; m <= total; ++m) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(m));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 
