@@ -1,6 +1,7 @@
 // The heuristic families and the search the optimal strategies run over
-// them: the step formula it prunes by is the simulated step, and the pruned
-// search returns what each strategy's exhaustive search does.
+// them: the step formula it prunes by is the simulated step, the peak bound
+// is below the simulated peak, and the pruned search returns what each
+// strategy's exhaustive search does.
 #include "strategies/heuristic_search.h"
 
 #include <gtest/gtest.h>
@@ -68,7 +69,7 @@ void ExpectSamePlan(const Plan& a, const Plan& b, const std::string& where) {
   EXPECT_EQ(a.decisions, b.decisions) << where;
 }
 
-TEST(HeuristicSearch, StepFormulaIsTheSimulatedStep) {
+TEST(HeuristicSearch, StepIsTheSimulatedOneAndPeakBoundIsBelowThePeak) {
   int candidates = 0;
   for (const Profile& p : Chains()) {
     for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
@@ -80,6 +81,9 @@ TEST(HeuristicSearch, StepFormulaIsTheSimulatedStep) {
         const double simulated = plan->predicted.step_ms;
         EXPECT_NEAR(SingleLevelStepMs(p, c.decisions, c.selective_option), simulated,
                     1e-12 * simulated)
+            << p.model << " " << c.parameter;
+        EXPECT_LE(SingleLevelPeakLowerBound(p, c.decisions, c.selective_option),
+                  plan->predicted.peak_bytes)
             << p.model << " " << c.parameter;
         ++candidates;
       }

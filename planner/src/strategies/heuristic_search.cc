@@ -24,6 +24,13 @@ std::vector<int> SelectiveOrder(const Profile& p, const std::vector<int>& blocks
   return order;
 }
 
+// Layer i's selective option (BuildSingleLevelSchedule: 0 when not given).
+int OptionOf(const std::vector<int>& selective_option, int i) {
+  return i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
+             ? selective_option[i]
+             : 0;
+}
+
 // SingleLevelStepMs differs from the simulated step by rounding only; a
 // candidate more than this (relative) above the bound cannot be faster.
 constexpr double kStepSlack = 1e-7;
@@ -88,23 +95,37 @@ double SingleLevelStepMs(const Profile& p, const std::vector<LayerDecision>& dec
     ms += l.forward_ms + l.backward_ms;
     if (RunsWithoutGrad(decisions[i])) ms += l.forward_ms;
     if (decisions[i] == LayerDecision::kSelective) {
-      const int option = i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
-                             ? selective_option[i]
-                             : 0;
-      ms += l.selective[option].extra_recompute_ms;
+      ms += l.selective[OptionOf(selective_option, i)].extra_recompute_ms;
     }
   }
   return ms;
 }
 
+int64_t SingleLevelPeakLowerBound(const Profile& p, const std::vector<LayerDecision>& decisions,
+                                  const std::vector<int>& selective_option) {
+  int64_t bytes = p.static_bytes();
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    if (decisions[i] == LayerDecision::kKeep) bytes += l.activation_bytes - l.output_bytes;
+    if (decisions[i] == LayerDecision::kSelective) {
+      bytes += l.selective[OptionOf(selective_option, i)].activation_bytes - l.output_bytes;
+    }
+  }
+  return bytes;
+}
+
 Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily& family,
-                                         int64_t budget_bytes, double limit_ms) {
+                                         int64_t budget_bytes, const FamilySearchLimits& limits) {
   Plan best;
   bool have = false;
+  const bool by_step = limits.step_ms < std::numeric_limits<double>::infinity();
+  const bool by_peak = limits.only_fitting && budget_bytes > 0;
   for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
     HeuristicCandidate c = family.Candidate(k);
-    if (limit_ms < std::numeric_limits<double>::infinity() &&
-        SingleLevelStepMs(p, c.decisions, c.selective_option) > limit_ms) {
+    if (by_step && SingleLevelStepMs(p, c.decisions, c.selective_option) > limits.step_ms) {
+      continue;
+    }
+    if (by_peak && SingleLevelPeakLowerBound(p, c.decisions, c.selective_option) > budget_bytes) {
       continue;
     }
     REMAT_ASSIGN_OR_RETURN(
@@ -121,11 +142,14 @@ std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o,
                                       double below_step_ms) {
   // Above the limit a candidate cannot be faster than the bound; a
   // family's plan that is not, whatever it is, is not used.
-  const double limit_ms = below_step_ms * (1 + kStepSlack);
+  FamilySearchLimits limits;
+  limits.step_ms = below_step_ms * (1 + kStepSlack);
+  limits.only_fitting = true;  // a family's plan is used only when it fits
   std::optional<Plan> best;
   for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
     // A candidate that fails to simulate fails its strategy: no plan from it.
-    Result<std::optional<Plan>> plan = SearchFamily(p, HeuristicFamily(p, s), o.budget_bytes, limit_ms);
+    Result<std::optional<Plan>> plan =
+        SearchFamily(p, HeuristicFamily(p, s), o.budget_bytes, limits);
     if (!plan.ok() || !*plan || !(*plan)->fits) continue;
     if (!best || (*plan)->predicted.step_ms < best->predicted.step_ms) best = **std::move(plan);
   }

@@ -49,20 +49,39 @@ class HeuristicFamily {
 double SingleLevelStepMs(const Profile& profile, const std::vector<LayerDecision>& decisions,
                          const std::vector<int>& selective_option);
 
+// A lower bound on the peak (bytes) of the single-level schedule of
+// `decisions`: when its forward pass ends, the model state and every
+// activation a forward with grad saved (kept or selective bytes less the
+// output) are live.
+int64_t SingleLevelPeakLowerBound(const Profile& profile,
+                                  const std::vector<LayerDecision>& decisions,
+                                  const std::vector<int>& selective_option);
+
+// Which candidates a family search may leave out.
+struct FamilySearchLimits {
+  // Candidates whose step time (SingleLevelStepMs) is above this (ms).
+  double step_ms = std::numeric_limits<double>::infinity();
+  // With a budget: candidates whose SingleLevelPeakLowerBound is above it
+  // (they do not fit; when no candidate fits, the search's plan is then
+  // not the strategy's lowest-peak one).
+  bool only_fitting = false;
+};
+
 // The family's plan as its strategy's search picks it: every candidate
 // simulated (totals only; the winner again in full), the best by
-// KeepBetter; candidates whose step time (SingleLevelStepMs) exceeds
-// `limit_ms` are left out. nullopt: no candidate was simulated.
-Result<std::optional<Plan>> SearchFamily(
-    const Profile& profile, const HeuristicFamily& family, int64_t budget_bytes,
-    double limit_ms = std::numeric_limits<double>::infinity());
+// KeepBetter, less the candidates `limits` leave out. nullopt: no
+// candidate was simulated.
+Result<std::optional<Plan>> SearchFamily(const Profile& profile, const HeuristicFamily& family,
+                                         int64_t budget_bytes,
+                                         const FamilySearchLimits& limits = {});
 
 // The fastest fitting plan of the three families, each family's plan being
 // what its own strategy's exhaustive search (every parameter simulated,
 // KeepBetter) picks, nullopt when none fits. Candidates whose step time
-// (SingleLevelStepMs) exceeds `below_step_ms` by more than rounding are not
-// simulated: the result is the exhaustive one whenever that is faster than
-// `below_step_ms` (+inf: every candidate is simulated).
+// (SingleLevelStepMs) exceeds `below_step_ms` by more than rounding, and
+// those whose peak lower bound is above the budget, are not simulated: the
+// result is the exhaustive one whenever that is faster than
+// `below_step_ms` (+inf: no candidate is left out for its time).
 std::optional<Plan> BestHeuristicPlan(const Profile& profile, const PlanOptions& options,
                                       double below_step_ms);
 
