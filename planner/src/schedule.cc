@@ -47,17 +47,27 @@ Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
       allocs.push_back({t, p});
     }
   }
-  // frees_after[p + 1] lists tensors freed right after op p (index 0: before op 0).
-  std::vector<std::vector<TensorRef>> frees_after(n + 1);
-  for (const Alloc& a : allocs) frees_after[a.last_use + 1].push_back(a.tensor);
-
+  // frees[first[p + 1] .. first[p + 2]) are the tensors freed right after
+  // op p (p = -1: before op 0), in allocation order (a counting sort: one
+  // array, not a vector per op).
+  std::vector<int> first(n + 3, 0);
+  for (const Alloc& a : allocs) ++first[a.last_use + 2];
+  for (int p = 1; p < n + 3; ++p) first[p] += first[p - 1];
+  std::vector<TensorRef> frees(allocs.size());
+  {
+    std::vector<int> next(first.begin(), first.end() - 1);
+    for (const Alloc& a : allocs) frees[next[a.last_use + 1]++] = a.tensor;
+  }
   Schedule out;
   out.num_layers = num_layers;
   out.ops.reserve(compute_ops.size() + allocs.size());
-  for (const TensorRef& t : frees_after[0]) out.ops.push_back(Op::Free(t));
+  auto free_after = [&](int p) {
+    for (int k = first[p + 1]; k < first[p + 2]; ++k) out.ops.push_back(Op::Free(frees[k]));
+  };
+  free_after(-1);
   for (int p = 0; p < n; ++p) {
     out.ops.push_back(compute_ops[p]);
-    for (const TensorRef& t : frees_after[p + 1]) out.ops.push_back(Op::Free(t));
+    free_after(p);
   }
   return out;
 }

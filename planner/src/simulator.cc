@@ -279,10 +279,14 @@ class Replay {
     }
   }
   void ReleaseSkips(const Op& op) {
-    std::fill(released_.begin(), released_.end(), 0);
+    // Only the layers the previous op released are cleared: a sweep of all
+    // of them per op made every simulation O(L^2).
+    for (int layer : released_layers_) released_[layer] = 0;
+    released_layers_.clear();
     if (op.kind != OpKind::kBackward) return;
     auto drop = [&](LiveTensor& t, int layer) {
       if (!t.live) return;
+      if (released_[layer] == 0) released_layers_.push_back(layer);
       released_[layer] += t.bytes;
       cat_[t.category] -= t.bytes;
       tally_.Remove(t.bytes);
@@ -389,6 +393,7 @@ class Replay {
   std::vector<LiveTensor> live_;
   std::vector<LiveTensor> skip_, skip_grad_;  // by layer
   std::vector<int64_t> released_;             // by layer, in the last op
+  std::vector<int> released_layers_;          // the layers with released_ != 0
   std::vector<bool> grads_;                   // layer -> its parameter gradients exist
   std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
   int release_x_ = -1;                // x index the current op releases after its peak
@@ -455,19 +460,23 @@ namespace {
 // in backward existing from the start or not.
 SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& schedule,
                                    const ChainGraph& graph, const CachingAllocatorModel* allocator,
-                                   bool gradients_at_start) {
+                                   bool gradients_at_start, SimulationDetail detail) {
+  const bool full = detail == SimulationDetail::kFull;
   SimulationResult r;
   r.static_bytes = profile.static_bytes();
-  r.timeline.resize(schedule.ops.size());
+  if (full) r.timeline.resize(schedule.ops.size());
   {
     Replay replay(profile, schedule, graph, allocator, gradients_at_start);
+    TimelinePoint point;  // without a timeline
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
-      replay.Step(static_cast<int>(i), &r.timeline[i], &r);
-      if (r.timeline[i].peak > r.peak_bytes || r.peak_op < 0) {
-        r.peak_bytes = r.timeline[i].peak;
+      TimelinePoint& pt = full ? r.timeline[i] : point;
+      replay.Step(static_cast<int>(i), &pt, &r);
+      if (pt.peak > r.peak_bytes || r.peak_op < 0) {
+        r.peak_bytes = pt.peak;
         r.peak_op = static_cast<int>(i);
+        r.at_peak = pt.at_peak;
       }
-      r.reserved_peak_bytes = std::max(r.reserved_peak_bytes, r.timeline[i].reserved);
+      r.reserved_peak_bytes = std::max(r.reserved_peak_bytes, pt.reserved);
     }
     replay.Finish();
     if (schedule.ops.empty()) {
@@ -480,10 +489,10 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
   }
   r.activation_peak_bytes = r.peak_bytes - r.static_bytes;
   r.step_ms = r.forward_ms + r.backward_ms + r.recompute_ms + r.optimizer_ms + r.transfer_ms;
+  if (!full) return r;
   // Attribute the live tensors at the peak to layers: replay up to the peak op.
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
-    r.at_peak = r.timeline[r.peak_op].at_peak;
     Replay replay(profile, schedule, graph, allocator, gradients_at_start);
     SimulationResult scratch;
     TimelinePoint pt;
@@ -508,7 +517,8 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
 }  // namespace
 
 Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
-                                  const CachingAllocatorModel* allocator) {
+                                  const CachingAllocatorModel* allocator,
+                                  SimulationDetail detail) {
   if (schedule.num_layers != profile.num_layers()) {
     return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
                            " layers but the profile has " + std::to_string(profile.num_layers()));
@@ -517,11 +527,11 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
   REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile, graph));
   const bool created = profile.total_gradient_bytes() > profile.static_memory.gradient_bytes;
   if (profile.grad_accumulation <= 1 || !created) {
-    return SimulateMicroStep(profile, schedule, graph, allocator, false);
+    return SimulateMicroStep(profile, schedule, graph, allocator, false, detail);
   }
   // Micro-batch 1 creates the gradients; 2..K start with them.
-  SimulationResult first = SimulateMicroStep(profile, schedule, graph, allocator, false);
-  SimulationResult later = SimulateMicroStep(profile, schedule, graph, allocator, true);
+  SimulationResult first = SimulateMicroStep(profile, schedule, graph, allocator, false, detail);
+  SimulationResult later = SimulateMicroStep(profile, schedule, graph, allocator, true, detail);
   SimulationResult& chosen = first.peak_bytes > later.peak_bytes ? first : later;
   chosen.reserved_peak_bytes = std::max(first.reserved_peak_bytes, later.reserved_peak_bytes);
   return std::move(chosen);

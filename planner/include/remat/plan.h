@@ -74,9 +74,11 @@ struct PlanSet {
   std::vector<Plan> candidates;  // the best plan of each strategy tried
 };
 
-// Simulates `schedule` and fills a Plan (decisions summarized from the schedule).
+// Simulates `schedule` and fills a Plan (decisions summarized from the
+// schedule; `detail`: what the simulation records beyond its totals).
 Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
-                                  Schedule schedule, int64_t budget_bytes);
+                                  Schedule schedule, int64_t budget_bytes,
+                                  SimulationDetail detail = SimulationDetail::kFull);
 
 // Re-simulates `plan` with the allocator model of `terms` and accounts its
 // device memory against `budget_bytes` (its budget from then on): sets

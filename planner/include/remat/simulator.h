@@ -116,11 +116,21 @@ struct SimulationResult {
   int64_t host_peak_bytes = 0;  // most offloaded bytes in host memory at once
 };
 
+// What a simulation records besides its totals (peaks, their composition,
+// times, transfers).
+enum class SimulationDetail {
+  kFull,    // the timeline and layer_bytes_at_peak too
+  kTotals,  // neither (both left empty): for searches that simulate many
+            // schedules and keep one
+};
+
 // Replays `schedule` on `profile`, with `allocator` (may be null: reserved
 // equals allocated) rounding the requests. Fails (kInvalidInput) if the
-// schedule is not executable (see ValidateSchedule).
+// schedule is not executable (see ValidateSchedule). The totals do not
+// depend on `detail`.
 Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
-                                  const CachingAllocatorModel* allocator = nullptr);
+                                  const CachingAllocatorModel* allocator = nullptr,
+                                  SimulationDetail detail = SimulationDetail::kFull);
 
 // For each schedule op: true for the forwards (with grad) and recomputes
 // (with grad) of a layer i > 0 with keeps_input[i] false that are the

@@ -34,12 +34,13 @@ Result<Strategy> ParseStrategy(std::string_view text) {
 }
 
 Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std::string parameter,
-                                  Schedule schedule, int64_t budget_bytes) {
+                                  Schedule schedule, int64_t budget_bytes,
+                                  SimulationDetail detail) {
   Plan plan;
   plan.strategy = strategy;
   plan.parameter = std::move(parameter);
   plan.budget_bytes = budget_bytes;
-  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule));
+  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule, nullptr, detail));
   plan.memory = AccountDeviceMemory(plan.predicted.peak_bytes, plan.predicted.reserved_peak_bytes,
                                     plan.terms);
   plan.fits = Fits(profile, plan, budget_bytes);

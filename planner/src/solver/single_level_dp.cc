@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "solver/cost_row.h"
+
 namespace remat::solver {
 
 SingleLevelDp::SingleLevelDp(const ChainTerms& terms)
@@ -207,6 +209,20 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kNoChoice = std::numeric_limits<int>::min();
 int EncodeKeep(int k) { return -(k + 1); }
 
+// For m in [lo, hi]: where add + sub[m - shift] < row[m], that cost and
+// `choice` (row and choices of one DP row). Without branches, so that it
+// vectorizes; the same comparisons as one `if` per slot count.
+REMAT_VECTOR_CLONES void RelaxRow(double* __restrict row, int* __restrict choices,
+                                  const double* __restrict sub, int64_t shift, double add,
+                                  int choice, int64_t lo, int64_t hi) {
+  for (int64_t m = lo; m <= hi; ++m) {
+    const double c = add + sub[m - shift];
+    const bool better = c < row[m];
+    row[m] = better ? c : row[m];
+    choices[m] = better ? choice : choices[m];
+  }
+}
+
 }  // namespace
 
 SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
@@ -328,11 +344,9 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     const int64_t plain_need = std::max(sweep_need, keep_all_held);
     const double fwd = T.ForwardMs(s, sp);
     const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
-    for (int64_t m = std::max(std::max(sweep_need, keep_all), xs); m <= M_; ++m) {
-      const double c = fwd + sub[m - xs];
-      if (c < k_row[m]) k_row[m] = c, kc[m] = sp;
-      if (m >= plain_need && c < a_row[m]) a_row[m] = c, ac[m] = sp;
-    }
+    const int64_t lo = std::max(std::max(sweep_need, keep_all), xs);
+    RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, M_);
+    RelaxRow(a_row, ac, sub, xs, fwd, sp, std::max(lo, plain_need), M_);
     if (!can_offload) continue;
     const int64_t off_need = std::max(
         options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);

@@ -6,11 +6,12 @@ namespace remat {
 
 Result<Plan> EvaluateDecisions(const Profile& profile, Strategy strategy, std::string parameter,
                                const std::vector<LayerDecision>& decisions,
-                               const std::vector<int>& selective_option, int64_t budget_bytes) {
+                               const std::vector<int>& selective_option, int64_t budget_bytes,
+                               SimulationDetail detail) {
   REMAT_ASSIGN_OR_RETURN(Schedule schedule,
                          BuildSingleLevelSchedule(profile, decisions, selective_option));
   return MakePlanFromSchedule(profile, strategy, std::move(parameter), std::move(schedule),
-                              budget_bytes);
+                              budget_bytes, detail);
 }
 
 void KeepBetter(Plan candidate, Plan* best, bool* have) {

@@ -5,10 +5,19 @@
 #include <algorithm>
 #include <set>
 
+#include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
 namespace remat {
 namespace {
+
+// The simulated plan of `family`'s candidate `parameter`.
+Result<Plan> Evaluate(const Profile& p, const HeuristicFamily& family, int parameter,
+                      int64_t budget_bytes) {
+  HeuristicCandidate c = family.Candidate(parameter);
+  return EvaluateDecisions(p, family.strategy(), std::move(c.parameter), c.decisions,
+                           c.selective_option, budget_bytes);
+}
 
 class NoneSolver : public StrategySolver {
  public:
@@ -31,20 +40,11 @@ class UniformSolver : public StrategySolver {
                              std::to_string(n) + " (the model has " + std::to_string(n) +
                              " blocks)");
     }
-    auto plan_for = [&](int k) {
-      std::vector<char> start(n);
-      for (int j = 0; j < n; ++j) start[j] = j % k == 0;
-      return EvaluateDecisions(p, Strategy::kUniform, "every " + std::to_string(k),
-                               SegmentDecisions(p.num_layers(), blocks, start), {}, o.budget_bytes);
-    };
+    const HeuristicFamily family(p, Strategy::kUniform);
+    auto plan_for = [&](int k) { return Evaluate(p, family, k, o.budget_bytes); };
     if (o.every > 0 || o.budget_bytes <= 0) return plan_for(o.every > 0 ? o.every : RoundSqrt(n));
-    Plan best;
-    bool have = false;
-    for (int k = 1; k <= n; ++k) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(k));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 
@@ -61,26 +61,13 @@ class SegmentSolver : public StrategySolver {
                              std::to_string(n) + " (the model has " + std::to_string(n) +
                              " blocks)");
     }
-    auto plan_for = [&](int segs) {
-      std::vector<char> start(n, 0);
-      int pos = 0;
-      for (int s = 0; s < segs; ++s) {
-        start[pos] = 1;
-        pos += n / segs + (s < n % segs ? 1 : 0);
-      }
-      return EvaluateDecisions(p, Strategy::kSegment, std::to_string(segs) + " segments",
-                               SegmentDecisions(p.num_layers(), blocks, start), {}, o.budget_bytes);
-    };
+    const HeuristicFamily family(p, Strategy::kSegment);
+    auto plan_for = [&](int segs) { return Evaluate(p, family, segs, o.budget_bytes); };
     if (o.segments > 0 || o.budget_bytes <= 0) {
       return plan_for(o.segments > 0 ? o.segments : RoundSqrt(n));
     }
-    Plan best;
-    bool have = false;
-    for (int segs = 1; segs <= n; ++segs) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(segs));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 
@@ -91,9 +78,7 @@ class SelectiveSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kSelective; }
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
-    const int L = p.num_layers();
-    const std::vector<int> blocks = BlockLayers(p);
-    std::vector<int> candidates;
+    std::vector<int> listed_layers;
     if (!o.selective_layers.empty()) {
       const std::vector<std::vector<int>> passes = BlockLayersPerPass(p);
       const std::vector<int>& listed = passes.front();
@@ -106,41 +91,15 @@ class SelectiveSolver : public StrategySolver {
           return Status::Invalid("block " + std::to_string(b) + " ('" + p.layers[listed[b]].name +
                                  "') has no selective option");
         }
-        for (const std::vector<int>& pass : passes) candidates.push_back(pass[b]);
+        for (const std::vector<int>& pass : passes) listed_layers.push_back(pass[b]);
       }
-    } else {
-      for (int c : blocks) {
-        if (!p.layers[c].selective.empty()) candidates.push_back(c);
-      }
-      auto saved_per_ms = [&](int c) {
-        const LayerProfile& l = p.layers[c];
-        const double saved =
-            static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
-        return saved / std::max(1e-9, l.selective[0].extra_recompute_ms);
-      };
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [&](int a, int b) { return saved_per_ms(a) > saved_per_ms(b); });
     }
-    const int total = static_cast<int>(candidates.size());
-    auto plan_for = [&](int m) {
-      std::vector<LayerDecision> d(L, LayerDecision::kKeep);
-      std::vector<int> opt(L, -1);
-      for (int j = 0; j < m; ++j) {
-        d[candidates[j]] = LayerDecision::kSelective;
-        opt[candidates[j]] = 0;
-      }
-      return EvaluateDecisions(p, Strategy::kSelective,
-                               std::to_string(m) + "/" + std::to_string(blocks.size()) + " blocks",
-                               d, opt, o.budget_bytes);
-    };
+    const HeuristicFamily family(p, Strategy::kSelective, std::move(listed_layers));
+    const int total = family.last_parameter();
+    auto plan_for = [&](int m) { return Evaluate(p, family, m, o.budget_bytes); };
     if (!o.selective_layers.empty() || o.budget_bytes <= 0) return plan_for(total);
-    Plan best;
-    bool have = false;
-    for (int m = 0; m <= total; ++m) {
-      REMAT_ASSIGN_OR_RETURN(Plan plan, plan_for(m));
-      KeepBetter(std::move(plan), &best, &have);
-    }
-    return best;
+    REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, SearchFamily(p, family, o.budget_bytes));
+    return best ? *std::move(best) : Plan{};
   }
 };
 

@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "remat/simulator.h"
@@ -23,6 +25,7 @@
 #include "solver/op_emitter.h"
 #include "solver/single_level_dp.h"
 #include "solver/time_classes.h"
+#include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
 namespace remat {
@@ -206,29 +209,6 @@ Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
   return best;
 }
 
-// The best fitting plan of the fixed-parameter heuristics (uniform every k,
-// k segments, selective), each searched over its parameter at the budget.
-// Their layer lists are single-level schedules too: the DP rounds memory
-// into slots, and a heuristic that fits its budget to the byte can be lost
-// to that rounding, so the optimal strategies compare against them and are
-// never slower than one that fits.
-std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o) {
-  std::optional<Plan> best;
-  for (const StrategySolver* solver : RegisteredSolvers()) {
-    const Strategy s = solver->strategy();
-    if (s != Strategy::kUniform && s != Strategy::kSegment && s != Strategy::kSelective) continue;
-    PlanOptions h = o;
-    h.strategy = s;
-    h.every = 0;
-    h.segments = 0;
-    h.selective_layers.clear();
-    Result<Plan> plan = solver->Solve(p, h);
-    if (!plan.ok() || !plan->fits) continue;
-    if (!best || plan->predicted.step_ms < best->predicted.step_ms) best = *std::move(plan);
-  }
-  return best;
-}
-
 // The single-level DP with offload (SingleLevelOffloadDp) takes O(L^2 M):
 // past this many layers optimal-single does not weigh offload.
 constexpr int kMaxOffloadLayers = 256;
@@ -315,7 +295,13 @@ class OptimalSingleSolver : public StrategySolver {
             BestOffloadPlan(p, o, activation_budget, offload ? p.host_link : HostLink{}, evaluate));
         if (offloaded && (!plan || BetterPlan(*offloaded, *plan))) plan = std::move(offloaded);
       }
-      const std::optional<Plan> heuristic = BestHeuristicPlan(p, o);
+      // The heuristics' layer lists are single-level schedules too: the DP
+      // rounds memory into slots, and a heuristic that fits its budget to
+      // the byte can be lost to that rounding, so the strategy is never
+      // slower than one that fits. Only a plan faster than the DP's can
+      // change the result, so slower candidates are not simulated.
+      const std::optional<Plan> heuristic = BestHeuristicPlan(
+          p, o, plan ? plan->predicted.step_ms : std::numeric_limits<double>::infinity());
       if (heuristic && (!plan || heuristic->predicted.step_ms < plan->predicted.step_ms)) {
         REMAT_ASSIGN_OR_RETURN(
             plan, MakePlanFromSchedule(p, strategy(), "", heuristic->schedule, o.budget_bytes));
@@ -411,7 +397,7 @@ class OptimalSolver : public StrategySolver {
     // (Counted with rows shared across gradient positions, as the DP will
     // solve the pooled chain.)
     const auto key = solver::GradientKey::kShifted;
-    if (pooled.pooled() &&
+    if (pooled.pooled() && !PoolingJoinsTwoLayers(p, pooled.profile) &&
         solver::IntervalClasses(pooled.profile, key).count() >= solver::IntervalClasses(p, key).count()) {
       return solver::TimeClasses{p};
     }
@@ -440,6 +426,29 @@ class OptimalSolver : public StrategySolver {
     std::snprintf(gap, sizeof gap, "%.1f%%",
                   bound > 0 ? 100 * std::max(0.0, ms / bound - 1) : (ms > 0 ? 100.0 : 0.0));
     return "; gradient rows shifted: within " + std::string(gap) + " of the relaxed bound";
+  }
+
+  // Whether two layers at places alike for the DP (the same ends of the
+  // chain; rows are shared across gradient positions, GradientKey::kShifted)
+  // are one layer in `pooled` but two in `p`: then their one-layer
+  // intervals share a row in the pooled chain only, which has fewer
+  // interval classes. O(L log L), where
+  // counting the classes of both chains takes O(L^2) (0.2 s at 1024
+  // distinct layers); when it finds no such pair, they are counted.
+  static bool PoolingJoinsTwoLayers(const Profile& p, const Profile& pooled) {
+    using Key = std::tuple<solver::LayerSizes, std::vector<double>, int>;
+    const int L = p.num_layers();
+    std::map<Key, int> first;  // pooled layer and place -> its first layer
+    for (int i = 0; i < L; ++i) {
+      const LayerProfile& l = pooled.layers[i];
+      const int ends = (i == 0 ? 1 : 0) + (i + 1 == L ? 2 : 0);
+      const auto [it, added] =
+          first.emplace(Key(solver::SizesOf(l), solver::TimesOf(l), ends), i);
+      if (!added && solver::TimesOf(p.layers[it->second]) != solver::TimesOf(p.layers[i])) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // The layer list's recompute time on the times the DP solves (its cap:

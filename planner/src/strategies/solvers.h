@@ -15,7 +15,8 @@ const std::vector<const StrategySolver*>& RegisteredSolvers();
 // Builds the single-level schedule for `decisions` and simulates it.
 Result<Plan> EvaluateDecisions(const Profile& profile, Strategy strategy, std::string parameter,
                                const std::vector<LayerDecision>& decisions,
-                               const std::vector<int>& selective_option, int64_t budget_bytes);
+                               const std::vector<int>& selective_option, int64_t budget_bytes,
+                               SimulationDetail detail = SimulationDetail::kFull);
 
 // Keeps the better of `*best` and `candidate` (BetterPlan); `*have` says
 // whether *best holds a plan yet.

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Whole-process time of `planner --strategy optimal`, two binaries, alternately.
+
+  bench/whole_process.py BEFORE_PLANNER AFTER_PLANNER SOLVER_BENCH [RUNS [LAYERS...]]
+
+Writes the benchmark's spread_persistent chains (solver_bench
+--write_profile=spread_persistent:L:PATH, default L = 64 256 1024) to a
+temporary directory, takes the budget docs/solver.md uses (the model state
+plus 40% of the way from the lowest activation peak to keeping everything,
+as solver_bench prints them), and runs
+
+  /usr/bin/time PLANNER --budget B --strategy optimal --slots 1000 [--exact-times] PROFILE
+
+RUNS times (default 5) on each binary, alternating before / after so that a
+pair sees the same machine load. Prints a markdown table of the median wall
+and user seconds, and whether both binaries printed the same plan (the
+text report, byte for byte). --exact-times is left out at 1024 layers when
+the before binary would need its exact DP (27 s) unless ALL_EXACT=1.
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def write_profile(bench, layers, path):
+    out = subprocess.run([bench, f"--write_profile=spread_persistent:{layers}:{path}"],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"lowest (\d+), keeping everything (\d+) bytes; static (\d+) bytes", out)
+    lowest, keep_all, static = (int(g) for g in m.groups())
+    return static + lowest + (keep_all - lowest) * 4 // 10
+
+
+def timed(planner, args):
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %U", planner] + args, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{planner} {' '.join(args)} failed: {r.stderr}")
+    wall, user = (float(v) for v in r.stderr.strip().splitlines()[-1].split())
+    return wall, user, r.stdout
+
+
+def main():
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    before, after, bench = sys.argv[1:4]
+    runs = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    sizes = [int(v) for v in sys.argv[5:]] or [64, 256, 1024]
+    print("| L | times | budget (B) | before: wall / user s | after: wall / user s | "
+          "user speed-up | same plan |")
+    print("|---:|---|---:|---:|---:|---:|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers in sizes:
+            path = os.path.join(tmp, f"spread{layers}.json")
+            budget = write_profile(bench, layers, path)
+            for exact in (False, True):
+                if exact and layers >= 1024 and not os.environ.get("ALL_EXACT"):
+                    continue
+                args = ["--budget", f"{budget}B", "--strategy", "optimal", "--slots", "1000"]
+                args += ["--exact-times"] if exact else []
+                args.append(path)
+                samples = {before: [], after: []}
+                plans = {}
+                for _ in range(runs):
+                    for planner in (before, after):
+                        wall, user, out = timed(planner, args)
+                        samples[planner].append((wall, user))
+                        plans[planner] = out
+                cells = []
+                for planner in (before, after):
+                    wall = statistics.median(w for w, _ in samples[planner])
+                    user = statistics.median(u for _, u in samples[planner])
+                    cells.append((wall, user))
+                speedup = cells[0][1] / cells[1][1] if cells[1][1] > 0 else float("inf")
+                same = "yes" if plans[before] == plans[after] else "NO"
+                print(f"| {layers} | {'exact' if exact else 'pooled'} | {budget:,} | "
+                      f"{cells[0][0]:.2f} / {cells[0][1]:.2f} | {cells[1][0]:.2f} / "
+                      f"{cells[1][1]:.2f} | {speedup:.1f}x | {same} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+#include "strategies/heuristic_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace remat {
+namespace {
+
+// The default order of selective: blocks with an option, the most bytes
+// saved per millisecond of extra recompute first.
+std::vector<int> SelectiveOrder(const Profile& p, const std::vector<int>& blocks) {
+  std::vector<int> order;
+  for (int c : blocks) {
+    if (!p.layers[c].selective.empty()) order.push_back(c);
+  }
+  auto saved_per_ms = [&](int c) {
+    const LayerProfile& l = p.layers[c];
+    const double saved = static_cast<double>(l.activation_bytes - l.selective[0].activation_bytes);
+    return saved / std::max(1e-9, l.selective[0].extra_recompute_ms);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return saved_per_ms(a) > saved_per_ms(b); });
+  return order;
+}
+
+// Layer i's selective option (BuildSingleLevelSchedule: 0 when not given).
+int OptionOf(const std::vector<int>& selective_option, int i) {
+  return i < static_cast<int>(selective_option.size()) && selective_option[i] >= 0
+             ? selective_option[i]
+             : 0;
+}
+
+// SingleLevelStepMs differs from the simulated step by rounding only; a
+// candidate more than this (relative) above the bound cannot be faster.
+constexpr double kStepSlack = 1e-7;
+
+}  // namespace
+
+HeuristicFamily::HeuristicFamily(const Profile& profile, Strategy strategy,
+                                 std::vector<int> selective_order)
+    : profile_(profile),
+      strategy_(strategy),
+      blocks_(BlockLayers(profile)),
+      selective_(std::move(selective_order)) {
+  if (strategy_ == Strategy::kSelective && selective_.empty()) {
+    selective_ = SelectiveOrder(profile_, blocks_);
+  }
+}
+
+int HeuristicFamily::last_parameter() const {
+  return strategy_ == Strategy::kSelective ? static_cast<int>(selective_.size())
+                                           : static_cast<int>(blocks_.size());
+}
+
+HeuristicCandidate HeuristicFamily::Candidate(int parameter) const {
+  const int n = static_cast<int>(blocks_.size());
+  const int L = profile_.num_layers();
+  HeuristicCandidate c;
+  std::vector<char> start(n, 0);
+  switch (strategy_) {
+    case Strategy::kUniform:
+      for (int j = 0; j < n; ++j) start[j] = j % parameter == 0;
+      c.parameter = "every " + std::to_string(parameter);
+      c.decisions = SegmentDecisions(L, blocks_, start);
+      break;
+    case Strategy::kSegment: {
+      int pos = 0;
+      for (int s = 0; s < parameter; ++s) {
+        start[pos] = 1;
+        pos += n / parameter + (s < n % parameter ? 1 : 0);
+      }
+      c.parameter = std::to_string(parameter) + " segments";
+      c.decisions = SegmentDecisions(L, blocks_, start);
+      break;
+    }
+    default:  // selective
+      c.parameter = std::to_string(parameter) + "/" + std::to_string(n) + " blocks";
+      c.decisions.assign(L, LayerDecision::kKeep);
+      c.selective_option.assign(L, -1);
+      for (int j = 0; j < parameter; ++j) {
+        c.decisions[selective_[j]] = LayerDecision::kSelective;
+        c.selective_option[selective_[j]] = 0;
+      }
+      break;
+  }
+  return c;
+}
+
+double SingleLevelStepMs(const Profile& p, const std::vector<LayerDecision>& decisions,
+                         const std::vector<int>& selective_option) {
+  double ms = p.optimizer_ms;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    ms += l.forward_ms + l.backward_ms;
+    if (RunsWithoutGrad(decisions[i])) ms += l.forward_ms;
+    if (decisions[i] == LayerDecision::kSelective) {
+      ms += l.selective[OptionOf(selective_option, i)].extra_recompute_ms;
+    }
+  }
+  return ms;
+}
+
+int64_t SingleLevelPeakLowerBound(const Profile& p, const std::vector<LayerDecision>& decisions,
+                                  const std::vector<int>& selective_option) {
+  int64_t bytes = p.static_bytes();
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    if (decisions[i] == LayerDecision::kKeep) bytes += l.activation_bytes - l.output_bytes;
+    if (decisions[i] == LayerDecision::kSelective) {
+      bytes += l.selective[OptionOf(selective_option, i)].activation_bytes - l.output_bytes;
+    }
+  }
+  return bytes;
+}
+
+Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily& family,
+                                         int64_t budget_bytes, const FamilySearchLimits& limits) {
+  Plan best;
+  bool have = false;
+  const bool by_step = limits.step_ms < std::numeric_limits<double>::infinity();
+  const bool by_peak = limits.only_fitting && budget_bytes > 0;
+  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+    HeuristicCandidate c = family.Candidate(k);
+    if (by_step && SingleLevelStepMs(p, c.decisions, c.selective_option) > limits.step_ms) {
+      continue;
+    }
+    if (by_peak && SingleLevelPeakLowerBound(p, c.decisions, c.selective_option) > budget_bytes) {
+      continue;
+    }
+    REMAT_ASSIGN_OR_RETURN(
+        Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c.parameter), c.decisions,
+                                     c.selective_option, budget_bytes, SimulationDetail::kTotals));
+    KeepBetter(std::move(plan), &best, &have);
+  }
+  if (!have) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(best.predicted, Simulate(p, best.schedule));
+  return std::optional<Plan>(std::move(best));
+}
+
+std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o,
+                                      double below_step_ms) {
+  // Above the limit a candidate cannot be faster than the bound; a
+  // family's plan that is not, whatever it is, is not used.
+  FamilySearchLimits limits;
+  limits.step_ms = below_step_ms * (1 + kStepSlack);
+  limits.only_fitting = true;  // a family's plan is used only when it fits
+  std::optional<Plan> best;
+  for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+    // A candidate that fails to simulate fails its strategy: no plan from it.
+    Result<std::optional<Plan>> plan =
+        SearchFamily(p, HeuristicFamily(p, s), o.budget_bytes, limits);
+    if (!plan.ok() || !*plan || !(*plan)->fits) continue;
+    if (!best || (*plan)->predicted.step_ms < best->predicted.step_ms) best = **std::move(plan);
+  }
+  return best;
+}
+
+}  // namespace remat
