@@ -12,6 +12,7 @@
 #include "remat/profile.h"
 #include "remat/strategies.h"
 #include "testing/gpt_chain.h"
+#include "testing/minilm_job.h"
 
 namespace remat {
 namespace {
@@ -26,14 +27,10 @@ const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
 constexpr int64_t s = 2048, h = 4096, a = 32;
 constexpr int64_t sbh = s * h, as2b = a * s * s;
 
+// The analytic profile of `c` on --device cpu or the default GPU.
 Profile Analytic(const ModelConfig& c, bool cpu) {
-  AnalyticOptions options;
-  if (cpu) {
-    Result<DeviceSpec> device = LookupDevice("cpu");
-    EXPECT_TRUE(device.ok());
-    if (device.ok()) options.device = *device;
-  }
-  Result<Profile> p = AnalyticProfile(c, options);
+  if (cpu) return testing::AnalyticOnCpu(c);
+  Result<Profile> p = AnalyticProfile(c, {});
   EXPECT_TRUE(p.ok()) << p.status().message();
   return p.ok() ? *p : Profile{};
 }
