@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "attention.h"
+#include "dropout_regenerate.h"
 #include "encoder_model.h"
 #include "gpt_model.h"
 #include "llama_model.h"
@@ -160,6 +161,10 @@ SelectiveParts PartsOf(int option) {
       return {false, false, true};
     case 4:
       return {true, true, true};
+    case 5:
+      return {false, false, false, true};
+    case 6:
+      return {true, true, true, true};
     default:
       return {};
   }
@@ -286,8 +291,9 @@ void ChainModel::ZeroGrad() {
   }
 }
 
-at::Tensor ChainModel::Dropout(const at::Tensor& x) const {
+at::Tensor ChainModel::Dropout(const at::Tensor& x, RecomputeTimer* regenerate) const {
   if (config_.dropout <= 0) return x;
+  if (regenerate != nullptr) return RegeneratedDropout(x, config_.dropout, regenerate);
   return at::dropout(x, config_.dropout, /*train=*/true);
 }
 
@@ -303,8 +309,8 @@ at::Tensor ChainModel::MergeHeads(const at::Tensor& context) const {
 }
 
 at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                      const at::Tensor& bias, bool softmax_fp32,
-                                      uint64_t seed) const {
+                                      const at::Tensor& bias, bool softmax_fp32, uint64_t seed,
+                                      RecomputeTimer* regenerate) const {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   // Intermediates are dropped as soon as they are consumed, so that a forward
   // without grad holds as little as it can.
@@ -313,7 +319,7 @@ at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, 
   probs = softmax_fp32 ? at::softmax(probs, -1, at::kFloat).to(q.scalar_type())
                        : at::softmax(probs, -1);
   if (config_.dropout > 0) SeedGenerator(device_, seed);
-  probs = Dropout(probs);
+  probs = Dropout(probs, regenerate);
   return at::bmm(probs, v);
 }
 

@@ -56,6 +56,10 @@ struct DropoutSeeds {
   uint64_t layer = 0;  // embedding dropout, a block's prologue, a head's dropout
   uint64_t core = 0;   // a block's attention dropout
   uint64_t tail = 0;   // a block's residual dropouts
+  // Non-null: a block's dropouts (residual, and eager attention's) keep no
+  // mask (dropout_regenerate.h; the "dropout_mask" option); their backward
+  // draws it again and adds the time it took here.
+  RecomputeTimer* regenerate = nullptr;
 };
 DropoutSeeds SeedsFor(uint64_t run_seed, int64_t step, int layer);
 
@@ -67,12 +71,14 @@ using Heads = std::vector<at::Tensor>;
 
 // A block's selective options in the planner's order (remat/profile.h:
 // attention_core, mlp_activation, attention_core+mlp_activation,
-// norm_output, attention_core+mlp_activation+norm_output): what a forward
+// norm_output, attention_core+mlp_activation+norm_output, dropout_mask,
+// attention_core+mlp_activation+norm_output+dropout_mask): what a forward
 // with grad leaves its backward to recompute.
 struct SelectiveParts {
-  bool core = false;  // the attention core
-  bool mlp = false;   // the MLP activation
-  bool norm = false;  // the norms' outputs
+  bool core = false;     // the attention core
+  bool mlp = false;      // the MLP activation
+  bool norm = false;     // the norms' outputs
+  bool dropout = false;  // the dropout masks (the core's own, unless recomputed)
 };
 // The parts of option `option` (-1: none, a full forward).
 SelectiveParts PartsOf(int option);
@@ -140,8 +146,11 @@ class ChainModel {
   // Epilogue the norms' outputs: gpt and llama without LoRA (the planner
   // offers those options where it is true).
   virtual bool recomputes_mlp() const { return false; }
-  // How many selective options a block has (PartsOf 0..n-1).
-  int selective_options() const { return recomputes_mlp() ? 5 : 1; }
+  // How many selective options a block has (PartsOf 0..n-1): the dropout
+  // masks' two with dropout on.
+  int selective_options() const {
+    return recomputes_mlp() ? (config_.dropout > 0 ? 7 : 5) : 1;
+  }
 
   // Trainable tensors (buffers such as the causal mask and frozen weights
   // such as an unused pooler or, with LoRA, every weight but the adapters'
@@ -224,8 +233,9 @@ class ChainModel {
   int64_t batch_sequences() const { return batch_sequences_; }
   // Dropout with the model's rate, as nn.Dropout runs it (at::dropout): on
   // CUDA a fused kernel that keeps a 1-byte mask, on CPU a multiply by a
-  // mask in the input's dtype, which it keeps.
-  at::Tensor Dropout(const at::Tensor& x) const;
+  // mask in the input's dtype, which it keeps. `regenerate` non-null: keeps
+  // no mask (RegeneratedDropout, timed into it).
+  at::Tensor Dropout(const at::Tensor& x, RecomputeTimer* regenerate = nullptr) const;
   // (b, s, n * d) -> (b * n, s, d), one contiguous copy (b: t's texts).
   at::Tensor SplitHeads(const at::Tensor& t, int64_t n) const;
   // (b * a, s, d) -> (b, s, a * d) for the model's a heads, one contiguous
@@ -234,9 +244,11 @@ class ChainModel {
   // softmax(q k^T / sqrt(d) + bias) (dropout seeded from `seed`) v over
   // (n, s, d) heads; `bias` undefined: bidirectional. `softmax_fp32`: the
   // softmax runs in fp32 and is cast back to q's dtype (HF llama). Keeps q,
-  // k, the probabilities, the dropout mask, the dropped probabilities and v.
+  // k, the probabilities, the dropout mask, the dropped probabilities and v
+  // (no mask with `regenerate`: Dropout).
   at::Tensor EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const at::Tensor& bias, bool softmax_fp32, uint64_t seed) const;
+                            const at::Tensor& bias, bool softmax_fp32, uint64_t seed,
+                            RecomputeTimer* regenerate = nullptr) const;
   // The attention core of config().attention when it is not eager (sdpa or
   // flash: attention.h) for q (sequences, a, s, d) and k, v (sequences, kv,
   // s, d), causal or bidirectional, dropout at the model's rate seeded from

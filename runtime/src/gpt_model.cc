@@ -81,7 +81,8 @@ at::Tensor GptModel::AttentionCore(int /*layer*/, const Heads& heads,
   if (config().attention != AttentionImpl::kEager) {
     return FusedAttention(qkv[0], qkv[1], qkv[2], /*causal=*/true, seeds.core);
   }
-  return MergeHeads(EagerAttention(qkv[0], qkv[1], qkv[2], causal_bias_, false, seeds.core));
+  return MergeHeads(
+      EagerAttention(qkv[0], qkv[1], qkv[2], causal_bias_, false, seeds.core, seeds.regenerate));
 }
 
 at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
@@ -90,7 +91,7 @@ at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& 
   const ModelConfig& c = config();
   const Block& b = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
-  at::Tensor t = Dropout(Project(context, b.proj));
+  at::Tensor t = Dropout(Project(context, b.proj), seeds.regenerate);
   const at::Tensor mid = x + t;
   if (norm != nullptr) {
     t = RecomputedNormLinears(NormKind::kLayerNorm, mid, b.ln2_w, b.ln2_b, kNormEps,
@@ -105,7 +106,7 @@ at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& 
     t = at::gelu(t);
     t = Project(t, b.fc2);
   }
-  t = Dropout(t);
+  t = Dropout(t, seeds.regenerate);
   return mid + t;
 }
 

@@ -46,23 +46,29 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   const SelectiveParts parts = PartsOf(option);
   if (parts.mlp) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   if (parts.norm) s.norm_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
+  if (parts.dropout) s.dropout_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   RecomputeTimer* const norm = s.norm_timer.get();
+  // The draws of a forward whose dropouts keep no mask (the core's too,
+  // unless the core is recomputed, which keeps its mask while its own
+  // backward runs).
+  DropoutSeeds drawn = seeds;
+  drawn.regenerate = s.dropout_timer.get();
   if (!parts.core && !parts.mlp && !parts.norm) {
-    s.output = model.Forward(layer, s.input, batch, seeds, s.skips);
+    s.output = model.Forward(layer, s.input, batch, drawn, s.skips);
   } else if (!parts.core) {
     at::Tensor context =
-        model.AttentionCore(layer, model.Prologue(layer, s.input, seeds, norm), seeds);
-    s.output = model.Epilogue(layer, s.input, context, seeds, s.mlp_timer.get(), norm);
+        model.AttentionCore(layer, model.Prologue(layer, s.input, drawn, norm), drawn);
+    s.output = model.Epilogue(layer, s.input, context, drawn, s.mlp_timer.get(), norm);
   } else {
     s.selective = true;
     s.seeds = seeds;
-    s.heads = model.Prologue(layer, s.input, seeds, norm);
+    s.heads = model.Prologue(layer, s.input, drawn, norm);
     {
       c10::NoGradGuard no_grad;
       s.context = model.AttentionCore(layer, s.heads, seeds);
     }
     s.context.requires_grad_(true);
-    s.output = model.Epilogue(layer, s.input, s.context, seeds, s.mlp_timer.get(), norm);
+    s.output = model.Epilogue(layer, s.input, s.context, drawn, s.mlp_timer.get(), norm);
   }
   s.layer = layer;
   return s;
@@ -133,6 +139,12 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
   saved.skips.clear();
   if (saved.mlp_timer != nullptr && recompute_ms != nullptr) *recompute_ms += saved.mlp_timer->ms;
   saved.mlp_timer.reset();
+  // The dropouts' masks were drawn again in their backward, which has run
+  // (the core's is the core's own when it is recomputed).
+  if (saved.dropout_timer != nullptr && recompute_ms != nullptr) {
+    *recompute_ms += saved.dropout_timer->ms;
+  }
+  saved.dropout_timer.reset();
   if (saved.selective) {
     // The epilogue gave the context's gradient; recompute the core from the
     // kept q, k, v (same dropout mask) and backpropagate through it, then

@@ -44,6 +44,8 @@ struct SavedLayer {
   std::shared_ptr<RecomputeTimer> mlp_timer;
   // Selective forward, norms' outputs recomputed in backward: the same.
   std::shared_ptr<RecomputeTimer> norm_timer;
+  // Selective forward, dropout masks drawn again in backward: the same.
+  std::shared_ptr<RecomputeTimer> dropout_timer;
   // The loss with separate text passes: the earlier passes' sentence
   // embeddings as leaves (sharing their storage); their gradients are the
   // skips' gradients.
@@ -66,9 +68,9 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
 // the selective option's parts (PartsOf) are recomputed in backward: the
 // attention core runs without grad and only its inputs (q, k, v) and output
 // are kept; the MLP activation's input is kept, not its output; the norms'
-// inputs are kept, not their outputs. `timing`: the clock of the MLP
-// activation's and the norms' recomputes. `skips`: the loss's inputs
-// from earlier passes (ChainModel::Forward).
+// inputs are kept, not their outputs; the dropouts keep no mask. `timing`:
+// the clock of the MLP activation's, the norms' and the masks' recomputes.
+// `skips`: the loss's inputs from earlier passes (ChainModel::Forward).
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, int option,
                            const Timing& timing, const std::vector<at::Tensor>& skips = {});

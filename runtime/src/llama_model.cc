@@ -124,7 +124,8 @@ at::Tensor LlamaModel::AttentionCore(int /*layer*/, const Heads& heads,
   at::Tensor context;
   {
     const at::Tensor k = RepeatHeads(heads[1]), v = RepeatHeads(heads[2]);
-    context = EagerAttention(q, k, v, causal_bias_, /*softmax_fp32=*/true, seeds.core);
+    context = EagerAttention(q, k, v, causal_bias_, /*softmax_fp32=*/true, seeds.core,
+                             seeds.regenerate);
   }
   return MergeHeads(context);
 }
@@ -135,7 +136,7 @@ at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
-  at::Tensor t = Dropout(Project(context, w.o));
+  at::Tensor t = Dropout(Project(context, w.o), seeds.regenerate);
   const at::Tensor mid = x + t;
   if (norm != nullptr) {
     // rms2's input kept, its output made again in the backward of the gate
@@ -150,7 +151,7 @@ at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor
       t = Project(at::silu(gate_up[0]) * gate_up[1], w.down);
     }
     gate_up.clear();
-    return mid + Dropout(t);
+    return mid + Dropout(t, seeds.regenerate);
   }
   const at::Tensor y = RmsNorm(mid, w.rms2);
   if (mlp != nullptr) {
@@ -159,10 +160,10 @@ at::Tensor LlamaModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor
     const at::Tensor gate = Project(y, w.gate);
     t = RecomputedActivationLinear(MlpActivation::kSwiGlu, gate, Project(y, w.up), w.down.weight,
                                    w.down.bias, mlp);
-    t = Dropout(t);
+    t = Dropout(t, seeds.regenerate);
   } else {
     t = at::silu(Project(y, w.gate)) * Project(y, w.up);
-    t = Dropout(Project(t, w.down));
+    t = Dropout(Project(t, w.down), seeds.regenerate);
   }
   return mid + t;
 }

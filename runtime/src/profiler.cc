@@ -230,7 +230,8 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.keeps_input = model_->keeps_input(layer);
   // The planner's names, in the order of PartsOf.
   const char* const kNames[] = {kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption,
-                                kNormOutputOption, kAllSelectiveOption};
+                                kNormOutputOption,    kAllSelectiveOption,  kDropoutMaskOption,
+                                kAllWithDropoutOption};
   for (size_t k = 0; k < m.selective.size() && k < std::size(kNames); ++k) {
     const GradSummary& sel = m.selective[k];
     SelectiveOption opt;

@@ -46,7 +46,10 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
             "): the runtime's selective options of a block are " +
             (model.selective_options() > 1
                  ? "0 (attention_core), 1 (mlp_activation), 2 (attention_core+mlp_activation), "
-                   "3 (norm_output) and 4 (attention_core+mlp_activation+norm_output)"
+                   "3 (norm_output), 4 (attention_core+mlp_activation+norm_output)" +
+                       (model.selective_options() > 5
+                            ? std::string(", 5 (dropout_mask) and 6 (all four)")
+                            : std::string(" (dropout off: no dropout_mask options)"))
                  : "0 (attention_core) for this model") +
             "; layer '" + model.layer_name(op.layer) + "'");
       }

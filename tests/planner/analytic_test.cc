@@ -26,7 +26,8 @@ TEST(Analytic, ReproducesKorthikantiPerLayerActivations) {
     const LayerProfile& block = Block(*prof);
     EXPECT_EQ(block.activation_bytes, 2'868'903'936 + kLayerNormStats * 2048);
     // Selective recompute of the attention core leaves 34*s*b*h.
-    ASSERT_EQ(block.selective.size(), 5u);  // then mlp_activation, both, norm_output, all
+    // then mlp_activation, both, norm_output, all three, dropout_mask, all four
+    ASSERT_EQ(block.selective.size(), 7u);
     EXPECT_EQ(block.selective[0].name, "attention_core");
     EXPECT_EQ(block.selective[0].activation_bytes,
               int64_t{34} * 2048 * 12288 + kLayerNormStats * 2048);
@@ -51,7 +52,7 @@ TEST(Analytic, FlashAttentionDropsTheQuadraticTerms) {
   EXPECT_EQ(Block(*prof).activation_bytes,
             int64_t{34} * 2048 * 12288 + kLayerNormStats * 2048 + lse);
   // Recomputing the core would drop the logsumexp alone: no quadratic term is left.
-  ASSERT_EQ(Block(*prof).selective.size(), 5u);
+  ASSERT_EQ(Block(*prof).selective.size(), 7u);
   EXPECT_EQ(Block(*prof).selective[0].activation_bytes, Block(*prof).activation_bytes - lse);
 }
 

@@ -33,11 +33,12 @@ constexpr int64_t s = 2048, h = 4096, a = 32;
 // Each LayerNorm keeps an fp32 mean and rstd per token.
 constexpr int64_t kLayerNormStats = 16 * s;
 
+// (then the dropout masks' two, dropout_mask_test.cc)
 TEST(SelectiveOptions, GptBlockListsTheFiveOptionsInOrder) {
   Result<Profile> p = AnalyticProfile(GptLayer(Precision::kBf16, AttentionImpl::kEager), {});
   ASSERT_TRUE(p.ok()) << p.status().message();
   const LayerProfile& block = Block(*p);
-  ASSERT_EQ(block.selective.size(), 5u);
+  ASSERT_EQ(block.selective.size(), 7u);
   EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
   EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
   EXPECT_EQ(block.selective[2].name, kAttentionCoreMlpOption);

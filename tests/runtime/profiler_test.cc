@@ -68,7 +68,8 @@ TEST_F(Profiler, SizesAreTheTensorsOfTheChain) {
   for (const LayerProfile& l : profile_.layers) {
     EXPECT_GE(l.activation_bytes, l.output_bytes) << l.name;
     if (l.kind != "block") continue;
-    ASSERT_EQ(l.selective.size(), 5u);  // then norm_output and all three
+    // then norm_output, all three, dropout_mask and all four (dropout on)
+    ASSERT_EQ(l.selective.size(), 7u);
     EXPECT_EQ(l.selective[0].name, "attention_core");
     EXPECT_EQ(l.selective[1].name, "mlp_activation");
     EXPECT_EQ(l.selective[2].name, "attention_core+mlp_activation");

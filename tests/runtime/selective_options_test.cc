@@ -1,5 +1,6 @@
 // The runtime's selective options (attention_core, mlp_activation, both,
-// norm_output and all three, ChainModel PartsOf): each gives the gradients
+// norm_output, all three, dropout_mask and all four, ChainModel PartsOf):
+// each gives the gradients
 // of running without checkpointing (fp32, dropout 0.1, within 1e-6 of the
 // largest gradient), and plans mixing them, from a measured profile, reach
 // the peak the simulator predicts.
@@ -70,14 +71,14 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
   const ModelConfig& c = GetParam().config;
   const Profile p = testing::AnalyticOf(c);
   std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
-  ASSERT_EQ(model->selective_options(), 5);
+  ASSERT_EQ(model->selective_options(), 7);
   double reference_loss = 0;
   const std::vector<at::Tensor> reference =
       GradientsOf(c, testing::PlannerSchedule(p, Strategy::kNone), &reference_loss);
   double largest = 0;
   for (const at::Tensor& r : reference) largest = std::max(largest, r.abs().max().item<double>());
   ASSERT_GT(largest, 0);
-  for (int option = 0; option < 5; ++option) {
+  for (int option = 0; option < 7; ++option) {
     SCOPED_TRACE(p.layers[1].selective[option].name);
     const Schedule s = AllBlocksUnder(p, {option});
     ASSERT_TRUE(ValidateSchedule(s, p).ok());
@@ -148,9 +149,10 @@ void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
   EXPECT_NEAR(measured, predicted, 0.015 * predicted);
 }
 
-// A measured profile lists the five options with what they keep; plans
+// A measured profile lists the seven options with what they keep; plans
 // with the blocks under mlp_activation and attention_core+mlp_activation,
-// and under norm_output and all three, reach the simulated peak.
+// under norm_output and all three, and under dropout_mask and all four,
+// reach the simulated peak.
 TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   const ModelConfig& c = GetParam().config;
   MeasureOptions m;
@@ -159,7 +161,7 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
   ASSERT_TRUE(profile.ok()) << profile.status().message();
   const LayerProfile& block = profile->layers[1];
-  ASSERT_EQ(block.selective.size(), 5u);
+  ASSERT_EQ(block.selective.size(), 7u);
   EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
   EXPECT_EQ(block.selective[3].name, kNormOutputOption);
   EXPECT_EQ(block.selective[4].name, kAllSelectiveOption);
@@ -169,6 +171,11 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   EXPECT_LT(block.selective[3].activation_bytes, block.activation_bytes);
   EXPECT_LT(block.selective[4].activation_bytes, block.selective[2].activation_bytes);
   EXPECT_GT(block.selective[3].extra_recompute_ms, 0);
+  EXPECT_EQ(block.selective[5].name, kDropoutMaskOption);
+  EXPECT_EQ(block.selective[6].name, kAllWithDropoutOption);
+  EXPECT_LT(block.selective[5].activation_bytes, block.activation_bytes);
+  EXPECT_LT(block.selective[6].activation_bytes, block.selective[4].activation_bytes);
+  EXPECT_GT(block.selective[5].extra_recompute_ms, 0);
   {
     SCOPED_TRACE("mlp_activation, attention_core+mlp_activation");
     ExpectMeasuredPeakIsPredicted(c, *profile, {1, 2});
@@ -176,6 +183,10 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   {
     SCOPED_TRACE("norm_output, attention_core+mlp_activation+norm_output");
     ExpectMeasuredPeakIsPredicted(c, *profile, {3, 4});
+  }
+  {
+    SCOPED_TRACE("dropout_mask, attention_core+mlp_activation+norm_output+dropout_mask");
+    ExpectMeasuredPeakIsPredicted(c, *profile, {5, 6});
   }
 }
 

@@ -29,13 +29,19 @@ inline constexpr char kLossKind[] = "loss";
 // recompute the attention core (QK^T, softmax, dropout, .V) in backward; the
 // MLP activation (keep GELU's input, or SwiGLU's gate and up, recompute its
 // output); both; the norms' outputs (keep each pre-norm's input, recompute
-// its output in the backward of the projections that read it); all three.
-// A block lists them in this order, the ones it has.
+// its output in the backward of the projections that read it); all three;
+// the dropout masks (keep only each dropout's generator state, regenerate
+// its mask in backward: the residual dropouts, and eager attention's); all
+// four. A block lists them in this order, the ones it has (the runtime's
+// PartsOf numbers them so).
 inline constexpr char kAttentionCoreOption[] = "attention_core";
 inline constexpr char kMlpActivationOption[] = "mlp_activation";
 inline constexpr char kAttentionCoreMlpOption[] = "attention_core+mlp_activation";
 inline constexpr char kNormOutputOption[] = "norm_output";
 inline constexpr char kAllSelectiveOption[] = "attention_core+mlp_activation+norm_output";
+inline constexpr char kDropoutMaskOption[] = "dropout_mask";
+inline constexpr char kAllWithDropoutOption[] =
+    "attention_core+mlp_activation+norm_output+dropout_mask";
 
 // An alternative way to run a layer's forward with grad that keeps less:
 // e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout

@@ -196,6 +196,11 @@ struct RecomputePart {
   // reaches before the recompute. Otherwise (the MLP activation) the output
   // is dropped too and recomputed inside its consumer's backward.
   bool holds_output = true;
+  // A dropout that keeps no mask (OpInfo::dropout_mask): only what the op
+  // saves of its own outputs (the mask) is dropped, and nothing is kept to
+  // make it again (the generator state the runtime saves is not a tensor).
+  // Like the MLP activation, it is made again in the op's own backward.
+  bool regenerates = false;
 };
 
 // How a layer's backward runs (BackwardWorkspace).
@@ -319,6 +324,10 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
     for (int t : saved) {
       const int p = tensors[t].producer;
       bool internal = p >= 0 && part.count(p) > 0;
+      if (parts[i].regenerates && internal) {
+        const std::vector<int>& own = g.ops()[p].saved;
+        internal = std::find(own.begin(), own.end(), t) != own.end();
+      }
       if (parts[i].holds_output) {
         for (int c : g.consumers(t)) internal = internal && part.count(c) > 0;
       }
@@ -336,8 +345,10 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
     const std::set<int> part(parts[i].ops.begin(), parts[i].ops.end());
     // The part's inputs made by the layer's other ops are kept to recompute
     // it, also those no op saves in a full forward (k and v before
-    // repeat_kv, a tensor the core casts for its matmuls).
+    // repeat_kv, a tensor the core casts for its matmuls). A regenerated
+    // mask needs none.
     for (int op : parts[i].ops) {
+      if (parts[i].regenerates) break;
       for (int t : g.ops()[op].inputs) {
         const int p = tensors[t].producer;
         if (p < 0 || part.count(p) > 0 || layer_ops.count(p) == 0) continue;
@@ -397,11 +408,29 @@ std::vector<RecomputePart> NormParts(const OpGraph& g, const std::vector<int>& o
   return parts;
 }
 
+// The dropouts a layer's "dropout_mask" option runs without their masks,
+// one part each (each mask is drawn again in its own op's backward),
+// leaving out those of `except` (the attention core's, when the core is
+// recomputed: its recompute draws that mask, the core's own).
+std::vector<RecomputePart> DropoutParts(const OpGraph& g, const std::vector<int>& ops,
+                                        const RecomputePart& except) {
+  std::vector<RecomputePart> parts;
+  for (int op : ops) {
+    if (!g.ops()[op].dropout_mask ||
+        std::find(except.ops.begin(), except.ops.end(), op) != except.ops.end())
+      continue;
+    RecomputePart part{{op}, false};
+    part.regenerates = true;
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 // The selective options of a layer, from its ops' recompute tags: the
 // attention core (option 0 where the layer has one), the MLP activation,
-// both, the norms' outputs and all three, in the runtime's order
-// (PartsOf). Of the combinations with the norms only all three is offered:
-// a norm's recompute costs about what the MLP activation's does per byte
+// both, the norms' outputs, all three, the dropout masks and all four, in
+// the runtime's order (PartsOf). Of the combinations with the norms only
+// all three is offered: a norm's recompute costs about what the MLP activation's does per byte
 // it saves (both memory-bound pointwise ops), so the norms refine the
 // ladder core < core+mlp at its cheap end (norm_output alone) and extend it
 // past core+mlp (all three) without doubling the solvers' keep modes.
@@ -437,6 +466,16 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
   all.insert(all.end(), norms.begin(), norms.end());
   add(kNormOutputOption, norms);
   if (out.size() == 4) add(kAllSelectiveOption, all);
+  // The dropout masks, 5 and 6: alone (the masks without any other
+  // recompute: one draw and multiply per element, a short step with eager
+  // attention's s x s mask) and on top of all three (the least a block
+  // keeps); the other combinations would lie between points the solvers
+  // have and add keep modes to every block, as the norms' would.
+  if (out.size() != 5) return out;
+  add(kDropoutMaskOption, DropoutParts(g, ops, RecomputePart{}));
+  const std::vector<RecomputePart> dropouts = DropoutParts(g, ops, core);
+  all.insert(all.end(), dropouts.begin(), dropouts.end());
+  if (out.size() == 6 && !dropouts.empty()) add(kAllWithDropoutOption, all);
   return out;
 }
 

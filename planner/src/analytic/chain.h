@@ -57,7 +57,11 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
 //                     statistics), recomputed from its kept input in those
 //                     projections' backward; "attention_core+mlp_activation+
 //                     norm_output": all three (the norms' two only after the
-//                     first three, as the runtime numbers them). Their
+//                     first three, as the runtime numbers them);
+//                     "dropout_mask" when it has tagged dropouts: drops
+//                     each one's mask, drawn again from the generator state
+//                     in that dropout's backward; then all four (the core's
+//                     dropout is the core's there). Their
 //                     recompute workspace is what the recomputes, replayed
 //                     where the backward reaches them, add to its peak.
 // `kinds` maps a layer tag to its kind (embedding/block/...).

@@ -7,6 +7,7 @@ T GptBlock(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, f = c.ffn_hidden;
   const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
+  B.DropoutMask(true);
   B.NormOutput(true);
   T y1 = B.LayerNorm("ln1", x, h);
   B.NormOutput(false);
@@ -26,6 +27,7 @@ T GptBlock(Builder& B, const T& x) {
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
   T out = B.Add("residual2", mid, w);
   B.HoldInLastOp({ctx});  // the executor's context, through the epilogue
+  B.DropoutMask(false);
   return out;
 }
 
@@ -40,6 +42,7 @@ T LlamaBlock(Builder& B, const T& x) {
   const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   const int stream = B.dt().stream;
   const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, true};
+  B.DropoutMask(true);
   B.NormOutput(true);
   T y1 = B.RmsNorm("rms1", x, h);
   B.NormOutput(false);
@@ -77,6 +80,7 @@ T LlamaBlock(Builder& B, const T& x) {
   B.HoldInLastOp({prod});
   T out = B.Add("residual2", mid, w);
   B.HoldInLastOp({y2, ctx});  // ctx: the executor's, through the epilogue
+  B.DropoutMask(false);
   return out;
 }
 

@@ -111,6 +111,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.attention_core = core;
   op.mlp_activation = mlp_activation_;
   op.norm_output = norm_output_;
+  op.dropout_mask = in_dropout_ && dropout_mask_ && !in_adapter_;
   Count(bwd_workspace);
   Count(op.gradient_bytes);
   if (count_parameters_) {
@@ -258,7 +259,9 @@ T Builder::Dropout(const std::string& name, const T& x, bool core, double p) {
   // CUDA's fused dropout keeps a bool mask; at::dropout on CPU multiplies by
   // a mask of the input's dtype and keeps that.
   T mask = Tensor(name + ".mask", x.elems, device_.cpu ? x.elem_bytes : 1, false);
+  in_dropout_ = true;
   Op(name, {x}, {y, mask}, {mask}, 2.0 * x.elems, 1.0, 0, 0, core);
+  in_dropout_ = false;
   return y;
 }
 

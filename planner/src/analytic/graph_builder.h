@@ -112,6 +112,12 @@ class Builder {
   // matmuls is marked with it): not in a LoRA job (the runtime recomputes a
   // norm only before plain projections).
   void NormOutput(bool on) { norm_output_ = on && c_.lora_rank == 0; }
+  // Marks the dropouts added while `on` (OpInfo::dropout_mask) as ones the
+  // "dropout_mask" option runs without keeping their mask: a decoder
+  // block's residual dropouts and its eager attention's dropout, not in a
+  // LoRA job (as the norms) and not SDPA's math path (its mask is inside
+  // the ATen op; the runtime cannot regenerate it).
+  void DropoutMask(bool on) { dropout_mask_ = on && c_.lora_rank == 0; }
 
   // Casts `x` to the 16-bit matmul dtype under autocast (once per tensor).
   T MatmulInput(const T& x, bool core = false);
@@ -203,6 +209,8 @@ class Builder {
   bool in_adapter_ = false;      // building a LoRA adapter's ops
   bool mlp_activation_ = false;  // MlpActivation
   bool norm_output_ = false;     // NormOutput
+  bool dropout_mask_ = false;    // DropoutMask
+  bool in_dropout_ = false;      // adding a dropout's op (Dropout)
   int lora_bytes_ = 0;           // bytes per element of the adapters' weights
 };
 

@@ -69,7 +69,12 @@ T Builder::SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& sh
   Op("softmax", {sc}, {probs}, {probs}, 5.0 * scores, 1.0, 0, 0, true);
   HoldInLastOp({}, scores + Mul({b, a, s}));
   // attn, the (dropped) probabilities, is a local too.
+  // Its mask is made inside the ATen op, which keeps it: not the
+  // "dropout_mask" option's (DropoutMask).
+  const bool marking = dropout_mask_;
+  dropout_mask_ = false;
   const T dropped = Dropout("attn_dropout", probs, true);
+  dropout_mask_ = marking;
   locals.push_back(dropped);
   // return make_tuple(matmul(attn, value).to(dtype), attn.to(dtype)): the
   // arguments are evaluated last to first, so a 16-bit input's probabilities

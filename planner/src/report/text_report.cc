@@ -231,6 +231,8 @@ void LayerTable(std::ostringstream& o, const Plan& plan, const Profile& p) {
       if (option.name == kAttentionCoreMlpOption) decision = "sel:attn+mlp";
       if (option.name == kNormOutputOption) decision = "sel:norm";
       if (option.name == kAllSelectiveOption) decision = "sel:all";
+      if (option.name == kDropoutMaskOption) decision = "sel:drop";
+      if (option.name == kAllWithDropoutOption) decision = "sel:all4";
     }
     o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
       << PadLeft(FormatBytes(kept), 12)
