@@ -137,8 +137,9 @@ class ChainModel {
                               const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
                               RecomputeTimer* norm = nullptr) const = 0;
   // Whether Epilogue can recompute the MLP activation, and Prologue and
-  // Epilogue the norms' outputs: gpt and llama without LoRA (the planner
-  // offers those options where it is true).
+  // Epilogue the norms' outputs: gpt, llama and the encoders (their ln1,
+  // post-LN) without LoRA (the planner offers those options where it is
+  // true).
   virtual bool recomputes_mlp() const { return false; }
   // How many selective options a block has (PartsOf 0..n-1).
   int selective_options() const { return recomputes_mlp() ? 5 : 1; }
