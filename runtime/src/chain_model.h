@@ -143,13 +143,18 @@ class ChainModel {
                               const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
                               RecomputeTimer* norm = nullptr) const = 0;
   // Whether Epilogue can recompute the MLP activation, and Prologue and
-  // Epilogue the norms' outputs: gpt and llama without LoRA (the planner
-  // offers those options where it is true).
+  // Epilogue the norms' outputs: gpt, llama and the encoders (their ln1,
+  // post-LN) without LoRA (the planner offers those options where it is
+  // true).
   virtual bool recomputes_mlp() const { return false; }
+  // Whether the block runs the "dropout_mask" options (5 and 6: its
+  // dropouts regenerate their masks in backward), where dropout is on; the
+  // decoders without LoRA, as the analytic model offers them.
+  virtual bool regenerates_masks() const { return false; }
   // How many selective options a block has (PartsOf 0..n-1): the dropout
   // masks' two with dropout on.
   int selective_options() const {
-    return recomputes_mlp() ? (config_.dropout > 0 ? 7 : 5) : 1;
+    return recomputes_mlp() ? (regenerates_masks() && config_.dropout > 0 ? 7 : 5) : 1;
   }
 
   // Trainable tensors (buffers such as the causal mask and frozen weights

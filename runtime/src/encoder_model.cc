@@ -238,15 +238,47 @@ at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
 }
 
 at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
-                                  const DropoutSeeds& seeds, RecomputeTimer* /*mlp*/,
-                                  RecomputeTimer* /*norm*/) const {
+                                  const DropoutSeeds& seeds, RecomputeTimer* mlp,
+                                  RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
+  // t, as HF's hidden_states, holds each output until the next statement
+  // has run: the attention's dropped output until GELU's.
   at::Tensor t = Dropout(Project(context, w.o));
-  const at::Tensor y = at::layer_norm(x + t, {c.hidden}, w.ln1_w, w.ln1_b, kNormEps);
-  t = at::gelu(Project(y, w.fc1));
-  t = Dropout(Project(t, w.fc2));
+  at::Tensor y, u;  // ln1's output, fc1's
+  if (norm != nullptr) {
+    // ln1's input kept (ln1 keeps it anyway), its output made again in
+    // fc1's backward; the output is also the second residual's operand.
+    std::vector<at::Tensor> out = RecomputedNormLinears(
+        NormKind::kLayerNorm, x + t, w.ln1_w, w.ln1_b, kNormEps, {{w.fc1.weight, w.fc1.bias}},
+        norm, /*with_norm=*/true);
+    u = std::move(out[0]);
+    y = std::move(out[1]);
+  } else {
+    y = at::layer_norm(x + t, {c.hidden}, w.ln1_w, w.ln1_b, kNormEps);
+    u = Project(y, w.fc1);
+  }
+  if (mlp != nullptr) {
+    // GELU's input kept, its output made again in fc2's backward. The
+    // attention's output goes first: inside the function GELU's output
+    // takes its place until fc2's is made.
+    t = at::Tensor();
+    t = Dropout(RecomputedActivationLinear(MlpActivation::kGelu, u, {}, w.fc2.weight, w.fc2.bias,
+                                           mlp));
+  } else if (c.lora_rank > 0) {
+    // The frozen fc2 keeps nothing of GELU's output: t holds it through
+    // the second dropout.
+    t = at::gelu(u);
+    u = at::Tensor();
+    t = Dropout(Project(t, w.fc2));
+  } else {
+    // fc2 keeps GELU's output (with grad); t lets it go once fc2 has run.
+    t = at::gelu(u);
+    u = at::Tensor();
+    t = Project(t, w.fc2);
+    t = Dropout(t);
+  }
   return at::layer_norm(y + t, {c.hidden}, w.ln2_w, w.ln2_b, kNormEps);
 }
 

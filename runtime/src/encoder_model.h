@@ -26,6 +26,9 @@
 // and down projections (chain_model.h MakeProjection); every other weight,
 // the heads' included, frozen, as the planner's BertBlock models it.
 // The prologue returns q, k and v split into heads, the core's inputs.
+// Without LoRA the epilogue also runs the MLP activation's and ln1's
+// recompute (mlp_activation, norm_output: GELU's and ln1's outputs made
+// again in fc2's and fc1's backward); ln2's output is the block's.
 #ifndef REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 #define REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 
@@ -54,6 +57,9 @@ class EncoderModel final : public ChainModel {
   at::Tensor Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
                       const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
                       RecomputeTimer* norm = nullptr) const override;
+  // The MLP activation and ln1's output (the epilogue's) are recomputed
+  // before plain projections only: not with LoRA.
+  bool recomputes_mlp() const override { return config().lora_rank == 0; }
 
  private:
   // The projections: dense or nf4, with LoRA adapters where targeted.

@@ -33,6 +33,7 @@ class GptModel final : public ChainModel {
                       const DropoutSeeds& seeds, RecomputeTimer* mlp = nullptr,
                       RecomputeTimer* norm = nullptr) const override;
   bool recomputes_mlp() const override { return config().lora_rank == 0; }
+  bool regenerates_masks() const override { return config().lora_rank == 0; }
 
  private:
   struct Block {

@@ -12,7 +12,7 @@ using torch::autograd::variable_list;
 
 // The arguments after x and the weights, each a non-tensor input of the
 // function: its gradient is undefined.
-constexpr size_t kOtherArguments = 6;
+constexpr size_t kOtherArguments = 7;
 
 at::Tensor Leaf(const at::Tensor& t) {
   return t.defined() ? t.detach().requires_grad_(t.requires_grad()) : t;
@@ -24,7 +24,7 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
   // inputs must all be defined, hence the flags.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights,
                                int64_t kind, double eps, bool norm_bias, bool bias,
-                               int64_t projections, RecomputeTimer* timer) {
+                               int64_t projections, RecomputeTimer* timer, bool with_norm) {
     // Autograd is off here; autocast is not: the norm and the projections
     // run in the dtypes the plain ops would, and the norm's output dies on
     // return.
@@ -36,6 +36,7 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
       const size_t w = first + i * step;
       out.push_back(at::linear(y, weights[w], bias ? weights[w + 1] : at::Tensor()));
     }
+    if (with_norm) out.push_back(y);
     variable_list saved = {x};
     saved.insert(saved.end(), weights.begin(), weights.end());
     ctx->save_for_backward(saved);
@@ -44,6 +45,7 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
     ctx->saved_data["norm_bias"] = norm_bias;
     ctx->saved_data["bias"] = bias;
     ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
+    ctx->saved_data["projections"] = projections;
     return out;
   }
 
@@ -69,7 +71,8 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
     // gradient's: autocast's 16-bit copies under amp), gradients cast to
     // the weights' dtype; the norm output's gradient summed over them.
     at::Tensor dy_sum;
-    for (size_t i = 0; i < grad_outputs.size(); ++i) {
+    const auto projections = static_cast<size_t>(ctx->saved_data["projections"].toInt());
+    for (size_t i = 0; i < projections; ++i) {
       const at::Tensor& dy = grad_outputs[i];
       if (!dy.defined()) continue;
       const size_t k = first + i * step;
@@ -89,6 +92,15 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
       } else {
         dy_sum = std::move(d);
       }
+    }
+    if (grad_outputs.size() > projections && grad_outputs.back().defined() && y.requires_grad()) {
+      // The norm's own output gradient (the residual's), in its dtype, the
+      // projections' added into it in place, as autograd's input buffer
+      // accumulates them (it is this node's alone: the residual's other
+      // reader, the MLP, has run its backward before this one).
+      at::Tensor total = grad_outputs.back();
+      if (dy_sum.defined()) total.add_(dy_sum.to(y.scalar_type()));
+      dy_sum = std::move(total);
     }
     variable_list inputs;
     std::vector<size_t> index;
@@ -124,7 +136,7 @@ std::vector<at::Tensor> RecomputedNormLinears(NormKind kind, const at::Tensor& x
                                               const at::Tensor& norm_weight,
                                               const at::Tensor& norm_bias, double eps,
                                               const std::vector<NormProjection>& projections,
-                                              RecomputeTimer* timer) {
+                                              RecomputeTimer* timer, bool with_norm) {
   std::vector<at::Tensor> weights = {norm_weight};
   if (norm_bias.defined()) weights.push_back(norm_bias);
   const bool bias = projections.front().bias.defined();
@@ -134,7 +146,7 @@ std::vector<at::Tensor> RecomputedNormLinears(NormKind kind, const at::Tensor& x
   }
   return NormLinears::apply(x, at::TensorList(weights), static_cast<int64_t>(kind), eps,
                             norm_bias.defined(), bias, static_cast<int64_t>(projections.size()),
-                            timer);
+                            timer, with_norm);
 }
 
 }  // namespace remat::runtime

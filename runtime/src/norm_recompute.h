@@ -34,11 +34,14 @@ struct NormProjection {
 // the backward recomputes the norm from x (timed into `timer`, which may be
 // null), then computes every projection's weight, bias and input gradients
 // and the norm's, exactly as autograd would through the plain ops.
+// `with_norm`: the norm's output is returned too, last (a post-norm block's
+// residual reads it); its gradient joins the projections' before the
+// norm's backward. The function keeps no reference to it.
 std::vector<at::Tensor> RecomputedNormLinears(NormKind kind, const at::Tensor& x,
                                               const at::Tensor& norm_weight,
                                               const at::Tensor& norm_bias, double eps,
                                               const std::vector<NormProjection>& projections,
-                                              RecomputeTimer* timer);
+                                              RecomputeTimer* timer, bool with_norm = false);
 
 }  // namespace remat::runtime
 

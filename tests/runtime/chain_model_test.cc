@@ -91,7 +91,8 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
     EXPECT_EQ(m.activation_bytes, a.activation_bytes) << m.name;
     if (m.kind == "block") {
       // Every selective option, in the same order (attention_core, and for
-      // gpt and llama mlp_activation, both, norm_output and all three).
+      // gpt, llama and the encoders without LoRA mlp_activation, both,
+      // norm_output and all three).
       ASSERT_EQ(m.selective.size(), a.selective.size()) << m.name;
       for (size_t k = 0; k < a.selective.size(); ++k) {
         EXPECT_EQ(m.selective[k].name, a.selective[k].name) << m.name;

@@ -35,15 +35,29 @@ T BertBlock(Builder& B, const T& x) {
   T v = B.Projection("v_proj", x, h, h, true, kLoraV);
   T ctx = B.Attention(q, k, v, shape);
   T o = B.Dropout("resid_dropout1", B.Projection("attn_proj", ctx, h, h, true, kLoraO));
-  T y1 = B.LayerNorm("ln1", B.Add("residual1", x, o), h);
-  T u = B.Pointwise("gelu", B.Projection("fc1", y1, h, f, true, kLoraUp), 8.0);
+  // Post-LN: ln1's output is fc1's input and the second residual's; the
+  // "norm_output" option drops what fc1 keeps of it (and ln1's statistics)
+  // and keeps ln1's input, which ln1 keeps anyway. ln2's output is the
+  // block's output, the chain's boundary: nothing of it to drop (see
+  // docs/solver.md, "Selective options").
+  T r1 = B.Add("residual1", x, o);
+  B.NormOutput(true);
+  T y1 = B.LayerNorm("ln1", r1, h);
+  B.NormOutput(false);
+  T fc1 = B.Projection("fc1", y1, h, f, true, kLoraUp);
+  B.MlpActivation(true);
+  T u = B.Pointwise("gelu", fc1, 8.0);
+  B.MlpActivation(false);
   // The runtime's block (as HF's hidden_states) holds each output in one
   // variable, reassigned only once the next statement has run: the
-  // attention's dropped output until GELU's, GELU's until the second
-  // dropout's, and that and y1 until the block returns.
+  // attention's dropped output until GELU's, GELU's (with LoRA, where the
+  // frozen fc2 keeps nothing of it) until the second dropout's, and that
+  // and y1 until the block returns. Without LoRA the variable lets GELU's
+  // output go once fc2 has run, and under mlp_activation the runtime's
+  // function makes and frees it inside.
   B.HoldInLastOp({o});
   T w = B.Dropout("resid_dropout2", B.Projection("fc2", u, f, h, true, kLoraDown));
-  B.HoldInLastOp({u});
+  if (c.lora_rank > 0) B.HoldInLastOp({u});
   T out = B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
   B.HoldInLastOp({y1, w, ctx});  // ctx: the executor's, through the epilogue
   return out;

@@ -1,0 +1,162 @@
+// The selective options of a post-LN encoder block (bert, roberta,
+// distilbert): the MLP activation (GELU, as gpt's) and ln1's output, each
+// with the bytes it keeps written out as a formula of the block's shape; and
+// the solvers choose them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "remat/analytic.h"
+#include "remat/plan.h"
+#include "remat/profile.h"
+#include "remat/strategies.h"
+#include "testing/gpt_chain.h"
+
+namespace remat {
+namespace {
+
+const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
+  for (const SelectiveOption& o : l.selective) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+constexpr int64_t s = 512, b = 2, h = 768, a = 12, f = 3072;
+constexpr int64_t n = s * b;  // tokens
+
+// bert-base's block shape, `layers` of them, dropout 0.1.
+ModelConfig BertBase(Precision precision, int layers = 1) {
+  ModelConfig c;
+  c.name = "bert-base-block";
+  c.architecture = Architecture::kBert;
+  c.layers = layers;
+  c.hidden = h;
+  c.heads = a;
+  c.ffn_hidden = f;
+  c.vocab = 30522;
+  c.seq_len = s;
+  c.max_position = 512;
+  c.type_vocab = 2;
+  c.micro_batch = b;
+  c.precision = precision;
+  c.attention = AttentionImpl::kEager;
+  c.dropout = 0.1;
+  return c;
+}
+
+Profile Analytic(const ModelConfig& c, const std::string& device) {
+  AnalyticOptions o;
+  Result<DeviceSpec> d = LookupDevice(device);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  if (d.ok()) o.device = *d;
+  Result<Profile> p = AnalyticProfile(c, o);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : Profile{};
+}
+
+// fp32 on the CPU (every value, dropout mask and LayerNorm statistic 4
+// bytes). Kept by the block: q, k, v (3 nh), the scores' softmax, its
+// dropout mask and output (3 a s^2 b), the context (nh), the first
+// dropout's mask (nh), ln1's input (nh) and statistics (2 n), fc1's input
+// (ln1's output, nh), GELU's input and output (2 nf), the second dropout's
+// mask (nh), ln2's input (nh) and statistics (2 n) and the block's output
+// (nh): 4 (10 nh + 2 nf + 3 as^2b + 4 n) bytes.
+//   mlp_activation drops GELU's output (fc2's input): 4 nf;
+//   norm_output drops ln1's output (fc1's input) and statistics: 4 (nh + 2 n),
+//   keeping ln1's input, which ln1 keeps anyway. ln2's output is the block's
+//   output, the chain's boundary: no norm of it to recompute.
+TEST(EncoderSelectiveOptions, BertFp32KeptBytesFollowTheFormula) {
+  const Profile p = Analytic(BertBase(Precision::kFp32), "cpu");
+  const LayerProfile& block = testing::FirstBlock(p);
+  const int64_t nh = n * h, nf = n * f, as2b = a * s * s * b;
+  EXPECT_EQ(block.activation_bytes, 4 * (10 * nh + 2 * nf + 3 * as2b + 4 * n));
+  // The decoders' five, in the runtime's order (PartsOf).
+  const std::vector<std::string> order = {kAttentionCoreOption, kMlpActivationOption,
+                                          kAttentionCoreMlpOption, kNormOutputOption,
+                                          kAllSelectiveOption};
+  ASSERT_EQ(block.selective.size(), order.size());
+  for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(block.selective[k].name, order[k]);
+  const SelectiveOption &core = block.selective[0], &mlp = block.selective[1],
+                        &both = block.selective[2], &norm = block.selective[3],
+                        &all = block.selective[4];
+  const int64_t gelu_out = 4 * nf, ln1_out = 4 * (nh + 2 * n);
+  EXPECT_EQ(mlp.activation_bytes, block.activation_bytes - gelu_out);
+  EXPECT_EQ(both.activation_bytes, core.activation_bytes - gelu_out);
+  EXPECT_EQ(norm.activation_bytes, block.activation_bytes - ln1_out);
+  EXPECT_EQ(all.activation_bytes, both.activation_bytes - ln1_out);
+  // GELU's output made again in fc2's backward, at most its bytes above the
+  // full backward's peak; ln1's in fc1's backward, at most its output and
+  // statistics.
+  EXPECT_LE(mlp.recompute_workspace_bytes, gelu_out);
+  EXPECT_LE(norm.recompute_workspace_bytes, ln1_out);
+  EXPECT_GT(mlp.extra_recompute_ms, 0);
+  EXPECT_GT(norm.extra_recompute_ms, 0);
+  EXPECT_LT(norm.extra_recompute_ms, mlp.extra_recompute_ms);  // nh against nf elements
+  EXPECT_NEAR(all.extra_recompute_ms, both.extra_recompute_ms + norm.extra_recompute_ms,
+              1e-9 * all.extra_recompute_ms);
+  // What is dropped is a transient of the forward: ln1's output lives on to
+  // the second residual, GELU's to fc2.
+  EXPECT_GE(mlp.forward_workspace_bytes, block.forward_workspace_bytes);
+  EXPECT_LE(mlp.forward_workspace_bytes, block.forward_workspace_bytes + gelu_out);
+  EXPECT_GE(norm.forward_workspace_bytes, block.forward_workspace_bytes);
+  EXPECT_LE(norm.forward_workspace_bytes, block.forward_workspace_bytes + ln1_out);
+}
+
+// torch.autocast(bf16) on a GPU: fc1 keeps the 16-bit cast of ln1's output
+// (ln1's fp32 output itself only the residual reads, which keeps nothing),
+// fc2 GELU's 16-bit output; LayerNorm's statistics are fp32. norm_output
+// drops the cast (the norm's, made again with it) and the statistics:
+// 2 nh + 8 n; mlp_activation GELU's output: 2 nf.
+TEST(EncoderSelectiveOptions, BertAutocastDropsTheCastOfLn1sOutput) {
+  const Profile p = Analytic(BertBase(Precision::kAmpBf16), "a100");
+  const LayerProfile& block = testing::FirstBlock(p);
+  const SelectiveOption* mlp = Option(block, kMlpActivationOption);
+  const SelectiveOption* norm = Option(block, kNormOutputOption);
+  const SelectiveOption* core = Option(block, kAttentionCoreOption);
+  const SelectiveOption* all = Option(block, kAllSelectiveOption);
+  ASSERT_TRUE(mlp && norm && core && all);
+  EXPECT_EQ(mlp->activation_bytes, block.activation_bytes - 2 * n * f);
+  EXPECT_EQ(norm->activation_bytes, block.activation_bytes - (2 * n * h + 8 * n));
+  EXPECT_EQ(all->activation_bytes,
+            core->activation_bytes - 2 * n * f - (2 * n * h + 8 * n));
+}
+
+// LoRA's adapters read GELU's and ln1's outputs; the runtime recomputes
+// them only before plain projections: a LoRA encoder offers the core alone.
+TEST(EncoderSelectiveOptions, LoraEncoderOffersTheAttentionCoreOnly) {
+  ModelConfig c = BertBase(Precision::kFp32);
+  c.lora_rank = 8;
+  c.lora_targets = kLoraAllLinear;
+  const Profile p = Analytic(c, "cpu");
+  const LayerProfile& block = testing::FirstBlock(p);
+  ASSERT_EQ(block.selective.size(), 1u);
+  EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
+}
+
+// The optimal solver picks the new options: on a 12-layer bert-base (fp32,
+// CPU) at 70% of the no-checkpoint peak some block is under one with the
+// MLP activation or the norm.
+TEST(EncoderSelectiveOptions, OptimalChoosesTheMlpAndNormOptions) {
+  const Profile p = Analytic(BertBase(Precision::kFp32, 12), "cpu");
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  Result<PlanSet> full = MakePlan(p, none);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  PlanOptions optimal;
+  optimal.strategy = Strategy::kOptimal;
+  optimal.budget_bytes = full->chosen.predicted.peak_bytes * 7 / 10;
+  Result<PlanSet> opt = MakePlan(p, optimal);
+  ASSERT_TRUE(opt.ok()) << opt.status().message();
+  ASSERT_TRUE(opt->chosen.fits);
+  int beyond_core = 0;
+  for (size_t i = 0; i < opt->chosen.selective_option.size(); ++i) {
+    const int o = opt->chosen.selective_option[i];
+    if (o >= 0 && p.layers[i].selective[o].name != kAttentionCoreOption) ++beyond_core;
+  }
+  EXPECT_GT(beyond_core, 0) << opt->chosen.parameter;
+}
+
+}  // namespace
+}  // namespace remat
