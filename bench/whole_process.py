@@ -4,7 +4,8 @@
   bench/whole_process.py BEFORE_PLANNER AFTER_PLANNER SOLVER_BENCH [RUNS [LAYERS...]]
 
 Writes the benchmark's spread_persistent chains (solver_bench
---write_profile=spread_persistent:L:PATH, default L = 64 256 1024) to a
+--write_profile=spread_persistent:L:PATH, default L = 64 256 1024; FAMILY=spread:
+the same chains with gradients created in backward) to a
 temporary directory, takes the budget docs/solver.md uses (the model state
 plus 40% of the way from the lowest activation peak to keeping everything,
 as solver_bench prints them), and runs
@@ -15,7 +16,8 @@ RUNS times (default 5) on each binary, alternating before / after so that a
 pair sees the same machine load. Prints a markdown table of the median wall
 and user seconds, and whether both binaries printed the same plan (the
 text report, byte for byte). --exact-times is left out at 1024 layers when
-the before binary would need its exact DP (27 s) unless ALL_EXACT=1.
+the before binary would need its exact DP (27 s) unless ALL_EXACT=1; NO_EXACT=1
+leaves it out everywhere.
 """
 import os
 import re
@@ -26,7 +28,8 @@ import tempfile
 
 
 def write_profile(bench, layers, path):
-    out = subprocess.run([bench, f"--write_profile=spread_persistent:{layers}:{path}"],
+    family = os.environ.get("FAMILY", "spread_persistent")
+    out = subprocess.run([bench, f"--write_profile={family}:{layers}:{path}"],
                          check=True, capture_output=True, text=True).stdout
     m = re.search(r"lowest (\d+), keeping everything (\d+) bytes; static (\d+) bytes", out)
     lowest, keep_all, static = (int(g) for g in m.groups())
@@ -56,6 +59,8 @@ def main():
             path = os.path.join(tmp, f"spread{layers}.json")
             budget = write_profile(bench, layers, path)
             for exact in (False, True):
+                if exact and os.environ.get("NO_EXACT"):
+                    continue
                 if exact and layers >= 1024 and not os.environ.get("ALL_EXACT"):
                     continue
                 args = ["--budget", f"{budget}B", "--strategy", "optimal", "--slots", "1000"]
