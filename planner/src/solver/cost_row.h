@@ -93,6 +93,9 @@ inline int FirstAtMost(const float* row, int from, int n, float v) {
   return static_cast<int>(std::partition_point(row + from, row + n, [v](float c) { return c > v; }) -
                           row);
 }
+inline int64_t FirstAtMost(const double* row, int64_t from, int64_t n, double v) {
+  return std::partition_point(row + from, row + n, [v](double c) { return c > v; }) - row;
+}
 
 }  // namespace remat::solver
 

@@ -296,29 +296,51 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   const ChainTerms& T = terms_;
   const int L = L_;
   const size_t base = static_cast<size_t>(s) * (M_ + 1);
+  // Without a link A(s) is read only through N(s) = min(keeps holding x[s],
+  // A(s)): the segments then relax N directly, into the same values and
+  // choices (keeps first, then the segments in order, each taking a slot
+  // only when strictly cheaper, as N's merge with A does: a keep wins a tie,
+  // and of equal segments the first), and A is neither stored nor filled.
+  const bool link = options_.link.present();
+  const bool fold = !link && !options_.full_fill;
   double* k_row = RowK(s);
   double* n_row = RowN(s);
-  double* a_row = RowA(s);
+  double* a_row = fold ? n_row : RowA(s);
   int* kc = k_choice_.data() + base;
   int* nc = n_choice_.data() + base;
-  int* ac = a_choice_.data() + base;
+  int* ac = fold ? nc : a_choice_.data() + base;
   // K keeps layer s after a layer kept with grad (x[s] released after its
   // forward unless s == 0), N after one run without grad (x[s] held).
   const double* next_k = s + 1 < L ? k_.data() + static_cast<size_t>(s + 1) * (M_ + 1) : nullptr;
+  // The last slot count from `lo` on where a relaxation costing at least
+  // `least` can still improve the non-increasing `row` (its cost there
+  // above `least`); M_ with full_fill.
+  auto improvable = [&](const double* row, int64_t lo, double least) {
+    return options_.full_fill ? M_ : FirstAtMost(row, lo, M_ + 1, least) - 1;
+  };
   auto keep_into = [&](int k, bool held, double* row, int* choice) {
     const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
     const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
     const double extra = T.mode(s, k).extra_ms;
+    if (next_k != nullptr) {
+      // (Below `shift` the suffix has no slots left: kInf, never an
+      // improvement; from where the row is at most extra + next_k[M - shift]
+      // on, neither: see the segments below.)
+      const int64_t lo = std::max<int64_t>(std::max<int64_t>(need, shift), 0);
+      if (lo > M_) return;
+      RelaxRow(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
+               improvable(row, lo, extra + next_k[M_ - shift]));
+      return;
+    }
     for (int64_t m = std::max<int64_t>(need, 0); m <= M_; ++m) {
-      const double c = extra + (next_k == nullptr ? 0 : m >= shift ? next_k[m - shift] : kInf);
-      if (c < row[m]) row[m] = c, choice[m] = EncodeKeep(k);
+      if (extra < row[m]) row[m] = extra, choice[m] = EncodeKeep(k);
     }
   };
   for (int k = 0; k < T.num_modes(s); ++k) {
     keep_into(k, s == 0, k_row, kc);
     keep_into(k, true, n_row, nc);
   }
-  const bool can_offload = s >= 1 && options_.link.present();
+  const bool can_offload = s >= 1 && link;
   const int64_t xs = T.x(s);
   const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
   int64_t swept = 0;      // max over forwards s..sp-1 of (j > s ? x[j] : 0) + x[j+1] + ws
@@ -345,8 +367,18 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     const double fwd = T.ForwardMs(s, sp);
     const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
     const int64_t lo = std::max(std::max(sweep_need, keep_all), xs);
-    RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, M_);
-    RelaxRow(a_row, ac, sub, xs, fwd, sp, std::max(lo, plain_need), M_);
+    if (lo <= M_) {
+      // Every row is non-increasing in m (a minimum of non-increasing rows,
+      // each finite on a suffix of the slots), so the segment's costs, fwd +
+      // sub[m - xs], are at least fwd + sub[M - xs]: slots whose cost is at
+      // most that (a suffix) cannot improve, and are left out.
+      const double least = fwd + sub[M_ - xs];
+      RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
+      const int64_t plain_lo = std::max(lo, plain_need);
+      if (plain_lo <= M_) {
+        RelaxRow(a_row, ac, sub, xs, fwd, sp, plain_lo, improvable(a_row, plain_lo, least));
+      }
+    }
     if (!can_offload) continue;
     const int64_t off_need = std::max(
         options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
@@ -372,6 +404,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
     }
   }
+  if (fold) return;
   for (int64_t m = 0; m <= M_; ++m) {
     if (a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
   }
@@ -381,10 +414,12 @@ std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
   const size_t cells = static_cast<size_t>(L_) * (M_ + 1);
   k_.assign(cells, kInf);
   n_.assign(cells, kInf);
-  a_.assign(cells, kInf);
+  // A: with a link only (SolveRow folds it into N otherwise).
+  const size_t a_cells = options_.link.present() || options_.full_fill ? cells : 0;
+  a_.assign(a_cells, kInf);
   k_choice_.assign(cells, kNoChoice);
   n_choice_.assign(cells, kNoChoice);
-  a_choice_.assign(cells, kNoChoice);
+  a_choice_.assign(a_cells, kNoChoice);
   for (int s = L_ - 1; s >= 0; --s) SolveRow(s);
   floor_ = M_ + 1;
   for (int64_t m = 0; m <= M_; ++m) {
@@ -397,8 +432,9 @@ std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
     *stats = DpStats{};
     stats->slots = M_;
     stats->slot_bytes = terms_.units().slot_bytes();
-    stats->table_cells = static_cast<int64_t>(3 * cells);
-    stats->memory_bytes = static_cast<int64_t>(3 * cells * (sizeof(double) + sizeof(int)));
+    stats->table_cells = static_cast<int64_t>(2 * cells + a_cells);
+    stats->memory_bytes =
+        static_cast<int64_t>((2 * cells + a_cells) * (sizeof(double) + sizeof(int)));
   }
   if (floor_ > M_) return std::nullopt;
   return Reconstruct(M_);

@@ -104,10 +104,16 @@ class SingleLevelDp {
 // Host memory: every offloaded checkpoint is on the host at the start of
 //   backward; `host_penalty_ms_per_byte` adds that many ms per offloaded byte
 //   to the cost (a Lagrangian weight the strategy searches for --host-budget).
-// Time O(L^2 * M * modes), memory O(L * M) (three double tables, three choices).
+// Time O(L^2 * M * modes), memory O(L * M) (three double tables, three
+// choices; without a link two: A is folded into N as it is filled).
 struct SingleLevelOffloadOptions {
   HostLink link;
   double host_penalty_ms_per_byte = 0;
+  // Fill every cell, and the A table without a link too: the reference the
+  // tests compare the default fill against. The default leaves out the
+  // cells no choice can improve (rows are non-increasing in m) and, without
+  // a link, folds A into N as it is filled; the tables and choices are the same.
+  bool full_fill = false;
 };
 
 class SingleLevelOffloadDp {
