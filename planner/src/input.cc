@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "profile_json.h"
 #include "remat/io.h"
 
 namespace remat {
@@ -17,7 +18,7 @@ Result<PlannerInput> ParsePlannerInput(std::string_view text, const std::string&
   in.path = source;
   if (doc.contains("layers") && doc.at("layers").is_array()) {
     in.kind = PlannerInput::Kind::kProfile;
-    REMAT_ASSIGN_OR_RETURN(in.profile, ParseProfile(text, source));
+    REMAT_ASSIGN_OR_RETURN(in.profile, ProfileFromJson(doc, source));  // parsed once
   } else if (doc.contains("model_type")) {
     in.kind = PlannerInput::Kind::kHfConfig;
     REMAT_ASSIGN_OR_RETURN(in.config, ParseHfConfig(text, source));

@@ -6,6 +6,7 @@
 
 #include "json_fields.h"
 #include "json_values.h"
+#include "profile_json.h"
 #include "remat/checked_math.h"
 
 namespace remat {
@@ -174,7 +175,11 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
 }
 
 Result<Profile> ParseProfile(std::string_view json_text, const std::string& source) {
-  REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
+  REMAT_ASSIGN_OR_RETURN(const nlohmann::json doc, ParseJson(json_text, source));
+  return ProfileFromJson(doc, source);
+}
+
+Result<Profile> ProfileFromJson(const nlohmann::json& doc, const std::string& source) {
   if (!doc.is_object()) {
     return Status::Invalid(source + ": expected a profile object with a 'layers' array, got " +
                            DescribeJsonValue(doc));

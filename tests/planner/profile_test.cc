@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "remat/input.h"
 #include "testing/chains.h"
 
 namespace remat {
@@ -92,6 +93,23 @@ TEST(Profile, BadInputNamesFileAndField) {
                R"(,"activation_bytes":4611686018427387903}]})")
                   .c_str());
   EXPECT_NE(m.find("4 EiB"), std::string::npos) << m;
+}
+
+// ParsePlannerInput reads a profile from the document it parsed to tell
+// the input's kind (ProfileFromJson): the same profile as ParseProfile, and
+// the same message for a bad one.
+TEST(Profile, PlannerInputReadsTheSameProfile) {
+  Profile p = testing::TransformerChain(3);
+  p.layers.back().keeps_input = false;
+  const std::string text = ProfileToJson(p);
+  Result<PlannerInput> in = ParsePlannerInput(text, "p.json");
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->kind, PlannerInput::Kind::kProfile);
+  EXPECT_EQ(ProfileToJson(in->profile), ProfileToJson(*ParseProfile(text, "p.json")));
+  const std::string bad = R"({"static_bytes": 1, "layers": [{"name":"a"}]})";
+  Result<PlannerInput> bad_in = ParsePlannerInput(bad, "x.json");
+  ASSERT_FALSE(bad_in.ok());
+  EXPECT_EQ(bad_in.status().message(), ParseProfile(bad, "x.json").status().message());
 }
 
 TEST(Profile, BlockLayersPreferBlocks) {
