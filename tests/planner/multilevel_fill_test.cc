@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "solver/multilevel_dp.h"
@@ -134,6 +135,37 @@ TEST(MultiLevelFill, TransformerChains) {
     for (int64_t budget : Budgets(p, 5)) {
       ExpectSameTables(p, budget, 500, Rounding::kDown);
       ExpectSameTables(p, budget, 150, Rounding::kUp);
+    }
+  }
+}
+
+// Classes the caller built (DpOptions::classes, as `--strategy optimal`
+// shares them between its size check and both fills) give the tables and
+// the schedule of classes the DP builds itself, and the same size bound.
+TEST(MultiLevelFill, ClassesGivenEqualClassesBuilt) {
+  Profile same = testing::TransformerChain(10, 4);
+  for (LayerProfile& l : same.layers) {
+    if (l.kind == "block") l = same.layers[1], l.name = "block";
+  }
+  for (const Profile& p : {testing::WithCreatedGradients(same, 2), same,
+                           testing::RandomChain(9, 7)}) {
+    for (GradientKey key : {GradientKey::kExact, GradientKey::kShifted}) {
+      const auto classes = std::make_shared<const IntervalClasses>(p, key);
+      for (Rounding rounding : {Rounding::kDown, Rounding::kUp}) {
+        const ChainTerms terms(p, MemoryUnits(Budgets(p, 4)[2], 300, rounding));
+        EXPECT_EQ(MultiLevelDp::TableBytesBound(terms, *classes),
+                  MultiLevelDp::TableBytesBound(terms, key));
+        DpOptions built;
+        built.gradients = key;
+        DpOptions given = built;
+        given.classes = classes;
+        MultiLevelDp a(terms, built), b(terms, given);
+        const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
+        ASSERT_EQ(x.has_value(), y.has_value()) << p.model;
+        if (!x) continue;
+        EXPECT_TRUE(SameOps(x->ops, y->ops)) << p.model;
+        EXPECT_EQ(CompareTables(a, b, terms, kInf, p.model), 0);
+      }
     }
   }
 }

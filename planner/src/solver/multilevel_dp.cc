@@ -32,7 +32,10 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
       num_layers_(terms.num_layers()),
       options_(options),
       cap_(RoundedUpCap(options.cost_cap_ms)),
-      classes_(terms.profile(), options.gradients),
+      classes_holder_(options.classes != nullptr ? options.classes
+                                                 : std::make_shared<const IntervalClasses>(
+                                                       terms.profile(), options.gradients)),
+      classes_(*classes_holder_),
       bounds_(terms, classes_, /*track_choices=*/false) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
@@ -89,9 +92,12 @@ void MultiLevelDp::SweepNeeds(int s, int t, int64_t* out) const {
 }
 
 int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms, GradientKey gradients) {
+  return TableBytesBound(terms, IntervalClasses(terms.profile(), gradients));
+}
+
+int64_t MultiLevelDp::TableBytesBound(const ChainTerms& terms, const IntervalClasses& classes) {
   const int L = terms.num_layers();
   const int64_t M = terms.slots();
-  const IntervalClasses classes(terms.profile(), gradients);
   const std::vector<int64_t> keep_all = KeepAllNeeds(terms);
   // A layer's backward needs at least its least backward peak, whatever
   // interval it is solved in.

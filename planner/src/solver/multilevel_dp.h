@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -87,6 +88,11 @@ struct DpOptions {
   // optimal` uses it only on pooled times (already an approximation), never
   // with --exact-times, and reports the plan against the relaxed bound.
   GradientKey gradients = GradientKey::kExact;
+  // The interval classes of terms.profile() keyed by `gradients`, when the
+  // caller has built them already (they depend on neither the slots nor the
+  // rounding: `--strategy optimal` builds them once for its size check and
+  // both fills); null: the DP builds them.
+  std::shared_ptr<const IntervalClasses> classes;
 };
 
 struct DpSolution {
@@ -108,6 +114,8 @@ class MultiLevelDp {
   // slots)].
   static int64_t TableBytesBound(const ChainTerms& terms,
                                  GradientKey gradients = GradientKey::kExact);
+  // The same with the interval classes of terms.profile() given.
+  static int64_t TableBytesBound(const ChainTerms& terms, const IntervalClasses& classes);
 
   // Fills the cost tables and returns the least-recompute schedule of the
   // whole chain in terms.slots() slots, or nullopt when no schedule fits.
@@ -174,7 +182,8 @@ class MultiLevelDp {
   int num_layers_;
   DpOptions options_;
   float cap_;  // options_.cost_cap_ms as a float (rounded up)
-  IntervalClasses classes_;
+  std::shared_ptr<const IntervalClasses> classes_holder_;  // options_.classes or built
+  const IntervalClasses& classes_;
   IntervalBounds bounds_;
   struct RowRange {
     int lo = 1, hi = 0;   // slot range; lo > hi: does not fit

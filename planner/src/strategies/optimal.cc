@@ -131,6 +131,7 @@ class SlotPass {
       options.cost_cap_ms = cap_ms_;
       options.threads = SolverThreads();
       options.gradients = gradients;
+      options.classes = classes;
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       dp_ = std::make_unique<Dp>(*terms_, offload_options);
@@ -156,6 +157,8 @@ class SlotPass {
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
   solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
   solver::GradientKey gradients = solver::GradientKey::kExact;  // MultiLevelDp only
+  // MultiLevelDp only: the profile's classes under `gradients` (null: built per fill).
+  std::shared_ptr<const solver::IntervalClasses> classes;
 
  private:
   const Profile& profile_;
@@ -333,11 +336,11 @@ class OptimalSolver : public StrategySolver {
       REMAT_ASSIGN_OR_RETURN(const double cap, CostCap(single, pooled));
       // Pooled (an approximation already): rows shared across gradient
       // positions where that shares more (gradients created in backward).
-      const bool shifted = pooled.pooled() && SharesMoreShifted(solved);
-      const solver::GradientKey key =
-          shifted ? solver::GradientKey::kShifted : solver::GradientKey::kExact;
+      // The classes, built once for the size check and both fills.
+      const Classes classes = SharedRowClasses(solved, pooled.pooled());
+      const bool shifted = classes.key == solver::GradientKey::kShifted;
       REMAT_ASSIGN_OR_RETURN(int64_t slots,
-                             SlotsWithinTableLimit(solved, o, activation_budget, key));
+                             SlotsWithinTableLimit(solved, o, activation_budget, *classes.classes));
       SlotPass<solver::MultiLevelDp> pass(
           solved, activation_budget, slots,
           [&](const solver::MultiLevelDp& dp, int64_t m) {
@@ -345,7 +348,8 @@ class OptimalSolver : public StrategySolver {
                 p, strategy(), "", AddFrees(dp.Reconstruct(m).ops, p.num_layers()), o.budget_bytes);
           },
           cap);
-      pass.gradients = key;
+      pass.gradients = classes.key;
+      pass.classes = classes.classes;
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (single.fits && (!plan || BetterPlan(single, *plan))) {
         // Nothing multi-level is faster (or it did not fit in bytes): the
@@ -372,10 +376,10 @@ class OptimalSolver : public StrategySolver {
   // (MultiLevelDp::TableBytesBound), without building the DP.
   static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
                                                int64_t activation_budget,
-                                               solver::GradientKey key) {
+                                               const solver::IntervalClasses& classes) {
     const int64_t slots = OptimalSlots(o);
     const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
-    const int64_t table = solver::MultiLevelDp::TableBytesBound(terms, key);
+    const int64_t table = solver::MultiLevelDp::TableBytesBound(terms, classes);
     if (table <= kMaxTableBytes) return slots;
     if (o.slots > 0) {
       return Status::Invalid(std::to_string(o.slots) + " memory slots would need " +
@@ -404,11 +408,21 @@ class OptimalSolver : public StrategySolver {
     return pooled;
   }
 
-  // Whether reading rows shifted by the gradients between equal intervals
-  // (GradientKey::kShifted) shares rows the exact classes do not.
-  static bool SharesMoreShifted(const Profile& p) {
-    return solver::IntervalClasses(p, solver::GradientKey::kShifted).count() <
-           solver::IntervalClasses(p).count();
+  // The interval classes the multi-level DP solves `p` with, and their key.
+  struct Classes {
+    std::shared_ptr<const solver::IntervalClasses> classes;
+    solver::GradientKey key;
+  };
+  // On pooled times, rows read shifted by the gradients between equal
+  // intervals (GradientKey::kShifted) where that shares rows the exact
+  // classes do not; else the exact classes.
+  static Classes SharedRowClasses(const Profile& p, bool pooled) {
+    auto exact = std::make_shared<const solver::IntervalClasses>(p);
+    if (!pooled) return {exact, solver::GradientKey::kExact};
+    auto shifted =
+        std::make_shared<const solver::IntervalClasses>(p, solver::GradientKey::kShifted);
+    if (shifted->count() < exact->count()) return {shifted, solver::GradientKey::kShifted};
+    return {exact, solver::GradientKey::kExact};
   }
 
   // "; gradient rows shifted: within 2.1% of the relaxed bound": the plan's
