@@ -336,9 +336,15 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       if (extra < row[m]) row[m] = extra, choice[m] = EncodeKeep(k);
     }
   };
+  // Folded, N(s) is K(s) when layer s keeps its input or s == 0: a layer
+  // keeping its input has keep_holding_input == keep and the same
+  // BackwardNeedExact held or not (chain_terms.h), so keep_all_held_ ==
+  // keep_all_ on its row, and K(0) holds x[0] as N(0) does; both rows then
+  // take the same relaxations in the same order. K is filled, and copied.
+  const bool n_is_k = fold && (s == 0 || T.profile().layers[s].keeps_input);
   for (int k = 0; k < T.num_modes(s); ++k) {
     keep_into(k, s == 0, k_row, kc);
-    keep_into(k, true, n_row, nc);
+    if (!n_is_k) keep_into(k, true, n_row, nc);
   }
   const bool can_offload = s >= 1 && link;
   const int64_t xs = T.x(s);
@@ -375,7 +381,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const double least = fwd + sub[M_ - xs];
       RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
       const int64_t plain_lo = std::max(lo, plain_need);
-      if (plain_lo <= M_) {
+      if (plain_lo <= M_ && !n_is_k) {
         RelaxRow(a_row, ac, sub, xs, fwd, sp, plain_lo, improvable(a_row, plain_lo, least));
       }
     }
@@ -403,6 +409,10 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const double c = fwd + penalty + best;
       if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
     }
+  }
+  if (n_is_k) {
+    std::copy(k_row, k_row + M_ + 1, n_row);
+    std::copy(kc, kc + M_ + 1, nc);
   }
   if (fold) return;
   for (int64_t m = 0; m <= M_; ++m) {
