@@ -17,12 +17,7 @@
 namespace remat {
 namespace {
 
-const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
-  for (const SelectiveOption& o : l.selective) {
-    if (o.name == name) return &o;
-  }
-  return nullptr;
-}
+using testing::Option;
 
 constexpr int64_t s = 2048, h = 4096, a = 32;
 constexpr int64_t sbh = s * h, as2b = a * s * s;

@@ -16,12 +16,7 @@
 namespace remat {
 namespace {
 
-const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
-  for (const SelectiveOption& o : l.selective) {
-    if (o.name == name) return &o;
-  }
-  return nullptr;
-}
+using testing::Option;
 
 constexpr int64_t s = 512, b = 2, h = 768, a = 12, f = 3072;
 constexpr int64_t n = s * b;  // tokens

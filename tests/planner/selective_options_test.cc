@@ -17,12 +17,7 @@ namespace {
 
 const LayerProfile& Block(const Profile& p) { return testing::FirstBlock(p); }
 
-const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
-  for (const SelectiveOption& o : l.selective) {
-    if (o.name == name) return &o;
-  }
-  return nullptr;
-}
+using testing::Option;
 
 // One GPT block, hidden 4096, 32 heads (Korthikanti et al. 2022's shape).
 ModelConfig GptLayer(Precision precision, AttentionImpl attention) {

@@ -69,6 +69,14 @@ inline ModelConfig GptLayerShape(int64_t hidden, int64_t heads, Precision precis
   return c;
 }
 
+// Layer `l`'s selective option named `name`, or null when it has none.
+inline const SelectiveOption* Option(const LayerProfile& l, const std::string& name) {
+  for (const SelectiveOption& o : l.selective) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
 // The first "block" layer of `p` (an empty layer when it has none).
 inline const LayerProfile& FirstBlock(const Profile& p) {
   for (const LayerProfile& l : p.layers) {
