@@ -1,5 +1,5 @@
 // planner pareto [--points N] [--min-budget SIZE] [--max-budget SIZE]
-//                [--strategies LIST] [--slots N] [--json] [-o FILE] INPUT
+//                [--strategies LIST] [--slots N] [--exact-times] [--json] [-o FILE] INPUT
 #include <ostream>
 #include <sstream>
 
@@ -24,6 +24,7 @@ std::vector<FlagSpec> ParetoFlags() {
       {"strategies", "LIST",
        "strategies to sweep, e.g. uniform,optimal (default: all but auto and manual)"},
       {"slots", "N", "optimal strategies: memory resolution of the solver"},
+      {"exact-times", "", "optimal: no pooling of layers within their measured time spread"},
       {"json", "", "print the sweep as JSON instead of the table"},
       {"o", "FILE", "write the JSON to FILE (written atomically)"},
       QuietFlag(),
@@ -39,6 +40,7 @@ Result<ParetoOptions> ParseOptions(const Args& args) {
   REMAT_ASSIGN_OR_RETURN(int64_t slots, args.GetInt("slots", 0, 2, 1 << 20));
   o.points = static_cast<int>(points);
   o.slots = static_cast<int>(slots);
+  o.exact_times = args.Has("exact-times");
   for (const char* flag : {"min-budget", "max-budget"}) {
     if (!args.Has(flag)) continue;
     Result<int64_t> b = ParseBytes(args.Get(flag));

@@ -26,6 +26,7 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   curve.strategies = strategies;
   PlanOptions base;
   base.slots = options.slots;
+  base.exact_times = options.exact_times;
   int64_t lo = options.min_budget, hi = options.max_budget;
   // Progress: one item per plan made.
   const int64_t n = static_cast<int64_t>(strategies.size());

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "remat/pareto.h"
 #include "remat/simulator.h"
 #include "remat/strategies.h"
 #include "solver/multilevel_dp.h"
@@ -203,6 +204,31 @@ TEST(TimeClasses, OptimalStrategyPoolsWithGradientsCreatedInBackward) {
     EXPECT_LE(exact.predicted.recompute_ms, plan.predicted.recompute_ms * (1 + 1e-9));
     EXPECT_LE(plan.predicted.recompute_ms,
               exact.predicted.recompute_ms * pooled.cost_bound() + 1e-6);
+  }
+}
+
+TEST(TimeClasses, ParetoSweepPoolsUnlessExactTimes) {
+  // `planner pareto` solves as `planner --strategy optimal` does: pooled
+  // by default, the profile's own times with --exact-times.
+  const Profile p = NoisyGpt(24, 7);
+  ParetoOptions o;
+  o.strategies = {Strategy::kOptimal};
+  o.points = 3;
+  o.slots = 1000;
+  o.min_budget = p.static_bytes() + BudgetAt(p, 20);
+  o.max_budget = p.static_bytes() + BudgetAt(p, 70);
+  for (bool exact_times : {false, true}) {
+    o.exact_times = exact_times;
+    Result<ParetoCurve> curve = ParetoSweep(p, o);
+    ASSERT_TRUE(curve.ok()) << curve.status().message();
+    ASSERT_EQ(curve->points.size(), 3u);
+    for (const ParetoPoint& point : curve->points) {
+      EXPECT_EQ(point.parameter.find("times pooled") == std::string::npos, exact_times)
+          << point.parameter;
+      const Plan plan = Optimal(p, point.budget_bytes, exact_times);
+      EXPECT_EQ(point.step_ms, plan.predicted.step_ms);
+      EXPECT_EQ(point.peak_bytes, plan.predicted.peak_bytes);
+    }
   }
 }
 

@@ -22,6 +22,7 @@ struct ParetoOptions {
   int64_t min_budget = 0;      // 0: the lowest peak any strategy reaches
   int64_t max_budget = 0;      // 0: the peak without checkpointing
   int slots = 0;               // passed to the optimal solvers
+  bool exact_times = false;    // optimal: no pooling of times (PlanOptions::exact_times)
   // Told of each plan made ("pareto sweep", one item per strategy and
   // budget, item "optimal at 22.35 GiB"); may be empty.
   ProgressCallback progress;
