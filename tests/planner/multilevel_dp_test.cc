@@ -1,8 +1,12 @@
 // The multi-level DP on its own: its value is the simulated recompute time,
-// and intervals of identical layers are solved once without changing it.
+// intervals of identical layers are solved once without changing it, and a
+// solve another thread cancels stops.
 #include "solver/multilevel_dp.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
 
 #include "remat/simulator.h"
 #include "testing/chains.h"
@@ -59,6 +63,35 @@ TEST(MultiLevelDp, IdenticalLayersShareRowsWithoutChangingTheOptimum) {
     EXPECT_FLOAT_EQ(a.dp_ms, b.dp_ms) << budget;
     EXPECT_NEAR(a.simulated_ms, b.simulated_ms, 1e-6) << budget;
   }
+}
+
+TEST(MultiLevelDp, CancelledSolveStopsAndAnUncancelledOneIsUnchanged) {
+  const Profile p = testing::TransformerChain(40, 5);
+  const ChainTerms terms(p, MemoryUnits(30000, 2000));
+  const std::optional<DpSolution> plain = MultiLevelDp(terms).Solve(nullptr);
+  ASSERT_TRUE(plain.has_value());
+  std::atomic<bool> cancel{false};
+  DpOptions options;
+  options.cancel = &cancel;
+  MultiLevelDp watched(terms, options);
+  const std::optional<DpSolution> same = watched.Solve(nullptr);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_FALSE(watched.cancelled());
+  EXPECT_EQ(same->recompute_ms, plain->recompute_ms);
+  EXPECT_EQ(same->ops.size(), plain->ops.size());
+  // Set before the fill (the earliest check) and from another thread.
+  cancel = true;
+  MultiLevelDp stopped(terms, options);
+  EXPECT_FALSE(stopped.Solve(nullptr).has_value());
+  EXPECT_TRUE(stopped.cancelled());
+  cancel = false;
+  MultiLevelDp raced(terms, options);
+  std::thread canceller([&] { cancel = true; });
+  const std::optional<DpSolution> maybe = raced.Solve(nullptr);
+  canceller.join();
+  // Either finished before the flag was seen, or stopped with nothing.
+  EXPECT_EQ(maybe.has_value(), !raced.cancelled());
+  if (maybe) EXPECT_EQ(maybe->recompute_ms, plain->recompute_ms);
 }
 
 }  // namespace

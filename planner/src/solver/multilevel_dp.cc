@@ -236,6 +236,11 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
   } else {
     FillReference(stats);
   }
+  cancelled_ = Cancelled();
+  if (cancelled_) {
+    table_.clear();
+    return std::nullopt;
+  }
   if (Row(0, L).empty()) return std::nullopt;
   return Reconstruct(terms_.slots());
 }
@@ -248,6 +253,7 @@ void MultiLevelDp::FillReference(DpStats* stats) {
   // parts (s', t), s' > s, and the left parts (s, s'), s' < t: a tile reads
   // each right part once for all its rows while it is in cache.
   for (int top = L; top > 0; top -= kReferenceTileRows) {
+    if (Cancelled()) return;
     const int bottom = std::max(0, top - kReferenceTileRows);
     for (int t = bottom + 1; t <= L; ++t) {
       for (int s = std::min(top, t) - 1; s >= bottom; --s) {
@@ -323,6 +329,7 @@ void MultiLevelDp::FillTiled(DpStats* stats) {
   const int threads = parallel ? std::max(1, options_.threads) : 1;
   std::vector<DpStats> thread_stats(threads);
   for (const auto& wave : waves) {
+    if (Cancelled()) return;
     const int workers = std::min<int>(threads, static_cast<int>(wave.size()));
     if (workers <= 1) {
       for (const auto& [i, j] : wave) SolveTile(i, j, solves, stats);
@@ -360,6 +367,7 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
     int64_t sweep_at;  // offset of its sweep peaks in `sweeps`
   };
   std::vector<Cell> cells;
+  if (Cancelled()) return;
   std::vector<int64_t> sweeps;
   std::vector<int> cell_at(static_cast<size_t>(kTileRows) * kTileCols, -1);
   auto at = [&](int s, int t) -> int& {

@@ -18,6 +18,7 @@
 #ifndef REMAT_SRC_SOLVER_MULTILEVEL_DP_H_
 #define REMAT_SRC_SOLVER_MULTILEVEL_DP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -93,6 +94,11 @@ struct DpOptions {
   // rounding: `--strategy optimal` builds them once for its size check and
   // both fills); null: the DP builds them.
   std::shared_ptr<const IntervalClasses> classes;
+  // Set by another thread when this solve's result is no longer wanted
+  // (`--strategy optimal` fills its relaxed and conservative tables at
+  // once): the fill stops at its next tile and Solve returns nullopt.
+  // Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct DpSolution {
@@ -118,12 +124,15 @@ class MultiLevelDp {
   static int64_t TableBytesBound(const ChainTerms& terms, const IntervalClasses& classes);
 
   // Fills the cost tables and returns the least-recompute schedule of the
-  // whole chain in terms.slots() slots, or nullopt when no schedule fits.
+  // whole chain in terms.slots() slots, or nullopt when no schedule fits
+  // (or options.cancel was set: then cancelled() is true).
   // `stats` may be null.
   std::optional<DpSolution> Solve(DpStats* stats);
   // The fewest slots any schedule of the chain needs; after a Solve with a
   // cost cap, the fewest in which one costs at most the cap.
   int64_t floor() const;
+  // Whether the last Solve stopped because options.cancel was set.
+  bool cancelled() const { return cancelled_; }
   // After Solve: the least recompute time of interval (s, t) in m slots
   // (0 <= s < t <= L, 0 <= m <= terms.slots()), +inf when nothing fits.
   float Cost(int s, int t, int64_t m) const {
@@ -159,6 +168,9 @@ class MultiLevelDp {
   // the cap (raising lo).
   void FinishRow(int c);
   void FillTiled(DpStats* stats);
+  bool Cancelled() const {
+    return options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed);
+  }
   // Tile (i, j) of FillTiled; `solves` marks the intervals that solve their
   // class.
   void SolveTile(int i, int j, const std::vector<char>& solves, DpStats* stats);
@@ -194,6 +206,7 @@ class MultiLevelDp {
   std::vector<int> shift_;      // [s][t]: Shift(s, t); empty when all are 0
   int64_t table_cells_ = 0;
   std::vector<float> table_;
+  bool cancelled_ = false;
   mutable std::vector<int64_t> sweep_need_scratch_;  // [sweep step] for one interval
 };
 

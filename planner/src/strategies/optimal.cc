@@ -6,9 +6,11 @@
 // fits in slots, they return the exact lowest-peak schedule of their family
 // (fits == false unless slot rounding was all that stood in the way).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -105,6 +107,14 @@ int SolverThreads() {
   return static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
 }
 
+// Runs `f` on a thread of its own when the machine has another core, else
+// when its result is asked for. The future's destructor waits for it.
+template <typename F>
+auto Concurrently(F f) {
+  return std::async(SolverThreads() > 1 ? std::launch::async : std::launch::deferred,
+                    std::move(f));
+}
+
 // One solver's DP over slots for a budget (multi-level or single-level):
 // Solve(rounding) fills it, PlanAt(m) reconstructs and simulates its plan in
 // m slots, for floor() <= m <= slots(). `cap_ms`: the recompute time of a
@@ -132,6 +142,7 @@ class SlotPass {
       options.threads = SolverThreads();
       options.gradients = gradients;
       options.classes = classes;
+      options.cancel = cancel_;
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       dp_ = std::make_unique<Dp>(*terms_, offload_options);
@@ -155,6 +166,21 @@ class SlotPass {
   int64_t floor() const { return dp_->floor(); }
   double slot_bytes() const { return terms_->units().slot_bytes(); }
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
+  // A pass like this one, for solving on another thread at the same time
+  // (its own tables), stopping early once `cancel` is set (MultiLevelDp);
+  // null when this pass is not to be solved concurrently.
+  std::unique_ptr<SlotPass> Concurrent(const std::atomic<bool>* cancel) const {
+    if (!concurrent || SolverThreads() < 2) return nullptr;
+    auto copy = std::make_unique<SlotPass>(profile_, budget_, slots_, to_plan_, cap_ms_);
+    copy->offload_options = offload_options;
+    copy->gradients = gradients;
+    copy->classes = classes;
+    copy->cancel_ = cancel;
+    return copy;
+  }
+  // Whether BestFittingPlan fills the relaxed and the conservative tables
+  // at once (two tables in memory: MultiLevelDp, when they are small).
+  bool concurrent = false;
   solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
   solver::GradientKey gradients = solver::GradientKey::kExact;  // MultiLevelDp only
   // MultiLevelDp only: the profile's classes under `gradients` (null: built per fill).
@@ -168,6 +194,7 @@ class SlotPass {
   std::unique_ptr<ChainTerms> terms_;
   std::unique_ptr<Dp> dp_;
   std::optional<double> relaxed_ms_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 // Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
@@ -183,32 +210,68 @@ constexpr int kProbes = 8;
 // Bisection steps of the host-memory penalty (BestOffloadPlan).
 constexpr int kHostPenaltySteps = 12;
 
+// The relaxed plans of BestFittingPlan: the fastest that fits, and whether
+// it is final (the relaxed optimum itself fits, or nothing of the family
+// does: the conservative optimum can do no better).
+struct RelaxedPlans {
+  std::optional<Plan> best;
+  bool final = false;
+};
+
 template <typename Dp>
-Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
-  if (!pass.Solve(solver::Rounding::kDown)) return std::optional<Plan>();
+Result<RelaxedPlans> BestRelaxedPlans(SlotPass<Dp>& pass) {
+  if (!pass.Solve(solver::Rounding::kDown)) return RelaxedPlans{std::nullopt, true};
   REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.slots()));
-  if (plan.fits) return std::optional<Plan>(std::move(plan));
+  if (plan.fits) return RelaxedPlans{std::move(plan), true};
   auto lowered = [&](int64_t m, const Plan& p) {
     const double over = static_cast<double>(p.predicted.peak_bytes - p.budget_bytes);
     return m - std::max<int64_t>(1, static_cast<int64_t>(std::ceil(over / pass.slot_bytes())));
   };
-  std::optional<Plan> best;
+  RelaxedPlans out;
   int64_t over = pass.slots(), under = -1, next = lowered(over, plan);
   for (int probe = 0; probe < kProbes && next >= pass.floor() && next > under && next < over;
        ++probe) {
     REMAT_ASSIGN_OR_RETURN(plan, pass.PlanAt(next));
     if (plan.fits) {
       under = next;
-      if (!best || BetterPlan(plan, *best)) best = plan;
+      if (!out.best || BetterPlan(plan, *out.best)) out.best = plan;
     } else {
       over = next;
     }
     next = under >= 0 ? under + (over - under) / 2 : lowered(next, plan);
   }
-  if (pass.Solve(solver::Rounding::kUp)) {
-    REMAT_ASSIGN_OR_RETURN(Plan safe, pass.PlanAt(pass.slots()));
-    if (safe.fits && (!best || BetterPlan(safe, *best))) best = std::move(safe);
+  return out;
+}
+
+// The conservative optimum's plan, when it fits.
+template <typename Dp>
+Result<std::optional<Plan>> ConservativePlan(SlotPass<Dp>& pass) {
+  if (!pass.Solve(solver::Rounding::kUp)) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(Plan safe, pass.PlanAt(pass.slots()));
+  if (!safe.fits) return std::optional<Plan>();
+  return std::optional<Plan>(std::move(safe));
+}
+
+template <typename Dp>
+Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
+  // With pass.concurrent the conservative tables are filled on another core
+  // while the relaxed ones are filled and probed; the result is the same as
+  // filling them one after the other. (Declared in this order, the future
+  // is waited for before the pass it solves is destroyed.)
+  std::atomic<bool> cancel{false};
+  const std::unique_ptr<SlotPass<Dp>> conservative = pass.Concurrent(&cancel);
+  std::future<Result<std::optional<Plan>>> safe;
+  if (conservative) safe = Concurrently([&] { return ConservativePlan(*conservative); });
+  Result<RelaxedPlans> relaxed = BestRelaxedPlans(pass);
+  if (!relaxed.ok() || relaxed->final) {
+    cancel = true;
+    if (!relaxed.ok()) return relaxed.status();
+    return std::move(relaxed->best);
   }
+  REMAT_ASSIGN_OR_RETURN(std::optional<Plan> safe_plan,
+                         safe.valid() ? safe.get() : ConservativePlan(pass));
+  std::optional<Plan> best = std::move(relaxed->best);
+  if (safe_plan && (!best || BetterPlan(*safe_plan, *best))) best = std::move(safe_plan);
   return best;
 }
 
@@ -286,17 +349,25 @@ class OptimalSingleSolver : public StrategySolver {
     };
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
     if (activation_budget > 0) {
+      // With a link, or with a layer not keeping its input (then without
+      // offload): the offload DP too, on another core at the same time.
+      const bool offload = p.host_link.present();
+      std::future<Result<std::optional<Plan>>> offloaded;
+      if ((offload || HasLayerNotKeepingInput(p)) && p.num_layers() <= kMaxOffloadLayers) {
+        offloaded = Concurrently([&] {
+          return BestOffloadPlan(p, o, activation_budget, offload ? p.host_link : HostLink{},
+                                 evaluate);
+        });
+      }
       SlotPass<solver::SingleLevelDp> pass(
           p, activation_budget, OptimalSlots(o),
           [&](const solver::SingleLevelDp& dp, int64_t m) { return evaluate(dp.Reconstruct(m)); });
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
-      // With a link, or with a layer not keeping its input (then without offload).
-      const bool offload = p.host_link.present();
-      if ((offload || HasLayerNotKeepingInput(p)) && p.num_layers() <= kMaxOffloadLayers) {
-        REMAT_ASSIGN_OR_RETURN(
-            std::optional<Plan> offloaded,
-            BestOffloadPlan(p, o, activation_budget, offload ? p.host_link : HostLink{}, evaluate));
-        if (offloaded && (!plan || BetterPlan(*offloaded, *plan))) plan = std::move(offloaded);
+      if (offloaded.valid()) {
+        REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best_offloaded, offloaded.get());
+        if (best_offloaded && (!plan || BetterPlan(*best_offloaded, *plan))) {
+          plan = std::move(best_offloaded);
+        }
       }
       // The heuristics' layer lists are single-level schedules too: the DP
       // rounds memory into slots, and a heuristic that fits its budget to
@@ -326,21 +397,29 @@ class OptimalSolver : public StrategySolver {
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
     if (activation_budget > 0) {
+      // Layers that agree within their measured time spread are one class
+      // for the DP (solver/time_classes.h); plans are simulated on `p`.
+      // Pooled (an approximation already): rows shared across gradient
+      // positions where that shares more (gradients created in backward).
+      // The classes, built once for the size check and both fills, on
+      // another core while the layer list is solved.
+      std::future<std::pair<solver::TimeClasses, Classes>> pooling = Concurrently([&] {
+        solver::TimeClasses pooled = PoolWhereItShares(p, o);
+        Classes classes = SharedRowClasses(pooled.profile, pooled.pooled());
+        return std::make_pair(std::move(pooled), std::move(classes));
+      });
       // The best layer list is a multi-level schedule too: when it fits, no
       // multi-level plan costing more is of any use, which caps the DP.
       REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
-      // Layers that agree within their measured time spread are one class
-      // for the DP (solver/time_classes.h); plans are simulated on `p`.
-      const solver::TimeClasses pooled = PoolWhereItShares(p, o);
+      const std::pair<solver::TimeClasses, Classes> pooled_classes = pooling.get();
+      const solver::TimeClasses& pooled = pooled_classes.first;
+      const Classes& classes = pooled_classes.second;
       const Profile& solved = pooled.profile;
       REMAT_ASSIGN_OR_RETURN(const double cap, CostCap(single, pooled));
-      // Pooled (an approximation already): rows shared across gradient
-      // positions where that shares more (gradients created in backward).
-      // The classes, built once for the size check and both fills.
-      const Classes classes = SharedRowClasses(solved, pooled.pooled());
       const bool shifted = classes.key == solver::GradientKey::kShifted;
-      REMAT_ASSIGN_OR_RETURN(int64_t slots,
+      REMAT_ASSIGN_OR_RETURN(const TableSize size,
                              SlotsWithinTableLimit(solved, o, activation_budget, *classes.classes));
+      const int64_t slots = size.slots;
       SlotPass<solver::MultiLevelDp> pass(
           solved, activation_budget, slots,
           [&](const solver::MultiLevelDp& dp, int64_t m) {
@@ -350,6 +429,8 @@ class OptimalSolver : public StrategySolver {
           cap);
       pass.gradients = classes.key;
       pass.classes = classes.classes;
+      // Both fills at once where two tables fit easily.
+      pass.concurrent = size.table_bytes <= kMaxTableBytes / 4;
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> plan, BestFittingPlan(pass));
       if (single.fits && (!plan || BetterPlan(single, *plan))) {
         // Nothing multi-level is faster (or it did not fit in bytes): the
@@ -371,23 +452,30 @@ class OptimalSolver : public StrategySolver {
   }
 
  private:
+  // The slots of the multi-level DP and an upper bound on its table's bytes.
+  struct TableSize {
+    int64_t slots;
+    int64_t table_bytes;
+  };
   // The requested slots, or for the default, as many as keep the cost
   // tables within kMaxTableBytes. Sized from an upper bound on the tables
   // (MultiLevelDp::TableBytesBound), without building the DP.
-  static Result<int64_t> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
-                                               int64_t activation_budget,
-                                               const solver::IntervalClasses& classes) {
+  static Result<TableSize> SlotsWithinTableLimit(const Profile& p, const PlanOptions& o,
+                                                 int64_t activation_budget,
+                                                 const solver::IntervalClasses& classes) {
     const int64_t slots = OptimalSlots(o);
     const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
     const int64_t table = solver::MultiLevelDp::TableBytesBound(terms, classes);
-    if (table <= kMaxTableBytes) return slots;
+    if (table <= kMaxTableBytes) return TableSize{slots, table};
     if (o.slots > 0) {
       return Status::Invalid(std::to_string(o.slots) + " memory slots would need " +
                              FormatBytes(table) + " of solver tables for this " +
                              std::to_string(p.num_layers()) + "-layer chain (limit " +
                              FormatBytes(kMaxTableBytes) + "); use fewer slots");
     }
-    return std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table);
+    // (The table's rows shrink with the slots: about half the limit.)
+    return TableSize{std::max<int64_t>(2, slots * (kMaxTableBytes / 2) / table),
+                     kMaxTableBytes / 2};
   }
 
   // The profile the multi-level DP solves: `p` with its times pooled within
