@@ -88,19 +88,20 @@ Status JsonObjectReader::Error(const char* key, const std::string& what) const {
 
 Status JsonObjectReader::Int(const char* key, int64_t* out, bool required, int64_t min,
                              int64_t max) const {
-  if (!object_.contains(key)) {
-    return required ? Error(key, "missing (required)") : Status::Ok();
-  }
-  const nlohmann::json& v = object_.at(key);
-  const std::string range = max == std::numeric_limits<int64_t>::max()
-                                ? "an integer >= " + std::to_string(min)
-                                : "an integer in [" + std::to_string(min) + ", " +
-                                      std::to_string(max) + "]";
+  const auto it = object_.find(key);
+  if (it == object_.end()) return required ? Error(key, "missing (required)") : Status::Ok();
+  const nlohmann::json& v = *it;
+  // (Formatted only for an error: a profile reads thousands of fields.)
+  auto range = [&] {
+    return max == std::numeric_limits<int64_t>::max()
+               ? "an integer >= " + std::to_string(min)
+               : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  };
   int64_t value = 0;
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Error(key, "expected " + range + ", got " + DescribeJsonValue(v) + " (too large)");
+      return Error(key, "expected " + range() + ", got " + DescribeJsonValue(v) + " (too large)");
     }
     value = static_cast<int64_t>(u);
   } else if (v.is_number_integer()) {
@@ -108,14 +109,14 @@ Status JsonObjectReader::Int(const char* key, int64_t* out, bool required, int64
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18) {
-      return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+      return Error(key, "expected " + range() + ", got " + DescribeJsonValue(v));
     }
     value = static_cast<int64_t>(d);
   } else {
-    return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+    return Error(key, "expected " + range() + ", got " + DescribeJsonValue(v));
   }
   if (value < min || value > max) {
-    return Error(key, "expected " + range + ", got " + DescribeJsonValue(v));
+    return Error(key, "expected " + range() + ", got " + DescribeJsonValue(v));
   }
   *out = value;
   return Status::Ok();
@@ -123,17 +124,17 @@ Status JsonObjectReader::Int(const char* key, int64_t* out, bool required, int64
 
 Status JsonObjectReader::Double(const char* key, double* out, bool required, double min,
                                 double max) const {
-  if (!object_.contains(key)) {
-    return required ? Error(key, "missing (required)") : Status::Ok();
-  }
-  const nlohmann::json& v = object_.at(key);
-  char range[96];
-  std::snprintf(range, sizeof range, "a number in [%g, %g]", min, max);
-  if (!v.is_number()) return Error(key, std::string("expected ") + range + ", got " + DescribeJsonValue(v));
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d < min || d > max) {
+  const auto it = object_.find(key);
+  if (it == object_.end()) return required ? Error(key, "missing (required)") : Status::Ok();
+  const nlohmann::json& v = *it;
+  auto expected = [&] {
+    char range[96];
+    std::snprintf(range, sizeof range, "a number in [%g, %g]", min, max);
     return Error(key, std::string("expected ") + range + ", got " + DescribeJsonValue(v));
-  }
+  };
+  if (!v.is_number()) return expected();
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < min || d > max) return expected();
   *out = d;
   return Status::Ok();
 }

@@ -404,8 +404,9 @@ class OptimalSolver : public StrategySolver {
       // The classes, built once for the size check and both fills, on
       // another core while the layer list is solved.
       std::future<std::pair<solver::TimeClasses, Classes>> pooling = Concurrently([&] {
-        solver::TimeClasses pooled = PoolWhereItShares(p, o);
-        Classes classes = SharedRowClasses(pooled.profile, pooled.pooled());
+        std::shared_ptr<const solver::IntervalClasses> shifted;
+        solver::TimeClasses pooled = PoolWhereItShares(p, o, &shifted);
+        Classes classes = SharedRowClasses(pooled.profile, pooled.pooled(), std::move(shifted));
         return std::make_pair(std::move(pooled), std::move(classes));
       });
       // The best layer list is a multi-level schedule too: when it fits, no
@@ -483,15 +484,22 @@ class OptimalSolver : public StrategySolver {
   // rows, else `p` itself (pooling only costs plan quality then: with
   // gradients created in backward, equal intervals differ in the gradients
   // after them, interval_classes.h).
-  static solver::TimeClasses PoolWhereItShares(const Profile& p, const PlanOptions& o) {
+  // `shifted`: the pooled chain's classes keyed by GradientKey::kShifted
+  // when they were built here (else left null).
+  static solver::TimeClasses PoolWhereItShares(
+      const Profile& p, const PlanOptions& o,
+      std::shared_ptr<const solver::IntervalClasses>* shifted) {
     if (o.exact_times) return solver::TimeClasses{p};
     solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
     // (Counted with rows shared across gradient positions, as the DP will
     // solve the pooled chain.)
     const auto key = solver::GradientKey::kShifted;
-    if (pooled.pooled() && !PoolingJoinsTwoLayers(p, pooled.profile) &&
-        solver::IntervalClasses(pooled.profile, key).count() >= solver::IntervalClasses(p, key).count()) {
-      return solver::TimeClasses{p};
+    if (pooled.pooled() && !PoolingJoinsTwoLayers(p, pooled.profile)) {
+      auto classes = std::make_shared<const solver::IntervalClasses>(pooled.profile, key);
+      if (classes->count() >= solver::IntervalClasses(p, key).count()) {
+        return solver::TimeClasses{p};
+      }
+      *shifted = std::move(classes);
     }
     return pooled;
   }
@@ -504,11 +512,14 @@ class OptimalSolver : public StrategySolver {
   // On pooled times, rows read shifted by the gradients between equal
   // intervals (GradientKey::kShifted) where that shares rows the exact
   // classes do not; else the exact classes.
-  static Classes SharedRowClasses(const Profile& p, bool pooled) {
+  // `shifted`: those classes if built already, else null.
+  static Classes SharedRowClasses(const Profile& p, bool pooled,
+                                  std::shared_ptr<const solver::IntervalClasses> shifted) {
     auto exact = std::make_shared<const solver::IntervalClasses>(p);
     if (!pooled) return {exact, solver::GradientKey::kExact};
-    auto shifted =
-        std::make_shared<const solver::IntervalClasses>(p, solver::GradientKey::kShifted);
+    if (shifted == nullptr) {
+      shifted = std::make_shared<const solver::IntervalClasses>(p, solver::GradientKey::kShifted);
+    }
     if (shifted->count() < exact->count()) return {shifted, solver::GradientKey::kShifted};
     return {exact, solver::GradientKey::kExact};
   }
