@@ -10,21 +10,24 @@ temporary directory, takes the budget docs/solver.md uses (the model state
 plus 40% of the way from the lowest activation peak to keeping everything,
 as solver_bench prints them), and runs
 
-  /usr/bin/time PLANNER --budget B --strategy optimal --slots 1000 [--exact-times] PROFILE
+  PLANNER --budget B --strategy optimal --slots 1000 [--exact-times] PROFILE
 
 RUNS times (default 5) on each binary, alternating before / after so that a
-pair sees the same machine load. Prints a markdown table of the median wall
-and user seconds, and whether both binaries printed the same plan (the
+pair sees the same machine load. Prints a markdown table of the wall and CPU
+(user + system, all threads) milliseconds, median and (in parentheses) the
+least of the runs, and whether both binaries printed the same plan (the
 text report, byte for byte). --exact-times is left out at 1024 layers when
 the before binary would need its exact DP (27 s) unless ALL_EXACT=1; NO_EXACT=1
 leaves it out everywhere.
 """
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def write_profile(bench, layers, path):
@@ -37,12 +40,16 @@ def write_profile(bench, layers, path):
 
 
 def timed(planner, args):
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %U", planner] + args, capture_output=True,
-                       text=True)
+    """Wall and CPU (user + system) milliseconds of one run, and its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    r = subprocess.run([planner] + args, capture_output=True, text=True)
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f"{planner} {' '.join(args)} failed: {r.stderr}")
-    wall, user = (float(v) for v in r.stderr.strip().splitlines()[-1].split())
-    return wall, user, r.stdout
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu, r.stdout
 
 
 def main():
@@ -51,8 +58,8 @@ def main():
     before, after, bench = sys.argv[1:4]
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     sizes = [int(v) for v in sys.argv[5:]] or [64, 256, 1024]
-    print("| L | times | budget (B) | before: wall / user s | after: wall / user s | "
-          "user speed-up | same plan |")
+    print("| L | times | budget (B) | before: wall / CPU ms | after: wall / CPU ms | "
+          "CPU speed-up | same plan |")
     print("|---:|---|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for layers in sizes:
@@ -75,14 +82,15 @@ def main():
                         plans[planner] = out
                 cells = []
                 for planner in (before, after):
-                    wall = statistics.median(w for w, _ in samples[planner])
-                    user = statistics.median(u for _, u in samples[planner])
-                    cells.append((wall, user))
-                speedup = cells[0][1] / cells[1][1] if cells[1][1] > 0 else float("inf")
+                    walls = [w for w, _ in samples[planner]]
+                    cpus = [c for _, c in samples[planner]]
+                    cells.append((statistics.median(walls), min(walls), statistics.median(cpus),
+                                  min(cpus)))
+                speedup = cells[0][2] / cells[1][2] if cells[1][2] > 0 else float("inf")
                 same = "yes" if plans[before] == plans[after] else "NO"
+                text = [f"{w:.1f} ({wmin:.1f}) / {c:.1f} ({cmin:.1f})" for w, wmin, c, cmin in cells]
                 print(f"| {layers} | {'exact' if exact else 'pooled'} | {budget:,} | "
-                      f"{cells[0][0]:.2f} / {cells[0][1]:.2f} | {cells[1][0]:.2f} / "
-                      f"{cells[1][1]:.2f} | {speedup:.1f}x | {same} |", flush=True)
+                      f"{text[0]} | {text[1]} | {speedup:.2f}x | {same} |", flush=True)
 
 
 if __name__ == "__main__":
