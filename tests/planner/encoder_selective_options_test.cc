@@ -12,6 +12,7 @@
 #include "remat/profile.h"
 #include "remat/strategies.h"
 #include "testing/gpt_chain.h"
+#include "testing/masks_pay.h"
 
 namespace remat {
 namespace {
@@ -149,30 +150,8 @@ TEST(EncoderDropoutMask, SdpaDropsTheResidualMasksOnlyAndNeedsDropout) {
 // the MLP activation and ln1 are cheaper a byte on this CPU), faster than
 // the best plan from the same profile without them, and never slower.
 TEST(EncoderDropoutMask, OptimalChoosesItWhereItPays) {
-  const Profile with = Analytic(BertBase(Precision::kFp32, 4), "cpu");
-  Profile without = with;
-  for (LayerProfile& l : without.layers) {
-    if (l.selective.size() == 7) l.selective.resize(5);
-  }
-  PlanOptions none;
-  none.strategy = Strategy::kNone;
-  Result<PlanSet> full = MakePlan(with, none);
-  ASSERT_TRUE(full.ok()) << full.status().message();
-  const LayerProfile& block = testing::FirstBlock(with);
-  const int64_t masks = block.activation_bytes - Option(block, kDropoutMaskOption)->activation_bytes;
-  int chosen = 0;
-  for (int step = 1; step <= 16; ++step) {
-    PlanOptions optimal;
-    optimal.strategy = Strategy::kOptimal;
-    optimal.budget_bytes = full->chosen.predicted.peak_bytes - masks * step / 4;
-    Result<PlanSet> w = MakePlan(with, optimal), wo = MakePlan(without, optimal);
-    ASSERT_TRUE(w.ok() && wo.ok());
-    int under = 0;
-    for (int o : w->chosen.selective_option) under += o == 5 || o == 6;
-    EXPECT_LE(w->chosen.predicted.step_ms, wo->chosen.predicted.step_ms + 1e-9) << step;
-    if (under > 0 && w->chosen.predicted.step_ms < wo->chosen.predicted.step_ms) ++chosen;
-  }
-  EXPECT_GT(chosen, 0);
+  EXPECT_GT(testing::BudgetsWhereTheMasksPay(Analytic(BertBase(Precision::kFp32, 4), "cpu"), 16, 4),
+            0);
 }
 
 // torch.autocast(bf16) on a GPU: fc1 keeps the 16-bit cast of ln1's output
