@@ -1,10 +1,10 @@
 // The runtime's selective options (attention_core, mlp_activation, both,
 // norm_output, all three, dropout_mask and all four, ChainModel PartsOf) of
-// gpt, llama and bert (mlm; mean pooling + mnrl, three text passes): each
-// gives the gradients
-// of running without checkpointing (fp32, dropout 0.1, within 1e-6 of the
-// largest gradient), and plans mixing them, from a measured profile, reach
-// the peak the simulator predicts.
+// gpt, llama and bert (mlm, eager and sdpa; mean pooling + mnrl, three
+// text passes): each gives the gradients of running without checkpointing
+// (fp32, dropout 0.1, within 1e-6 of the largest gradient), and plans
+// mixing them, from a measured profile, reach the peak the simulator
+// predicts.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +68,10 @@ std::vector<Case> Cases() {
   // masks (issue 14).
   out.push_back({"bert_mlm", testing::TinyBert(Head::kMlm)});
   out.push_back({"bert_mean_mnrl", testing::TinyBert(Head::kPooling)});
+  // SDPA's math path keeps its own mask: only the residual masks go.
+  ModelConfig sdpa = testing::TinyBert(Head::kMlm);
+  sdpa.attention = AttentionImpl::kSdpa;
+  out.push_back({"bert_mlm_sdpa", sdpa});
   return out;
 }
 
