@@ -266,9 +266,9 @@ at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tens
     // attention's output goes first: inside the function GELU's output
     // takes its place until fc2's is made.
     t = at::Tensor();
-    t = Dropout(RecomputedActivationLinear(MlpActivation::kGelu, u, {}, w.fc2.weight, w.fc2.bias,
-                                           mlp),
-                seeds.regenerate);
+    t = Dropout(
+        RecomputedActivationLinear(MlpActivation::kGelu, u, {}, w.fc2.weight, w.fc2.bias, mlp),
+        seeds.regenerate);
   } else if (c.lora_rank > 0) {
     // The frozen fc2 keeps nothing of GELU's output: t holds it through
     // the second dropout.

@@ -70,10 +70,9 @@ TEST(EncoderSelectiveOptions, BertFp32KeptBytesFollowTheFormula) {
   EXPECT_EQ(block.activation_bytes, 4 * (10 * nh + 2 * nf + 3 * as2b + 4 * n));
   // The decoders' seven, in the runtime's order (PartsOf; the dropout
   // masks' two: EncoderDropoutMask below).
-  const std::vector<std::string> order = {kAttentionCoreOption, kMlpActivationOption,
-                                          kAttentionCoreMlpOption, kNormOutputOption,
-                                          kAllSelectiveOption,  kDropoutMaskOption,
-                                          kAllWithDropoutOption};
+  const std::vector<std::string> order = {
+      kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption, kNormOutputOption,
+      kAllSelectiveOption,  kDropoutMaskOption,   kAllWithDropoutOption};
   ASSERT_EQ(block.selective.size(), order.size());
   for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(block.selective[k].name, order[k]);
   const SelectiveOption &core = block.selective[0], &mlp = block.selective[1],
