@@ -148,8 +148,8 @@ class ChainModel {
   // true).
   virtual bool recomputes_mlp() const { return false; }
   // Whether the block runs the "dropout_mask" options (5 and 6: its
-  // dropouts regenerate their masks in backward), where dropout is on; the
-  // decoders without LoRA, as the analytic model offers them.
+  // dropouts regenerate their masks in backward), where dropout is on; gpt,
+  // llama and the encoders without LoRA, as the analytic model offers them.
   virtual bool regenerates_masks() const { return false; }
   // How many selective options a block has (PartsOf 0..n-1): the dropout
   // masks' two with dropout on.

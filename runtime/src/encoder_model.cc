@@ -234,7 +234,7 @@ at::Tensor EncoderModel::AttentionCore(int /*layer*/, const Heads& heads,
     return FusedAttention(heads[0], heads[1], heads[2], /*causal=*/false, seeds.core);
   }
   return MergeHeads(EagerAttention(heads[0], heads[1], heads[2], at::Tensor(),
-                                   /*softmax_fp32=*/false, seeds.core));
+                                   /*softmax_fp32=*/false, seeds.core, seeds.regenerate));
 }
 
 at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,
@@ -245,7 +245,9 @@ at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tens
   if (c.dropout > 0 || c.lora_dropout > 0) SeedGenerator(device(), seeds.tail);
   // t, as HF's hidden_states, holds each output until the next statement
   // has run: the attention's dropped output until GELU's.
-  at::Tensor t = Dropout(Project(context, w.o));
+  // Under the dropout masks' options (seeds.regenerate) the residual
+  // dropouts keep no mask (dropout_regenerate.h).
+  at::Tensor t = Dropout(Project(context, w.o), seeds.regenerate);
   at::Tensor y, u;  // ln1's output, fc1's
   if (norm != nullptr) {
     // ln1's input kept (ln1 keeps it anyway), its output made again in
@@ -264,8 +266,9 @@ at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tens
     // attention's output goes first: inside the function GELU's output
     // takes its place until fc2's is made.
     t = at::Tensor();
-    t = Dropout(RecomputedActivationLinear(MlpActivation::kGelu, u, {}, w.fc2.weight, w.fc2.bias,
-                                           mlp));
+    t = Dropout(
+        RecomputedActivationLinear(MlpActivation::kGelu, u, {}, w.fc2.weight, w.fc2.bias, mlp),
+        seeds.regenerate);
   } else if (c.lora_rank > 0) {
     // The frozen fc2 keeps nothing of GELU's output: t holds it through
     // the second dropout.
@@ -277,7 +280,7 @@ at::Tensor EncoderModel::Epilogue(int layer, const at::Tensor& x, const at::Tens
     t = at::gelu(u);
     u = at::Tensor();
     t = Project(t, w.fc2);
-    t = Dropout(t);
+    t = Dropout(t, seeds.regenerate);
   }
   return at::layer_norm(y + t, {c.hidden}, w.ln2_w, w.ln2_b, kNormEps);
 }

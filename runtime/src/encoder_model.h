@@ -28,7 +28,9 @@
 // The prologue returns q, k and v split into heads, the core's inputs.
 // Without LoRA the epilogue also runs the MLP activation's and ln1's
 // recompute (mlp_activation, norm_output: GELU's and ln1's outputs made
-// again in fc2's and fc1's backward); ln2's output is the block's.
+// again in fc2's and fc1's backward); ln2's output is the block's. The
+// block's residual dropouts and eager attention's can keep no mask
+// (dropout_mask), regenerated in backward; the embedding's keeps its own.
 #ifndef REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 #define REMAT_RUNTIME_SRC_ENCODER_MODEL_H_
 
@@ -60,6 +62,9 @@ class EncoderModel final : public ChainModel {
   // The MLP activation and ln1's output (the epilogue's) are recomputed
   // before plain projections only: not with LoRA.
   bool recomputes_mlp() const override { return config().lora_rank == 0; }
+  // The residual dropouts and eager attention's regenerate their masks
+  // (dropout_mask, all four) without LoRA, as the decoders'.
+  bool regenerates_masks() const override { return config().lora_rank == 0; }
 
  private:
   // The projections: dense or nf4, with LoRA adapters where targeted.

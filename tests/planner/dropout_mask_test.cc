@@ -4,7 +4,6 @@
 // the block's shape, and the optimal solver choosing it where it pays.
 #include <gtest/gtest.h>
 
-#include <iostream>
 #include <string>
 
 #include "remat/analytic.h"
@@ -12,6 +11,7 @@
 #include "remat/profile.h"
 #include "remat/strategies.h"
 #include "testing/gpt_chain.h"
+#include "testing/masks_pay.h"
 #include "testing/minilm_job.h"
 
 namespace remat {
@@ -115,34 +115,7 @@ TEST(DropoutMask, LlamaKeptBytesFollowTheFormula) {
 TEST(DropoutMask, OptimalChoosesItWhereItPays) {
   ModelConfig c = testing::GptLayerShape(h, a, Precision::kBf16, AttentionImpl::kEager);
   c.layers = 2;
-  const Profile with = Analytic(c, false);
-  Profile without = with;
-  for (LayerProfile& l : without.layers) {
-    if (l.selective.size() == 7) l.selective.resize(5);
-  }
-  PlanOptions none;
-  none.strategy = Strategy::kNone;
-  Result<PlanSet> full = MakePlan(with, none);
-  ASSERT_TRUE(full.ok()) << full.status().message();
-  const int64_t peak = full->chosen.predicted.peak_bytes;
-  const LayerProfile& block = testing::FirstBlock(with);
-  const int64_t masks = block.activation_bytes - Option(block, kDropoutMaskOption)->activation_bytes;
-  int chosen = 0;
-  for (int step = 1; step <= 8; ++step) {
-    PlanOptions optimal;
-    optimal.strategy = Strategy::kOptimal;
-    optimal.budget_bytes = peak - masks * step / 8;
-    Result<PlanSet> w = MakePlan(with, optimal), wo = MakePlan(without, optimal);
-    ASSERT_TRUE(w.ok() && wo.ok());
-    int under = 0;
-    for (int o : w->chosen.selective_option) under += o == 5 || o == 6;
-    std::cout << "budget peak - " << step << "/8 masks: " << under
-              << " blocks under the masks' options, " << w->chosen.predicted.step_ms
-              << " ms, without them " << wo->chosen.predicted.step_ms << " ms\n";
-    EXPECT_LE(w->chosen.predicted.step_ms, wo->chosen.predicted.step_ms + 1e-9);
-    if (under > 0 && w->chosen.predicted.step_ms < wo->chosen.predicted.step_ms) ++chosen;
-  }
-  EXPECT_GT(chosen, 0);
+  EXPECT_GT(testing::BudgetsWhereTheMasksPay(Analytic(c, false), 8, 8), 0);
 }
 
 }  // namespace

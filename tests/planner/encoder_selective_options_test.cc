@@ -1,7 +1,7 @@
 // The selective options of a post-LN encoder block (bert, roberta,
-// distilbert): the MLP activation (GELU, as gpt's) and ln1's output, each
-// with the bytes it keeps written out as a formula of the block's shape; and
-// the solvers choose them.
+// distilbert): the MLP activation (GELU, as gpt's), ln1's output and the
+// dropout masks, each with the bytes it keeps written out as a formula of
+// the block's shape; and the solvers choose them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +12,7 @@
 #include "remat/profile.h"
 #include "remat/strategies.h"
 #include "testing/gpt_chain.h"
+#include "testing/masks_pay.h"
 
 namespace remat {
 namespace {
@@ -67,10 +68,11 @@ TEST(EncoderSelectiveOptions, BertFp32KeptBytesFollowTheFormula) {
   const LayerProfile& block = testing::FirstBlock(p);
   const int64_t nh = n * h, nf = n * f, as2b = a * s * s * b;
   EXPECT_EQ(block.activation_bytes, 4 * (10 * nh + 2 * nf + 3 * as2b + 4 * n));
-  // The decoders' five, in the runtime's order (PartsOf).
-  const std::vector<std::string> order = {kAttentionCoreOption, kMlpActivationOption,
-                                          kAttentionCoreMlpOption, kNormOutputOption,
-                                          kAllSelectiveOption};
+  // The decoders' seven, in the runtime's order (PartsOf; the dropout
+  // masks' two: EncoderDropoutMask below).
+  const std::vector<std::string> order = {
+      kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption, kNormOutputOption,
+      kAllSelectiveOption,  kDropoutMaskOption,   kAllWithDropoutOption};
   ASSERT_EQ(block.selective.size(), order.size());
   for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(block.selective[k].name, order[k]);
   const SelectiveOption &core = block.selective[0], &mlp = block.selective[1],
@@ -97,6 +99,58 @@ TEST(EncoderSelectiveOptions, BertFp32KeptBytesFollowTheFormula) {
   EXPECT_LE(mlp.forward_workspace_bytes, block.forward_workspace_bytes + gelu_out);
   EXPECT_GE(norm.forward_workspace_bytes, block.forward_workspace_bytes);
   EXPECT_LE(norm.forward_workspace_bytes, block.forward_workspace_bytes + ln1_out);
+}
+
+// The dropout masks (fp32, CPU: at::dropout's mask is of the input's
+// dtype, 4 bytes an element): dropout_mask drops the two residual masks
+// (after the attention's output projection and after fc2, 4 nh each) and
+// eager attention's on the probabilities (4 as^2b), keeping nothing in
+// their place: 4 (8 nh + 2 nf + 2 as^2b + 4 n). With the other three
+// (whose core already drops its mask) the residual two on top: all three
+// less 8 nh. Each mask is drawn again in its own dropout's backward: at
+// most the attention's at a time.
+TEST(EncoderDropoutMask, BertFp32KeptBytesFollowTheFormula) {
+  const Profile p = Analytic(BertBase(Precision::kFp32), "cpu");
+  const LayerProfile& block = testing::FirstBlock(p);
+  const int64_t nh = n * h, nf = n * f, as2b = a * s * s * b;
+  const SelectiveOption* all = Option(block, kAllSelectiveOption);
+  const SelectiveOption* drop = Option(block, kDropoutMaskOption);
+  const SelectiveOption* all4 = Option(block, kAllWithDropoutOption);
+  ASSERT_TRUE(all && drop && all4);
+  EXPECT_EQ(drop->activation_bytes, 4 * (8 * nh + 2 * nf + 2 * as2b + 4 * n));
+  EXPECT_EQ(drop->activation_bytes, block.activation_bytes - 2 * 4 * nh - 4 * as2b);
+  EXPECT_EQ(all4->activation_bytes, all->activation_bytes - 2 * 4 * nh);
+  EXPECT_GT(drop->recompute_workspace_bytes, 0);
+  EXPECT_LE(drop->recompute_workspace_bytes, 4 * as2b);
+  EXPECT_GT(drop->extra_recompute_ms, 0);
+  EXPECT_GT(all4->extra_recompute_ms, all->extra_recompute_ms);
+  EXPECT_LT(all4->extra_recompute_ms, all->extra_recompute_ms + drop->extra_recompute_ms);
+  // The masks become transients of the forward: one at a time.
+  EXPECT_GE(drop->forward_workspace_bytes, block.forward_workspace_bytes);
+  EXPECT_LE(drop->forward_workspace_bytes, block.forward_workspace_bytes + 4 * as2b);
+}
+
+// SDPA's math path (dropout on the CPU) keeps its mask inside the ATen op:
+// only the residual masks go. Dropout off, or LoRA: no masks' options.
+TEST(EncoderDropoutMask, SdpaDropsTheResidualMasksOnlyAndNeedsDropout) {
+  ModelConfig c = BertBase(Precision::kFp32);
+  c.attention = AttentionImpl::kSdpa;
+  const LayerProfile math = testing::FirstBlock(Analytic(c, "cpu"));
+  const SelectiveOption* drop = Option(math, kDropoutMaskOption);
+  ASSERT_TRUE(drop);
+  EXPECT_EQ(drop->activation_bytes, math.activation_bytes - 2 * 4 * n * h);
+  c.dropout = 0;
+  EXPECT_EQ(testing::FirstBlock(Analytic(c, "cpu")).selective.size(), 5u);
+}
+
+// The optimal solver picks the masks' options: a 4-layer bert-base (fp32,
+// CPU) at budgets 1/4 .. 16/4 of a block's masks below the no-checkpoint
+// peak puts a block under one of them at some budget (from 7/4 on: above,
+// the MLP activation and ln1 are cheaper a byte on this CPU), faster than
+// the best plan from the same profile without them, and never slower.
+TEST(EncoderDropoutMask, OptimalChoosesItWhereItPays) {
+  EXPECT_GT(testing::BudgetsWhereTheMasksPay(Analytic(BertBase(Precision::kFp32, 4), "cpu"), 16, 4),
+            0);
 }
 
 // torch.autocast(bf16) on a GPU: fc1 keeps the 16-bit cast of ln1's output

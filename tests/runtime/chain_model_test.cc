@@ -92,7 +92,7 @@ void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
     if (m.kind == "block") {
       // Every selective option, in the same order (attention_core, and for
       // gpt, llama and the encoders without LoRA mlp_activation, both,
-      // norm_output and all three).
+      // norm_output and all three; with dropout dropout_mask and all four).
       ASSERT_EQ(m.selective.size(), a.selective.size()) << m.name;
       for (size_t k = 0; k < a.selective.size(); ++k) {
         EXPECT_EQ(m.selective[k].name, a.selective[k].name) << m.name;

@@ -46,8 +46,9 @@ TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
     EXPECT_EQ(m.backward_workspace_bytes, a.backward_workspace_bytes) << a.name;
     EXPECT_EQ(m.accumulating_workspace_bytes(), a.accumulating_workspace_bytes()) << a.name;
     ASSERT_EQ(m.selective.size(), a.selective.size()) << a.name;
-    ASSERT_EQ(a.selective.size(), 5u) << a.name;
-    // Each option (the attention core, GELU, ln1 and their combinations):
+    ASSERT_EQ(a.selective.size(), 7u) << a.name;
+    // Each option (the attention core, GELU, ln1, the dropout masks and
+    // their combinations):
     // its forward's workspace, and what its recompute adds to the
     // backward's peak. The op model frees fc2's output gradient, and its
     // weight and bias gradients (transients where the backward adds into

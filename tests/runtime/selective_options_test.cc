@@ -1,10 +1,10 @@
 // The runtime's selective options (attention_core, mlp_activation, both,
 // norm_output, all three, dropout_mask and all four, ChainModel PartsOf) of
-// gpt, llama and bert (mlm; mean pooling + mnrl, three text passes; bert has
-// the first five): each gives the gradients
-// of running without checkpointing (fp32, dropout 0.1, within 1e-6 of the
-// largest gradient), and plans mixing them, from a measured profile, reach
-// the peak the simulator predicts.
+// gpt, llama and bert (mlm, eager and sdpa; mean pooling + mnrl, three
+// text passes): each gives the gradients of running without checkpointing
+// (fp32, dropout 0.1, within 1e-6 of the largest gradient), and plans
+// mixing them, from a measured profile, reach the peak the simulator
+// predicts.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -64,9 +64,14 @@ std::vector<Case> Cases() {
     out.push_back({"gpt" + suffix, gpt});
     out.push_back({"llama" + suffix, llama});
   }
-  // Post-LN encoders: the MLP activation and ln1's output (issue 14).
+  // Post-LN encoders: the MLP activation, ln1's output and the dropout
+  // masks (issue 14).
   out.push_back({"bert_mlm", testing::TinyBert(Head::kMlm)});
   out.push_back({"bert_mean_mnrl", testing::TinyBert(Head::kPooling)});
+  // SDPA's math path keeps its own mask: only the residual masks go.
+  ModelConfig sdpa = testing::TinyBert(Head::kMlm);
+  sdpa.attention = AttentionImpl::kSdpa;
+  out.push_back({"bert_mlm_sdpa", sdpa});
   return out;
 }
 
@@ -76,8 +81,7 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
   const ModelConfig& c = GetParam().config;
   const Profile p = testing::AnalyticOf(c);
   std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 7);
-  // The encoders have the first five (no dropout_mask: docs/solver.md).
-  const int options = c.architecture == Architecture::kBert ? 5 : 7;
+  const int options = 7;
   ASSERT_EQ(model->selective_options(), options);
   ASSERT_EQ(p.layers[1].selective.size(), static_cast<size_t>(options));
   double reference_loss = 0;
@@ -175,8 +179,7 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
   ASSERT_TRUE(profile.ok()) << profile.status().message();
   const LayerProfile& block = profile->layers[1];
-  const bool masks = c.architecture != Architecture::kBert;  // as above
-  ASSERT_EQ(block.selective.size(), masks ? 7u : 5u);
+  ASSERT_EQ(block.selective.size(), 7u);
   EXPECT_EQ(block.selective[1].name, kMlpActivationOption);
   EXPECT_EQ(block.selective[3].name, kNormOutputOption);
   EXPECT_EQ(block.selective[4].name, kAllSelectiveOption);
@@ -186,13 +189,11 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   EXPECT_LT(block.selective[3].activation_bytes, block.activation_bytes);
   EXPECT_LT(block.selective[4].activation_bytes, block.selective[2].activation_bytes);
   EXPECT_GT(block.selective[3].extra_recompute_ms, 0);
-  if (masks) {
-    EXPECT_EQ(block.selective[5].name, kDropoutMaskOption);
-    EXPECT_EQ(block.selective[6].name, kAllWithDropoutOption);
-    EXPECT_LT(block.selective[5].activation_bytes, block.activation_bytes);
-    EXPECT_LT(block.selective[6].activation_bytes, block.selective[4].activation_bytes);
-    EXPECT_GT(block.selective[5].extra_recompute_ms, 0);
-  }
+  EXPECT_EQ(block.selective[5].name, kDropoutMaskOption);
+  EXPECT_EQ(block.selective[6].name, kAllWithDropoutOption);
+  EXPECT_LT(block.selective[5].activation_bytes, block.activation_bytes);
+  EXPECT_LT(block.selective[6].activation_bytes, block.selective[4].activation_bytes);
+  EXPECT_GT(block.selective[5].extra_recompute_ms, 0);
   {
     SCOPED_TRACE("mlp_activation, attention_core+mlp_activation");
     ExpectMeasuredPeakIsPredicted(c, *profile, {1, 2});
@@ -201,7 +202,7 @@ TEST_P(SelectiveOptions, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
     SCOPED_TRACE("norm_output, attention_core+mlp_activation+norm_output");
     ExpectMeasuredPeakIsPredicted(c, *profile, {3, 4});
   }
-  if (masks) {
+  {
     SCOPED_TRACE("dropout_mask, attention_core+mlp_activation+norm_output+dropout_mask");
     ExpectMeasuredPeakIsPredicted(c, *profile, {5, 6});
   }

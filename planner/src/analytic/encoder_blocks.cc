@@ -30,6 +30,9 @@ T BertBlock(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, f = c.ffn_hidden;
   const AttentionShape shape{c.heads, c.heads, c.head_dim, false};
+  // The residual dropouts and eager attention's keep no mask under the
+  // "dropout_mask" options (as a decoder block's; not SDPA's math path).
+  B.DropoutMask(true);
   T q = B.Projection("q_proj", x, h, h, true, kLoraQ);
   T k = B.Projection("k_proj", x, h, h, true, kLoraK);
   T v = B.Projection("v_proj", x, h, h, true, kLoraV);
@@ -60,6 +63,7 @@ T BertBlock(Builder& B, const T& x) {
   if (c.lora_rank > 0) B.HoldInLastOp({u});
   T out = B.LayerNorm("ln2", B.Add("residual2", y1, w), h);
   B.HoldInLastOp({y1, w, ctx});  // ctx: the executor's, through the epilogue
+  B.DropoutMask(false);
   return out;
 }
 

@@ -113,8 +113,8 @@ class Builder {
   // norm only before plain projections).
   void NormOutput(bool on) { norm_output_ = on && c_.lora_rank == 0; }
   // Marks the dropouts added while `on` (OpInfo::dropout_mask) as ones the
-  // "dropout_mask" option runs without keeping their mask: a decoder
-  // block's residual dropouts and its eager attention's dropout, not in a
+  // "dropout_mask" option runs without keeping their mask: a block's
+  // residual dropouts and its eager attention's dropout, not in a
   // LoRA job (as the norms) and not SDPA's math path (its mask is inside
   // the ATen op; the runtime cannot regenerate it).
   void DropoutMask(bool on) { dropout_mask_ = on && c_.lora_rank == 0; }
