@@ -8,9 +8,7 @@
 // in tests/planner/encoder_workspace_test.cc.
 #include <gtest/gtest.h>
 
-#include "memory_meter.h"
-#include "profiler.h"
-#include "remat/analytic.h"
+#include "cpu_profiles.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
 
@@ -25,21 +23,11 @@ TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
     "optimizer": "adamw", "attention": "eager", "dropout": 0.1})",
                                            "cpu-sbert-s.json");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  MeasureOptions o;
-  o.warmup = 0;
-  o.repeats = 1;
-  Result<Profile> measured = MeasureProfile(*c, o, Timing{}, CpuMeter());
-  ASSERT_TRUE(measured.ok()) << measured.status().message();
-  AnalyticOptions cpu;
-  Result<DeviceSpec> device = LookupDevice("cpu");
-  ASSERT_TRUE(device.ok());
-  cpu.device = *device;
-  Result<Profile> analytic = AnalyticProfile(*c, cpu);
-  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
-  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
+  Profile measured, analytic;
+  ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(*c, &measured, &analytic));
   int blocks = 0;
-  for (int i = 0; i < analytic->num_layers(); ++i) {
-    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
+  for (int i = 0; i < analytic.num_layers(); ++i) {
+    const LayerProfile &m = measured.layers[i], &a = analytic.layers[i];
     if (a.kind != "block") continue;
     ++blocks;
     EXPECT_EQ(m.gradient_bytes, a.gradient_bytes) << a.name;

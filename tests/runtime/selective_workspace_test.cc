@@ -19,11 +19,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "memory_meter.h"
-#include "profiler.h"
-#include "remat/analytic.h"
+#include "cpu_profiles.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
 #include "tiny_model.h"
@@ -31,10 +30,11 @@
 namespace remat::runtime {
 namespace {
 
-// bench/models/cpu-s.json: width 128 (4 heads; ffn 512, llama 256 with 2 key/value heads), 128
-// tokens x 4 sequences, 2 blocks: large enough that each option's recompute
-// peaks above the layer's gradients and input gradient (the tiny models'
-// backward stays below them, and the profile clamps that at 0).
+// bench/models/cpu-s.json's shape with 2 blocks: width 128 (4 heads; ffn
+// 512, llama's 256 with 2 key/value heads), 128 tokens x 4 sequences. The
+// tiny models' backward stays below the layer's gradients and input
+// gradient, which the profile clamps at 0 on both sides; here each option's
+// recompute peaks above them.
 ModelConfig Small(ModelConfig c, AttentionImpl attention) {
   c.layers = 2;
   c.hidden = 128;
@@ -48,19 +48,19 @@ ModelConfig Small(ModelConfig c, AttentionImpl attention) {
   return c;
 }
 
-struct Case {
-  std::string name;
-  ModelConfig config;
-};
-
-std::vector<Case> Cases() {
-  std::vector<Case> out;
+// gpt, llama with grouped keys and values, bert mlm and bert mean pooling
+// + mnrl, each with eager and with sdpa attention ("gpt_eager", ...).
+std::vector<std::pair<std::string, ModelConfig>> Cases() {
+  const std::pair<std::string, ModelConfig> families[] = {
+      {"gpt", testing::TinyGpt()},
+      {"llama_gqa", testing::TinyLlama()},
+      {"bert_mlm", testing::TinyBert(Head::kMlm)},
+      {"bert_mean_mnrl", testing::TinyBert(Head::kPooling)}};
+  std::vector<std::pair<std::string, ModelConfig>> out;
   for (AttentionImpl a : {AttentionImpl::kEager, AttentionImpl::kSdpa}) {
-    const std::string suffix = a == AttentionImpl::kEager ? "_eager" : "_sdpa";
-    out.push_back({"gpt" + suffix, Small(testing::TinyGpt(), a)});
-    out.push_back({"llama_gqa" + suffix, Small(testing::TinyLlama(), a)});
-    out.push_back({"bert_mlm" + suffix, Small(testing::TinyBert(Head::kMlm), a)});
-    out.push_back({"bert_mean_mnrl" + suffix, Small(testing::TinyBert(Head::kPooling), a)});
+    for (const auto& [name, c] : families) {
+      out.emplace_back(name + "_" + ToString(a), Small(c, a));
+    }
   }
   return out;
 }
@@ -69,26 +69,17 @@ bool HasCore(const SelectiveOption& o) {
   return o.name.find(kAttentionCoreOption) != std::string::npos;
 }
 
-class SelectiveWorkspace : public ::testing::TestWithParam<Case> {};
+class SelectiveWorkspace
+    : public ::testing::TestWithParam<std::pair<std::string, ModelConfig>> {};
 
 TEST_P(SelectiveWorkspace, EveryOptionIsTheAnalyticModels) {
-  const ModelConfig& c = GetParam().config;
+  const ModelConfig& c = GetParam().second;
   ASSERT_GT(c.dropout, 0);
-  MeasureOptions o;
-  o.warmup = 0;
-  o.repeats = 1;
-  Result<Profile> measured = MeasureProfile(c, o, Timing{}, CpuMeter());
-  ASSERT_TRUE(measured.ok()) << measured.status().message();
-  AnalyticOptions cpu;
-  Result<DeviceSpec> device = LookupDevice("cpu");
-  ASSERT_TRUE(device.ok());
-  cpu.device = *device;
-  Result<Profile> analytic = AnalyticProfile(c, cpu);
-  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
-  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
+  Profile measured, analytic;
+  ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(c, &measured, &analytic));
   int exact = 0;
-  for (int i = 0; i < analytic->num_layers(); ++i) {
-    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
+  for (int i = 0; i < analytic.num_layers(); ++i) {
+    const LayerProfile &m = measured.layers[i], &a = analytic.layers[i];
     if (a.kind != kBlockKind) continue;
     ASSERT_EQ(m.selective.size(), a.selective.size()) << a.name;
     for (size_t k = 0; k < a.selective.size(); ++k) {
@@ -116,7 +107,7 @@ TEST_P(SelectiveWorkspace, EveryOptionIsTheAnalyticModels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SelectiveWorkspace, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+                         [](const auto& i) { return i.param.first; });
 
 }  // namespace
 }  // namespace remat::runtime
