@@ -272,7 +272,9 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
     });
   }
   std::set<int> grads;
-  std::map<int, int> held_grads;  // gradient a fused part's function holds -> its first op
+  // Gradient a recompute holds (a fused part's function, a held output's
+  // backward) -> the part's first op, after whose backward it is freed.
+  std::map<int, int> held_grads;
   int64_t live = 0, peak = 0, created = 0;
   for (auto it = order.begin(); it != order.end(); ++it) {
     const OpInfo& op = g.ops()[*it];
@@ -308,6 +310,10 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
           if (!outside) continue;
           live += tensors[t].bytes;
           released_after[part.ops.front()] += tensors[t].bytes;
+          // Its gradient, which the runtime backpropagates through the
+          // recomputed part (layer_execution.cc Backward), is held until
+          // the part's backward is done.
+          if (grads.count(t)) held_grads[t] = part.ops.front();
         }
       }
     }
