@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu_profiles.h"
 #include "device.h"
 #include "encoder_lora_tiny.h"
 #include "lora_tiny.h"
@@ -61,20 +62,10 @@ TEST_P(Families, InputsKeptAreThePlannersAndGradientsAreCreatedPerLayer) {
 // weight, mnrl's norms).
 void ExpectKeptBytesOfTheAnalyticModel(const ModelConfig& c) {
   SCOPED_TRACE(std::string("attention ") + ToString(c.attention) + ", " + ToString(c.precision));
-  MeasureOptions o;
-  o.warmup = 0;
-  o.repeats = 1;
-  Result<Profile> measured = MeasureProfile(c, o, Timing{}, CpuMeter());
-  ASSERT_TRUE(measured.ok()) << measured.status().message();
-  AnalyticOptions cpu;
-  Result<DeviceSpec> device = LookupDevice("cpu");
-  ASSERT_TRUE(device.ok());
-  cpu.device = *device;
-  Result<Profile> analytic = AnalyticProfile(c, cpu);
-  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
-  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
-  for (int i = 0; i < analytic->num_layers(); ++i) {
-    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
+  Profile measured, analytic;
+  ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(c, &measured, &analytic));
+  for (int i = 0; i < analytic.num_layers(); ++i) {
+    const LayerProfile &m = measured.layers[i], &a = analytic.layers[i];
     EXPECT_EQ(m.name, a.name);
     EXPECT_EQ(m.kind, a.kind);
     if (m.kind == "loss") {

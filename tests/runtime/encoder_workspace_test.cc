@@ -8,9 +8,7 @@
 // in tests/planner/encoder_workspace_test.cc.
 #include <gtest/gtest.h>
 
-#include "memory_meter.h"
-#include "profiler.h"
-#include "remat/analytic.h"
+#include "cpu_profiles.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
 
@@ -25,21 +23,11 @@ TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
     "optimizer": "adamw", "attention": "eager", "dropout": 0.1})",
                                            "cpu-sbert-s.json");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  MeasureOptions o;
-  o.warmup = 0;
-  o.repeats = 1;
-  Result<Profile> measured = MeasureProfile(*c, o, Timing{}, CpuMeter());
-  ASSERT_TRUE(measured.ok()) << measured.status().message();
-  AnalyticOptions cpu;
-  Result<DeviceSpec> device = LookupDevice("cpu");
-  ASSERT_TRUE(device.ok());
-  cpu.device = *device;
-  Result<Profile> analytic = AnalyticProfile(*c, cpu);
-  ASSERT_TRUE(analytic.ok()) << analytic.status().message();
-  ASSERT_EQ(measured->num_layers(), analytic->num_layers());
+  Profile measured, analytic;
+  ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(*c, &measured, &analytic));
   int blocks = 0;
-  for (int i = 0; i < analytic->num_layers(); ++i) {
-    const LayerProfile &m = measured->layers[i], &a = analytic->layers[i];
+  for (int i = 0; i < analytic.num_layers(); ++i) {
+    const LayerProfile &m = measured.layers[i], &a = analytic.layers[i];
     if (a.kind != "block") continue;
     ++blocks;
     EXPECT_EQ(m.gradient_bytes, a.gradient_bytes) << a.name;
@@ -50,20 +38,12 @@ TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
     // Each option (the attention core, GELU, ln1, the dropout masks and
     // their combinations):
     // its forward's workspace, and what its recompute adds to the
-    // backward's peak. The op model frees fc2's output gradient, and its
-    // weight and bias gradients (transients where the backward adds into
-    // existing ones: the anchors' pass), once fc2's backward has run; the
-    // runtime's GELU function returns them with GELU's input gradient, so
-    // they live through GELU's backward too: the options with the MLP
-    // activation peak that much higher than modeled.
-    const int64_t tokens = a.input_bytes / (4 * c->hidden);
-    const bool creates = a.name.rfind("p2.", 0) == 0;  // the candidates' pass runs first
-    const int64_t gelu_gap =
-        4 * (tokens * c->hidden + (creates ? 0 : c->ffn_hidden * c->hidden + c->hidden));
+    // backward's peak. The runtime's GELU function holds fc2's output
+    // gradient, GELU's output gradient and fc2's weight and bias gradients
+    // until GELU's backward is done; the op model fuses them the same way
+    // (chain.cc, RecomputePart::fused).
     for (size_t k = 0; k < a.selective.size(); ++k) {
-      const bool mlp = a.selective[k].name.find(kMlpActivationOption) != std::string::npos;
-      EXPECT_EQ(m.selective[k].recompute_workspace_bytes,
-                a.selective[k].recompute_workspace_bytes + (mlp ? gelu_gap : 0))
+      EXPECT_EQ(m.selective[k].recompute_workspace_bytes, a.selective[k].recompute_workspace_bytes)
           << a.name << " " << a.selective[k].name;
       EXPECT_EQ(m.selective[k].forward_workspace_bytes, a.selective[k].forward_workspace_bytes)
           << a.name << " " << a.selective[k].name;

@@ -201,6 +201,15 @@ struct RecomputePart {
   // make it again (the generator state the runtime saves is not a tensor).
   // Like the MLP activation, it is made again in the op's own backward.
   bool regenerates = false;
+  // The part and the op whose backward recomputes it (its host: the first
+  // op, in backward order, that saves what the part drops) are one autograd
+  // function: the runtime's ActivationLinear (mlp_recompute.cc), the MLP
+  // activation and the projection after it. The host's output gradient, the
+  // part's output gradient (the host's input gradient) and the host's
+  // parameter-gradient transients live until the part's backward is done,
+  // and the layer's other ops between them (llama's up_proj, which makes
+  // the activation's other input) run their backward after the function.
+  bool fused = false;
 };
 
 // How a layer's backward runs (BackwardWorkspace).
@@ -242,9 +251,32 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
   }
   std::map<int, int64_t> released_after;  // op -> recomputed bytes freed after its backward
   std::vector<bool> recomputed(run.parts.size(), false);
+  // The backward's order: the ops in reverse, but for a fused part the ops
+  // between its host and its first op, which run after the function.
+  std::vector<int> order(ops.rbegin(), ops.rend());
+  std::map<int, int> fused_host;  // host op -> the first op of its fused part
+  for (size_t i = 0; i < run.parts.size(); ++i) {
+    const RecomputePart& part = run.parts[i];
+    if (!part.fused || part.ops.empty()) continue;
+    auto host = std::find_if(order.begin(), order.end(), [&](int o) {
+      for (int t : g.ops()[o].saved) {
+        if (run.dropped[i].count(t)) return true;
+      }
+      return std::find(part.ops.begin(), part.ops.end(), o) != part.ops.end();
+    });
+    auto front = std::find(order.begin(), order.end(), part.ops.front());
+    if (host == order.end() || front == order.end() || host > front) continue;
+    fused_host[*host] = part.ops.front();
+    std::stable_partition(host + 1, front + 1, [&](int o) {
+      return std::find(part.ops.begin(), part.ops.end(), o) != part.ops.end();
+    });
+  }
   std::set<int> grads;
+  // Gradient a recompute holds (a fused part's function, a held output's
+  // backward) -> the part's first op, after whose backward it is freed.
+  std::map<int, int> held_grads;
   int64_t live = 0, peak = 0, created = 0;
-  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+  for (auto it = order.begin(); it != order.end(); ++it) {
     const OpInfo& op = g.ops()[*it];
     for (size_t i = 0; i < run.parts.size(); ++i) {
       const RecomputePart& part = run.parts[i];
@@ -257,10 +289,17 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       peak = std::max(peak, live + created + ReplayForward(g, part.ops, dropped));
       for (int t : dropped) {
         live += tensors[t].bytes;
-        if (!part.holds_output) {
-          savers.erase(t);
-          released_after[part.ops.front()] += tensors[t].bytes;
+        if (part.holds_output) continue;
+        // What the part's own ops save goes with their backward (autograd
+        // frees it there); what its host saves, once the part is done.
+        bool part_saves = false;
+        for (int p : part.ops) {
+          const std::vector<int>& s = g.ops()[p].saved;
+          part_saves = part_saves || (part.fused && std::find(s.begin(), s.end(), t) != s.end());
         }
+        if (part_saves) continue;
+        savers.erase(t);
+        released_after[part.ops.front()] += tensors[t].bytes;
       }
       if (!part.holds_output) continue;
       const std::set<int> members(part.ops.begin(), part.ops.end());
@@ -271,6 +310,10 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
           if (!outside) continue;
           live += tensors[t].bytes;
           released_after[part.ops.front()] += tensors[t].bytes;
+          // Its gradient, which the runtime backpropagates through the
+          // recomputed part (layer_execution.cc Backward), is held until
+          // the part's backward is done.
+          if (grads.count(t)) held_grads[t] = part.ops.front();
         }
       }
     }
@@ -284,8 +327,29 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       transient += op.gradient_bytes;
     }
     peak = std::max(peak, live + created + transient);
+    const auto host = fused_host.find(*it);
     for (int t : op.outputs) {
-      if (grads.erase(t)) live -= tensors[t].bytes;
+      if (!grads.erase(t)) continue;
+      const auto held = held_grads.find(t);
+      if (host != fused_host.end()) {
+        released_after[host->second] += tensors[t].bytes;
+      } else if (held != held_grads.end()) {
+        released_after[held->second] += tensors[t].bytes;
+      } else {
+        live -= tensors[t].bytes;
+      }
+    }
+    if (host != fused_host.end()) {
+      // The function holds its output gradient (above), the host's input
+      // gradient (the part's output's: freed after the part, not by the
+      // part's op) and the host's parameter gradients until it returns.
+      for (int t : op.inputs) {
+        if (grads.count(t)) held_grads[t] = host->second;
+      }
+      if (!run.creates_gradients) {
+        live += op.gradient_bytes;
+        released_after[host->second] += op.gradient_bytes;
+      }
     }
     for (int t : op.saved) {
       auto s = savers.find(t);
@@ -440,6 +504,7 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
                                               const BackwardRun& full,
                                               const LayerBackward& backward) {
   RecomputePart core{{}, true}, mlp{{}, false};
+  mlp.fused = true;
   for (int op : ops) {
     if (g.ops()[op].attention_core) core.ops.push_back(op);
     if (g.ops()[op].mlp_activation) mlp.ops.push_back(op);
