@@ -21,7 +21,9 @@
 namespace remat {
 
 // A device for the roofline time model: an op takes
-// max(flops / (peak * efficiency), bytes / (bandwidth * efficiency)).
+// max(flops / (peak * efficiency), bytes / (bandwidth * efficiency)), plus
+// elements / random_elements_per_s for the random draws it makes (a
+// dropout's mask, where drawing it is a pass of its own).
 struct DeviceSpec {
   std::string name;
   double tflops_16bit = 0;    // dense bf16/fp16 tensor peak, TFLOP/s
@@ -35,6 +37,11 @@ struct DeviceSpec {
   double fragmentation = 0;        // caching allocator's cache above its rounded peak
   bool caching_allocator = false;  // PyTorch's CUDA caching allocator rounds requests
   std::string host_link;           // the card's link to host memory (LookupHostLink), or ""
+  // Random elements drawn a second (a dropout's Bernoulli mask), not scaled
+  // by `efficiency`: a measured rate. 0: the draw is not a pass of its own
+  // (the GPUs' fused dropout draws Philox numbers inside a memory-bound
+  // kernel; the roofline covers it).
+  double random_elements_per_s = 0;
 };
 
 // Host link presets for activation offload (HostLink, profile.h; sources in

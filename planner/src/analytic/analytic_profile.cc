@@ -145,6 +145,7 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   OpTimeModel time;
   time.flops_per_ms = tflops * 1e12 * efficiency / 1e3;
   time.bytes_per_ms = device.bandwidth_gbps * 1e9 * efficiency / 1e3;
+  time.random_per_ms = device.random_elements_per_s / 1e3;
   const bool created_in_backward = GradientsOf(config) == Gradients::kCreatedInBackward;
   const std::map<std::string, int64_t> gradient_params =
       created_in_backward ? GradientParameters(tg.graph, config) : std::map<std::string, int64_t>{};

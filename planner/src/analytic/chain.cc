@@ -431,7 +431,7 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
       }
     }
     for (int op : parts[i].ops) {
-      opt.extra_recompute_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
+      opt.extra_recompute_ms += time.ForwardMillis(g.ops()[op]);
     }
   }
   // What the recomputes add to the backward's peak: the backward replayed
@@ -588,7 +588,7 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
     l.accumulate_workspace_bytes = backward(accumulating);
   }
   for (int op : ops) {
-    l.forward_ms += time.Millis(g.ops()[op].forward_flops, g.ops()[op].forward_bytes);
+    l.forward_ms += time.ForwardMillis(g.ops()[op]);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
   }
   l.selective = SelectiveOptions(g, time, ops, saved, l.activation_bytes, full, backward);

@@ -12,12 +12,22 @@
 
 namespace remat {
 
-// Roofline: an op takes max(flops / flops_per_ms, bytes / bytes_per_ms).
+// Roofline: an op takes max(flops / flops_per_ms, bytes / bytes_per_ms);
+// an op's forward adds its random draws (OpInfo::random_elements) at
+// random_per_ms, a pass of their own before the roofline's (at::dropout on
+// the CPU: bernoulli_ into the mask, then div_ and mul), where the device
+// has that rate.
 struct OpTimeModel {
   double flops_per_ms = 1;
   double bytes_per_ms = 1;
+  double random_per_ms = 0;  // elements drawn a millisecond; 0: not limiting
   double Millis(double flops, double bytes) const {
     return std::max(flops / flops_per_ms, bytes / bytes_per_ms);
+  }
+  // The forward of `op`, also what recomputing it costs.
+  double ForwardMillis(const OpInfo& op) const {
+    const double draw = random_per_ms > 0 ? op.random_elements / random_per_ms : 0;
+    return Millis(op.forward_flops, op.forward_bytes) + draw;
   }
 };
 

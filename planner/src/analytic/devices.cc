@@ -20,6 +20,17 @@
 //                 the H200 from -0.3% to +17.7% over eight plans.
 // A CPU has none of them: its plans and reports are as without terms.
 //
+// Random draws (DeviceSpec::random_elements_per_s): only the cpu preset has
+// a rate. at::dropout on the CPU draws its mask with bernoulli_, an element
+// at a time, before the div_ and mul the roofline times; measured with
+// PyTorch 2.11 in .venv, one thread (OMP_NUM_THREADS=1, as the runtime
+// runs), the thread's CPU time of `torch.empty_like(x).bernoulli_(0.9)` on
+// 262,144 elements, fastest of 100: 2.266 ms fp32 (8.64 ns an element),
+// 2.505 ms bf16 (9.55 ns); at::dropout whole 9.5 ns fp32: draw plus its
+// memory-bound passes. 1.1e8 elements/s (9.1 ns) for both dtypes. On the
+// GPUs the fused dropout kernel draws Philox numbers inside a memory-bound
+// pass: no term.
+//
 // Host links (activation offload, docs/offload.md): effective one-way
 // copy rates of pinned memory as measured, not the signalling rate.
 //   pcie4       25 GB/s: nvbandwidth host_to_device_memcpy_ce, 24-26 GB/s
@@ -58,8 +69,9 @@ const std::vector<DeviceSpec>& Devices() {
       {"rtx4090", 165.2, 82.6, 1008.0, int64_t{24} << 30,                 0.5,
                   400 * kMiB,    2 * 8320 * kKiB,         0.05,          true, ""},
       // A 2-core AVX2 machine with OpenBLAS (this project's CI machine kind).
+      // Random draws: 1.1e8 elements/s (above).
       {"cpu",     0.05,  0.1,  20.0,   int64_t{24} << 30,                 0.5,
-                  0,             0,                       0.0,           false, ""},
+                  0,             0,                       0.0,           false, "", 1.1e8},
   };
   // clang-format on
   return devices;

@@ -97,6 +97,8 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   }
   op.forward_flops = flops;
   op.forward_bytes = bytes;
+  // A dropout draws its mask: one random element per element of its input.
+  op.random_elements = in_dropout_ && !in.empty() ? static_cast<double>(in.front().elems) : 0;
   op.backward_flops = backward ? flops * bwd_flops_factor : 0;
   op.backward_bytes = backward ? 2 * bytes : 0;
   op.backward_workspace = backward ? bwd_workspace : 0;

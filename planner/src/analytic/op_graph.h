@@ -30,6 +30,9 @@ struct OpInfo {
   std::vector<int> saved;    // tensor ids kept for backward (inputs or outputs)
   double forward_flops = 0;
   double forward_bytes = 0;  // bytes read + written, for the roofline
+  // Elements its forward draws at random (a dropout's mask: one Bernoulli
+  // draw an element of its input), timed apart from the roofline.
+  double random_elements = 0;
   double backward_flops = 0;
   double backward_bytes = 0;
   // Transient bytes in backward besides the parameter gradients (e.g. a
