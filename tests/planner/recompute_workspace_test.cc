@@ -60,10 +60,10 @@ TEST(RecomputeWorkspace, GptAndBertBlocks) {
   // The attention core recomputed: the runtime backpropagates the
   // context's gradient (4 n h) through it and holds it until the core's
   // backward is done, and holds the context it made without grad (the leaf
-  // that gradient fills, 4 n h) through the whole backward. The core's peak
-  // is the runtime's; the full peak it is measured against is 4 n h above
-  // (the second residual's gradient): 262,144 B above the measured
-  // 1,637,888.
+  // that gradient fills, 4 n h) through the whole backward. 262,144 B above
+  // the measured 1,637,888: the core's peak 524,288 B above the runtime's
+  // (not yet derived), the full peak it is measured against 262,144 B above
+  // (the second residual's gradient).
   EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
   EXPECT_EQ(block.selective[0].recompute_workspace_bytes, 1637888 + 4 * 512 * 128);
   const Profile bert = testing::AnalyticOnCpu(Parse(

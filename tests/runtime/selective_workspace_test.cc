@@ -4,18 +4,19 @@
 // bert mean pooling + mnrl, whose three text passes run two block sizes):
 // what each option keeps and its forward's workspace, to the byte; what its
 // recompute adds to the backward's peak, to the byte for the encoders and
-// for every option without the attention core (the MLP activation's formula
-// is in tests/planner/recompute_workspace_test.cc).
+// for every option without the attention core but llama's norm_output (the
+// MLP activation's formula is in tests/planner/recompute_workspace_test.cc).
 //
 // A decoder's full backward workspace is 4 n h above the runtime's (the
 // second residual's gradient, below); the recompute workspace is the
 // option's peak less the full one's, so a decoder's core options carry it
 // (4 n h = 262,144 B a block of 512 tokens here):
 // - gpt eager: the op model's is 4 n h above the runtime's (its core's
-//   peak is exact; the full peak it is measured against is not);
-// - gpt sdpa and llama sdpa: 4 n h below (the full's 4 n h, and 4 n h of
-//   the core's backward not yet derived);
-// - llama eager: 8 n h below (the same, and 4 n h more not yet derived);
+//   peak is 8 n h above, not yet derived; the full's 4 n h above offsets it);
+// - gpt sdpa and llama sdpa: 4 n h below (the full's; the core's peak is
+//   exact);
+// - llama eager: 8 n h below (the full's, and 4 n h of the core's backward,
+//   not yet derived);
 // - llama's norm_output recompute: 512 B (4 h) above the op model's 0, not
 //   yet derived;
 // - not compared: the forward workspace of a decoder's core+mlp options but
