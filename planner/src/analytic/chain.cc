@@ -249,6 +249,22 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
     }
   }
+  // A part that holds its output: the runtime keeps the output it made
+  // without grad as the leaf whose gradient the ops after the part fill
+  // (SavedLayer::context), until the layer's backward is done, past the
+  // savers' backward that would free it and past the recompute that makes
+  // it again.
+  for (const RecomputePart& part : run.parts) {
+    if (!part.holds_output) continue;
+    const std::set<int> members(part.ops.begin(), part.ops.end());
+    for (int p : part.ops) {
+      for (int t : g.ops()[p].outputs) {
+        for (int c : g.consumers(t)) {
+          if (members.count(c) == 0) savers.erase(t);
+        }
+      }
+    }
+  }
   std::map<int, int64_t> released_after;  // op -> recomputed bytes freed after its backward
   std::vector<bool> recomputed(run.parts.size(), false);
   // The backward's order: the ops in reverse, but for a fused part the ops
