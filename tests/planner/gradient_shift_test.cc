@@ -121,8 +121,12 @@ TEST(GradientShift, RelaxedRoundingDownConservativeRoundingUp) {
             const bool down = r == Rounding::kDown;
             // Rounding down accepts at least what the full DP accepts, and
             // rounding up at most.
-            if (down && a) EXPECT_TRUE(b.has_value()) << what;
-            if (!down && b) EXPECT_TRUE(a.has_value()) << what;
+            if (down && a) {
+              EXPECT_TRUE(b.has_value()) << what;
+            }
+            if (!down && b) {
+              EXPECT_TRUE(a.has_value()) << what;
+            }
             if (!a || !b) continue;
             ++solved;
             EXPECT_EQ(CompareCells(
@@ -134,7 +138,9 @@ TEST(GradientShift, RelaxedRoundingDownConservativeRoundingUp) {
             ASSERT_TRUE(sim.ok()) << what;
             EXPECT_NEAR(sim->recompute_ms, b->recompute_ms, 1e-4 * (1 + b->recompute_ms)) << what;
             // Rounding up, the shifted schedule fits in bytes.
-            if (!down) EXPECT_LE(sim->activation_peak_bytes, budget) << what;
+            if (!down) {
+              EXPECT_LE(sim->activation_peak_bytes, budget) << what;
+            }
           }
         }
       }

@@ -106,7 +106,9 @@ TEST(TimeClasses, PooledDpIsExactForThePooledChainAndWithinTheBoundOnOwnTimes) {
         ASSERT_EQ(c.has_value(), b.has_value()) << what;
         if (!a) continue;
         ++solved;
-        if (persistent) EXPECT_LT(fast_stats.rows * 2, raw_stats.rows) << what;
+        if (persistent) {
+          EXPECT_LT(fast_stats.rows * 2, raw_stats.rows) << what;
+        }
         // Exact for the pooled chain.
         EXPECT_NEAR(b->recompute_ms, c->recompute_ms, 1e-5 * (1 + c->recompute_ms)) << what;
         // On the profile's own times: no better than the optimum there,
@@ -247,7 +249,7 @@ TEST(TimeClasses, ProfileJsonCarriesSpreads) {
 
 TEST(TimeClasses, BadSpreadsAreRejectedNamingFileAndField) {
   const std::string good = ProfileToJson(testing::TransformerChain(3));
-  for (const std::string& value : {"-0.1", "\"wide\"", "null", "1e7"}) {
+  for (const std::string value : {"-0.1", "\"wide\"", "null", "1e7"}) {
     std::string text = good;
     const size_t at = text.find("\"forward_ms\"");
     text.insert(at, "\"time_spread\": " + value + ", ");

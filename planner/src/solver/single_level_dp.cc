@@ -430,7 +430,15 @@ std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
   k_choice_.assign(cells, kNoChoice);
   n_choice_.assign(cells, kNoChoice);
   a_choice_.assign(a_cells, kNoChoice);
-  for (int s = L_ - 1; s >= 0; --s) SolveRow(s);
+  cancelled_ = false;
+  for (int s = L_ - 1; s >= 0; --s) {
+    if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      floor_ = M_ + 1;
+      return std::nullopt;
+    }
+    SolveRow(s);
+  }
   floor_ = M_ + 1;
   for (int64_t m = 0; m <= M_; ++m) {
     if (k_[m] < kInf) {

@@ -12,6 +12,7 @@
 #ifndef REMAT_SRC_SOLVER_SINGLE_LEVEL_DP_H_
 #define REMAT_SRC_SOLVER_SINGLE_LEVEL_DP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -114,6 +115,9 @@ struct SingleLevelOffloadOptions {
   // cells no choice can improve (rows are non-increasing in m) and, without
   // a link, folds A into N as it is filled; the tables and choices are the same.
   bool full_fill = false;
+  // Checked between rows: once set, Solve stops and returns nullopt
+  // (cancelled() is then true). Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class SingleLevelOffloadDp {
@@ -123,8 +127,11 @@ class SingleLevelOffloadDp {
 
   // After Solve: the fewest slots any schedule of the family fits in (> slots(): none).
   int64_t floor() const { return floor_; }
-  // Fills the tables; the least-cost schedule within terms.slots(), or nullopt.
+  // Fills the tables; the least-cost schedule within terms.slots(), or nullopt
+  // (none fits, or options.cancel was set: then cancelled() is true).
   std::optional<SingleLevelSolution> Solve(DpStats* stats);
+  // Whether the last Solve stopped because options.cancel was set.
+  bool cancelled() const { return cancelled_; }
   // After Solve: the least-cost schedule within `slots`, floor() <= slots <= terms.slots().
   SingleLevelSolution Reconstruct(int64_t slots) const;
 
@@ -155,6 +162,7 @@ class SingleLevelOffloadDp {
   int L_;
   int64_t M_;
   int64_t floor_ = 0;
+  bool cancelled_ = false;
   // [s * (L + 1) + t]: the peak of keeping all of s..t-1 (KeepAllNeeds with
   // BackwardNeedExact); _held_: layer s holding its input (a checkpoint
   // written without grad), as the recompute of a segment after a layer run

@@ -145,7 +145,9 @@ class SlotPass {
       options.cancel = cancel_;
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
-      dp_ = std::make_unique<Dp>(*terms_, offload_options);
+      solver::SingleLevelOffloadOptions options = offload_options;
+      options.cancel = cancel_;
+      dp_ = std::make_unique<Dp>(*terms_, options);
     } else {
       dp_ = std::make_unique<Dp>(*terms_);
     }
@@ -167,8 +169,8 @@ class SlotPass {
   double slot_bytes() const { return terms_->units().slot_bytes(); }
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
   // A pass like this one, for solving on another thread at the same time
-  // (its own tables), stopping early once `cancel` is set (MultiLevelDp);
-  // null when this pass is not to be solved concurrently.
+  // (its own tables), stopping early once `cancel` is set (MultiLevelDp,
+  // SingleLevelOffloadDp); null when this pass is not to be solved concurrently.
   std::unique_ptr<SlotPass> Concurrent(const std::atomic<bool>* cancel) const {
     if (!concurrent || SolverThreads() < 2) return nullptr;
     auto copy = std::make_unique<SlotPass>(profile_, budget_, slots_, to_plan_, cap_ms_);
@@ -179,7 +181,8 @@ class SlotPass {
     return copy;
   }
   // Whether BestFittingPlan fills the relaxed and the conservative tables
-  // at once (two tables in memory: MultiLevelDp, when they are small).
+  // at once (two tables in memory: MultiLevelDp when they are small, and
+  // SingleLevelOffloadDp).
   bool concurrent = false;
   solver::SingleLevelOffloadOptions offload_options;  // SingleLevelOffloadDp only
   solver::GradientKey gradients = solver::GradientKey::kExact;  // MultiLevelDp only
@@ -305,7 +308,7 @@ Result<std::optional<Plan>> BestOffloadPlan(
     const Profile& p, const PlanOptions& o, int64_t activation_budget, const HostLink& link,
     const std::function<Result<Plan>(const solver::SingleLevelSolution&)>& evaluate) {
   const int64_t host_budget = link.present() ? link.budget_bytes : 0;
-  bool over_host = false;
+  std::atomic<bool> over_host{false};
   auto solve = [&](double penalty) -> Result<std::optional<Plan>> {
     SlotPass<solver::SingleLevelOffloadDp> pass(
         p, activation_budget, OptimalSlots(o),
@@ -315,6 +318,9 @@ Result<std::optional<Plan>> BestOffloadPlan(
           return plan;
         });
     pass.offload_options = {link, penalty};
+    // Its conservative tables on another core while the relaxed ones are
+    // filled and probed (cancelled when the relaxed plan is final).
+    pass.concurrent = true;
     return BestFittingPlan(pass);
   };
   REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, solve(0));
