@@ -146,9 +146,14 @@ if(NOT REMAT_RUNTIME STREQUAL "OFF")
         INTERFACE_INCLUDE_DIRECTORIES
           "${torch_root}/include;${torch_root}/include/torch/csrc/api/include"
         INTERFACE_LINK_LIBRARIES "${torch_root}/lib/libtorch_cpu.so;${torch_root}/lib/libc10.so")
+      # c10 alone, with its headers (the CPU meter's C library).
+      add_library(remat_torch_c10 INTERFACE IMPORTED)
+      set_target_properties(remat_torch_c10 PROPERTIES
+        INTERFACE_INCLUDE_DIRECTORIES "${torch_root}/include"
+        INTERFACE_LINK_LIBRARIES "${torch_root}/lib/libc10.so")
       set(REMAT_HAVE_RUNTIME ON)
       set(REMAT_TORCH_LIBRARIES remat_torch_cpu)
-      set(REMAT_TORCH_C10 "${torch_root}/lib/libc10.so")
+      set(REMAT_TORCH_C10 remat_torch_c10)
     endif()
     set(version_h "${torch_root}/include/torch/headeronly/version.h")
     if(NOT REMAT_TORCH_VERSION AND EXISTS "${version_h}")
