@@ -5,10 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
-
 #include "remat/simulator.h"
+#include "testing/cancel.h"
 #include "testing/chains.h"
 
 namespace remat::solver {
@@ -68,30 +66,7 @@ TEST(MultiLevelDp, IdenticalLayersShareRowsWithoutChangingTheOptimum) {
 TEST(MultiLevelDp, CancelledSolveStopsAndAnUncancelledOneIsUnchanged) {
   const Profile p = testing::TransformerChain(40, 5);
   const ChainTerms terms(p, MemoryUnits(30000, 2000));
-  const std::optional<DpSolution> plain = MultiLevelDp(terms).Solve(nullptr);
-  ASSERT_TRUE(plain.has_value());
-  std::atomic<bool> cancel{false};
-  DpOptions options;
-  options.cancel = &cancel;
-  MultiLevelDp watched(terms, options);
-  const std::optional<DpSolution> same = watched.Solve(nullptr);
-  ASSERT_TRUE(same.has_value());
-  EXPECT_FALSE(watched.cancelled());
-  EXPECT_EQ(same->recompute_ms, plain->recompute_ms);
-  EXPECT_EQ(same->ops.size(), plain->ops.size());
-  // Set before the fill (the earliest check) and from another thread.
-  cancel = true;
-  MultiLevelDp stopped(terms, options);
-  EXPECT_FALSE(stopped.Solve(nullptr).has_value());
-  EXPECT_TRUE(stopped.cancelled());
-  cancel = false;
-  MultiLevelDp raced(terms, options);
-  std::thread canceller([&] { cancel = true; });
-  const std::optional<DpSolution> maybe = raced.Solve(nullptr);
-  canceller.join();
-  // Either finished before the flag was seen, or stopped with nothing.
-  EXPECT_EQ(maybe.has_value(), !raced.cancelled());
-  if (maybe) EXPECT_EQ(maybe->recompute_ms, plain->recompute_ms);
+  testing::ExpectCancelStopsTheSolve<MultiLevelDp>(terms, DpOptions{});
 }
 
 }  // namespace

@@ -5,16 +5,14 @@
 // not keep their input, with and without links, rounding down and up.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <thread>
 
 #include "remat/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/memory_units.h"
 #include "solver/single_level_dp.h"
+#include "testing/cancel.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"
 
@@ -109,32 +107,7 @@ TEST(OffloadDpFill, CancelledSolveStopsAndAnUncancelledOneIsUnchanged) {
   Profile p = testing::TransformerChain(24, 3);
   p.layers.back().keeps_input = false;
   const ChainTerms terms(p, MemoryUnits(testing::BudgetAt(p, 40), 1000));
-  const std::optional<SingleLevelSolution> plain = SingleLevelOffloadDp(terms, {}).Solve(nullptr);
-  ASSERT_TRUE(plain.has_value());
-  std::atomic<bool> cancel{false};
-  SingleLevelOffloadOptions options;
-  options.cancel = &cancel;
-  SingleLevelOffloadDp watched(terms, options);
-  const std::optional<SingleLevelSolution> same = watched.Solve(nullptr);
-  ASSERT_TRUE(same.has_value());
-  EXPECT_FALSE(watched.cancelled());
-  EXPECT_EQ(same->decisions, plain->decisions);
-  EXPECT_EQ(same->recompute_ms, plain->recompute_ms);
-  // Set before the fill (the earliest check) and from another thread.
-  cancel = true;
-  SingleLevelOffloadDp stopped(terms, options);
-  EXPECT_FALSE(stopped.Solve(nullptr).has_value());
-  EXPECT_TRUE(stopped.cancelled());
-  cancel = false;
-  SingleLevelOffloadDp raced(terms, options);
-  std::thread canceller([&] { cancel = true; });
-  const std::optional<SingleLevelSolution> maybe = raced.Solve(nullptr);
-  canceller.join();
-  // Either finished before the flag was seen, or stopped with nothing.
-  EXPECT_EQ(maybe.has_value(), !raced.cancelled());
-  if (maybe) {
-    EXPECT_EQ(maybe->recompute_ms, plain->recompute_ms);
-  }
+  testing::ExpectCancelStopsTheSolve<SingleLevelOffloadDp>(terms, SingleLevelOffloadOptions{});
 }
 
 }  // namespace
