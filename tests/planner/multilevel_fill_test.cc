@@ -1,5 +1,5 @@
 // The tiled fill and the cost cap give the reference fill's tables, cell by
-// cell.
+// cell (under the cap, every cell a schedule within the cap can use).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 
 #include "solver/multilevel_dp.h"
 #include "testing/chains.h"
+#include "testing/gpt_chain.h"
 
 namespace remat::solver {
 namespace {
@@ -16,20 +17,25 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Every cell of `dp` against `reference` (uncapped): equal to float rounding
-// where the reference costs at most `cap`, +inf where it costs more.
+// where the reference costs at most the row's cap, +inf where it costs
+// more. The row's cap: `cap` for intervals ending at the chain's end, else
+// `cap` less the interval's forward time (a schedule solving it recomputes
+// that forward), give or take the DP's rounding margin.
 int CompareTables(const MultiLevelDp& reference, const MultiLevelDp& dp, const ChainTerms& terms,
                   double cap, const std::string& what) {
   const int L = terms.num_layers();
   int bad = 0;
   for (int s = 0; s < L; ++s) {
     for (int t = s + 1; t <= L; ++t) {
+      const double row_cap = t < L ? cap - terms.ForwardMs(s, t) : cap;
+      const double margin = std::isinf(cap) ? 0 : 1e-3 * cap;
       for (int64_t m = 0; m <= terms.slots(); ++m) {
         const double x = reference.Cost(s, t, m), y = dp.Cost(s, t, m);
         const double tol = 1e-5 * (1 + std::abs(x));
         bool ok;
-        if (x > cap + tol) {
+        if (x > row_cap + margin + tol) {
           ok = std::isinf(y);
-        } else if (x < cap - tol) {
+        } else if (x < row_cap - tol) {
           ok = std::isinf(x) ? std::isinf(y) : std::abs(x - y) <= tol;
         } else {
           ok = std::isinf(y) || std::abs(x - y) <= tol;
@@ -100,6 +106,37 @@ std::vector<int64_t> Budgets(const Profile& p, int n) {
   std::vector<int64_t> out;
   for (int i = 0; i <= n; ++i) out.push_back(lo + (hi - lo) * i / n);
   return out;
+}
+
+// Under a cap, an interval ending before the chain's end whose forward alone
+// takes longer than the cap is never solved (a schedule solving it
+// recomputes that forward): its row is empty and the tables are smaller.
+TEST(MultiLevelFill, IntervalsRecomputingMoreThanTheCapAreNotSolved) {
+  const Profile p = testing::GptChain(24, 4);
+  const int L = p.num_layers();
+  const std::vector<int64_t> budgets = Budgets(p, 4);
+  const ChainTerms terms(p, MemoryUnits(budgets[2], 500, Rounding::kDown));
+  MultiLevelDp full(terms);
+  const std::optional<DpSolution> root = full.Solve(nullptr);
+  ASSERT_TRUE(root.has_value());
+  DpOptions options;
+  options.cost_cap_ms = root->recompute_ms;
+  MultiLevelDp capped(terms, options);
+  const std::optional<DpSolution> sol = capped.Solve(nullptr);
+  ASSERT_TRUE(sol.has_value());
+  EXPECT_FLOAT_EQ(sol->recompute_ms, root->recompute_ms);
+  EXPECT_LT(capped.table_bytes(), full.table_bytes());
+  int unsolved = 0;
+  for (int s = 0; s < L; ++s) {
+    for (int t = s + 1; t < L; ++t) {
+      if (terms.ForwardMs(s, t) <= root->recompute_ms * 1.001) continue;
+      ++unsolved;
+      for (int64_t m = 0; m <= terms.slots(); ++m) {
+        ASSERT_TRUE(std::isinf(capped.Cost(s, t, m))) << s << " " << t << " " << m;
+      }
+    }
+  }
+  EXPECT_GT(unsolved, 0);
 }
 
 TEST(MultiLevelFill, RandomChains) {

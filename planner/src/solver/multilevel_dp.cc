@@ -21,11 +21,33 @@ constexpr int kBoundChunk = 64;
 // The cap as a float no smaller than the double (and a relative 1e-6 above
 // it, so that float sums of a schedule costing the cap stay under it).
 float RoundedUpCap(double cap) {
-  if (!(cap < std::numeric_limits<double>::infinity())) return kNoFit;
+  // (A cap beyond the floats caps nothing; converting it would be undefined.)
+  if (!(cap * (1 + 1e-6) < std::numeric_limits<float>::max())) return kNoFit;
   return std::nextafter(static_cast<float>(cap * (1 + 1e-6)), kNoFit);
 }
 
 }  // namespace
+
+// Interval (s, t) with t < L enters a schedule of the whole chain only as
+// the left part of a split at t (of an interval (s0, t') with s0 <= s),
+// possibly followed by keeps and splits that keep t: that split recomputes
+// layers s0..t-1 forward, at least ForwardMs(s, t), and every other term of
+// the schedule's cost is non-negative. So a cell of (s, t) costing more
+// than cap - ForwardMs(s, t) is part of no schedule costing at most the cap.
+// The margin covers float rounding: along a path of the schedule's tree
+// (at most L deep) each float addition of non-negative terms loses at most
+// a relative 2^-24 of the cap. Intervals ending at L (the root's, and the
+// right parts of its splits) are capped by the cap itself. The members of
+// a class share their layers and their end flags, so the canonical
+// interval's cap is every member's.
+float MultiLevelDp::RowCap(int s, int t) const {
+  if (!(cap_ < kNoFit) || t == num_layers_) return cap_;
+  const double margin = (4.0 * num_layers_ + 16) * std::ldexp(double{cap_}, -24);
+  const double cap = double{cap_} + margin - terms_.ForwardMs(s, t);
+  if (cap < 0) return -1;
+  if (!(cap < std::numeric_limits<float>::max())) return kNoFit;
+  return std::nextafter(static_cast<float>(cap), kNoFit);
+}
 
 MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
     : terms_(terms),
@@ -44,7 +66,10 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
     const int s = classes_.canonical_s(c), t = classes_.canonical_t(c);
     RowRange& r = rows_[c];
     r.offset = table_cells_;
-    if (bounds_.floor(s, t) > M) continue;
+    r.cap = RowCap(s, t);
+    // (A row whose cap is below 0 is of no use: left empty, like one that
+    // does not fit.)
+    if (bounds_.floor(s, t) > M || r.cap < 0) continue;
     r.lo = static_cast<int>(bounds_.floor(s, t));
     r.hi = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
     table_cells_ += r.hi - r.lo + 1;
@@ -136,7 +161,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     const int64_t swept = sweep_need[T.sweep_step(s, sp)];
     if (swept > hi) return true;  // later splits sweep at least as high
     const float fwd = static_cast<float>(T.ForwardMs(s, sp));
-    if (fwd >= out[0] || fwd > cap_) return false;  // out[0] is the row's maximum
+    if (fwd >= out[0] || fwd > range.cap) return false;  // out[0] is the row's maximum
     const CostRow right = RowOf(right_class[sp]), left = RowOf(left_class[sp]);
     if (right.empty() || left.empty()) continue;
     const int64_t need = std::max(swept, std::max(xs + right.lo, int64_t{left.lo}));
@@ -148,14 +173,21 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     const float bound = (fwd + rows_[right_class[sp]].last) + rows_[left_class[sp]].last;
     int m = begin;
     int64_t evaluated = 0;
+    // Above the cap a cell is of no use (FinishRow drops it), so a split
+    // whose least cost exceeds the cap is skipped, and so is every chunk
+    // where it costs more than the cap throughout.
+    if (options_.chunk_bounds && bound > range.cap) m = hi + 1;
     while (m <= hi && out[m - lo] > bound) {
       const int e = std::min(hi + 1, m + kBoundChunk);
       // The same bound per chunk: at every m' in [m, e) the split costs at
       // least its cost at e - 1 (both rows are non-increasing and float
       // addition is monotone) and out[m'] <= out[m], so when out[m] is no
-      // more than that, no cell of the chunk can improve. Exact: the cells
-      // skipped are those the evaluation would leave unchanged.
-      if (!options_.chunk_bounds || out[m - lo] > (fwd + right.At(e - 1 - xs)) + left.At(e - 1)) {
+      // more than that, or that is above the cap, no cell of the chunk can
+      // improve or be kept. Exact: the cells kept are those the evaluation
+      // would give.
+      const float at_end = options_.chunk_bounds ? (fwd + right.At(e - 1 - xs)) + left.At(e - 1)
+                                                 : -kNoFit;
+      if (out[m - lo] > at_end && !(at_end > range.cap)) {
         MinShifted2(out, lo, m, e, right, static_cast<int>(xs), left, fwd);
         evaluated += e - m;
       }
@@ -423,8 +455,8 @@ void MultiLevelDp::FinishRow(int c) {
   const float* cost = table_.data() + r.offset;
   const int n = r.hi - r.lo + 1;
   r.last = cost[n - 1];
-  if (!(cap_ < kNoFit)) return;
-  const int first = FirstAtMost(cost, 0, n, cap_);
+  if (!(r.cap < kNoFit)) return;
+  const int first = FirstAtMost(cost, 0, n, r.cap);
   r.lo += first;
   r.offset += first;
 }

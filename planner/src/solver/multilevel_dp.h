@@ -57,9 +57,14 @@ struct DpOptions {
   DpFill fill = DpFill::kTiled;
   // Recompute times above this (ms) are of no use to the caller (it has a
   // schedule that cheap): cells costing more are left out (+inf), which
-  // skips most of the expensive low-memory corner of long intervals. Every
-  // cell, the root's included, is exact wherever it costs at most the cap;
-  // Solve returns nullopt when the root costs more in terms.slots().
+  // skips most of the expensive low-memory corner of long intervals. An
+  // interval (s, t) with t < L is only ever solved inside a schedule that
+  // recomputes its forward (the split at t of an interval starting at or
+  // before s), so its cells are left out above the cap less that forward
+  // time (with a rounding margin; intervals longer than the cap's worth of
+  // forward are not solved at all). Every cell, the root's included, is
+  // exact wherever it costs at most that; Solve returns nullopt when the
+  // root costs more than the cap in terms.slots().
   double cost_cap_ms = std::numeric_limits<double>::infinity();
   // Threads filling the tables (kTiled, chains whose intervals do not share
   // rows, tables of at least min_parallel_cells cells: threads start once
@@ -201,7 +206,11 @@ class MultiLevelDp {
     int lo = 1, hi = 0;   // slot range; lo > hi: does not fit
     int64_t offset = -1;  // first cell in table_
     float last = kNoFit;  // the cost at hi, once solved
+    float cap = kNoFit;   // cells above this are of no use (RowCap)
   };
+  // The most a cell of (s, t)'s class may cost and still be part of a
+  // schedule of the whole chain costing at most cap_ (see the .cc).
+  float RowCap(int s, int t) const;
   std::vector<RowRange> rows_;  // [class], the canonical interval's range
   std::vector<int> shift_;      // [s][t]: Shift(s, t); empty when all are 0
   int64_t table_cells_ = 0;
