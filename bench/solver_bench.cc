@@ -110,7 +110,8 @@ int64_t Budget(const Chain& c, int percent) {
 // kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
 // one capped by its value; kThreads: kCapped on every hardware thread;
 // kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
-// DpOptions::chunk_bounds off), for bench/compare_solvers.py --table;
+// one cap for every row: DpOptions::chunk_bounds and row_caps off), for
+// bench/compare_solvers.py --table;
 // kPooled: kCapped on the chain's times pooled within their spreads;
 // kShifted: kPooled with rows shared across positions, read shifted by the
 // gradients created in backward between them (GradientKey::kShifted).
@@ -132,7 +133,7 @@ void MultiLevel(benchmark::State& state, Family family, Mode mode) {
       const std::optional<SingleLevelSolution> s = single.Solve(nullptr);
       options.cost_cap_ms = s ? s->recompute_ms : std::numeric_limits<double>::infinity();
     }
-    options.chunk_bounds = mode != kPrevious;
+    options.chunk_bounds = options.row_caps = mode != kPrevious;
     if (mode == kThreads) options.threads = static_cast<int>(std::thread::hardware_concurrency());
     if (mode == kShifted) options.gradients = GradientKey::kShifted;
     MultiLevelDp dp(terms, options);

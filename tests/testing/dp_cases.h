@@ -28,7 +28,7 @@ inline int64_t BudgetAt(const Profile& p, int percent) {
 inline solver::DpOptions FullDp() {
   solver::DpOptions o;
   o.fill = solver::DpFill::kReference;
-  o.chunk_bounds = false;
+  o.chunk_bounds = o.row_caps = false;
   return o;
 }
 

@@ -41,7 +41,7 @@ float RoundedUpCap(double cap) {
 // a class share their layers and their end flags, so the canonical
 // interval's cap is every member's.
 float MultiLevelDp::RowCap(int s, int t) const {
-  if (!(cap_ < kNoFit) || t == num_layers_) return cap_;
+  if (!(cap_ < kNoFit) || t == num_layers_ || !options_.row_caps) return cap_;
   const double margin = (4.0 * num_layers_ + 16) * std::ldexp(double{cap_}, -24);
   const double cap = double{cap_} + margin - terms_.ForwardMs(s, t);
   if (cap < 0) return -1;

@@ -78,6 +78,10 @@ struct DpOptions {
   // 256-layer measured chain). Both are exact: the tables are the same.
   // false: the previous solver, for the benchmark's comparison.
   bool chunk_bounds = true;
+  // Each row capped by what a schedule within cost_cap_ms can use of it
+  // (multilevel_dp.cc, RowCap): exact, like chunk_bounds. false: every row
+  // capped by cost_cap_ms alike (the previous solver, for the benchmark).
+  bool row_caps = true;
   // What the interval classes key on of the gradients after an interval
   // (interval_classes.h). kShifted shares one row among equal intervals at
   // any position, read shifted by the slots of the gradients between them:
