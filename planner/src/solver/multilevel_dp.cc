@@ -173,18 +173,18 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     const float bound = (fwd + rows_[right_class[sp]].last) + rows_[left_class[sp]].last;
     int m = begin;
     int64_t evaluated = 0;
-    // Above the cap a cell is of no use (FinishRow drops it), so a split
-    // whose least cost exceeds the cap is skipped, and so is every chunk
-    // where it costs more than the cap throughout.
+    // Above the row's cap a cell is of no use (FinishRow drops it), so a
+    // split whose least cost exceeds it is skipped, and so is every chunk
+    // where the split costs more than it throughout.
     if (options_.chunk_bounds && bound > range.cap) m = hi + 1;
     while (m <= hi && out[m - lo] > bound) {
       const int e = std::min(hi + 1, m + kBoundChunk);
       // The same bound per chunk: at every m' in [m, e) the split costs at
       // least its cost at e - 1 (both rows are non-increasing and float
       // addition is monotone) and out[m'] <= out[m], so when out[m] is no
-      // more than that, or that is above the cap, no cell of the chunk can
-      // improve or be kept. Exact: the cells kept are those the evaluation
-      // would give.
+      // more than that, or that is above the row's cap, no cell of the
+      // chunk can improve or be kept. Exact: the cells kept are those the
+      // evaluation would give.
       const float at_end = options_.chunk_bounds ? (fwd + right.At(e - 1 - xs)) + left.At(e - 1)
                                                  : -kNoFit;
       if (out[m - lo] > at_end && !(at_end > range.cap)) {
