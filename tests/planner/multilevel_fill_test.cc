@@ -150,6 +150,22 @@ TEST(MultiLevelFill, RandomChains) {
   }
 }
 
+TEST(MultiLevelFill, LayersTakingNoTime) {
+  // Forwards of 0 ms: a row's cap is then the cap itself (nothing to
+  // subtract), and the float margin alone stands between a needed cell and
+  // its row's cap.
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    Profile p = testing::RandomChain(6 + seed % 9, seed);
+    for (size_t i = 0; i < p.layers.size(); i += 1 + seed % 3) {
+      p.layers[i].forward_ms = 0;
+      for (SelectiveOption& o : p.layers[i].selective) o.extra_recompute_ms = 0;
+    }
+    for (int64_t budget : Budgets(p, 3)) {
+      ExpectSameTables(p, budget, 200, seed % 2 ? Rounding::kUp : Rounding::kDown);
+    }
+  }
+}
+
 TEST(MultiLevelFill, IdenticalAndNearlyIdenticalBlocks) {
   // Identical blocks share rows; times jittered by 1% or 10% (a measured
   // profile) make every interval distinct again.
