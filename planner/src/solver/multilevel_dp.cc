@@ -21,9 +21,12 @@ constexpr int kBoundChunk = 64;
 // The cap as a float no smaller than the double (and a relative 1e-6 above
 // it, so that float sums of a schedule costing the cap stay under it).
 float RoundedUpCap(double cap) {
-  // (A cap beyond the floats caps nothing; converting it would be undefined.)
-  if (!(cap * (1 + 1e-6) < std::numeric_limits<float>::max())) return kNoFit;
-  return std::nextafter(static_cast<float>(cap * (1 + 1e-6)), kNoFit);
+  // (A cap beyond the floats caps nothing, one below them keeps nothing:
+  // converting either would be undefined.)
+  const double raised = cap * (1 + 1e-6);
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (!(raised < kMax)) return kNoFit;
+  return std::nextafter(static_cast<float>(std::max(raised, -kMax)), kNoFit);
 }
 
 }  // namespace
