@@ -33,7 +33,7 @@ ours_issue='\b(issue|pr|pull)[ _-]?#?[0-9]+'
 ours_hash='(^|[^A-Za-z0-9_/&.#-])#[0-9]{1,5}\b'
 # A commit as a reference: a 7-40 hex token with a digit and a letter, or
 # 7-8 digits right after at/against/commit/since.
-hash_mixed='(^|[^A-Za-z0-9_.x-])[0-9a-f]*([0-9][0-9a-f]*[a-f]|[a-f][0-9a-f]*[0-9])[0-9a-f]*($|[^A-Za-z0-9_.-])'
+hash_mixed='(^|[^A-Za-z0-9_.x/#-])[0-9a-f]*([0-9][0-9a-f]*[a-f]|[a-f][0-9a-f]*[0-9])[0-9a-f]*($|[^A-Za-z0-9_.-])'
 hash_digits='\b(at|against|commit|since) [0-9]{7,8}\b'
 date='\b20[0-9]{2}-[01][0-9](-[0-3][0-9])?\b'
 words='\bsessions?\b|\b(this|that|the previous|previous|last) (commit|change|pr)\b|\bprevious (solver|run|table|platform|version|build|round|benchmark)s?\b|\bbranch point\b|\b(at|on|from) branch\b|\bgit history\b|\b(before|after) this (change|commit|fix)\b'
@@ -52,6 +52,8 @@ hits=$( { grep_all -i "$ours_issue|$words|$date|$hash_digits"
           grep_all "$ours_hash"
           grep_all "$hash_mixed" | grep -vE "$upstream_commit" |
             awk '{ line = $0; sub(/^[^:]*:[0-9]+:/, "", line);
+                   gsub(/[a-z]+:\/\/[^ )>"]*/, "", line);   # links
+                   gsub(/#[0-9A-Fa-f]+/, "", line);           # colours
                    n = split(line, w, /[^A-Za-z0-9_.x-]+/);
                    for (i = 1; i <= n; i++)
                      if (w[i] ~ /^[0-9a-f]+$/ && length(w[i]) >= 7 &&

@@ -13,7 +13,8 @@ The solver fills 63% fewer cells with chunk bounds than without (--exact-times).
 Megatron#525 and pytorch/pytorch#1234 and NVIDIA/nvbandwidth#15 are sources.
 See https://github.com/NVIDIA/nvbandwidth/issues/42 for the A100 rate.
 The rules follow PyTorch 2.11.0, git 70d99e99.
-A float 0.6961928009986877f, a colour fill="#000000", an entity &#123;, 0x9e3779b9.
+A float 0.6961928009986877f, colours fill="#000000" and #1f77b4ff, an entity &#123;, 0x9e3779b9.
+An upstream commit link: https://github.com/pytorch/pytorch/commit/70d99e99a1b2.
 The previous layer's output_bytes equals this layer's input_bytes.
 Budgets of 24GB at 1024 layers; sha256 of 64 characters is not a commit:
 3b1f9c0e8d7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c
