@@ -23,7 +23,7 @@
 # usage: bench/fidelity.sh [MODEL.json ...]
 #   (any architecture the runtime builds: bench/models/cpu-llama-s.json (GQA),
 #   cpu-bert-s.json (MLM), cpu-sbert-s.json (mean pooling + mnrl on triplets))
-#   MATRIX=1: the architecture x attention x dtype matrix of issue 12: models
+#   MATRIX=1: the architecture x attention x dtype matrix (docs/fidelity.md): models
 #     cpu-s, cpu-llama-s, cpu-bert-s, cpu-sbert-s; ATTENTIONS "eager sdpa
 #     flash"; DTYPES "fp32 bf16"; SOURCES "measured analytic"; a quick run:
 #     MATRIX=1 ROUNDS=1 STEPS=3 REPEATS=2 bench/fidelity.sh

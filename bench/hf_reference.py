@@ -21,7 +21,7 @@ number of bytes in use during the measured step (the last one: the first
 creates AdamW's moments), weights, gradients and moments included.
 Prints one JSON line.
 
-With --device cuda (the GPU session, scripts/gpu_run.sh) the same step runs
+With --device cuda (on a GPU machine, scripts/gpu_run.sh) the same step runs
 on the GPU, in the job's precision (fp32, or torch.autocast with amp_fp16 and
 a GradScaler / amp_bf16, as the HF and sentence-transformers trainers do),
 and the peak is torch.cuda.max_memory_allocated() over the measured step;

@@ -32,7 +32,8 @@
 // adds what `--strategy optimal` does around it: the single-level DP first,
 // whose value caps the multi-level one (timed together).
 // MultiLevel/*_threads is *_capped on every hardware thread;
-// MultiLevel/*_previous is *_capped with the previous solver's pruning
+// MultiLevel/*_previous is *_capped with one bound per split and one cap for
+// every row (DpOptions::chunk_bounds and row_caps off)
 // (bench/compare_solvers.py --table prints the two side by side).
 // MultiLevel/spread_pooled is what `--strategy optimal` runs on a profile
 // with spreads: pooling the times, then *_capped on the pooled chain (the
@@ -109,7 +110,7 @@ int64_t Budget(const Chain& c, int percent) {
 
 // kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
 // one capped by its value; kThreads: kCapped on every hardware thread;
-// kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
+// kPrevious: kCapped with the coarser pruning (one bound per split,
 // one cap for every row: DpOptions::chunk_bounds and row_caps off), for
 // bench/compare_solvers.py --table;
 // kPooled: kCapped on the chain's times pooled within their spreads;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a user gains, measured on the runtime (issue 14): at budgets between
+# What a user gains, measured on the runtime: at budgets between
 # the checkpoint-every-layer peak and the no-checkpointing peak of a bench
 # model, the measured step time of remat's plan (the auto strategy at the
 # budget) against checkpointing every layer (what transformers'

@@ -1,41 +1,42 @@
 #!/usr/bin/env bash
-# The GPU session's one script. On the GPU machine (from the repository root):
-# build remat against the machine's own PyTorch (its CUDA LibTorch, found
-# through `python3`'s torch package), run the GPU tests, then the fidelity
-# matrix on CUDA (bench/fidelity.sh with DEVICE=cuda over
-# bench/models/h200-*.json: profile, plan every strategy, train, compare),
-# and for each model a budget sweep (the auto plan at 80/60/45% of the
-# `none` peak, trained) and a check that --memory-limit stops `none` below
-# its peak (exit 4). Before building, it measures what the card holds besides
-# tensors (device.json: the CUDA context from torch.cuda.mem_get_info before
-# and after init, and cuBLAS's workspaces); the budget sweep's plans predict
-# the caching allocator's reserved peak, so the report can set the measured
-# reserved against it and write profiles/h200-device.json, the device memory
-# preset in the units of planner/src/analytic/devices.cc. Everything goes
-# under $OUT (default ./gpu-out): env.txt, device.json, configure.log,
-# build.log, gpu_tests.txt, fidelity.txt, fidelity/, profiles/h200-*.json,
-# plans/, runs/, log.txt and report.md.
+# Runs the GPU checks and writes profiles/ and the report. On a machine with
+# a CUDA device (from the repository root): builds remat against the
+# machine's own PyTorch (its CUDA LibTorch, found through `python3`'s torch
+# package), runs the GPU tests, then the fidelity matrix on CUDA
+# (bench/fidelity.sh with DEVICE=cuda over bench/models/h200-*.json:
+# profile, plan every strategy, train, compare), and for each model a budget
+# sweep (the auto plan at 80/60/45% of the `none` peak, trained) and a check
+# that --memory-limit stops `none` below its peak (exit 4). Before building,
+# it measures what the card holds besides tensors (device.json: the CUDA
+# context from torch.cuda.mem_get_info before and after init, and cuBLAS's
+# workspaces); the budget sweep's plans predict the caching allocator's
+# reserved peak, so the report can set the measured reserved against it and
+# write profiles/h200-device.json, the device memory preset in the units of
+# planner/src/analytic/devices.cc. Everything goes under $OUT (default
+# ./gpu-out): env.txt, device.json, configure.log, build.log,
+# gpu_tests.txt, fidelity.txt, fidelity/, profiles/h200-*.json, plans/,
+# runs/, log.txt and report.md (scripts/gpu_report.py writes it).
 #
-# Prepare here (a machine with apt and PyPI), once: scripts/gpu_run.sh --fetch
-#   downloads what the GPU machine may lack into .debs/ (git-ignored): the
-#   .debs of Boost, nlohmann_json and GoogleTest, and the cmake and ninja
-#   wheels from PyPI (used only where the machine has no cmake / ninja).
-# Then, with the device tool:
-#   run(command="bash scripts/gpu_run.sh", carry=[".debs"], timeout_s=590)
+# A GPU machine without network access: on a machine with apt and PyPI, run
+#   scripts/gpu_run.sh --fetch
+# once; it downloads what the GPU machine may lack into .debs/ (git-ignored):
+# the .debs of Boost, nlohmann_json and GoogleTest, and the cmake and ninja
+# wheels from PyPI (used only where the machine has no cmake / ninja). Copy
+# .debs/ beside the checkout there and run `bash scripts/gpu_run.sh`.
 # The script stops starting new work after DEADLINE_S seconds (default 500)
-# and always writes report.md from what it has. Commit profiles/h200-*.json
-# and the report afterwards.
+# and always writes report.md from what it has; profiles/h200-*.json and the
+# report are the files to keep.
 #
-# Beside the build (the GPU idles while it compiles), code no one here wrote
-# runs the same jobs on the GPU: bench/hf_reference.py --device cuda over
-# HF_CONFIGS (the seed 000 job, distilroberta-base with MNRL on 128 triplets x
-# 75 tokens in fp16 AMP, and the small llama / bert / MiniLM configs of
+# Beside the build (the GPU idles while it compiles), the reference
+# libraries run the same jobs on the GPU: bench/hf_reference.py --device
+# cuda over HF_CONFIGS (distilroberta-base with MNRL on 128 triplets x 75
+# tokens in fp16 AMP, and the small llama / bert / MiniLM configs of
 # bench/hf_fidelity.sh), without and with gradient_checkpointing_enable();
 # after the build remat's runtime trains the same configs on CUDA (strategy
 # none and every layer checkpointed), into refs/ and hf-runs/.
 #
 # SKIP_REFS=1: not the references (a rerun after a fix in remat).
-# PACK=1 (the device tool returns at most 8 files): at the end everything but
+# PACK=1: at the end everything but
 # report.md and log.txt goes into $OUT/gpu-out.tar.gz.
 # PREBUILT=DIR: where configure or the build fails, use DIR/bin/planner and
 # DIR/lib/libremat_runtime.so built elsewhere against the same torch (the

@@ -8,7 +8,7 @@ namespace {
 // remat's files nest five levels at most (plan -> profile -> layers -> layer
 // -> selective). Deeper documents are rejected before parsing, so that no
 // recursive walk over a document (dump, copy, comparison) can exhaust the
-// stack: a plan.json of 300,000 '[' used to crash ParsePlanJson.
+// stack: a plan.json of 300,000 '[' would crash ParsePlanJson's dump.
 constexpr int kMaxJsonDepth = 64;
 
 // The byte offset where nesting first exceeds kMaxJsonDepth, or npos.

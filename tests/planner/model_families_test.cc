@@ -255,7 +255,7 @@ constexpr char kSeedJob[] = R"({"architectures":["RobertaForMaskedLM"],"model_ty
     "remat":{"head":"pooling","pooling":"mean","loss":"mnrl","texts_per_example":3,
              "micro_batch":128,"seq_len":75,"precision":"amp_fp16","merge_columns":false}})";
 
-// The seed job: 128 triplets of at most 75 tokens through distilroberta-base
+// The distilroberta-base MNRL job: 128 triplets of at most 75 tokens through distilroberta-base
 // (sentence-transformers: AutoModel, mean pooling, MultipleNegativesRankingLoss).
 TEST(ModelFamilies, MnrlOnTripletsIsASentenceEmbeddingJob) {
   ModelConfig c = Hf(kSeedJob);

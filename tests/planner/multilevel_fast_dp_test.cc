@@ -1,6 +1,6 @@
 // The multi-level DP as `--strategy optimal` runs it (tiled fill, chunk
 // bounds, capped by the single-level DP's value, two threads) against the
-// full DP (reference fill, no cap, the previous solver's bound only) on
+// full DP (reference fill, no cap, one bound per split) on
 // random chains with no two layers alike: the same optimum, and a schedule
 // that simulates within the budget at that recompute time.
 #include <gtest/gtest.h>

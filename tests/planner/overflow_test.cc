@@ -1,6 +1,7 @@
 // Byte arithmetic: real 100B+ models at long sequences are computed exactly
 // in 64 bits; absurd inputs are rejected with a message instead of wrapping.
-// Several cases reproduce undefined behaviour UBSan reported before the fix.
+// Several cases are inputs on which UBSan reports undefined behaviour without
+// the checks.
 #include <gtest/gtest.h>
 
 #include <limits>

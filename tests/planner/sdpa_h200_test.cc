@@ -53,8 +53,8 @@ double Error(const Row& row) {
 // the H200: llama-gqa-s (GQA, fp32: flash and cuDNN take 16-bit only and
 // 2.11's efficient kernel no grouped heads, so the math path keeps its
 // scaled q and k, the repeated v and the s x s probabilities), all-minilm
-// and bert-mlm-s (fp32 with dropout: efficient). Was -11.0% for llama
-// none when sdpa meant a fused kernel on every GPU.
+// and bert-mlm-s (fp32 with dropout: efficient). A fused kernel's bytes
+// would put llama none at -11.0%.
 TEST(SdpaH200, Fp32RowsWithin3PercentOfTheMeasuredPeak) {
   const Row rows[] = {
       {"bench/models/hf/llama-gqa-s.config.json", false, 374'031'360},

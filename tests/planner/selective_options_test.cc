@@ -193,7 +193,7 @@ TEST(SelectiveOptions, LoraBlocksOfferTheAttentionCoreOnly) {
   EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
 }
 
-// Issue 14's GPT (32 layers, hidden 4096, 32 heads, seq 2048, bf16, dropout
+// A large GPT (32 layers, hidden 4096, 32 heads, seq 2048, bf16, dropout
 // 0.1; Megatron's persistent gradient buffers, so that the activation memory
 // is the peak above the model state): at 75% of selective-everywhere's
 // activation memory, the optimal plan is at most 3% slower than

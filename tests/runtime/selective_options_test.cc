@@ -65,7 +65,7 @@ std::vector<Case> Cases() {
     out.push_back({"llama" + suffix, llama});
   }
   // Post-LN encoders: the MLP activation, ln1's output and the dropout
-  // masks (issue 14).
+  // masks.
   out.push_back({"bert_mlm", testing::TinyBert(Head::kMlm)});
   out.push_back({"bert_mean_mnrl", testing::TinyBert(Head::kPooling)});
   // SDPA's math path keeps its own mask: only the residual masks go.

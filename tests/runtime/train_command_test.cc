@@ -193,7 +193,7 @@ TEST_F(TrainCommand, MixedPrecisionProfilesAndTrains) {
   EXPECT_EQ(r["measured"]["peak_bytes"], r["predicted"]["peak_bytes"]);
 }
 
-// Issue 13's demonstration on CPU: for a global batch of 8, the planner
+// The gradient accumulation demonstration on CPU (docs/accumulation.md): for a global batch of 8, the planner
 // chooses (b, K, plan) under a budget B; `train --memory-limit B` runs that
 // choice, while the naive one (b = 8, K = 1, no checkpointing) stops with
 // the out-of-memory message and exit code 4.
@@ -263,9 +263,9 @@ TEST_P(TrainFamilies, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
     // made, and the measured workspace (peak - live - input gradient -
     // gradients created) is then negative and counted as 0, so the
     // prediction is high there by about 1% (llama uniform: 12,544 B of
-    // 1.17 MB since the runtime's sdpa/dropout changes; 6,400 B before). Not
-    // yet modeled: a profile field for the saved bytes a backward releases
-    // before it creates its gradients (issue 12's fidelity target is 1%).
+    // 1.17 MB). Not modeled: a profile field for the saved bytes a backward
+    // releases before it creates its gradients (the fidelity target from a
+    // measured profile is 1%).
     EXPECT_GE(predicted, measured) << GetParam().name << " " << strategy;
     EXPECT_NEAR(measured, predicted, 0.015 * predicted) << GetParam().name << " " << strategy;
     EXPECT_TRUE(std::isfinite(j["steps"][1]["loss"].get<double>()));

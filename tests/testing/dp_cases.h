@@ -24,7 +24,7 @@ inline int64_t BudgetAt(const Profile& p, int percent) {
   return lowest + (keep_all - lowest) * percent / 100;
 }
 
-// Reference fill, no cap, the previous solver's bound only.
+// Reference fill, no cap, one bound per split.
 inline solver::DpOptions FullDp() {
   solver::DpOptions o;
   o.fill = solver::DpFill::kReference;

@@ -35,7 +35,7 @@
 // copy rates of pinned memory as measured, not the signalling rate.
 //   pcie4       25 GB/s: nvbandwidth host_to_device_memcpy_ce, 24-26 GB/s
 //               on RTX 4090s (NVIDIA/nvbandwidth#15), 25.1 GB/s on an A100
-//               SXM (#42); the raw x16 rate is 31.5 GB/s.
+//               SXM (NVIDIA/nvbandwidth#42); the raw x16 rate is 31.5 GB/s.
 //   pcie5       50 GB/s: nvbandwidth device_to_host_memcpy_sm 52.8 GB/s on
 //               H100s (NVIDIA/nvbandwidth#24); raw x16 63 GB/s. The H200
 //               SXM's host link is PCIe 5.0 x16 (profiles/devices/h200.json).

@@ -1,5 +1,5 @@
 // Layers whose measured times agree within the profiler's spread, pooled
-// into one class for the optimal solver (issue 14, item 1).
+// into one class for the optimal solver.
 //
 // A measured profile's blocks have equal sizes but times that differ by the
 // timing noise of the machine, so no two intervals share a cost row and the
