@@ -2,8 +2,8 @@
 # The GPU session's one script. On the GPU machine (from the repository root):
 # build remat against the machine's own PyTorch (its CUDA LibTorch, found
 # through `python3`'s torch package), run the GPU tests, then the fidelity
-# matrix on CUDA (bench/fidelity.sh with DEVICE=cuda over
-# bench/models/h200-*.json: profile, plan every strategy, train, compare),
+# matrix on CUDA (bench/fidelity/fidelity.sh with DEVICE=cuda over
+# bench/fidelity/models/h200-*.json: profile, plan every strategy, train, compare),
 # and for each model a budget sweep (the auto plan at 80/60/45% of the
 # `none` peak, trained) and a check that --memory-limit stops `none` below
 # its peak (exit 4). Before building, it measures what the card holds besides
@@ -23,14 +23,16 @@
 # Then, with the device tool:
 #   run(command="bash scripts/gpu_run.sh", carry=[".debs"], timeout_s=590)
 # The script stops starting new work after DEADLINE_S seconds (default 500)
-# and always writes report.md from what it has. Commit profiles/h200-*.json
-# and the report afterwards.
+# and always writes report.md from what it has. Afterwards commit, from OUT,
+# profiles/h200-gpt2*.json as profiles/fixtures/h200-gpt2*.measured.json,
+# profiles/h200-device.json as profiles/results/devices/h200.json and
+# report.md as profiles/results/gpu-h200-report.md.
 #
 # Beside the build (the GPU idles while it compiles), code no one here wrote
-# runs the same jobs on the GPU: bench/hf_reference.py --device cuda over
+# runs the same jobs on the GPU: bench/fidelity/hf_reference.py --device cuda over
 # HF_CONFIGS (the seed 000 job, distilroberta-base with MNRL on 128 triplets x
 # 75 tokens in fp16 AMP, and the small llama / bert / MiniLM configs of
-# bench/hf_fidelity.sh), without and with gradient_checkpointing_enable();
+# bench/fidelity/hf_fidelity.sh), without and with gradient_checkpointing_enable();
 # after the build remat's runtime trains the same configs on CUDA (strategy
 # none and every layer checkpointed), into refs/ and hf-runs/.
 #
@@ -138,8 +140,8 @@ fi
 
 # 1c. Code no one here wrote, on the GPU, while remat compiles.
 hf_configs=(${HF_CONFIGS:-examples/hf/distilroberta-base.mnrl.config.json
-  bench/models/hf/llama-gqa-s.config.json bench/models/hf/bert-mlm-s.config.json
-  bench/models/hf/all-minilm-l6-v2.mnrl.config.json})
+  bench/fidelity/models/hf/llama-gqa-s.config.json bench/fidelity/models/hf/bert-mlm-s.config.json
+  bench/fidelity/models/hf/all-minilm-l6-v2.mnrl.config.json})
 mkdir -p "$OUT/refs" "$OUT/hf-runs"
 references() {
   for config in "${hf_configs[@]}"; do
@@ -148,8 +150,8 @@ references() {
     for mode in none every-layer; do
       flag=()
       [ $mode = every-layer ] && flag=(--checkpointing)
-      timeout 120 "$python" -W ignore bench/hf_reference.py "$config" "${flag[@]}" --steps 3 \
-        --device cuda > "$OUT/refs/$name-$mode.json" 2> "$OUT/refs/$name-$mode.err"
+      timeout 120 "$python" -W ignore bench/fidelity/hf_reference.py "$config" "${flag[@]}" \
+        --steps 3 --device cuda > "$OUT/refs/$name-$mode.json" 2> "$OUT/refs/$name-$mode.err"
       log "reference $name $mode: exit $? $(head -c 400 "$OUT/refs/$name-$mode.json")"
     done
   done
@@ -261,11 +263,11 @@ for config in "${hf_configs[@]}"; do
 done
 
 # 5. The fidelity matrix on CUDA: every strategy of every h200 model.
-models=(bench/models/h200-*.json)
+models=(bench/fidelity/models/h200-*.json)
 limit=$(($(time_left) - 150))
 if [ "$limit" -gt 60 ]; then
   DEVICE=cuda CLOCK=wall ROUNDS=1 STEPS=4 REPEATS=5 BUILD="$build" KEEP="$OUT/fidelity" \
-    timeout "$limit" bench/fidelity.sh "${models[@]}" > "$OUT/fidelity.txt" 2>&1
+    timeout "$limit" bench/fidelity/fidelity.sh "${models[@]}" > "$OUT/fidelity.txt" 2>&1
   log "fidelity: exit $? ($(tail -1 "$OUT/fidelity.txt"))"
 else
   log "skipping the fidelity matrix: out of time"

@@ -1,6 +1,6 @@
 // Autocast (amp_bf16) on CPU: the bytes the analytic model keeps, written out
 // as formulas, each the figure PyTorch 2.11 keeps under
-// torch.autocast("cpu", dtype=torch.bfloat16) on bench/models/cpu-amp-s.json's
+// torch.autocast("cpu", dtype=torch.bfloat16) on bench/fidelity/models/cpu-amp-s.json's
 // shape (saved_tensors_hooks and remat's CPU meter; docs/analytic-model.md,
 // "Autocast on CPU").
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 namespace remat {
 namespace {
 
-// bench/models/cpu-amp-s.json: gpt, amp_bf16, eager attention, dropout 0.1.
+// bench/fidelity/models/cpu-amp-s.json: gpt, amp_bf16, eager attention, dropout 0.1.
 constexpr int64_t kLayers = 4, kHidden = 128, kHeads = 4, kVocab = 2048, kSeq = 128, kBatch = 4;
 constexpr int64_t kFfn = 4 * kHidden;  // f
 

@@ -1,7 +1,7 @@
 // A block's forward holds what the runtime's (and HF's) one reassigned
 // variable still points to (graph_builder.h HoldInLastOp): its with-grad
 // forward workspace against the runtime's measured profiles of the bench
-// models on this CPU (`planner profile bench/models/<m>.json`,
+// models on this CPU (`planner profile bench/fidelity/models/<m>.json`,
 // forward_workspace_bytes of every block: 262,144 = b s h x 4).
 #include <gtest/gtest.h>
 
@@ -24,8 +24,8 @@ const LayerProfile& Block(const Profile& p, const std::string& name) {
 Profile CpuProfile(const std::string& model) {
   JobOverrides overrides;
   overrides.device = "cpu";
-  Result<Job> job =
-      LoadJob(std::string(REMAT_SOURCE_DIR) + "/bench/models/" + model + ".json", overrides);
+  Result<Job> job = LoadJob(
+      std::string(REMAT_SOURCE_DIR) + "/bench/fidelity/models/" + model + ".json", overrides);
   EXPECT_TRUE(job.ok()) << job.status().message();
   return job.ok() ? job->profile : Profile{};
 }

@@ -28,7 +28,7 @@
 namespace remat {
 namespace {
 
-// bench/models/cpu-sbert-s.json: 4 blocks of width 128, 4 heads, ffn 512,
+// bench/fidelity/models/cpu-sbert-s.json: 4 blocks of width 128, 4 heads, ffn 512,
 // 64 tokens, 4 triplets (anchors: 4 texts; merged candidates: 8 texts).
 ModelConfig SbertS(const std::string& attention) {
   Result<ModelConfig> c = ParseModelConfig(R"({"name": "cpu-sbert-s", "architecture": "bert",

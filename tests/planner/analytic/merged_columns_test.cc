@@ -5,7 +5,7 @@
 // embeddings reshaped and unbound). Under gradient checkpointing a
 // recomputed layer of the second pass holds (t - 1) * b texts' tensors,
 // twice one column's for triplets: what the three-pass model missed
-// (bench/hf_fidelity.sh, all-MiniLM-L6-v2 every layer: measured 573,139,372
+// (bench/fidelity/hf_fidelity.sh, all-MiniLM-L6-v2 every layer: measured 573,139,372
 // B, predicted 537,546,752 with three passes).
 #include <gtest/gtest.h>
 

@@ -180,7 +180,7 @@ Profile OnDevice(const ModelConfig& c, const char* device) {
 
 // Blocks as transformers 5.24 (sdpa) runs them on PyTorch 2.11's CPU kernels,
 // fp32, with the bytes remat's CPU meter measured from a forward hook
-// around each layer (bench/models/hf/, the shapes of bench/hf_fidelity.sh).
+// around each layer (bench/fidelity/models/hf/, the shapes of bench/fidelity/hf_fidelity.sh).
 TEST(ModelFamilies, SdpaKeepsWhatPyTorchsKernelsKeep) {
   // Llama, GQA 8/2, no attention dropout: the CPU flash kernel (q, k and v
   // unrepeated, the output and the fp32 logsumexp) on CPU as on CUDA.

@@ -46,7 +46,7 @@ void ExpectMlpOptions(const LayerProfile& block, int64_t n) {
   EXPECT_EQ(block.selective[1].recompute_workspace_bytes, GeluRecompute(n)) << block.name;
 }
 
-// bench/models/cpu-s.json and cpu-bert-s.json: width 128, ffn 512, 128
+// bench/fidelity/models/cpu-s.json and cpu-bert-s.json: width 128, ffn 512, 128
 // tokens x 4 sequences (n = 512).
 TEST(RecomputeWorkspace, GptAndBertBlocks) {
   const std::string shape = R"("layers": 4, "hidden": 128, "heads": 4, "vocab": 2048,
@@ -77,7 +77,7 @@ TEST(RecomputeWorkspace, GptAndBertBlocks) {
   }
 }
 
-// bench/models/cpu-sbert-s.json: the anchors' pass (4 texts of 64 tokens)
+// bench/fidelity/models/cpu-sbert-s.json: the anchors' pass (4 texts of 64 tokens)
 // adds into the gradients the candidates' pass (8 texts) created: the same
 // formula for both, fc2's weight and bias gradients living through GELU's
 // backward as they live through fc2's in the full one.

@@ -1,5 +1,5 @@
 // The analytic model against transformers / sentence-transformers trained on
-// an NVIDIA H200 with PyTorch 2.11 (profiles/gpu-h200-report.md, "Against
+// an NVIDIA H200 with PyTorch 2.11 (profiles/results/gpu-h200-report.md, "Against
 // transformers / sentence-transformers on CUDA"): one AdamW step, the peak
 // torch.cuda.max_memory_allocated. The prediction is what
 // `planner --budget 1TB --device h200 --strategy none|uniform --every 1
@@ -57,10 +57,10 @@ double Error(const Row& row) {
 // none when sdpa meant a fused kernel on every GPU.
 TEST(SdpaH200, Fp32RowsWithin3PercentOfTheMeasuredPeak) {
   const Row rows[] = {
-      {"bench/models/hf/llama-gqa-s.config.json", false, 374'031'360},
-      {"bench/models/hf/llama-gqa-s.config.json", true, 258'395'136},
-      {"bench/models/hf/all-minilm-l6-v2.mnrl.config.json", false, 1'514'662'912},
-      {"bench/models/hf/all-minilm-l6-v2.mnrl.config.json", true, 583'594'496},
+      {"bench/fidelity/models/hf/llama-gqa-s.config.json", false, 374'031'360},
+      {"bench/fidelity/models/hf/llama-gqa-s.config.json", true, 258'395'136},
+      {"bench/fidelity/models/hf/all-minilm-l6-v2.mnrl.config.json", false, 1'514'662'912},
+      {"bench/fidelity/models/hf/all-minilm-l6-v2.mnrl.config.json", true, 583'594'496},
   };
   for (const Row& row : rows) {
     EXPECT_LT(std::abs(Error(row)), 0.03) << row.config << (row.every_layer ? " every layer" : "");
@@ -80,8 +80,8 @@ TEST(SdpaH200, AmpFp16RowWithoutCheckpointingWithin3Percent) {
 // kernel does not explain it. Held here at its size so that a change moving
 // it shows.
 TEST(SdpaH200, BertMlmGapIsOutsideAttention) {
-  const Row none{"bench/models/hf/bert-mlm-s.config.json", false, 316'376'576};
-  const Row every{"bench/models/hf/bert-mlm-s.config.json", true, 251'495'936};
+  const Row none{"bench/fidelity/models/hf/bert-mlm-s.config.json", false, 316'376'576};
+  const Row every{"bench/fidelity/models/hf/bert-mlm-s.config.json", true, 251'495'936};
   const int64_t gap_none = none.measured - Predicted(none);
   const int64_t gap_every = every.measured - Predicted(every);
   EXPECT_NEAR(gap_none, gap_every, 512 * 1024);

@@ -33,7 +33,7 @@ const LayerProfile& Block0(const Profile& p) {
   return none;
 }
 
-// bench/models/hf/llama-gqa-s.config.json's shape: 8 query heads, 2 kv heads.
+// bench/fidelity/models/hf/llama-gqa-s.config.json's shape: 8 query heads, 2 kv heads.
 ModelConfig LlamaGqaS() {
   ModelConfig c = Hf(R"({"architectures":["LlamaForCausalLM"],"model_type":"llama",
       "hidden_size":256,"intermediate_size":688,"num_hidden_layers":4,"num_attention_heads":8,

@@ -1,5 +1,5 @@
 // SDPA's math path op by op (sdpa_math.cc): what it keeps and what it holds
-// while it runs, against bench/sdpa_math_meter.py's metered bytes on this
+// while it runs, against bench/fidelity/sdpa_math_meter.py's metered bytes on this
 // CPU (torch 2.11, b 4, 4 query heads, s 96, d 16, dropout 0.1).
 #include <gtest/gtest.h>
 
@@ -83,7 +83,7 @@ TEST(SdpaMath, Bf16HoldsItsFp32CopiesUntilItReturns) {
                              + 3 * 4 * kScores       // probs, mask, dropped
                              + 2 * kScores           // the bf16 probabilities
                              + 4 * kNh + 2 * kNh);   // fp32 and bf16 context
-  EXPECT_EQ(p.with_grad, 2'899'968);                 // bench/sdpa_math_meter.py
+  EXPECT_EQ(p.with_grad, 2'899'968);                 // bench/fidelity/sdpa_math_meter.py
   // Without grad the peak is the dropout's: the four locals, the
   // probabilities, the mask and the dropped probabilities.
   EXPECT_EQ(p.without_grad, 16 * kNh + 3 * 4 * kScores);

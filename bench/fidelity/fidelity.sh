@@ -20,13 +20,13 @@
 # model again and runs every plan right after. Running at a higher priority
 # (nice -n -10, as root) keeps other processes off our core.
 #
-# usage: bench/fidelity.sh [MODEL.json ...]
-#   (any architecture the runtime builds: bench/models/cpu-llama-s.json (GQA),
+# usage: bench/fidelity/fidelity.sh [MODEL.json ...]
+#   (any architecture the runtime builds: bench/fidelity/models/cpu-llama-s.json (GQA),
 #   cpu-bert-s.json (MLM), cpu-sbert-s.json (mean pooling + mnrl on triplets))
-#   MATRIX=1: the architecture x attention x dtype matrix of issue 12: models
+#   MATRIX=1: the architecture x attention x dtype matrix: models
 #     cpu-s, cpu-llama-s, cpu-bert-s, cpu-sbert-s; ATTENTIONS "eager sdpa
 #     flash"; DTYPES "fp32 bf16"; SOURCES "measured analytic"; a quick run:
-#     MATRIX=1 ROUNDS=1 STEPS=3 REPEATS=2 bench/fidelity.sh
+#     MATRIX=1 ROUNDS=1 STEPS=3 REPEATS=2 bench/fidelity/fidelity.sh
 #   env: BUILD (build), ROUNDS (2), STEPS (3 per run, the first is warm-up),
 #        REPEATS (5, profile repetitions), DEVICE (cpu; or cuda, cuda:N),
 #        CLOCK (thread on cpu, wall on cuda), KEEP (a directory to keep the
@@ -39,7 +39,7 @@
 #        run, e.g. 'cpu-llama-s/flash/.*/analytic'),
 #        PEAK_MEASURED (1), PEAK_ANALYTIC (3), TIME_MEASURED (15): targets in %
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 rounds=${ROUNDS:-2}
 steps=${STEPS:-3}
@@ -49,14 +49,15 @@ if [ "$device" = cpu ]; then clock=${CLOCK:-thread}; else clock=${CLOCK:-wall}; 
 planner=$build/bin/planner
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 models=("$@")
+dir=bench/fidelity/models
 if [ "${MATRIX:-0}" = 1 ]; then
-  [ ${#models[@]} -gt 0 ] || models=(bench/models/cpu-s.json bench/models/cpu-llama-s.json
-                                      bench/models/cpu-bert-s.json bench/models/cpu-sbert-s.json)
+  [ ${#models[@]} -gt 0 ] || models=($dir/cpu-s.json $dir/cpu-llama-s.json $dir/cpu-bert-s.json
+                                      $dir/cpu-sbert-s.json)
   attentions=(${ATTENTIONS:-eager sdpa flash})
   dtypes=(${DTYPES:-fp32 bf16})
   sources=(${SOURCES:-measured analytic})
 else
-  [ ${#models[@]} -gt 0 ] || models=(bench/models/cpu-s.json bench/models/cpu-m.json bench/models/cpu-l.json)
+  [ ${#models[@]} -gt 0 ] || models=($dir/cpu-s.json $dir/cpu-m.json $dir/cpu-l.json)
   attentions=(${ATTENTIONS:-own})
   dtypes=(${DTYPES:-own})
   sources=(${SOURCES:-measured})

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # remat's LoRA prediction against PEFT and transformers: a small Hugging Face
-# LlamaForCausalLM (bench/models/hf/llama-gqa-s.config.json, random weights)
+# LlamaForCausalLM (bench/fidelity/models/hf/llama-gqa-s.config.json, random weights)
 # with peft's LoraConfig(r=8, target_modules=["q_proj", "v_proj"]), AdamW and
 # gradient accumulation over 4 micro-batches (loss / 4, a step after the 4th),
 # on CPU in fp32, without and with gradient_checkpointing_enable(). The
 # measured peak is remat's CPU meter over one whole update in the same
-# process (bench/peft_reference.py); the prediction is `planner --device cpu`
+# process (bench/fidelity/peft_reference.py); the prediction is `planner --device cpu`
 # on the same config.json with the same LoRA flags: strategy none, and
 # uniform every 1 (each block's input kept, the block recomputed in
 # backward, as transformers' gradient checkpointing does). Target: within 5%.
@@ -15,12 +15,12 @@
 # `pip install --target DIR --no-deps bitsandbytes`); without it the nf4 rows
 # are skipped with a line saying so.
 #
-# usage: bench/peft_fidelity.sh [CONFIG.json ...]
-#   default: bench/models/hf/llama-gqa-s.config.json; env: BUILD (build),
+# usage: bench/fidelity/peft_fidelity.sh [CONFIG.json ...]
+#   default: bench/fidelity/models/hf/llama-gqa-s.config.json; env: BUILD (build),
 #   PYTHON (.venv/bin/python with transformers and peft), STEPS (2), RANK (8),
 #   TARGETS (q_proj,v_proj), ACCUMULATION (4)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 python=${PYTHON:-.venv/bin/python}
 steps=${STEPS:-2}
@@ -31,7 +31,7 @@ planner=$build/bin/planner
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export REMAT_METER_LIB=${REMAT_METER_LIB:-$build/lib/libremat_cpu_meter.so}
 configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(bench/models/hf/llama-gqa-s.config.json)
+[ ${#configs[@]} -gt 0 ] || configs=(bench/fidelity/models/hf/llama-gqa-s.config.json)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -61,7 +61,7 @@ for config in "${configs[@]}"; do
       "$planner" --budget 1TB --device cpu "${strategy[@]}" --lora-rank "$rank" \
         --lora-targets "$targets" --quantization "$quantization" \
         --grad-accumulation "$accumulation" --json --quiet "$config" > "$work/plan.json"
-      "$python" -W ignore bench/peft_reference.py "$config" "${flag[@]}" --rank "$rank" \
+      "$python" -W ignore bench/fidelity/peft_reference.py "$config" "${flag[@]}" --rank "$rank" \
         --targets "$targets" --accumulation "$accumulation" --steps "$steps" \
         --quantization "$quantization" > "$work/measured.json" 2> "$work/stderr" ||
         { cat "$work/stderr" >&2; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One training step of code no one here wrote, metered to the byte.
 
-Builds the model of a Hugging Face config.json (bench/models/hf/) the way its
+Builds the model of a Hugging Face config.json (bench/fidelity/models/hf/) the way its
 users do and trains it on CPU in fp32 with torch.optim.AdamW:
   - ...ForCausalLM / ...ForMaskedLM: transformers' AutoModelFor* with random
     weights (nothing is loaded from a hub), random token ids, labels as the
@@ -49,7 +49,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
 import remat_measure  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process time of `planner --strategy optimal`, two binaries, alternately.
 
-  bench/whole_process.py BEFORE_PLANNER AFTER_PLANNER SOLVER_BENCH [RUNS [LAYERS...]]
+  bench/speed/whole_process.py BEFORE_PLANNER AFTER_PLANNER SOLVER_BENCH [RUNS [LAYERS...]]
 
 Writes the benchmark's spread_persistent chains (solver_bench
 --write_profile=spread_persistent:L:PATH, default L = 64 256 1024; FAMILY=spread:

@@ -4,7 +4,7 @@
 # block under the option, run STEPS steps by `planner train`, predicted vs
 # measured peak (the cells of docs/solver.md "Selective options").
 #
-# usage: bench/option_fidelity.sh MODEL.json SOURCE OPTION...
+# usage: bench/fidelity/option_fidelity.sh MODEL.json SOURCE OPTION...
 #   SOURCE: measured (profile the model first: `planner profile --repeats 3
 #   --statistic min`) or analytic (`--device cpu`); OPTION: an option's name
 #   as plans write it (e.g. dropout_mask); one cell per option.
@@ -14,7 +14,7 @@
 #   measured profile, bytes untouched, so that the solver picks it where the
 #   measured time never pays: its bytes' cell)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 planner=${BUILD:-build}/bin/planner
 model=$1 source=$2
 shift 2

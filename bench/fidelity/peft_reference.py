@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One optimizer update of PEFT LoRA on a Hugging Face Llama, metered to the byte.
 
-Builds the LlamaForCausalLM of a config.json (bench/models/hf/) with random
+Builds the LlamaForCausalLM of a config.json (bench/fidelity/models/hf/) with random
 weights, wraps it with peft's get_peft_model(LoraConfig(r, lora_alpha,
 target_modules, lora_dropout)) as PEFT's users do, and trains it on CPU in
 fp32 with torch.optim.AdamW over model.parameters() (the frozen base gets no
@@ -29,7 +29,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
 import remat_measure  # noqa: E402
 
 

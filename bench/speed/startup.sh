@@ -5,10 +5,10 @@
 # (after WARMUP untimed runs), with hyperfine when it is installed
 # (scripts/install-deps.sh installs it), else with a loop over date +%s%N.
 #
-# usage: bench/startup.sh [BUILD_DIR]     (default build)
+# usage: bench/speed/startup.sh [BUILD_DIR]     (default build)
 #   env: RUNS (20), WARMUP (3)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 runs=${RUNS:-20}
 warmup=${WARMUP:-3}

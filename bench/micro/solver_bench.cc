@@ -33,13 +33,13 @@
 // whose value caps the multi-level one (timed together).
 // MultiLevel/*_threads is *_capped on every hardware thread;
 // MultiLevel/*_previous is *_capped with the previous solver's pruning
-// (bench/compare_solvers.py --table prints the two side by side).
+// (bench/micro/compare_solvers.py --table prints the two side by side).
 // MultiLevel/spread_pooled is what `--strategy optimal` runs on a profile
 // with spreads: pooling the times, then *_capped on the pooled chain (the
 // single-level DP on it, its value as the cap); its counter raw_ms is its
 // schedule's recompute time simulated on the chain's own times (every
 // MultiLevel case reports it: the exact ones' is their optimum), for the
-// cost of pooling (bench/compare_solvers.py --spread). Counters: the solver's heap
+// cost of pooling (bench/micro/compare_solvers.py --spread). Counters: the solver's heap
 // (tables, bounds, classes; MiB), the cost-table cells (millions), the
 // distinct rows solved, and the share of (row, split, slot) updates the
 // branch-and-bound bound skipped.
@@ -109,9 +109,9 @@ int64_t Budget(const Chain& c, int percent) {
 
 // kPlain: the DP alone; kCapped: the single-level DP, then the multi-level
 // one capped by its value; kThreads: kCapped on every hardware thread;
-// kPrevious: kCapped as the solver ran before issue 14 (one bound per split,
+// kPrevious: kCapped with the coarser pruning (one bound per split,
 // one cap for every row: DpOptions::chunk_bounds and row_caps off), for
-// bench/compare_solvers.py --table;
+// bench/micro/compare_solvers.py --table;
 // kPooled: kCapped on the chain's times pooled within their spreads;
 // kShifted: kPooled with rows shared across positions, read shifted by the
 // gradients created in backward between them (GradientKey::kShifted).

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """What torch.autocast("cpu", dtype=torch.bfloat16) keeps for backward, op by
-op, on bench/models/cpu-amp-s.json's shape (b 4, s 128, h 128, 4 heads, ffn
+op, on bench/fidelity/models/cpu-amp-s.json's shape (b 4, s 128, h 128, 4 heads, ffn
 512, vocab 2048): the saved tensors (torch.autograd.graph.saved_tensors_hooks:
 shape, dtype, storage bytes) of F.linear and of the loss, and the bytes remat's
 CPU meter counts around gpt_model.cc's block and the loss written in PyTorch.
 docs/analytic-model.md, "Autocast on CPU", quotes its output.
 
-usage: OPENBLAS_NUM_THREADS=1 bench/autocast_kept.py [--build build]
+usage: OPENBLAS_NUM_THREADS=1 bench/fidelity/autocast_kept.py [--build build]
 """
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
 import remat_measure  # noqa: E402
 
 args = argparse.ArgumentParser(description=__doc__.splitlines()[0])

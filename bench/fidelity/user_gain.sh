@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a user gains, measured on the runtime (issue 14): at budgets between
+# What a user gains, measured on the runtime: at budgets between
 # the checkpoint-every-layer peak and the no-checkpointing peak of a bench
 # model, the measured step time of remat's plan (the auto strategy at the
 # budget) against checkpointing every layer (what transformers'
@@ -12,14 +12,14 @@
 # this shared machine hits all three alike); a plan's time is its fastest
 # step over the rounds (steps 2..). The ratios are printed from one run.
 #
-# usage: bench/user_gain.sh [MODEL.json]   (default bench/models/cpu-gain.json)
+# usage: bench/fidelity/user_gain.sh [MODEL.json]   (default bench/fidelity/models/cpu-gain.json)
 # env: BUILD (build), ROUNDS (3), STEPS (4), FRACTIONS ("0.25 0.5 0.75":
 #      where the budgets lie between the every-layer and the none peak)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 planner=$build/bin/planner
-model=${1:-bench/models/cpu-gain.json}
+model=${1:-bench/fidelity/models/cpu-gain.json}
 rounds=${ROUNDS:-3}
 steps=${STEPS:-4}
 fractions=(${FRACTIONS:-0.25 0.5 0.75})

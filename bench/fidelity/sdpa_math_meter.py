@@ -7,14 +7,15 @@ free is printed in units of n h (b s a d elements) and of the scores (b a s s
 elements); docs/analytic-model.md ("SDPA's math path") quotes its output and
 planner/src/analytic/sdpa_math.cc models it.
 
-usage: OPENBLAS_NUM_THREADS=1 bench/sdpa_math_meter.py [--build build]
+usage: OPENBLAS_NUM_THREADS=1 bench/fidelity/sdpa_math_meter.py [--build build]
            [--dtype bfloat16|float32] [--shape b,a,kv,s,d] [--no-grad]
 """
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
 import remat_measure  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

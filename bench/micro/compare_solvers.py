@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Times benchmark cases on two solver_bench binaries, alternately.
 
-  bench/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
-  bench/compare_solvers.py --table BENCH [REPETITIONS]
-  bench/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
-  bench/compare_solvers.py --shifted BENCH [REPETITIONS]
+  bench/micro/compare_solvers.py OLD_BENCH NEW_BENCH REPETITIONS CASES OUT.jsonl
+  bench/micro/compare_solvers.py --table BENCH [REPETITIONS]
+  bench/micro/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
+  bench/micro/compare_solvers.py --shifted BENCH [REPETITIONS]
 
---table prints the solver benchmark table of issue 14 from one binary: the
+--table prints the solver benchmark table (docs/solver.md) from one binary: the
 multi-level DP as `--strategy optimal` runs it (single-level DP first, its
 value as the cost cap; one thread) with the previous solver's pruning
 (MultiLevel/*_previous) and the new one (MultiLevel/*_capped), alternately,
@@ -14,7 +14,7 @@ at 64, 256 and 1024 layers, identical blocks (gpt) and distinct ones
 (measured: 10% timing noise), 250, 1000 and 4000 slots, the middle budget.
 Distinct blocks at 1024 layers and 4000 slots are left out (6 GiB of tables).
 
---spread prints the pooling table of issue 14: on the measured chain with
+--spread prints the pooling table (docs/solver.md): on the measured chain with
 the spread its profiler reports (MultiLevel/spread_*), the exact solver
 (spread_capped, what --strategy optimal ran before pooling) against pooling
 the times within their spreads (spread_pooled), alternately, at the same

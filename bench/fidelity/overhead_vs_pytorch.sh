@@ -20,15 +20,15 @@
 # time (the first call of a compiled run, cold cache) is listed apart: it is
 # not step time.
 #
-# usage: bench/overhead_vs_pytorch.sh [MODEL.json]
-#   default bench/models/cpu-s.json; env: BUILD (build), ROUNDS (3), STEPS (4
+# usage: bench/fidelity/overhead_vs_pytorch.sh [MODEL.json]
+#   default bench/fidelity/models/cpu-s.json; env: BUILD (build), ROUNDS (3), STEPS (4
 #   per run, the first is warm-up), CLOCK (thread; or wall), BUDGETS
 #   ("1.0 0.5 0.1"), PYTHON (.venv/bin/python: the PyTorch the runtime
 #   was built against), REMAT_METER_LIB ($BUILD/lib/libremat_cpu_meter.so),
 #   TORCHINDUCTOR_CACHE_DIR (default: a fresh one, so compiles are cold)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-model=${1:-bench/models/cpu-s.json}
+cd "$(dirname "$0")/../.."
+model=${1:-bench/fidelity/models/cpu-s.json}
 build=${BUILD:-build}
 rounds=${ROUNDS:-3}
 steps=${STEPS:-4}
@@ -72,11 +72,13 @@ run() {
 json.dump({"peak_bytes": m["peak_bytes"], "steps": d["steps"]}, open(sys.argv[2], "w"))' \
         "$out.tmp" "$out" ;;
     checkpoint|sac)
-      "$python" -W "ignore:Failed to initialize NumPy" bench/pytorch_reference.py --mode "$kind" \
+      "$python" -W "ignore:Failed to initialize NumPy" bench/fidelity/pytorch_reference.py \
+        --mode "$kind" \
         --model "$model" --plan "$work/$plan.json" --steps "$steps" --clock "$clock" \
         > "$work/$kind-$plan-$r.json" ;;
     compile)
-      "$python" -W "ignore:Failed to initialize NumPy" bench/pytorch_reference.py --mode compile \
+      "$python" -W "ignore:Failed to initialize NumPy" bench/fidelity/pytorch_reference.py \
+        --mode compile \
         --budget "$4" --model "$model" --steps "$steps" --clock "$clock" \
         > "$work/compile-$4-$r.json" 2> "$work/compile-$4-$r.err" ||
         { cat "$work/compile-$4-$r.err" >&2; return 1; } ;;

