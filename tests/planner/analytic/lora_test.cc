@@ -131,7 +131,7 @@ TEST(Lora, FrozenLinearKeepsNothingAndTheAdapterKeepsItsInputs) {
   EXPECT_EQ(g->trainable_parameters, 2 * 4 * (64 + 64));
 }
 
-TEST(Lora, NoLoraKeepsWhatItKeptBefore) {
+TEST(Lora, WithoutLoraLinearsKeepTheirInputsAndEveryParameterTrains) {
   // Without LoRA every op records its node: the linear keeps its input.
   Result<TransformerGraph> g = BuildTransformerGraph(SmallLlama());
   ASSERT_TRUE(g.ok());

@@ -1,6 +1,6 @@
 // optimal-single on chains with layers that do not keep their input (a loss
 // reading the logits), without a host link, against the exhaustive
-// enumeration of every single-level plan, each simulated (issue 14). The
+// enumeration of every single-level plan, each simulated. The
 // simulator releases such an input after a forward with grad only, so what
 // a layer list holds depends on whether the producer ran with grad.
 #include <gtest/gtest.h>
