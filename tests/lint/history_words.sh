@@ -41,9 +41,8 @@ words='\bsessions?\b|\b(this|that|the previous|previous|last) (commit|change|pr)
 # Lines that cite an upstream commit with its project are allowed.
 upstream_commit='(PyTorch|pytorch|torch)[^;]*\bgit [0-9a-f]{7,40}\b'
 
-# A file name carrying history, kept until the file is renamed; and this
-# check and its test, which spell out what they look for.
-file_names='gpt-issue14|^tests/lint/history_words(_test)?\.sh:'
+# This check and its test, which spell out what they look for.
+file_names='^tests/lint/history_words(_test)?\.sh:'
 
 files=$(mktemp); trap 'rm -f "$files"' EXIT
 list_files > "$files"

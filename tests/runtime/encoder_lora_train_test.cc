@@ -1,5 +1,5 @@
 // `planner train` on encoders with LoRA and QLoRA (bert MLM, the
-// sentence-transformers pooling + mnrl model of bench/models/cpu-sbert-s.json
+// sentence-transformers pooling + mnrl model of bench/fidelity/models/cpu-sbert-s.json
 // at tiny shapes): from a measured profile, every strategy's measured peak is
 // its predicted peak, as for the decoders (train_command_test.cc).
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // (the anchors' pass, and micro-batches 2..K), and the attention core
 // recomputed where the backward reaches it, and each selective option's
 // recompute and forward workspaces. The formulas are written out
-// in tests/planner/encoder_workspace_test.cc.
+// in tests/planner/analytic/encoder_workspace_test.cc.
 #include <gtest/gtest.h>
 
 #include "cpu_profiles.h"

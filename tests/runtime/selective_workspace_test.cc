@@ -5,7 +5,7 @@
 // what each option keeps and its forward's workspace, to the byte; what its
 // recompute adds to the backward's peak, to the byte for the encoders and
 // for every option without the attention core but llama's norm_output (the
-// MLP activation's formula is in tests/planner/recompute_workspace_test.cc).
+// MLP activation's formula is in tests/planner/analytic/recompute_workspace_test.cc).
 //
 // A decoder's full backward workspace is 4 n h above the runtime's (the
 // second residual's gradient, below); the recompute workspace is the
@@ -35,7 +35,7 @@
 namespace remat::runtime {
 namespace {
 
-// bench/models/cpu-s.json's shape with 2 blocks: width 128 (4 heads; ffn
+// bench/fidelity/models/cpu-s.json's shape with 2 blocks: width 128 (4 heads; ffn
 // 512, llama's 256 with 2 key/value heads), 128 tokens x 4 sequences. The
 // tiny models' backward stays below the layer's gradients and input
 // gradient, which the profile clamps at 0 on both sides; here each option's

@@ -1,4 +1,4 @@
-// all-MiniLM-L6-v2 trained as bench/hf_fidelity.sh trains it, for the
+// all-MiniLM-L6-v2 trained as bench/fidelity/hf_fidelity.sh trains it, for the
 // planner's text-pass tests: the config.json, its analytic profile on CPU
 // and its layers by name.
 #ifndef REMAT_TESTS_TESTING_MINILM_JOB_H_

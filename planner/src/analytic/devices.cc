@@ -2,7 +2,7 @@
 // the memory a GPU holds besides tensors (remat/device_memory.h).
 //
 // Memory terms. H200: measured by scripts/gpu_run.sh on an H200 with PyTorch
-// 2.11 + CUDA 13 (profiles/devices/h200.json, docs/device-memory.md); the
+// 2.11 + CUDA 13 (profiles/results/devices/h200.json, docs/device-memory.md); the
 // others assumed, in the same units:
 //   cuda_context  what torch.cuda.mem_get_info loses at init plus the first
 //                 GEMM's kernels: 785,186,816 B measured on the H200 (749
@@ -38,7 +38,7 @@
 //               SXM (NVIDIA/nvbandwidth#42); the raw x16 rate is 31.5 GB/s.
 //   pcie5       50 GB/s: nvbandwidth device_to_host_memcpy_sm 52.8 GB/s on
 //               H100s (NVIDIA/nvbandwidth#24); raw x16 63 GB/s. The H200
-//               SXM's host link is PCIe 5.0 x16 (profiles/devices/h200.json).
+//               SXM's host link is PCIe 5.0 x16 (profiles/results/devices/h200.json).
 //   nvlink-c2c  300 GB/s: GH200 host-to-device memcpy 346 GB/s (CE),
 //               device-to-host about 15% lower (NVIDIA/nvbandwidth#23);
 //               450 GB/s a direction on paper.

@@ -3,7 +3,7 @@
 // as transformers and the runtime pass them: transposed views of
 // (b, s, heads, d) projections. What it keeps for backward and what it holds
 // while it runs were metered op by op with remat's CPU meter
-// (bench/sdpa_math_meter.py; docs/analytic-model.md, "SDPA's math path").
+// (bench/fidelity/sdpa_math_meter.py; docs/analytic-model.md, "SDPA's math path").
 #include <algorithm>
 
 #include "analytic/graph_builder.h"

@@ -37,7 +37,7 @@ const StrategySolver* OffloadStrategySolver();        // offload.cc
 
 // Memory slots the optimal solvers use when PlanOptions::slots is 0: enough
 // that slot rounding does not cost the optimum a win over uniform at uniform's
-// own peak (tests/planner/optimal_strategy_test.cc).
+// own peak (tests/planner/strategies/optimal_default_slots_test.cc).
 inline constexpr int kDefaultOptimalSlots = 2048;
 // The slot count for `options` (its slots, or the default).
 int OptimalSlots(const PlanOptions& options);

@@ -40,8 +40,9 @@ TEST(RuntimeLoader, APlannerBuiltWithoutTheRuntimeSaysSoForAMeasuredProfile) {
   Environment env;  // no RuntimeSource: built without the runtime
   env.out = &out;
   env.err = &err;
-  const int code = cli::Run(
-      {"profile", "-o", "/nonexistent/p.json", REMAT_SOURCE_DIR "/bench/models/cpu-s.json"}, env);
+  const int code = cli::Run({"profile", "-o", "/nonexistent/p.json",
+                             REMAT_SOURCE_DIR "/bench/fidelity/models/cpu-s.json"},
+                            env);
   EXPECT_EQ(code, 2);
   EXPECT_NE(err.str().find("needs the LibTorch runtime, and this planner was built without it"),
             std::string::npos)
