@@ -107,6 +107,20 @@ TEST(CachingAllocator, BestFitTakesTheSmallestBlockThatFits) {
   EXPECT_EQ(m.stats().reserved_bytes, 64 * kMiB);
 }
 
+// Splitting is by the rest: a large-pool block is split only when more than
+// 1 MiB would remain. 20 MiB segment: 18.5 MiB leaves 1.5 MiB (split, 18.5
+// allocated); 19 MiB leaves exactly 1 MiB (whole block, 20 allocated).
+TEST(CachingAllocator, LargePoolSplitsOnlyAboveOneMiBRest) {
+  CudaAllocatorModel m(AllocatorOptions{}, AllocatorLimit{});
+  ASSERT_TRUE(m.Malloc(1, 5 * kMiB).ok());
+  ASSERT_TRUE(m.Free(1).ok());
+  ASSERT_TRUE(m.Malloc(2, 18 * kMiB + kMiB / 2).ok());
+  EXPECT_EQ(m.stats().allocated_bytes, 18 * kMiB + kMiB / 2);
+  ASSERT_TRUE(m.Free(2).ok());
+  ASSERT_TRUE(m.Malloc(3, 19 * kMiB).ok());
+  EXPECT_EQ(m.stats().allocated_bytes, 20 * kMiB);
+}
+
 // max_split_size_mb:40. A freed 100 MiB block is oversize: it does not serve
 // a 30 MiB request (below 40), nor a 50 MiB one (100 >= 50 + 20 MiB rounding
 // limit); it serves 90 MiB whole (100 < 90 + 20), unsplit.
@@ -122,6 +136,8 @@ TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
   };
   EXPECT_EQ(with(30 * kMiB, o).stats.reserved_bytes, 130 * kMiB);
   EXPECT_EQ(with(50 * kMiB, o).stats.reserved_bytes, 150 * kMiB);
+  // The rounding limit is strict: 100 >= 80 + 20, a new segment.
+  EXPECT_EQ(with(80 * kMiB, o).stats.reserved_bytes, 180 * kMiB);
   const AllocatorReplay whole = with(90 * kMiB, o);
   EXPECT_EQ(whole.stats.reserved_bytes, 100 * kMiB);
   EXPECT_EQ(whole.stats.allocated_bytes, 100 * kMiB);

@@ -35,6 +35,28 @@ TEST(ExpandableSegments, GrowByPagesInsteadOfNewSegments) {
   EXPECT_EQ(r->stats.reserved_bytes, 50 * kMiB);
 }
 
+// Best fit in an expandable segment counts a free block in front of the
+// unmapped pages as the size it could grow to. A (6), B (10), C (4 MiB) fill
+// one 20 MiB page; A and C are freed. For 3 MiB the smallest fit is C's 4 MiB
+// at the segment's end, but it could grow to the whole segment, so A's 6 MiB
+// hole is taken instead.
+TEST(ExpandableSegments, BestFitLeavesTheGrowableEndAlone) {
+  CudaAllocatorModel m(Expandable(), AllocatorLimit{});
+  ASSERT_TRUE(m.Malloc(1, 6 * kMiB).ok());
+  ASSERT_TRUE(m.Malloc(2, 10 * kMiB).ok());
+  ASSERT_TRUE(m.Malloc(3, 4 * kMiB).ok());
+  ASSERT_TRUE(m.Free(1).ok());
+  ASSERT_TRUE(m.Free(3).ok());
+  ASSERT_TRUE(m.Malloc(4, 3 * kMiB).ok());
+  const auto snap = m.Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  ASSERT_EQ(snap[0].blocks.size(), 4u);
+  EXPECT_TRUE(snap[0].blocks[0].allocated);
+  EXPECT_EQ(snap[0].blocks[0].size_bytes, 3 * kMiB);
+  EXPECT_FALSE(snap[0].blocks[3].allocated);
+  EXPECT_EQ(snap[0].blocks[3].size_bytes, 4 * kMiB);
+}
+
 // 1000 x 1 KiB in the small pool: 1000 KiB packed from the segment's start,
 // mapped in 2 MiB pages: one page.
 TEST(ExpandableSegments, SmallPoolMapsTwoMiBPages) {
