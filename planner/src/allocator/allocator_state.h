@@ -79,6 +79,9 @@ struct AllocatorState {
 
   // Blocks.
   Block* NewBlock(int64_t addr, int64_t size, BlockPool* pool);
+  // A new free block [addr, addr + size) of `like`'s pool and segment, linked
+  // between `prev` and `next` (either may be null).
+  Block* Splice(const Block& like, int64_t addr, int64_t size, Block* prev, Block* next);
   void DeleteBlock(Block* b);
 
   // malloc_free.cc

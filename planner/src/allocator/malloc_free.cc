@@ -93,12 +93,7 @@ bool AllocatorState::ShouldSplit(const Block& block, int64_t size) const {
 Block* AllocatorState::TakeBlock(Block* block, int64_t size, bool split) {
   if (split) {
     // The front `size` bytes become the allocation; the rest stays cached.
-    Block* front = NewBlock(block->addr, size, block->pool);
-    front->expandable_segment = block->expandable_segment;
-    front->prev = block->prev;
-    if (front->prev != nullptr) front->prev->next = front;
-    front->next = block;
-    block->prev = front;
+    Block* front = Splice(*block, block->addr, size, block->prev, block);
     block->addr += size;
     block->size -= size;
     block->pool->Insert(block);

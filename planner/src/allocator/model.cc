@@ -27,6 +27,17 @@ Block* AllocatorState::NewBlock(int64_t addr, int64_t size, BlockPool* pool) {
   return b;
 }
 
+Block* AllocatorState::Splice(const Block& like, int64_t addr, int64_t size, Block* prev,
+                              Block* next) {
+  Block* b = NewBlock(addr, size, like.pool);
+  b->expandable_segment = like.expandable_segment;
+  b->prev = prev;
+  b->next = next;
+  if (prev != nullptr) prev->next = b;
+  if (next != nullptr) next->prev = b;
+  return b;
+}
+
 void AllocatorState::DeleteBlock(Block* b) { owned.erase(b); }
 
 void AllocatorState::AddReserved(int64_t bytes) {

@@ -81,25 +81,12 @@ void AllocatorState::UnmapBlock(Block* block) {
   if (begin >= end) return;
   BlockPool& pool = *block->pool;
   pool.blocks.erase(block);
-  if (begin > block->addr) {  // prev? -> before -> block
-    Block* before = NewBlock(block->addr, begin - block->addr, &pool);
-    before->expandable_segment = block->expandable_segment;
-    before->prev = block->prev;
-    if (before->prev != nullptr) before->prev->next = before;
-    before->next = block;
-    block->prev = before;
-    pool.Insert(before);
+  // What stays mapped around the pages: free blocks before and after.
+  if (begin > block->addr) {
+    pool.Insert(Splice(*block, block->addr, begin - block->addr, block->prev, block));
   }
   const int64_t block_end = block->addr + block->size;
-  if (block_end > end) {  // block -> after -> next?
-    Block* after = NewBlock(end, block_end - end, &pool);
-    after->expandable_segment = block->expandable_segment;
-    after->next = block->next;
-    if (after->next != nullptr) after->next->prev = after;
-    after->prev = block;
-    block->next = after;
-    pool.Insert(after);
-  }
+  if (block_end > end) pool.Insert(Splice(*block, end, block_end - end, block, block->next));
   block->addr = begin;
   block->size = end - begin;
   block->mapped = false;

@@ -82,13 +82,9 @@ bool AllocatorState::MapBlock(Block* to_map, int64_t size) {
   pool.unmapped.erase(to_map);
   to_map->mapped = true;
   if (mapped < to_map->size) {
-    Block* rest = NewBlock(to_map->addr + mapped, to_map->size - mapped, &pool);
+    Block* rest =
+        Splice(*to_map, to_map->addr + mapped, to_map->size - mapped, to_map, to_map->next);
     rest->mapped = false;
-    rest->expandable_segment = to_map->expandable_segment;
-    rest->prev = to_map;
-    rest->next = to_map->next;
-    if (rest->next != nullptr) rest->next->prev = rest;
-    to_map->next = rest;
     to_map->size = mapped;
     pool.unmapped.insert(rest);
   }

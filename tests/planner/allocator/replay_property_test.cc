@@ -50,6 +50,24 @@ void CheckInvariants(const CudaAllocatorModel& m) {
   EXPECT_GE(s.peak_reserved_bytes, s.reserved_bytes);
 }
 
+// One random step: allocate a new id (`alloc_in` out of `out_of` steps, and
+// whenever nothing is live) or free a random live one. Returns the
+// allocation's status (OK for a free); `live` keeps the live ids.
+Status RandomStep(std::mt19937_64& rng, int alloc_in, int out_of, CudaAllocatorModel& m,
+                  std::vector<int64_t>& live, int64_t& next_id) {
+  if (live.empty() || static_cast<int>(rng() % out_of) < alloc_in) {
+    const Status s = m.Malloc(next_id, RandomSize(rng));
+    if (s.ok()) live.push_back(next_id);
+    ++next_id;
+    return s;
+  }
+  const size_t k = rng() % live.size();
+  const Status s = m.Free(live[k]);
+  live[k] = live.back();
+  live.pop_back();
+  return s;
+}
+
 class AllocatorProperty : public ::testing::TestWithParam<bool> {};  // expandable?
 
 // Random allocs and frees, unlimited: every invariant holds after every event,
@@ -65,15 +83,7 @@ TEST_P(AllocatorProperty, InvariantsHoldOverRandomSequences) {
     int64_t next_id = 0;
     int64_t last_reserved = 0;
     for (int step = 0; step < 200; ++step) {
-      if (live.empty() || rng() % 3 != 0) {
-        ASSERT_TRUE(m.Malloc(next_id, RandomSize(rng)).ok());
-        live.push_back(next_id++);
-      } else {
-        const size_t k = rng() % live.size();
-        ASSERT_TRUE(m.Free(live[k]).ok());
-        live[k] = live.back();
-        live.pop_back();
-      }
+      ASSERT_TRUE(RandomStep(rng, 2, 3, m, live, next_id).ok());
       CheckInvariants(m);
       EXPECT_GE(m.stats().reserved_bytes, last_reserved);
       last_reserved = m.stats().reserved_bytes;
@@ -105,17 +115,8 @@ TEST(AllocatorPropertyLimit, ReservedStaysWithinTheDriverLimit) {
       std::vector<int64_t> live;
       int64_t next_id = 0;
       for (int step = 0; step < 200; ++step) {
-        if (live.empty() || rng() % 2 != 0) {
-          const Status s = m.Malloc(next_id, RandomSize(rng));
-          ASSERT_TRUE(s.ok() || s.code() == StatusCode::kOutOfMemory) << s.message();
-          if (s.ok()) live.push_back(next_id);
-          ++next_id;
-        } else {
-          const size_t k = rng() % live.size();
-          ASSERT_TRUE(m.Free(live[k]).ok());
-          live[k] = live.back();
-          live.pop_back();
-        }
+        const Status s = RandomStep(rng, 1, 2, m, live, next_id);
+        ASSERT_TRUE(s.ok() || s.code() == StatusCode::kOutOfMemory) << s.message();
         CheckInvariants(m);
         EXPECT_LE(m.stats().peak_reserved_bytes, limit.driver_bytes);
       }
