@@ -135,8 +135,8 @@ struct AllocatorLimit {
 int64_t MemoryFractionCapBytes(double fraction, int64_t card_total_bytes);
 
 // A request's size after rounding (round_size): 512 B multiples, at least
-// 512 B, or the next power-of-two division when its interval has more than
-// one division and the size exceeds 512 B x divisions.
+// 512 B (an empty request never reaches it: PyTorch allocates nothing), or the next power-of-two
+// division when its interval has more than one division and the size exceeds 512 B x divisions.
 int64_t RoundAllocationBytes(int64_t request_bytes, const AllocatorOptions& options);
 
 // The segment a rounded request would get from cudaMalloc
@@ -150,7 +150,7 @@ struct AllocEvent {
   enum class Kind { kAlloc, kFree };
   Kind kind = Kind::kAlloc;
   int64_t id = 0;
-  int64_t size_bytes = 0;  // the request (kAlloc only), >= 0; 0 still takes a 512 B block
+  int64_t size_bytes = 0;  // the request (kAlloc only), >= 0; 0 takes no memory (as PyTorch)
 
   static AllocEvent Alloc(int64_t id, int64_t size_bytes) { return {Kind::kAlloc, id, size_bytes}; }
   static AllocEvent Free(int64_t id) { return {Kind::kFree, id, 0}; }

@@ -20,6 +20,10 @@ Status AllocatorState::Malloc(int64_t id, int64_t request, AllocatorOom* oom) {
     return Status::Invalid("allocation " + std::to_string(id) +
                            " is already live (free it before allocating the id again)");
   }
+  if (request == 0) {  // PyTorch hands out no memory for an empty tensor
+    live[id] = nullptr;
+    return Status::Ok();
+  }
   const int64_t size = RoundAllocationBytes(request, options);
   BlockPool& pool = size <= kAllocSmallRequestBytes ? small_pool : large_pool;
   const int64_t segment_size = SegmentBytesFor(size, options);
@@ -111,6 +115,7 @@ Status AllocatorState::Free(int64_t id) {
   }
   Block* block = it->second;
   live.erase(it);
+  if (block == nullptr) return Status::Ok();  // an empty allocation
   block->allocated = false;
   stats.allocated_bytes -= block->size;
   stats.requested_bytes -= block->requested;

@@ -147,6 +147,16 @@ TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
   EXPECT_EQ(split.stats.allocated_bytes, 50 * kMiB);
 }
 
+// An empty tensor gets no memory (CUDACachingAllocator::allocate skips
+// malloc for size 0); its id is live until freed all the same.
+TEST(CachingAllocator, EmptyRequestsTakeNoMemory) {
+  const AllocatorReplay r = Replay(
+      {AllocEvent::Alloc(1, 0), AllocEvent::Alloc(2, 1), AllocEvent::Free(1), AllocEvent::Free(2)});
+  EXPECT_EQ(r.allocated_timeline_bytes, (std::vector<int64_t>{0, 512, 512, 0}));
+  EXPECT_EQ(r.stats.reserved_bytes, 2 * kMiB);
+  EXPECT_FALSE(ReplayAllocations({AllocEvent::Alloc(1, 0), AllocEvent::Alloc(1, 0)}, {}).ok());
+}
+
 TEST(CachingAllocator, BadEventsAreErrorsNamingTheEvent) {
   auto r = ReplayAllocations({AllocEvent::Alloc(1, 8), AllocEvent::Free(2)}, {});
   ASSERT_FALSE(r.ok());
