@@ -147,6 +147,21 @@ TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
   EXPECT_EQ(split.stats.allocated_bytes, 50 * kMiB);
 }
 
+// A parsed PYTORCH_CUDA_ALLOC_CONF drives the replay: with 2 divisions per
+// power of two, 12.5 MiB (in [8, 16) MiB, steps of 4 MiB) rounds to 16 MiB and
+// gets a 16 MiB segment; plain rounding keeps 12.5 MiB in a 14 MiB segment.
+TEST(CachingAllocator, ParsedConfDrivesTheReplay) {
+  const std::vector<AllocEvent> events = {AllocEvent::Alloc(1, 12 * kMiB + kMiB / 2)};
+  const auto conf = ParseAllocConf("roundup_power2_divisions:2");
+  ASSERT_TRUE(conf.ok());
+  const AllocatorReplay divided = Replay(events, *conf);
+  EXPECT_EQ(divided.stats.reserved_bytes, 16 * kMiB);
+  EXPECT_EQ(divided.stats.allocated_bytes, 16 * kMiB);
+  const AllocatorReplay plain = Replay(events);
+  EXPECT_EQ(plain.stats.reserved_bytes, 14 * kMiB);
+  EXPECT_EQ(plain.stats.allocated_bytes, 12 * kMiB + kMiB / 2);
+}
+
 // An empty tensor gets no memory (CUDACachingAllocator::allocate skips
 // malloc for size 0); its id is live until freed all the same.
 TEST(CachingAllocator, EmptyRequestsTakeNoMemory) {
