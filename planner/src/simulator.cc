@@ -27,6 +27,50 @@ struct PendingRelease {
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
 
+// The allocator requests of a replay, each under an id: the tensors by Key,
+// then per layer its side output, the side output's gradient and its
+// parameter gradients, then the three model-state parts, then the one
+// workspace of the op running. Tallies the reserved bytes and, when asked,
+// records the requests as allocation events (empty requests allocate
+// nothing: none is recorded).
+class Requests {
+ public:
+  Requests(int num_layers, const CachingAllocatorModel* allocator, std::vector<AllocEvent>* events)
+      : tally_(allocator), events_(events), tensors_(3 * (num_layers + 1)), layers_(num_layers) {}
+
+  int64_t SkipId(int layer) const { return tensors_ + layer; }
+  int64_t SkipGradId(int layer) const { return tensors_ + layers_ + layer; }
+  int64_t GradientsId(int layer) const { return tensors_ + 2 * layers_ + layer; }
+  int64_t ModelStateId(int part) const { return tensors_ + 3 * layers_ + part; }
+  int64_t WorkspaceId() const { return tensors_ + 3 * layers_ + 3; }
+
+  void Add(int64_t id, int64_t bytes) {
+    tally_.Add(bytes);
+    if (events_ != nullptr && bytes > 0) events_->push_back(AllocEvent::Alloc(id, bytes));
+  }
+  void Remove(int64_t id, int64_t bytes) {
+    tally_.Remove(bytes);
+    if (events_ != nullptr && bytes > 0) events_->push_back(AllocEvent::Free(id));
+  }
+  // Reserved with the op's workspace live on top, which is freed again.
+  int64_t ReservedWithWorkspace(int64_t bytes) {
+    ReservedTally with = tally_;
+    with.Add(bytes);
+    if (events_ != nullptr && bytes > 0) {
+      events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
+      events_->push_back(AllocEvent::Free(WorkspaceId()));
+    }
+    return with.reserved();
+  }
+  int64_t reserved() const { return tally_.reserved(); }
+
+ private:
+  ReservedTally tally_;
+  std::vector<AllocEvent>* events_;
+  int64_t tensors_;
+  int64_t layers_;
+};
+
 int64_t TensorBytes(const Profile& p, TensorRef t, const Op& writer) {
   const int L = p.num_layers();
   switch (t.kind) {
@@ -56,9 +100,11 @@ class Replay {
  public:
   // `gradients_at_start`: the parameter gradients created in backward exist
   // before the first op (micro-batches 2..K of an update).
+  // `events` (may be null) receives the allocator requests (Requests).
   Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
-         const CachingAllocatorModel* allocator, bool gradients_at_start)
-      : p_(p), s_(s), graph_(g), tally_(allocator) {
+         const CachingAllocatorModel* allocator, bool gradients_at_start,
+         std::vector<AllocEvent>* events = nullptr)
+      : p_(p), s_(s), graph_(g), tally_(p.num_layers(), allocator, events) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
     out_end_ms_.assign(3 * (L + 1), 0);
@@ -71,9 +117,9 @@ class Replay {
     releases_input_ = InputReleasingOps(s, keeps_input);
     cat_[MemoryCategory::kModelState] = p.static_bytes();
     // The profile knows the model state as three sums: one request each.
-    tally_.Add(p.static_memory.parameter_bytes);
-    tally_.Add(p.static_memory.gradient_bytes);
-    tally_.Add(p.static_memory.optimizer_bytes);
+    tally_.Add(tally_.ModelStateId(0), p.static_memory.parameter_bytes);
+    tally_.Add(tally_.ModelStateId(1), p.static_memory.gradient_bytes);
+    tally_.Add(tally_.ModelStateId(2), p.static_memory.optimizer_bytes);
     // Gradients created in backward: one request per layer.
     grads_.assign(L, false);
     if (gradients_at_start) {
@@ -82,7 +128,7 @@ class Replay {
     LiveTensor& x0 = live_[Key({TensorKind::kX, 0}, L)];
     x0 = {true, p.layers[0].input_bytes, MemoryCategory::kActivations, -1};
     cat_[MemoryCategory::kActivations] += x0.bytes;
-    tally_.Add(x0.bytes);
+    tally_.Add(Key({TensorKind::kX, 0}, L), x0.bytes);
   }
 
   // Executes op `i`; fills the point. `pending_` holds the op's writes and
@@ -108,7 +154,7 @@ class Replay {
           lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1,
                 op.save != SaveMode::kNone};
           cat_[c] += lt.bytes;
-          tally_.Add(lt.bytes);
+          tally_.Add(Key(t, L), lt.bytes);
         }
         WriteSkips(op);
         if (releases_input_[i] && op.layer > 0 &&
@@ -150,7 +196,7 @@ class Replay {
           LiveTensor& lt = live_[Key(t, L)];
           lt = {true, TensorBytes(p_, t, op), MemoryCategory::kGradients, -1};
           cat_[MemoryCategory::kGradients] += lt.bytes;
-          tally_.Add(lt.bytes);
+          tally_.Add(Key(t, L), lt.bytes);
         }
         WriteSkips(op);
         peak = cat_;
@@ -169,12 +215,12 @@ class Replay {
           host_bytes_ -= lt.bytes;
           if (lt.leaving) {  // its copy out is still running: drop the device bytes too
             cat_[lt.category] -= lt.bytes;
-            tally_.Remove(lt.bytes);
+            tally_.Remove(Key(op.tensor, L), lt.bytes);
             DropPending(Key(op.tensor, L), true);
           }
         } else {
           cat_[lt.category] -= lt.bytes;
-          if (!lt.released) tally_.Remove(lt.bytes);
+          if (!lt.released) tally_.Remove(Key(op.tensor, L), lt.bytes);
         }
         lt = LiveTensor{};
         break;
@@ -196,7 +242,7 @@ class Replay {
         const bool out = op.kind == OpKind::kOffload;
         if (!out) {
           cat_[lt.category] += lt.bytes;
-          tally_.Add(lt.bytes);
+          tally_.Add(Key(op.tensor, L), lt.bytes);
         }
         peak = cat_;
         ms = p_.host_link.CopyMs(lt.bytes);
@@ -204,7 +250,7 @@ class Replay {
         r->link_busy_ms += ms;
         if (out) {
           cat_[lt.category] -= lt.bytes;
-          tally_.Remove(lt.bytes);
+          tally_.Remove(Key(op.tensor, L), lt.bytes);
           host_bytes_ += lt.bytes;
           r->offloaded_bytes += lt.bytes;
         } else {
@@ -221,16 +267,14 @@ class Replay {
     pt->at_peak = peak;
     pt->peak = peak.total();
     if (op.kind != OpKind::kFree) {
-      ReservedTally at_peak = tally_;
-      at_peak.Add(workspace);
-      pt->reserved = at_peak.reserved();
+      pt->reserved = tally_.ReservedWithWorkspace(workspace);
     }
     // After the op's peak: the input it does not keep, and the gradients the
     // optimizer step frees (zero_grad sets them to None).
     if (release_x_ >= 0) {
       LiveTensor& x = live_[Key({TensorKind::kX, release_x_}, L)];
       cat_[x.category] -= x.bytes;
-      tally_.Remove(x.bytes);
+      tally_.Remove(Key({TensorKind::kX, release_x_}, L), x.bytes);
       x.bytes = 0;
       x.released = true;
       release_x_ = -1;
@@ -261,19 +305,19 @@ class Replay {
   // gradient after it.
   void WriteSkips(const Op& op) {
     const int L = p_.num_layers();
-    auto add = [&](LiveTensor& t, int64_t bytes, MemoryCategory c) {
+    auto add = [&](LiveTensor& t, int64_t id, int64_t bytes, MemoryCategory c) {
       t = {true, bytes, c, -1};
       cat_[c] += bytes;
-      tally_.Add(bytes);
+      tally_.Add(id, bytes);
     };
     const LayerProfile& l = p_.layers[op.layer];
     if (op.kind == OpKind::kForward && l.skip_bytes > 0 && !skip_[op.layer].live) {
-      add(skip_[op.layer], l.skip_bytes, MemoryCategory::kActivations);
+      add(skip_[op.layer], tally_.SkipId(op.layer), l.skip_bytes, MemoryCategory::kActivations);
     }
     if (op.kind == OpKind::kBackward && op.layer == L - 1) {
       for (int j = 0; j < L; ++j) {
         if (skip_[j].live && !skip_grad_[j].live) {
-          add(skip_grad_[j], skip_[j].bytes, MemoryCategory::kGradients);
+          add(skip_grad_[j], tally_.SkipGradId(j), skip_[j].bytes, MemoryCategory::kGradients);
         }
       }
     }
@@ -284,18 +328,18 @@ class Replay {
     for (int layer : released_layers_) released_[layer] = 0;
     released_layers_.clear();
     if (op.kind != OpKind::kBackward) return;
-    auto drop = [&](LiveTensor& t, int layer) {
+    auto drop = [&](LiveTensor& t, int64_t id, int layer) {
       if (!t.live) return;
       if (released_[layer] == 0) released_layers_.push_back(layer);
       released_[layer] += t.bytes;
       cat_[t.category] -= t.bytes;
-      tally_.Remove(t.bytes);
+      tally_.Remove(id, t.bytes);
       t = LiveTensor{};
     };
     if (op.layer == p_.num_layers() - 1) {
-      for (int j = 0; j < p_.num_layers(); ++j) drop(skip_[j], j);
+      for (int j = 0; j < p_.num_layers(); ++j) drop(skip_[j], tally_.SkipId(j), j);
     }
-    drop(skip_grad_[op.layer], op.layer);
+    drop(skip_grad_[op.layer], tally_.SkipGradId(op.layer), op.layer);
   }
 
   // Overlapped link, before op `op` starts: a compute op reading a tensor
@@ -342,7 +386,7 @@ class Replay {
       DropPending(key, true);  // its device bytes were never released
     } else {
       cat_[lt.category] += lt.bytes;
-      tally_.Add(lt.bytes);
+      tally_.Add(key, lt.bytes);
     }
     lt.on_host = false;
     lt.leaving = false;
@@ -358,7 +402,7 @@ class Replay {
       if (e.device) {
         LiveTensor& lt = live_[e.key];
         cat_[lt.category] -= e.bytes;
-        tally_.Remove(e.bytes);
+        tally_.Remove(e.key, e.bytes);
         lt.leaving = false;
       } else {
         host_bytes_ -= e.bytes;
@@ -381,13 +425,13 @@ class Replay {
     if (grads_[layer] || bytes == 0) return;
     grads_[layer] = true;
     cat_[MemoryCategory::kParameterGrads] += bytes;
-    tally_.Add(bytes);
+    tally_.Add(tally_.GradientsId(layer), bytes);
   }
   void FreeGradients(int layer) {
     if (!grads_[layer]) return;
     grads_[layer] = false;
     cat_[MemoryCategory::kParameterGrads] -= p_.layers[layer].gradient_bytes;
-    tally_.Remove(p_.layers[layer].gradient_bytes);
+    tally_.Remove(tally_.GradientsId(layer), p_.layers[layer].gradient_bytes);
   }
 
   std::vector<LiveTensor> live_;
@@ -398,7 +442,7 @@ class Replay {
   std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
   int release_x_ = -1;                // x index the current op releases after its peak
   MemoryByCategory cat_;
-  ReservedTally tally_;
+  Requests tally_;
   int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
   // Overlapped link: when each direction's queue frees, when each tensor's
@@ -516,15 +560,38 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
 
 }  // namespace
 
-Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
-                                  const CachingAllocatorModel* allocator,
-                                  SimulationDetail detail) {
+namespace {
+
+Result<const ChainGraph*> ValidatedGraph(const Profile& profile, const Schedule& schedule) {
   if (schedule.num_layers != profile.num_layers()) {
     return Status::Invalid("the schedule is for " + std::to_string(schedule.num_layers) +
                            " layers but the profile has " + std::to_string(profile.num_layers()));
   }
   const ChainGraph& graph = ChainGraph::For(profile.num_layers());
   REMAT_RETURN_IF_ERROR(ValidateSchedule(schedule, profile, graph));
+  return &graph;
+}
+
+}  // namespace
+
+Result<std::vector<AllocEvent>> AllocationEvents(const Profile& profile, const Schedule& schedule,
+                                                 bool gradients_at_start) {
+  REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph, ValidatedGraph(profile, schedule));
+  std::vector<AllocEvent> events;
+  Replay replay(profile, schedule, *graph, nullptr, gradients_at_start, &events);
+  SimulationResult scratch;
+  TimelinePoint pt;
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    replay.Step(static_cast<int>(i), &pt, &scratch);
+  }
+  replay.Finish();
+  return events;
+}
+
+Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
+                                  const CachingAllocatorModel* allocator, SimulationDetail detail) {
+  REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph_ptr, ValidatedGraph(profile, schedule));
+  const ChainGraph& graph = *graph_ptr;
   const bool created = profile.total_gradient_bytes() > profile.static_memory.gradient_bytes;
   if (profile.grad_accumulation <= 1 || !created) {
     return SimulateMicroStep(profile, schedule, graph, allocator, false, detail);

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "remat/caching_allocator.h"
 #include "remat/device_memory.h"
 #include "remat/profile.h"
 #include "remat/schedule.h"
@@ -131,6 +132,19 @@ enum class SimulationDetail {
 Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedule,
                                   const CachingAllocatorModel* allocator = nullptr,
                                   SimulationDetail detail = SimulationDetail::kFull);
+
+// The allocator requests of one micro-step of `schedule` on `profile`, in
+// the order the simulator makes them, for CudaAllocatorModel
+// (caching_allocator.h): the model-state parts and x[0] first, then per op
+// its writes, its workspace (allocated at the op's peak and freed at once),
+// and what it frees; the overlapped copies' releases at the end. An id names
+// one tensor (or side output, its gradient, a layer's parameter gradients, a
+// model-state part, the running op's workspace) from its write to its free,
+// and is reused when the tensor is written again. Empty requests are left
+// out. `gradients_at_start`: the parameter gradients exist before the first
+// op (micro-batches 2..K of an update). Fails as Simulate does.
+Result<std::vector<AllocEvent>> AllocationEvents(const Profile& profile, const Schedule& schedule,
+                                                 bool gradients_at_start = false);
 
 // For each schedule op: true for the forwards (with grad) and recomputes
 // (with grad) of a layer i > 0 with keeps_input[i] false that are the
