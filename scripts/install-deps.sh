@@ -78,6 +78,15 @@ else
   echo "install-deps: $venv has torch $("$venv/bin/python" -c "$version")"
 fi
 
+# nanobind, so that the ordinary build also builds the Python package's
+# extension (python/, cmake/RematPython.cmake) and tests it.
+if ! "$venv/bin/python" -c 'import nanobind' 2>/dev/null; then
+  pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+  mkdir -p "$wheels"
+  "${pip[@]}" download --progress-bar off -q -d "$wheels" nanobind==3.1.0
+  "${pip[@]}" install --progress-bar off -q --no-index --find-links "$wheels" nanobind==3.1.0
+fi
+
 # The references (pinned: the versions bench/fidelity/hf_fidelity.sh's table in the
 # README was measured with), from the same wheelhouse.
 if $references; then

@@ -1,0 +1,218 @@
+"""remat.plan and remat.pareto: the planner library called in process.
+
+Every call is the command line's (remat._core.run runs remat::cli::Run):
+keyword arguments become its options, so validation, planning and messages
+are the same code as `planner`'s, and a bad input raises InputError with
+the one line the command prints for exit code 2.
+"""
+import json
+import os
+import tempfile
+
+from . import _core
+
+# The command's exit codes (planner --help).
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_OOM, EXIT_OUTPUT = 0, 1, 2, 3, 4, 5
+
+
+class Error(Exception):
+    """A planner failure: `message` is the command's one line, `exit_code`
+    the command's exit code for it."""
+
+    def __init__(self, message, exit_code):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class InputError(Error, ValueError):
+    """Bad input (a file, field, option or value): the command's exit code 2."""
+
+
+class NoFitError(Error):
+    """No plan fits the budget (exit code 3); `plan` is the best there is and
+    the message says what would fit. Raised by pareto() only: plan() returns
+    such a plan with ``fits`` False."""
+
+    def __init__(self, message, exit_code, plan=None):
+        super().__init__(message, exit_code)
+        self.plan = plan
+
+
+def _message(stderr):
+    """The command's last line on stderr without the program's prefix."""
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    line = lines[-1] if lines else "planner failed without a message"
+    for prefix in ("planner: error: ", "planner: internal error: ", "planner: "):
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return line
+
+
+def _flag_value(value):
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _options(kwargs):
+    """Keyword arguments as the command's options: micro_batch=8 ->
+    --micro-batch 8; True -> the flag alone; None and False -> left out."""
+    args = []
+    for key, value in kwargs.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        else:
+            args += [flag, _flag_value(value)]
+    return args
+
+
+class _Input:
+    """A model given as a path, or as a dict/JSON object written to a
+    temporary file for the call (model.json, config.json or a profile)."""
+
+    def __init__(self, model):
+        self._dir = None
+        if isinstance(model, (str, os.PathLike)):
+            self.path = os.fspath(model)
+        elif isinstance(model, dict) or hasattr(model, "json"):
+            data = model if isinstance(model, dict) else model.json
+            self._dir = tempfile.TemporaryDirectory(prefix="remat-")
+            self.path = os.path.join(self._dir.name, "model.json")
+            with open(self.path, "w") as f:
+                json.dump(data, f)
+        else:
+            raise TypeError("remat: the model is a path to model.json, config.json or a "
+                            "profile, or a dict of one; got " + type(model).__name__)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def run_planner(args):
+    """Runs `planner <args...>` in process; returns (exit_code, stdout, stderr)."""
+    code, out, err = _core.run([str(a) for a in args])
+    return code, out.decode("utf-8"), err
+
+
+def _raise_for(code, err):
+    if code == EXIT_BAD_INPUT:
+        raise InputError(_message(err), code)
+    if code != EXIT_OK and code != EXIT_NO_FIT:
+        raise Error(_message(err), code)
+
+
+class Plan:
+    """A plan as the command's JSON (``planner --json``): `json` is the
+    whole object; the properties name its most used fields."""
+
+    def __init__(self, data, message=None):
+        self.json = data
+        # When the plan does not fit: what would (the command's no-fit line).
+        self.message = message
+
+    @property
+    def fits(self):
+        return bool(self.json["fits"])
+
+    @property
+    def strategy(self):
+        return self.json["strategy"]
+
+    @property
+    def parameter(self):
+        return self.json["parameter"]
+
+    @property
+    def budget_bytes(self):
+        return self.json["budget_bytes"]
+
+    @property
+    def micro_batch(self):
+        return self.json["micro_batch"]
+
+    @property
+    def grad_accumulation(self):
+        return self.json["grad_accumulation"]
+
+    @property
+    def predicted_peak_bytes(self):
+        return self.json["predicted"]["peak_bytes"]
+
+    @property
+    def step_ms(self):
+        return self.json["predicted"]["step_ms"]
+
+    @property
+    def layers(self):
+        """Per-layer decisions: dicts with index, name, kind, decision, ..."""
+        return self.json["layers"]
+
+    def to_json(self, indent=2):
+        return json.dumps(self.json, indent=indent)
+
+    def save(self, path):
+        """Writes the plan JSON to `path` (replaced whole: a temporary file
+        renamed into place), for `planner train --plan`."""
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".remat-plan-", dir=directory)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.to_json())
+                f.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def __repr__(self):
+        return "<remat.Plan {} ({}) peak {} B, step {:.1f} ms, {}>".format(
+            self.strategy, self.parameter, self.predicted_peak_bytes, self.step_ms,
+            "fits" if self.fits else "does not fit")
+
+
+def plan(model, budget, **options):
+    """Plans `model` (a path to model.json, config.json or a profile, or a
+    dict of one) under `budget` ("24GB", "80GiB" or bytes as an int).
+
+    Any option of `planner --help` is a keyword: strategy="optimal",
+    micro_batch=8, seq_len=2048, precision="amp_bf16", global_batch=256,
+    checkpoint_layers=[0, 4, 8], device="h200", ... Returns a Plan (with
+    ``fits`` False and ``message`` saying what would fit when nothing does);
+    raises InputError for bad input, with the command's one-line message."""
+    with _Input(model) as path:
+        args = ["--budget", _flag_value(budget), "--format", "json", "--quiet"]
+        args += _options(options) + [path]
+        code, out, err = run_planner(args)
+    _raise_for(code, err)
+    return Plan(json.loads(out), _message(err) if code == EXIT_NO_FIT else None)
+
+
+class ParetoCurve:
+    """Step time against peak memory for every strategy (``planner pareto
+    --json``): `json` is the whole object, `points` its points."""
+
+    def __init__(self, data):
+        self.json = data
+
+    @property
+    def points(self):
+        return self.json.get("points", [])
+
+
+def pareto(model, **options):
+    """The Pareto curve of `model` (step time against peak memory, every
+    strategy): options as for plan(), e.g. points=12."""
+    with _Input(model) as path:
+        args = ["pareto", "--json", "--quiet"] + _options(options) + [path]
+        code, out, err = run_planner(args)
+    _raise_for(code, err)
+    return ParetoCurve(json.loads(out))

@@ -1,0 +1,100 @@
+"""python/remat: remat.plan / remat.pareto, the planner library in process.
+
+Run by CTest (label "python") with PYTHONPATH=build/python (the package as
+pip installs it: the sources beside the built extension) and PLANNER set to
+the build's `planner` executable: the package and the command are two faces
+of one library, so their outputs must be the same bytes.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import remat
+
+SOURCE = os.environ.get("REMAT_SOURCE_DIR",
+                        os.path.join(os.path.dirname(__file__), "..", ".."))
+PLANNER = os.environ["PLANNER"]
+GPT2 = os.path.join(SOURCE, "examples", "gpt2-small.json")
+LLAMA = os.path.join(SOURCE, "examples", "hf", "llama-3.2-1b.config.json")
+
+
+def command(*args):
+    r = subprocess.run([PLANNER, *args], capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+class Plan(unittest.TestCase):
+    def test_the_plan_is_the_commands_json(self):
+        plan = remat.plan(GPT2, budget="24GB", strategy="optimal", micro_batch=8)
+        code, out, _ = command("--budget", "24GB", "--strategy", "optimal", "--micro-batch", "8",
+                               "--format", "json", "--quiet", GPT2)
+        self.assertEqual(code, 0)
+        self.assertEqual(plan.json, json.loads(out))
+        self.assertTrue(plan.fits)
+        self.assertEqual(plan.micro_batch, 8)
+        self.assertEqual(plan.predicted_peak_bytes, json.loads(out)["predicted"]["peak_bytes"])
+        self.assertLessEqual(plan.predicted_peak_bytes, 24_000_000_000)
+        self.assertEqual(len(plan.layers), len(plan.json["profile"]["layers"]))
+
+    def test_list_options_and_config_json(self):
+        plan = remat.plan(LLAMA, budget="80GiB", checkpoint_layers=[0, 4, 8], seq_len=1024,
+                          micro_batch=2, precision="amp_bf16")
+        self.assertEqual(plan.strategy, "manual")
+        checkpointed = [l["name"] for l in plan.layers if l["decision"] == "checkpoint"]
+        self.assertEqual(len(checkpointed), 3)
+
+    def test_a_dict_plans_as_its_file(self):
+        with open(GPT2) as f:
+            model = json.load(f)
+        self.assertEqual(remat.plan(model, budget="24GB").predicted_peak_bytes,
+                         remat.plan(GPT2, budget="24GB").predicted_peak_bytes)
+
+    def test_bad_input_raises_the_commands_line(self):
+        code, _, err = command("--budget", "24XB", GPT2)
+        self.assertEqual(code, 2)
+        with self.assertRaises(remat.InputError) as raised:
+            remat.plan(GPT2, budget="24XB")
+        self.assertEqual(raised.exception.exit_code, 2)
+        self.assertEqual("planner: error: " + raised.exception.message, err.strip())
+        self.assertIsInstance(raised.exception, ValueError)
+
+    def test_an_unknown_option_is_bad_input(self):
+        with self.assertRaises(remat.InputError) as raised:
+            remat.plan(GPT2, budget="24GB", no_such_option=3)
+        self.assertIn("--no-such-option", raised.exception.message)
+
+    def test_a_missing_file_is_bad_input(self):
+        with self.assertRaises(remat.InputError):
+            remat.plan(os.path.join(SOURCE, "no-such-model.json"), budget="24GB")
+
+    def test_no_fit_is_a_plan_that_says_what_would(self):
+        plan = remat.plan(GPT2, budget="6GB")
+        code, out, err = command("--budget", "6GB", "--format", "json", "--quiet", GPT2)
+        self.assertEqual(code, 3)
+        self.assertFalse(plan.fits)
+        self.assertEqual(plan.json, json.loads(out))
+        self.assertEqual("planner: " + plan.message, err.strip())
+
+    def test_save_writes_a_plan_that_train_reads_back(self):
+        plan = remat.plan(GPT2, budget="24GB")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "plan.json")
+            plan.save(path)
+            with open(path) as f:
+                self.assertEqual(json.load(f), plan.json)
+            self.assertEqual(os.listdir(d), ["plan.json"])  # no temporary left
+
+
+class Pareto(unittest.TestCase):
+    def test_the_curve_is_the_commands(self):
+        curve = remat.pareto(GPT2, points=4)
+        code, out, _ = command("pareto", "--json", "--quiet", "--points", "4", GPT2)
+        self.assertEqual(code, 0)
+        self.assertEqual(curve.json, json.loads(out))
+        self.assertTrue(curve.points)
+
+
+if __name__ == "__main__":
+    unittest.main()
