@@ -18,8 +18,10 @@ Each block's `forward` is replaced on the instance (the class is untouched):
   selective: checkpoint with a selective-checkpoint context_fn (_selective);
   keep: untouched.
 The plan's shape (micro-batch, sequence length, hidden size) is checked
-against the first block's input at the first forward with grad.
+against the first block's input at the first forward with grad; a
+recomputed block given a KV cache is refused (train with use_cache=False).
 """
+import inspect
 import json
 import os
 
@@ -59,6 +61,24 @@ def _with_hidden(args, kwargs, hidden):
 
 def _input(args, kwargs):
     return args[0] if args else kwargs.get("hidden_states")
+
+
+_CACHE_NAMES = ("cache", "past_key_values", "past_key_value", "layer_past")
+
+
+def _refuse_cache(original, index, args, kwargs):
+    """A recomputed block must not write a KV cache: its recompute would
+    write it again (transformers turns the cache off under its own
+    checkpointing for the same reason)."""
+    try:
+        bound = inspect.signature(original).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        bound = kwargs
+    if any(bound.get(name) is not None for name in _CACHE_NAMES):
+        raise InputError(
+            f"remat.apply: block{index} is recomputed but got a KV cache (use_cache): the "
+            "recompute would write it again; train with use_cache=False (model.config."
+            "use_cache = False)", EXIT_BAD_INPUT)
 
 
 def _same(a, b):
@@ -101,6 +121,7 @@ class _Segment:
         hidden = _input(args, kwargs)
         self.checker(self.start, hidden)
         if torch.is_grad_enabled():
+            _refuse_cache(self.originals[0], self.start, args, kwargs)
             self.device = hidden.device
             start = hidden.to("cpu") if self.kind == "offload" else hidden
             output = checkpoint(lambda h: self.run(h, args, kwargs), start, use_reentrant=False)
@@ -249,6 +270,7 @@ def _selective_forward(original, seg, scopes, checker):
         checker(seg.start, hidden)
         if not torch.is_grad_enabled():
             return original(*args, **kwargs)
+        _refuse_cache(original, seg.start, args, kwargs)
 
         def run(h):
             a, k = _with_hidden(args, kwargs, h)

@@ -1,14 +1,17 @@
 """python/remat/apply.py: remat.apply / remat.unapply on Hugging Face models.
 
 Run by CTest (label "python") with PYTHONPATH=build/python (the package
-beside its built extension); skipped, visibly, where torch or transformers
-is missing. Models are tiny (4 blocks, hidden 64), fp32 on CPU, dropout
+beside its built extension) and python/ (remat_measure); skipped, visibly,
+where torch or transformers is missing, and the metered peak where
+REMAT_METER_LIB (the build's libremat_cpu_meter.so) is not set. Models are tiny (4 blocks, hidden 64), fp32 on CPU, dropout
 off: a recompute runs the same ops on the same inputs in the same order, so
 the gradients with a plan applied equal the plain model's up to rounding
 (1e-6 relative, far below any real difference).
 """
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -50,6 +53,7 @@ class Case(unittest.TestCase):
             json.dump(cls.config, f)
         torch.manual_seed(0)
         cls.model = getattr(transformers, cls.model_class)(hf_config(cls.config)).train()
+        cls.model.config.use_cache = False  # training: no KV cache
         cls.ids = torch.randint(0, cls.config["vocab_size"], (MICRO_BATCH, SEQ_LEN))
         cls.loss, cls.grads = cls.step(cls.model)
 
@@ -229,6 +233,14 @@ class Llama(Case):
             remat.apply(self.model, plan)
         self.assertIn("final_norm is 'checkpoint'", str(raised.exception))
 
+    def test_a_kv_cache_in_a_recomputed_block_is_refused(self):
+        remat.apply(self.model, self.plan(strategy="uniform"))
+        with self.assertRaises(remat.InputError) as raised:
+            self.model(input_ids=self.ids, use_cache=True).logits.sum().backward()
+        self.assertIn("use_cache=False", str(raised.exception))
+        with torch.no_grad():  # inference with a cache: nothing is recomputed
+            self.model(input_ids=self.ids, use_cache=True)
+
     def test_hf_gradient_checkpointing_on_is_refused(self):
         self.model.activation_checkpointing_enable()
         try:
@@ -237,6 +249,36 @@ class Llama(Case):
         finally:
             self.model.activation_checkpointing_disable()
         self.assertIn("activation_checkpointing_disable", str(raised.exception))
+
+
+@unittest.skipIf(torch is None or not os.environ.get("REMAT_METER_LIB"),
+                 "torch, transformers or REMAT_METER_LIB (libremat_cpu_meter.so) missing")
+class Peak(unittest.TestCase):
+    """The peak of a training step with a plan applied, metered to the byte
+    in its own process (remat_apply_peak.py), against the plan's prediction.
+    3%: the planner's stated accuracy against a metered PyTorch step."""
+
+    def test_a_plan_between_every_layer_and_none_predicts_its_peak(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "config.json")
+            with open(path, "w") as f:
+                json.dump(LLAMA, f)
+            shape = dict(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu")
+            every = remat.plan(path, budget="1GB", strategy="uniform", **shape)
+            options = dict(budget="3.3MB", strategy="segment", segments=2)
+            plan = remat.plan(path, **options, **shape)
+            self.assertLess(every.predicted_peak_bytes, plan.predicted_peak_bytes)
+            self.assertLess(plan.predicted_peak_bytes, plan.json["baseline"]["peak_bytes"])
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
+            run = subprocess.run([sys.executable, script, path, str(MICRO_BATCH), str(SEQ_LEN),
+                                  json.dumps(options)], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        result = json.loads(run.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["decisions"], ["checkpoint", "recompute", "checkpoint", "recompute"])
+        self.assertEqual(result["predicted_peak_bytes"], plan.predicted_peak_bytes)
+        measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
+        print(f"\nmeasured {measured} B, predicted {predicted} B", file=sys.stderr)
+        self.assertLessEqual(abs(measured - predicted), 0.03 * predicted)
 
 
 class Bert(Case):
