@@ -11,10 +11,17 @@ the ops of the plan's option are PREFER_RECOMPUTE, every other op MUST_SAVE.
   dropout_mask    the dropouts: they draw again from the random state that
                   checkpoint restores.
 A random op that draws (a dropout with p > 0) is recomputed only under
-dropout_mask: a cached one would not advance the generator in the
-recompute, so a later recomputed draw would differ. The module scopes come
-from forward hooks on the MLP and norm modules, which fire again in the
-recompute.
+dropout_mask, and only when it is not in place: a cached draw does not
+advance the generator in the recompute, so a later recomputed draw would
+differ. An in-place op is cached like any other, its cache entry being the
+tensor it mutated as the forward left it (allow_cache_entry_mutation): a
+dropout decomposed into empty_like, bernoulli_, div_ (PyTorch's CPU
+dropout, SDPA's math backend) keeps its mask under every option; a fused
+one (aten.native_dropout, the fused attention kernels) is drawn again under
+dropout_mask. A block with a kept in-place draw before a fused one is
+refused under dropout_mask.
+The module scopes come from forward hooks on the MLP and norm modules,
+which fire again in the recompute.
 """
 import functools
 
@@ -86,10 +93,21 @@ def policy(parts, scopes):
     """The SAC policy function for a block under option `parts`."""
     from torch.utils.checkpoint import CheckpointPolicy
 
+    cached_draws = []
+
     def decide(ctx, func, *args, **kwargs):
         name = _name(func)
         if _draws(func, args, kwargs):
-            recompute = "dropout_mask" in parts
+            # In place (bernoulli_ into an empty_like): cached with the tensor
+            # it fills, which later in-place ops finish.
+            recompute = "dropout_mask" in parts and not func._schema.is_mutable
+            if not recompute:
+                cached_draws.append(name)
+            elif cached_draws and not ctx.is_recompute:
+                raise _error(
+                    f"selective option dropout_mask: this block draws in place ({cached_draws[0]}, "
+                    f"kept) before a dropout it would draw again ({name}): the recompute would "
+                    "draw other numbers; plan without dropout_mask for this model")
         elif "attention_core" in parts and (name in _CORE or name.startswith(_CORE_PREFIX)):
             recompute = True
         elif scopes.depth["mlp"] > 0 and name not in _MATMUL:
@@ -107,4 +125,5 @@ def context_fn(parts, scopes):
     """checkpoint's context_fn for the option."""
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
-    return functools.partial(create_selective_checkpoint_contexts, policy(parts, scopes))
+    return functools.partial(create_selective_checkpoint_contexts, policy(parts, scopes),
+                             allow_cache_entry_mutation=True)

@@ -66,6 +66,7 @@ class Case(unittest.TestCase):
 
     @classmethod
     def step(cls, model):
+        torch.manual_seed(1)  # the same dropout masks in every step
         model.zero_grad(set_to_none=True)
         loss = model(input_ids=cls.ids, labels=cls.ids).loss
         loss.backward()
@@ -296,6 +297,28 @@ class Bert(Case):
         plan = self.plan(strategy="selective", budget="1GB", selective_layers=[0, 1, 2])
         self.assertEqual({d for d, _ in self.decisions(plan)}, {"selective"})
         self.assertSameGradients(plan)
+
+
+class BertWithDropout(Case):
+    """Dropout on (0.1): PyTorch's CPU dropout is decomposed (empty_like,
+    bernoulli_, div_), drawn in place."""
+    config = dict(BERT, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    model_class = "BertForMaskedLM"
+
+    def test_each_selective_option_gives_the_same_gradients(self):
+        base = self.plan(strategy="uniform").json
+        for option in ("attention_core", "mlp_activation", "norm_output", "dropout_mask",
+                       "attention_core+mlp_activation+norm_output+dropout_mask"):
+            plan = json.loads(json.dumps(base))
+            for layer in plan["layers"]:
+                if layer["kind"] == "block":
+                    layer.update(decision="selective", selective_option=option)
+            with self.subTest(option=option):
+                self.assertSameGradients(plan)
+            remat.unapply(self.model)
+
+    def test_segments_give_the_same_gradients(self):
+        self.assertSameGradients(self.plan(strategy="segment", segments=2))
 
 
 if __name__ == "__main__":
