@@ -10,6 +10,9 @@ the ops of the plan's option are PREFER_RECOMPUTE, every other op MUST_SAVE.
   norm_output     every op inside the block's norm modules;
   dropout_mask    the dropouts: they draw again from the random state that
                   checkpoint restores.
+Views (view, transpose, expand, _unsafe_view, ...) are always
+recomputed: they cost nothing, and a cached view would keep its base, a
+recomputed op's output, alive.
 A random op that draws (a dropout with p > 0) is recomputed only under
 dropout_mask, and only when it is not in place: a cached draw does not
 advance the generator in the recompute, so a later recomputed draw would
@@ -50,6 +53,15 @@ def _draws(func, args, kwargs):
             if value is not None and not value:
                 return False
     return True
+
+
+def _is_view(func, name):
+    if name in ("_unsafe_view", "view", "reshape", "t", "transpose", "expand", "permute",
+                "squeeze", "unsqueeze", "slice", "select", "split", "chunk", "unbind", "alias"):
+        return True
+    schema = getattr(func, "_schema", None)
+    return bool(schema and not schema.is_mutable and schema.returns
+                and all(r.alias_info is not None for r in schema.returns))
 
 
 class Scopes:
@@ -97,7 +109,9 @@ def policy(parts, scopes):
 
     def decide(ctx, func, *args, **kwargs):
         name = _name(func)
-        if _draws(func, args, kwargs):
+        if _is_view(func, name):
+            recompute = True  # free to redo; a cached view would pin its base
+        elif _draws(func, args, kwargs):
             # In place (bernoulli_ into an empty_like): cached with the tensor
             # it fills, which later in-place ops finish.
             recompute = "dropout_mask" in parts and not func._schema.is_mutable

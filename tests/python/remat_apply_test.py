@@ -138,7 +138,7 @@ class Llama(Case):
 
     def test_selective_options_recompute_their_ops(self):
         block = self.blocks()[0]
-        marked = {}
+        marked, views = {}, set()
         for option in ("attention_core", "mlp_activation", "norm_output"):
             scopes = remat._selective.Scopes(block, (option,), 0)
             decide = remat._selective.policy((option,), scopes)
@@ -146,8 +146,9 @@ class Llama(Case):
 
             def record(ctx, func, *args, **kwargs):
                 decision = decide(ctx, func, *args, **kwargs)
+                name = func.overloadpacket.__name__
                 if decision == torch.utils.checkpoint.CheckpointPolicy.PREFER_RECOMPUTE:
-                    names.add(func.overloadpacket.__name__)
+                    views.add(name) if remat._selective._is_view(func, name) else names.add(name)
                 return decision
 
             remat.apply(self.model, self.plan(strategy="uniform"))  # to get the block's arguments
@@ -164,8 +165,8 @@ class Llama(Case):
         self.assertTrue(any(n.startswith("_scaled_dot_product") for n in marked["attention_core"]),
                         marked["attention_core"])
         self.assertNotIn("mm", marked["attention_core"])
-        views = {"t", "view", "_unsafe_view", "transpose", "expand", "reshape"}
-        self.assertEqual(marked["mlp_activation"] - views, {"silu", "mul"})
+        self.assertEqual(marked["mlp_activation"], {"silu", "mul"})
+        self.assertIn("_unsafe_view", views)  # every option: views are free to redo
         self.assertIn("rsqrt", marked["norm_output"])
         self.assertNotIn("mm", marked["norm_output"])
 
