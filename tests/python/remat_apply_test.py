@@ -235,6 +235,45 @@ class Llama(Case):
             remat.apply(self.model, plan)
         self.assertIn("final_norm is 'checkpoint'", str(raised.exception))
 
+    def test_a_forward_without_grad_gives_the_same_outputs(self):
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                before = self.model(input_ids=self.ids).logits
+                remat.apply(self.model, self.plan(strategy="segment", segments=2))
+                self.assertTrue(torch.equal(self.model(input_ids=self.ids).logits, before))
+        finally:
+            self.model.train()
+
+    def test_a_segment_over_blocks_given_other_arguments_is_refused(self):
+        class Block(torch.nn.Module):  # a user's own module: per-layer scales
+            def __init__(self):
+                super().__init__()
+                self.mlp = torch.nn.Linear(64, 64)
+
+            def forward(self, h, scale):
+                return h + scale * self.mlp(h)
+
+        class Own(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = torch.nn.ModuleList(Block() for _ in range(4))
+
+            def forward(self, h, scales):
+                for block, scale in zip(self.layers, scales):
+                    h = block(h, scale)
+                return h
+
+        own = Own()
+        plan = self.plan(strategy="segment", segments=2)
+        remat.apply(own, plan, check_parameters=False)
+        h = torch.randn(MICRO_BATCH, SEQ_LEN, 64, requires_grad=True)
+        own(h, [1.0] * 4).sum().backward()  # the same arguments: one segment each
+        with self.assertRaises(remat.InputError) as raised:
+            own(h, [1.0, 0.5, 1.0, 0.5])
+        self.assertIn("block1 gets other arguments than block0", str(raised.exception))
+        remat.unapply(own)
+
     def test_a_kv_cache_in_a_recomputed_block_is_refused(self):
         remat.apply(self.model, self.plan(strategy="uniform"))
         with self.assertRaises(remat.InputError) as raised:
