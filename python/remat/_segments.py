@@ -39,22 +39,32 @@ def _check_single_level(schedule):
                 "uniform, selective or manual")
 
 
-def block_decisions(plan):
-    """[(decision, selective option or None)] per block, from plan.json.
-    Every pass of a multi-pass plan runs the same modules, so their
-    decisions must agree. Layers other than blocks must be `keep`."""
+def block_decisions(plan, outside_blocks="refuse"):
+    """([(decision, selective option or None)] per block, [plan layer index
+    per block]), from plan.json. Every pass of a multi-pass plan runs the
+    same modules, so their decisions must agree. A decision other than
+    `keep` on a layer outside the blocks is refused, or with
+    outside_blocks="keep" run as keep: a segment it started then starts at
+    its first block (which keeps its input, one hidden state more)."""
+    if outside_blocks not in ("refuse", "keep"):
+        raise _error(f"outside_blocks is '{outside_blocks}'; accepted: 'refuse', 'keep'")
     _check_single_level(plan.get("schedule", []))
     passes = collections.OrderedDict()
+    outside_segment = False  # the last layer outside the blocks starts or extends a segment
     for layer in plan["layers"]:
         name, decision = layer["name"], layer["decision"]
         match = _BLOCK.match(name)
         if not match:
-            if decision != "keep":
+            if decision != "keep" and outside_blocks == "refuse":
                 raise _error(
                     f"the plan's layer {name} is '{decision}'; remat.apply carries out "
                     "decisions on the transformer blocks only (plan with strategy uniform, "
-                    "segment, selective or manual)")
+                    "segment, selective or manual, or pass outside_blocks='keep')")
+            outside_segment = decision in ("checkpoint", "offload", "recompute")
             continue
+        if decision == "recompute" and outside_segment:
+            decision = "checkpoint"
+        outside_segment = False
         entries = passes.setdefault(match.group(1), [])
         if int(match.group(2)) != len(entries):
             raise _error(f"the plan's layer {name} is out of order (block{len(entries)} expected)")

@@ -221,14 +221,17 @@ def _check_model(model, blocks, decisions, plan, check_parameters):
             EXIT_BAD_INPUT)
 
 
-def apply(model, plan, check_parameters=True):
+def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     """Carries out `plan` (a remat.Plan, its .json dict or a plan.json path)
     on `model`'s transformer blocks; returns the model. Raises
     remat.InputError for a plan of another model (block count, parameter
     count; shape at the first forward) or one it cannot carry out. Applying
-    again replaces the earlier application."""
+    again replaces the earlier application. outside_blocks="keep" runs a
+    decision on the embedding, final norm or head as keep instead of
+    refusing the plan (the peak then exceeds the prediction by what that
+    layer's decision saved)."""
     plan = _plan_json(plan)
-    decisions, layer_indices = block_decisions(plan)
+    decisions, layer_indices = block_decisions(plan, outside_blocks)
     _, blocks = find_blocks(model)
     _check_model(model, blocks, decisions, plan, check_parameters)
     parts = segments(decisions)

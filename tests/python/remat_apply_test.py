@@ -282,6 +282,24 @@ class Llama(Case):
         with torch.no_grad():  # inference with a cache: nothing is recomputed
             self.model(input_ids=self.ids, use_cache=True)
 
+    def test_decisions_outside_the_blocks_run_as_keep_when_asked(self):
+        # The optimal strategy's shape: the embedding starts a segment that
+        # block0 extends, the final norm is recomputed alone.
+        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
+        for layer in plan["layers"]:
+            change = {"embedding": "checkpoint", "block0": "recompute", "final_norm": "checkpoint"}
+            layer["decision"] = change.get(layer["name"], layer["decision"])
+        with self.assertRaises(remat.InputError):
+            remat.apply(self.model, plan)
+        decisions, _ = remat._segments.block_decisions(plan, outside_blocks="keep")
+        self.assertEqual([d for d, _ in decisions], ["checkpoint", "recompute", "checkpoint", "recompute"])
+        remat.unapply(self.model)
+        with self.assertRaises(remat.InputError):
+            remat.apply(self.model, plan, outside_blocks="no")
+        remat.apply(self.model, plan, outside_blocks="keep")
+        loss, _ = self.step(self.model)
+        self.assertLessEqual(abs(loss - self.loss).item(), RELATIVE * abs(self.loss).item())
+
     def test_hf_gradient_checkpointing_on_is_refused(self):
         self.model.activation_checkpointing_enable()
         try:
