@@ -9,10 +9,12 @@ it costs, from Python.
         print(layer["name"], layer["decision"])
 
 The planning runs in remat's C++ library (the extension remat._core, the
-same code as the `planner` command; no PyTorch needed). Options are the
+same code as the `planner` command; no PyTorch needed). remat.apply(model,
+plan) carries a plan out on a PyTorch model (docs/python.md). Options are the
 command's, with underscores: ``micro_batch=8`` is ``--micro-batch 8``.
 """
 from ._planner import Error, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
+from .apply import apply, unapply
 
 __version__ = "0.1.0"
 
@@ -26,5 +28,5 @@ def measure(*args, **kwargs):
     return _measure(*args, **kwargs)
 
 
-__all__ = ["Error", "InputError", "NoFitError", "Plan", "ParetoCurve", "measure", "pareto",
-           "plan", "run_planner", "__version__"]
+__all__ = ["Error", "InputError", "NoFitError", "Plan", "ParetoCurve", "apply", "measure", "pareto",
+           "plan", "run_planner", "unapply", "__version__"]

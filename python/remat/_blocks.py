@@ -1,0 +1,53 @@
+"""Finding a transformer's blocks in a PyTorch module: the one ModuleList
+whose entries are all one class named ...Layer or ...Block (GPT-2's
+transformer.h, Llama's model.layers, BERT's encoder.layer, DistilBERT's
+transformer.layer), wherever wrappers put it (a PEFT PeftModel, a
+sentence-transformers SentenceTransformer, a user's own module)."""
+from ._planner import EXIT_BAD_INPUT, InputError
+
+# Submodules of a block that the selective options scope (see _selective).
+MLP_NAMES = ("mlp", "intermediate", "ffn", "feed_forward")
+
+
+def _is_block_list(module):
+    import torch
+
+    if not isinstance(module, torch.nn.ModuleList) or len(module) == 0:
+        return False
+    kinds = {type(m) for m in module}
+    if len(kinds) != 1:
+        return False
+    name = next(iter(kinds)).__name__
+    return name.endswith("Layer") or name.endswith("Block")
+
+
+def find_blocks(model):
+    """(path, ModuleList) of the model's transformer blocks, in the order the
+    model runs them. Raises InputError when there is none, or more than one
+    (an encoder-decoder, two towers): the plan's blocks must be one list."""
+    found = [(path, m) for path, m in model.named_modules() if _is_block_list(m)]
+    if not found:
+        raise InputError(
+            f"remat.apply: no transformer blocks in {type(model).__name__} (looked for one "
+            "nn.ModuleList of ...Layer or ...Block modules, as in GPT-2, Llama, BERT)",
+            EXIT_BAD_INPUT)
+    if len(found) > 1:
+        paths = ", ".join(p or "<the model>" for p, _ in found)
+        raise InputError(
+            f"remat.apply: {type(model).__name__} has more than one list of blocks ({paths}); "
+            "remat plans one chain of blocks", EXIT_BAD_INPUT)
+    return found[0]
+
+
+def mlp_of(block):
+    """The block's MLP submodule (None when it has none by a known name)."""
+    for name in MLP_NAMES:
+        sub = getattr(block, name, None)
+        if sub is not None:
+            return sub
+    return None
+
+
+def norms_of(block):
+    """The block's normalisation modules (LayerNorm, RMSNorm, ...)."""
+    return [m for m in block.modules() if "Norm" in type(m).__name__]

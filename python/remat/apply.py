@@ -1,0 +1,293 @@
+"""remat.apply(model, plan) / remat.unapply(model): a plan carried out on
+the user's own PyTorch model with PyTorch's own mechanisms.
+
+    plan = remat.plan("config.json", budget="24GB", micro_batch=8, seq_len=2048)
+    remat.apply(model, plan)      # model: HF / PEFT / sentence-transformers / own
+    loss = model(**batch).loss; loss.backward()
+    remat.unapply(model)          # the original forwards, exactly
+
+Each block's `forward` is replaced on the instance (the class is untouched):
+  checkpoint + recompute blocks: one torch.utils.checkpoint.checkpoint
+      (use_reentrant=False) over the segment: its first block runs the
+      segment's blocks in sequence, each with the arguments the model gave
+      the first (the later blocks' own arguments must be the same objects:
+      they are checked when the model calls them, and they return the
+      segment's output unchanged);
+  offload: the same, with the segment's input copied to host memory
+      (Tensor.to("cpu"), differentiable) and back inside the recompute;
+  selective: checkpoint with a selective-checkpoint context_fn (_selective);
+  keep: untouched.
+The plan's shape (micro-batch, sequence length, hidden size) is checked
+against the first block's input at the first forward with grad; a
+recomputed block given a KV cache is refused (train with use_cache=False).
+"""
+import inspect
+import json
+import os
+
+from ._blocks import find_blocks
+from ._planner import EXIT_BAD_INPUT, InputError
+from ._segments import block_decisions, segments
+from ._selective import Scopes, context_fn
+
+_STATE = "_remat_applied"
+
+
+def _plan_json(plan):
+    if hasattr(plan, "json"):
+        return plan.json
+    if isinstance(plan, dict):
+        return plan
+    if isinstance(plan, (str, os.PathLike)):
+        try:
+            with open(plan) as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"remat.apply: cannot read plan {os.fspath(plan)}: {e}", EXIT_BAD_INPUT)
+    raise InputError("remat.apply: plan must be a remat.Plan, a plan.json dict or its path, "
+                     f"not {type(plan).__name__}", EXIT_BAD_INPUT)
+
+
+def _hidden(output):
+    """The hidden state in a block's output (a tensor, or its first item)."""
+    return output if not isinstance(output, (tuple, list)) and not hasattr(output, "keys") else output[0]
+
+
+def _with_hidden(args, kwargs, hidden):
+    if args:
+        return (hidden,) + tuple(args[1:]), kwargs
+    return args, dict(kwargs, hidden_states=hidden)
+
+
+def _input(args, kwargs):
+    return args[0] if args else kwargs.get("hidden_states")
+
+
+_CACHE_NAMES = ("cache", "past_key_values", "past_key_value", "layer_past")
+
+
+def _refuse_cache(original, index, args, kwargs):
+    """A recomputed block must not write a KV cache: its recompute would
+    write it again (transformers turns the cache off under its own
+    checkpointing for the same reason)."""
+    try:
+        bound = inspect.signature(original).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        bound = kwargs
+    if any(bound.get(name) is not None for name in _CACHE_NAMES):
+        raise InputError(
+            f"remat.apply: block{index} is recomputed but got a KV cache (use_cache): the "
+            "recompute would write it again; train with use_cache=False (model.config."
+            "use_cache = False)", EXIT_BAD_INPUT)
+
+
+def _same(a, b):
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # objects without a plain ==: identity only
+        return False
+
+
+class _Segment:
+    """One recompute segment's blocks and the state between their calls."""
+
+    def __init__(self, blocks, originals, start, kind, checker):
+        self.blocks, self.originals, self.start, self.kind = blocks, originals, start, kind
+        self.checker = checker
+        self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
+
+    def run(self, hidden, args, kwargs):
+        output = None
+        if self.kind == "offload":
+            hidden = hidden.to(self.device)
+        for original in self.originals:
+            a, k = _with_hidden(args, kwargs, hidden)
+            output = original(*a, **k)
+            hidden = _hidden(output)
+        return output
+
+    def first(self, *args, **kwargs):
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        hidden = _input(args, kwargs)
+        self.checker(self.start, hidden)
+        if torch.is_grad_enabled():
+            _refuse_cache(self.originals[0], self.start, args, kwargs)
+            self.device = hidden.device
+            start = hidden.to("cpu") if self.kind == "offload" else hidden
+            output = checkpoint(lambda h: self.run(h, args, kwargs), start, use_reentrant=False)
+        else:
+            self.device = hidden.device
+            output = self.run(hidden, args, kwargs)
+        if len(self.originals) > 1:
+            self.pending = (1, output, args, kwargs)
+        return output
+
+    def later(self, position):
+        def forward(*args, **kwargs):
+            index = self.start + position
+            if self.pending is None or self.pending[0] != position:
+                raise InputError(
+                    f"remat.apply: block{index} ran outside its recompute segment (block"
+                    f"{self.start} runs blocks {self.start}..{self.start + len(self.originals) - 1}"
+                    "); the model does not call its blocks once each, in order", EXIT_BAD_INPUT)
+            _, output, first_args, first_kwargs = self.pending
+            fed = _input(args, kwargs)
+            a, k = _with_hidden(args, kwargs, _hidden(output))
+            f_a, f_k = _with_hidden(first_args, first_kwargs, _hidden(output))
+            if fed is not _hidden(output) or not (_same(a, f_a) and _same(k, f_k)):
+                self.pending = None
+                raise InputError(
+                    f"remat.apply: block{index} gets other arguments than block{self.start}, "
+                    "which starts its recompute segment (per-layer masks or caches?); plan "
+                    "with segments that do not span such blocks (strategy selective or manual)",
+                    EXIT_BAD_INPUT)
+            self.pending = None if position + 1 == len(self.originals) else (position + 1,) + self.pending[1:]
+            return output
+
+        return forward
+
+
+class _Applied:
+    """What apply changed on a model: the blocks' own forwards (the instance
+    attribute when one was set, else None) and the hooks added."""
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+        self.saved = [b.__dict__["forward"] if "forward" in b.__dict__ else None for b in blocks]
+        self.scopes = []
+        self.checked = False
+
+    def restore(self):
+        for block, forward in zip(self.blocks, self.saved):
+            if forward is None:
+                block.__dict__.pop("forward", None)
+            else:
+                block.forward = forward
+        for scopes in self.scopes:
+            scopes.remove()
+
+
+def _shape_checker(state, plan, layer_indices):
+    profile = plan.get("profile", {})
+    layers = profile.get("layers", [])
+
+    def check(block, hidden):
+        import torch
+
+        if state.checked or not torch.is_grad_enabled():
+            return
+        state.checked = True
+        index = layer_indices[block]
+        if index >= len(layers) or "input_bytes" not in layers[index]:
+            return
+        want = layers[index]["input_bytes"]
+        got = hidden.numel() * hidden.element_size()
+        if want != got:
+            raise InputError(
+                f"remat.apply: the plan is for micro_batch {profile.get('micro_batch')} x "
+                f"seq_len {profile.get('seq_len')} (block{block}'s input {want} bytes), the "
+                f"model's block{block} got a {tuple(hidden.shape)} {hidden.dtype} input "
+                f"({got} bytes): plan for this shape", EXIT_BAD_INPUT)
+
+    return check
+
+
+def _check_model(model, blocks, decisions, plan, check_parameters):
+    if len(blocks) != len(decisions):
+        raise InputError(f"remat.apply: the plan has {len(decisions)} blocks, the model "
+                         f"{len(blocks)}: a plan made for another model", EXIT_BAD_INPUT)
+    if any(getattr(b, "gradient_checkpointing", False) for b in blocks):
+        raise InputError("remat.apply: the model's own activation checkpointing is on; call "
+                         "model.activation_checkpointing_disable() (gradient_checkpointing_"
+                         "disable() before transformers 5) first: the plan replaces it",
+                         EXIT_BAD_INPUT)
+    planned = plan.get("model", {}).get("parameters")
+    have = sum(p.numel() for p in model.parameters())
+    if check_parameters and planned and planned != have:
+        raise InputError(
+            f"remat.apply: the plan is for {plan['model'].get('name')} with {planned} "
+            f"parameters, the model has {have}: a plan made for another model (pass "
+            "check_parameters=False when the difference is a part the plan leaves out)",
+            EXIT_BAD_INPUT)
+
+
+def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
+    """Carries out `plan` (a remat.Plan, its .json dict or a plan.json path)
+    on `model`'s transformer blocks; returns the model. Raises
+    remat.InputError for a plan of another model (block count, parameter
+    count; shape at the first forward) or one it cannot carry out. Applying
+    again replaces the earlier application. outside_blocks="keep" runs a
+    decision on the embedding, final norm or head as keep instead of
+    refusing the plan (the peak then exceeds the prediction by what that
+    layer's decision saved)."""
+    plan = _plan_json(plan)
+    decisions, layer_indices = block_decisions(plan, outside_blocks)
+    _, blocks = find_blocks(model)
+    _check_model(model, blocks, decisions, plan, check_parameters)
+    parts = segments(decisions)
+    unapply(model)
+    state = _Applied(list(blocks))
+    checker = _shape_checker(state, plan, layer_indices)
+    try:
+        for seg in parts:
+            _install(seg, blocks, state, checker)
+    except Exception:
+        state.restore()
+        raise
+    model.__dict__[_STATE] = state
+    return model
+
+
+def _install(seg, blocks, state, checker):
+    if seg.kind == "keep":
+        return
+    members = [blocks[i] for i in range(seg.start, seg.stop)]
+    originals = [b.forward for b in members]
+    if seg.kind == "selective":
+        scopes = Scopes(members[0], seg.option, seg.start)
+        state.scopes.append(scopes)
+        members[0].forward = _selective_forward(originals[0], seg, scopes, checker)
+        return
+    runner = _Segment(members, originals, seg.start, seg.kind, checker)
+    members[0].forward = runner.first
+    for position, block in enumerate(members[1:], start=1):
+        block.forward = runner.later(position)
+
+
+def _selective_forward(original, seg, scopes, checker):
+    def forward(*args, **kwargs):
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        hidden = _input(args, kwargs)
+        checker(seg.start, hidden)
+        if not torch.is_grad_enabled():
+            return original(*args, **kwargs)
+        _refuse_cache(original, seg.start, args, kwargs)
+
+        def run(h):
+            a, k = _with_hidden(args, kwargs, h)
+            return original(*a, **k)
+
+        return checkpoint(run, hidden, use_reentrant=False, context_fn=context_fn(seg.option, scopes))
+
+    return forward
+
+
+def unapply(model):
+    """Restores the forwards apply replaced and removes its hooks; a model
+    apply never touched is left as it is. Returns the model."""
+    state = model.__dict__.pop(_STATE, None)
+    if state is not None:
+        state.restore()
+    return model
