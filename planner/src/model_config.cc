@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "lora_config.h"
 #include "remat/precision.h"
 
@@ -274,6 +273,32 @@ Result<Precision> ParsePrecision(std::string_view text) {
 
 Result<AttentionImpl> ParseAttention(std::string_view text) {
   return ParseName<AttentionImpl>(kAttention, text, "attention");
+}
+
+Result<Head> ParseHead(std::string_view text) {
+  Result<Head> h = ParseName<Head>(Accepted(kHeads), text, "head");
+  if (!h.ok()) return h.status();
+  return static_cast<Head>(static_cast<int>(*h) + 1);  // Accepted drops "default"
+}
+
+Result<Pooling> ParsePooling(std::string_view text) {
+  return ParseName<Pooling>(kPoolings, text, "pooling");
+}
+
+Result<Loss> ParseLoss(std::string_view text) {
+  Result<Loss> l = ParseName<Loss>(Accepted(kLosses), text, "loss");
+  if (!l.ok()) return l.status();
+  return static_cast<Loss>(static_cast<int>(*l) + 1);  // Accepted drops "default"
+}
+
+Result<Optimizer> ParseOptimizer(std::string_view text) {
+  return ParseName<Optimizer>(kOptimizers, text, "optimizer");
+}
+
+Result<GradDtype> ParseGradDtype(std::string_view text) {
+  Result<GradDtype> g = ParseName<GradDtype>(Accepted(kGradDtypes), text, "grad_dtype");
+  if (!g.ok()) return g.status();
+  return static_cast<GradDtype>(static_cast<int>(*g) + 1);  // Accepted drops "default"
 }
 
 Result<Gradients> ParseGradients(std::string_view text) {

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "profile_json.h"
 #include "remat/checked_math.h"
 

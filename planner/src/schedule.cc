@@ -4,8 +4,8 @@
 #include <string>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "remat/profile.h"
+#include "schedule_json.h"
 
 namespace remat {
 namespace {

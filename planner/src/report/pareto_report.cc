@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_values.h"
+#include "json_fields.h"
 #include "remat/units.h"
 
 namespace remat {
