@@ -8,6 +8,10 @@
 
 namespace remat {
 
+using internal::DescribeJsonValue;
+using internal::ParseJson;
+using internal::ProfileFromJson;
+
 const char* ToString(PlannerInput::Kind kind) {
   switch (kind) {
     case PlannerInput::Kind::kModel:

@@ -13,7 +13,7 @@
 
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::internal {
 
 // A document as written to a file: 2-space indent and a final newline. A
 // string that is not valid UTF-8 (a Latin-1 file name from the command line)
@@ -61,6 +61,6 @@ class JsonObjectReader {
 // "a, b or c"
 std::string JoinAlternatives(const std::vector<std::string>& items);
 
-}  // namespace remat
+}  // namespace remat::internal
 
 #endif  // REMAT_SRC_JSON_FIELDS_H_

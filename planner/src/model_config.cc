@@ -7,6 +7,16 @@
 #include "remat/precision.h"
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::DumpDocument;
+using internal::JoinAlternatives;
+using internal::JsonObjectReader;
+using internal::LoraKeys;
+using internal::LoraToJson;
+using internal::ParseJson;
+using internal::ParseLoraFields;
+using internal::ValidateLora;
 namespace {
 
 const std::vector<std::string> kArchitectures = {"gpt", "bert", "llama"};
@@ -265,6 +275,15 @@ Result<E> ParseName(const std::vector<std::string>& names, std::string_view text
                          "', expected " + JoinAlternatives(names));
 }
 
+// The same for an enum whose first value, "default", files never name.
+template <typename E>
+Result<E> ParseNamedNotDefault(const std::vector<std::string>& names, std::string_view text,
+                               const char* what) {
+  Result<E> v = ParseName<E>(Accepted(names), text, what);
+  if (!v.ok()) return v.status();
+  return static_cast<E>(static_cast<int>(*v) + 1);  // Accepted drops "default"
+}
+
 }  // namespace
 
 Result<Precision> ParsePrecision(std::string_view text) {
@@ -276,9 +295,7 @@ Result<AttentionImpl> ParseAttention(std::string_view text) {
 }
 
 Result<Head> ParseHead(std::string_view text) {
-  Result<Head> h = ParseName<Head>(Accepted(kHeads), text, "head");
-  if (!h.ok()) return h.status();
-  return static_cast<Head>(static_cast<int>(*h) + 1);  // Accepted drops "default"
+  return ParseNamedNotDefault<Head>(kHeads, text, "head");
 }
 
 Result<Pooling> ParsePooling(std::string_view text) {
@@ -286,9 +303,7 @@ Result<Pooling> ParsePooling(std::string_view text) {
 }
 
 Result<Loss> ParseLoss(std::string_view text) {
-  Result<Loss> l = ParseName<Loss>(Accepted(kLosses), text, "loss");
-  if (!l.ok()) return l.status();
-  return static_cast<Loss>(static_cast<int>(*l) + 1);  // Accepted drops "default"
+  return ParseNamedNotDefault<Loss>(kLosses, text, "loss");
 }
 
 Result<Optimizer> ParseOptimizer(std::string_view text) {
@@ -296,15 +311,11 @@ Result<Optimizer> ParseOptimizer(std::string_view text) {
 }
 
 Result<GradDtype> ParseGradDtype(std::string_view text) {
-  Result<GradDtype> g = ParseName<GradDtype>(Accepted(kGradDtypes), text, "grad_dtype");
-  if (!g.ok()) return g.status();
-  return static_cast<GradDtype>(static_cast<int>(*g) + 1);  // Accepted drops "default"
+  return ParseNamedNotDefault<GradDtype>(kGradDtypes, text, "grad_dtype");
 }
 
 Result<Gradients> ParseGradients(std::string_view text) {
-  Result<Gradients> g = ParseName<Gradients>(Accepted(kGradients), text, "gradients");
-  if (!g.ok()) return g.status();
-  return static_cast<Gradients>(static_cast<int>(*g) + 1);  // Accepted drops "default"
+  return ParseNamedNotDefault<Gradients>(kGradients, text, "gradients");
 }
 
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source) {

@@ -11,7 +11,7 @@
 #include "remat/profile.h"
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::internal {
 
 // ParseProfile (remat/profile.h) on the document its text parses to: the
 // same profile, or the same error, without parsing the text again.
@@ -20,6 +20,6 @@ Result<Profile> ProfileFromJson(const nlohmann::json& doc, const std::string& so
 // The profile as a JSON value (ProfileToJson's document).
 nlohmann::ordered_json ProfileJsonValue(const Profile& profile);
 
-}  // namespace remat
+}  // namespace remat::internal
 
 #endif  // REMAT_SRC_PROFILE_JSON_H_

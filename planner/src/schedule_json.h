@@ -7,11 +7,11 @@
 
 #include "remat/schedule.h"
 
-namespace remat {
+namespace remat::internal {
 
 // ScheduleToJson's value.
 nlohmann::ordered_json ScheduleJsonValue(const Schedule& schedule);
 
-}  // namespace remat
+}  // namespace remat::internal
 
 #endif  // REMAT_SRC_SCHEDULE_JSON_H_

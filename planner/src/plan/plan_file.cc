@@ -7,6 +7,10 @@
 
 namespace remat {
 
+using internal::DescribeJsonValue;
+using internal::JsonObjectReader;
+using internal::ParseJson;
+
 Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
   if (!doc.is_object()) {

@@ -11,6 +11,8 @@
 #include "remat/units.h"
 
 namespace remat {
+
+using internal::DumpDocument;
 namespace {
 
 double OverheadPct(const ParetoCurve& c, double step_ms) {

@@ -10,6 +10,10 @@
 #include "schedule_json.h"
 
 namespace remat {
+
+using internal::DumpDocument;
+using internal::ProfileJsonValue;
+using internal::ScheduleJsonValue;
 namespace {
 
 nlohmann::ordered_json PredictedJson(const Plan& plan, const UpdatePrediction& u) {
