@@ -190,7 +190,9 @@ TEST(Cli, TheSentenceEmbeddingJobOnTheCommandLinePlansLikeItsRematBlock) {
 TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
   const std::string config =
       std::string(REMAT_SOURCE_DIR) + "/examples/hf/distilroberta-base.config.json";
-  const std::string profile = std::string(REMAT_SOURCE_DIR) + "/profiles/gpt2-small.analytic.json";
+  ScratchDir dir;
+  const std::string profile = dir.Path("profile.json");
+  ASSERT_EQ(RunCli({"profile", "--analytic", "-o", profile, kExample}).code, 0);
   const struct {
     std::vector<std::string> args;
     const char* says;
