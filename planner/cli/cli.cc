@@ -98,7 +98,12 @@ Status DispatchCatching(const std::vector<std::string>& args, Environment& env) 
 }  // namespace
 
 int Finish(const Status& status, Environment& env) {
-  if (!status.ok()) *env.err << Prefix(status.code()) << status.message() << "\n";
+  if (!status.ok()) {
+    // What the command printed comes first: standard output is buffered
+    // off a terminal, and both may go to one file (2>&1).
+    if (env.out != nullptr) env.out->flush();
+    *env.err << Prefix(status.code()) << status.message() << "\n";
+  }
   return ExitCodeFor(status);
 }
 

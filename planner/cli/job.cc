@@ -21,6 +21,17 @@ std::vector<FlagSpec> JobFlags() {
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
       {"gradients", "G",
        "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
+      {"optimizer", "O", "override optimizer: adamw, sgd, sgd_momentum, none"},
+      {"grad-dtype", "D", "mixed_bf16/mixed_fp16 gradients: fp32, bf16, fp16"},
+      {"dropout", "P", "override dropout probability, in [0, 1)"},
+      {"head", "H",
+       "override head: lm, mlm (encoders), pooling (sentence embeddings), classification"},
+      {"pooling", "P", "pooling head: mean (default), cls"},
+      {"loss", "L", "override loss: cross_entropy, mnrl (pooling head; the default there)"},
+      {"texts-per-example", "N", "mnrl: texts per example, 2 (pairs, default) or 3 (triplets)"},
+      {"num-labels", "N", "classification head: labels, default 2"},
+      {"merge-columns", "B",
+       "mnrl: true (default) runs the columns after the anchors as one pass, false one each"},
   };
   for (const FlagSpec& f : HostLinkFlags()) flags.push_back(f);
   return flags;
@@ -36,6 +47,22 @@ Result<std::string> InputPath(const Args& args, const std::string& usage) {
   return args.positional()[0];
 }
 
+namespace {
+
+// --flag NAME read by `parse` (a model.json name parser) into `*out`; the
+// error names the flag, the value and what is accepted.
+template <typename E>
+Status ParseEnumFlag(const Args& args, const char* flag, Result<E> (*parse)(std::string_view),
+                     std::optional<E>* out) {
+  if (!args.Has(flag)) return Status::Ok();
+  Result<E> v = parse(args.Get(flag));
+  if (!v.ok()) return v.status().WithPrefix(std::string("option --") + flag);
+  *out = *v;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<JobOverrides> ParseJobOverrides(const Args& args) {
   JobOverrides o;
   if (args.Has("micro-batch")) {
@@ -47,16 +74,8 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
   if (args.Has("seq-len")) {
     REMAT_ASSIGN_OR_RETURN(o.seq_len, args.GetInt("seq-len", 1, 1, 1 << 24));
   }
-  if (args.Has("precision")) {
-    Result<Precision> p = ParsePrecision(args.Get("precision"));
-    if (!p.ok()) return p.status().WithPrefix("option --precision");
-    o.precision = *p;
-  }
-  if (args.Has("attention")) {
-    Result<AttentionImpl> a = ParseAttention(args.Get("attention"));
-    if (!a.ok()) return a.status().WithPrefix("option --attention");
-    o.attention = *a;
-  }
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "precision", ParsePrecision, &o.precision));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "attention", ParseAttention, &o.attention));
   if (args.Has("lora-rank")) {
     REMAT_ASSIGN_OR_RETURN(o.lora_rank, args.GetInt("lora-rank", 0, 0, 1 << 20));
   }
@@ -65,15 +84,28 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     if (!t.ok()) return t.status().WithPrefix("option --lora-targets");
     o.lora_targets = *t;
   }
-  if (args.Has("quantization")) {
-    Result<Quantization> q = ParseQuantization(args.Get("quantization"));
-    if (!q.ok()) return q.status().WithPrefix("option --quantization");
-    o.quantization = *q;
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "quantization", ParseQuantization, &o.quantization));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "gradients", ParseGradients, &o.gradients));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "optimizer", ParseOptimizer, &o.optimizer));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "grad-dtype", ParseGradDtype, &o.grad_dtype));
+  if (args.Has("dropout")) {
+    REMAT_ASSIGN_OR_RETURN(o.dropout, args.GetDouble("dropout", 0, 0, 0.999999));
   }
-  if (args.Has("gradients")) {
-    Result<Gradients> g = ParseGradients(args.Get("gradients"));
-    if (!g.ok()) return g.status().WithPrefix("option --gradients");
-    o.gradients = *g;
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "head", ParseHead, &o.head));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "pooling", ParsePooling, &o.pooling));
+  REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "loss", ParseLoss, &o.loss));
+  if (args.Has("texts-per-example")) {
+    REMAT_ASSIGN_OR_RETURN(o.texts_per_example, args.GetInt("texts-per-example", 1, 1, 1024));
+  }
+  if (args.Has("num-labels")) {
+    REMAT_ASSIGN_OR_RETURN(o.num_labels, args.GetInt("num-labels", 2, 1, 1 << 24));
+  }
+  if (args.Has("merge-columns")) {
+    const std::string v = args.Get("merge-columns");
+    if (v != "true" && v != "false") {
+      return Status::Invalid("option --merge-columns: expected true or false, got '" + v + "'");
+    }
+    o.merge_columns = v == "true";
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

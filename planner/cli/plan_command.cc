@@ -140,17 +140,17 @@ Result<PlanOptions> ParseOptions(const Args& args) {
 }
 
 // What goes to standard output.
-Result<std::string> Render(Format format, const PlanningResult& result, const Job& job,
-                           const std::string& command) {
+Result<std::string> Render(Format format, const PlanningResult& result, const Profile& profile,
+                           const ReportContext& context, const std::string& command) {
   switch (format) {
     case Format::kJson:
-      return PlanToJson(result.plans, job.profile, job.context);
+      return PlanToJson(result.plans, profile, context);
     case Format::kMarkdown:
-      return MarkdownSummary(result.plans, job.profile, job.context, nullptr, command);
+      return MarkdownSummary(result.plans, profile, context, nullptr, command);
     case Format::kText:
       break;
   }
-  return FormatPlanText(result.plans, job.profile, job.context);
+  return FormatPlanText(result.plans, profile, context);
 }
 
 }  // namespace
@@ -178,26 +178,29 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     }
     REMAT_ASSIGN_OR_RETURN(request.global_batch, args.GetInt("global-batch", 0, 1, 1 << 24));
   }
-  REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
+  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
 
   ProgressBar progress(*env.err, WithQuiet(env.progress, args));
   request.progress = progress.Callback();
   REMAT_ASSIGN_OR_RETURN(const PlanningResult result, RunPlanner(job, request));
   progress.Finish();
   for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
-  if (result.batch_job) job = *result.batch_job;
-  if (result.batch) job.context.batch = &*result.batch;
-  if (result.advice) job.context.note = "NO PLAN FITS: " + result.advice->message;
+  // --global-batch plans another micro-batch: the reports are about that job.
+  const Job& planned = result.batch_job ? *result.batch_job : job;
+  const Profile& profile = planned.profile;
+  ReportContext context = ReportContextOf(planned);
+  if (result.batch) context.batch = &*result.batch;
+  if (result.advice) context.note = "NO PLAN FITS: " + result.advice->message;
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
-        WriteOutputFile(args.Get("o"), PlanToJson(result.plans, job.profile, job.context)));
+        WriteOutputFile(args.Get("o"), PlanToJson(result.plans, profile, context)));
   }
   const std::string command = CommandLine(argv);
-  REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, job.profile, job.context, nullptr,
+  REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, profile, context, nullptr,
                                          result.sweep ? &*result.sweep : nullptr, command));
   // With -o the plan JSON goes to the file and the terminal gets the report.
   const Format shown = format == Format::kJson && args.Has("o") ? Format::kText : format;
-  REMAT_ASSIGN_OR_RETURN(const std::string out, Render(shown, result, job, command));
+  REMAT_ASSIGN_OR_RETURN(const std::string out, Render(shown, result, profile, context, command));
   if (result.batch && shown == Format::kText) *env.out << FormatBatchSearchText(*result.batch);
   *env.out << out;
   return result.fit_status();

@@ -3,13 +3,15 @@
 #include <ostream>
 
 #include "commands.h"
+#include "host_link_flags.h"
 #include "job.h"
 #include "progress_bar.h"
 #include "remat/io.h"
+#include "remat/report.h"
+#include "remat/train_report.h"
 #include "remat/training.h"
 #include "remat/units.h"
 #include "report_files.h"
-#include "train_report.h"
 
 namespace remat::cli {
 namespace {
@@ -75,12 +77,12 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
   REMAT_ASSIGN_OR_RETURN(TrainRequest request, ReadRequest(args));
   if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
-  REMAT_ASSIGN_OR_RETURN(Job job, LoadJobFromArgs(path, args));
-  // A plan carries the micro-batch it was made for (--global-batch chooses
-  // one): train runs that one unless --micro-batch says otherwise.
-  if (!args.Has("micro-batch")) {
-    REMAT_ASSIGN_OR_RETURN(job, WithPlansMicroBatch(job, request.plan));
-  }
+  // A plan carries the job it was made for (--global-batch chooses its
+  // micro-batch): train runs that one; a shape typed here must agree.
+  REMAT_ASSIGN_OR_RETURN(const JobOverrides typed, ParseJobOverrides(args));
+  REMAT_ASSIGN_OR_RETURN(PlannerInput input, LoadPlannerInput(path));
+  REMAT_ASSIGN_OR_RETURN(Job job, PlansJob(std::move(input), request, typed));
+  REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
   REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
   REMAT_ASSIGN_OR_RETURN(Runtime * runtime, GetRuntime(env, "train"));
 
@@ -101,7 +103,7 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   *env.out << (json ? TrainReportJson(c) : FormatTrainText(c));
   std::vector<std::string> with_command = {"train"};
   with_command.insert(with_command.end(), argv.begin(), argv.end());
-  return WriteReportFiles(files, c.plans, c.plan.profile, job.context, &c.measured,
+  return WriteReportFiles(files, c.plans, c.plan.profile, ReportContextOf(job), &c.measured,
                           c.sweep ? &*c.sweep : nullptr, CommandLine(with_command));
 }
 

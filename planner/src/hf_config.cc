@@ -13,6 +13,11 @@
 #include "remat/input.h"
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::JsonObjectReader;
+using internal::LoraKeys;
+using internal::ParseJson;
 namespace {
 
 constexpr int64_t kMaxHf = int64_t{1} << 24;

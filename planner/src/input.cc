@@ -8,6 +8,22 @@
 
 namespace remat {
 
+using internal::DescribeJsonValue;
+using internal::ParseJson;
+using internal::ProfileFromJson;
+
+const char* ToString(PlannerInput::Kind kind) {
+  switch (kind) {
+    case PlannerInput::Kind::kModel:
+      return "model.json";
+    case PlannerInput::Kind::kHfConfig:
+      return "config.json";
+    case PlannerInput::Kind::kProfile:
+      return "profile";
+  }
+  return "model.json";
+}
+
 Result<PlannerInput> ParsePlannerInput(std::string_view text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, source));
   if (!doc.is_object()) {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace remat {
+namespace remat::internal {
 namespace {
 
 // remat's files nest five levels at most (plan -> profile -> layers -> layer
@@ -195,4 +195,4 @@ Status JsonObjectReader::NoUnknownKeys(const std::vector<std::string>& known) co
   return Status::Ok();
 }
 
-}  // namespace remat
+}  // namespace remat::internal

@@ -13,7 +13,14 @@
 
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::internal {
+
+// A document as written to a file: 2-space indent and a final newline. A
+// string that is not valid UTF-8 (a Latin-1 file name from the command line)
+// gets U+FFFD in place of its bad bytes; nlohmann's default would throw.
+inline std::string DumpDocument(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
 
 // Parses JSON text; errors read "<source>: malformed JSON: <where and why>".
 // Documents nested deeper than 64 levels are rejected (no remat file comes close).
@@ -54,6 +61,6 @@ class JsonObjectReader {
 // "a, b or c"
 std::string JoinAlternatives(const std::vector<std::string>& items);
 
-}  // namespace remat
+}  // namespace remat::internal
 
 #endif  // REMAT_SRC_JSON_FIELDS_H_

@@ -3,6 +3,10 @@
 #include <cmath>
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::JoinAlternatives;
+using internal::JsonObjectReader;
 namespace {
 
 // Target names and HF module names (llama, GPT-2, BERT) with their bits. A
@@ -65,7 +69,7 @@ Result<uint32_t> OneTarget(const std::string& name) {
 
 }  // namespace
 
-const std::vector<std::string>& LoraKeys() {
+const std::vector<std::string>& internal::LoraKeys() {
   static const std::vector<std::string> keys = {"lora_rank",    "lora_alpha", "lora_targets",
                                                 "lora_dropout", "lora_dtype", "quantization",
                                                 "double_quant"};
@@ -110,7 +114,8 @@ Result<Quantization> ParseQuantization(std::string_view text) {
                          JoinAlternatives(kQuantizations));
 }
 
-Status ParseLoraFields(const nlohmann::json& doc, const JsonObjectReader& r, ModelConfig* c) {
+Status internal::ParseLoraFields(const nlohmann::json& doc, const JsonObjectReader& r,
+                                 ModelConfig* c) {
   REMAT_RETURN_IF_ERROR(r.Int("lora_rank", &c->lora_rank, false, 0, 1 << 20));
   REMAT_RETURN_IF_ERROR(r.Double("lora_alpha", &c->lora_alpha, false, 1e-9, 1e9));
   REMAT_RETURN_IF_ERROR(r.Double("lora_dropout", &c->lora_dropout, false, 0.0, 0.999999));
@@ -146,7 +151,7 @@ Status ParseLoraFields(const nlohmann::json& doc, const JsonObjectReader& r, Mod
   return r.Bool("double_quant", &c->double_quant, false);
 }
 
-Status ValidateLora(const ModelConfig& c, const std::string& source) {
+Status internal::ValidateLora(const ModelConfig& c, const std::string& source) {
   auto bad = [&](const char* field, const std::string& what) {
     return Status::Invalid(source + ": field '" + field + "': " + what);
   };
@@ -191,7 +196,7 @@ Status ValidateLora(const ModelConfig& c, const std::string& source) {
   return Status::Ok();
 }
 
-void LoraToJson(const ModelConfig& c, nlohmann::ordered_json* j) {
+void internal::LoraToJson(const ModelConfig& c, nlohmann::ordered_json* j) {
   if (c.lora_rank == 0) return;
   (*j)["lora_rank"] = c.lora_rank;
   (*j)["lora_alpha"] = c.lora_alpha;

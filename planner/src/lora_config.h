@@ -11,7 +11,7 @@
 #include "json_fields.h"
 #include "remat/model_config.h"
 
-namespace remat {
+namespace remat::internal {
 
 // The keys this file reads, for NoUnknownKeys.
 const std::vector<std::string>& LoraKeys();
@@ -27,6 +27,6 @@ Status ValidateLora(const ModelConfig& c, const std::string& source);
 // Adds the LoRA keys to a model.json document (only when lora_rank > 0).
 void LoraToJson(const ModelConfig& c, nlohmann::ordered_json* j);
 
-}  // namespace remat
+}  // namespace remat::internal
 
 #endif  // REMAT_SRC_LORA_CONFIG_H_

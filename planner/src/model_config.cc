@@ -3,11 +3,20 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "lora_config.h"
 #include "remat/precision.h"
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::DumpDocument;
+using internal::JoinAlternatives;
+using internal::JsonObjectReader;
+using internal::LoraKeys;
+using internal::LoraToJson;
+using internal::ParseJson;
+using internal::ParseLoraFields;
+using internal::ValidateLora;
 namespace {
 
 const std::vector<std::string> kArchitectures = {"gpt", "bert", "llama"};
@@ -266,6 +275,15 @@ Result<E> ParseName(const std::vector<std::string>& names, std::string_view text
                          "', expected " + JoinAlternatives(names));
 }
 
+// The same for an enum whose first value, "default", files never name.
+template <typename E>
+Result<E> ParseNamedNotDefault(const std::vector<std::string>& names, std::string_view text,
+                               const char* what) {
+  Result<E> v = ParseName<E>(Accepted(names), text, what);
+  if (!v.ok()) return v.status();
+  return static_cast<E>(static_cast<int>(*v) + 1);  // Accepted drops "default"
+}
+
 }  // namespace
 
 Result<Precision> ParsePrecision(std::string_view text) {
@@ -276,10 +294,28 @@ Result<AttentionImpl> ParseAttention(std::string_view text) {
   return ParseName<AttentionImpl>(kAttention, text, "attention");
 }
 
+Result<Head> ParseHead(std::string_view text) {
+  return ParseNamedNotDefault<Head>(kHeads, text, "head");
+}
+
+Result<Pooling> ParsePooling(std::string_view text) {
+  return ParseName<Pooling>(kPoolings, text, "pooling");
+}
+
+Result<Loss> ParseLoss(std::string_view text) {
+  return ParseNamedNotDefault<Loss>(kLosses, text, "loss");
+}
+
+Result<Optimizer> ParseOptimizer(std::string_view text) {
+  return ParseName<Optimizer>(kOptimizers, text, "optimizer");
+}
+
+Result<GradDtype> ParseGradDtype(std::string_view text) {
+  return ParseNamedNotDefault<GradDtype>(kGradDtypes, text, "grad_dtype");
+}
+
 Result<Gradients> ParseGradients(std::string_view text) {
-  Result<Gradients> g = ParseName<Gradients>(Accepted(kGradients), text, "gradients");
-  if (!g.ok()) return g.status();
-  return static_cast<Gradients>(static_cast<int>(*g) + 1);  // Accepted drops "default"
+  return ParseNamedNotDefault<Gradients>(kGradients, text, "gradients");
 }
 
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& source) {

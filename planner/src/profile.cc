@@ -5,11 +5,17 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "profile_json.h"
 #include "remat/checked_math.h"
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::DumpDocument;
+using internal::JsonObjectReader;
+using internal::ParseJson;
+using internal::ProfileFromJson;
+using internal::ProfileJsonValue;
 namespace {
 
 constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
@@ -179,7 +185,7 @@ Result<Profile> ParseProfile(std::string_view json_text, const std::string& sour
   return ProfileFromJson(doc, source);
 }
 
-Result<Profile> ProfileFromJson(const nlohmann::json& doc, const std::string& source) {
+Result<Profile> internal::ProfileFromJson(const nlohmann::json& doc, const std::string& source) {
   if (!doc.is_object()) {
     return Status::Invalid(source + ": expected a profile object with a 'layers' array, got " +
                            DescribeJsonValue(doc));
@@ -243,7 +249,7 @@ Result<Profile> ProfileFromJson(const nlohmann::json& doc, const std::string& so
   return p;
 }
 
-nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
+nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
   nlohmann::ordered_json j;
   j["model"] = p.model;
   j["source"] = p.source;

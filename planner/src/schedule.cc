@@ -4,10 +4,15 @@
 #include <string>
 
 #include "json_fields.h"
-#include "json_values.h"
 #include "remat/profile.h"
+#include "schedule_json.h"
 
 namespace remat {
+
+using internal::DescribeJsonValue;
+using internal::JsonObjectReader;
+using internal::ParseJson;
+using internal::ScheduleJsonValue;
 namespace {
 
 const char* SaveName(SaveMode s) {
@@ -322,7 +327,7 @@ std::string DescribeOp(const Op& op) {
   return "?";
 }
 
-nlohmann::ordered_json ScheduleJsonValue(const Schedule& schedule) {
+nlohmann::ordered_json internal::ScheduleJsonValue(const Schedule& schedule) {
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   for (const Op& op : schedule.ops) {
     nlohmann::ordered_json j;

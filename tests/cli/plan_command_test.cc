@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -157,6 +158,71 @@ TEST(Cli, AttentionOverridesTheConfigsImplementation) {
             std::string::npos)
       << bad.err;
   EXPECT_TRUE(bad.out.empty());
+}
+
+// The job of a config.json's "remat" block, typed as flags instead, is the
+// same job: the same layers and the same predicted peak.
+TEST(Cli, TheSentenceEmbeddingJobOnTheCommandLinePlansLikeItsRematBlock) {
+  const std::string hf = std::string(REMAT_SOURCE_DIR) + "/examples/hf/";
+  const std::vector<std::string> plan = {"--budget", "80GiB", "--json"};
+  std::vector<std::string> flags = plan;
+  flags.insert(flags.end(), {"--micro-batch", "128", "--seq-len", "75", "--precision", "amp_fp16",
+                             "--head", "pooling", "--pooling", "mean", "--loss", "mnrl",
+                             "--texts-per-example", "3", hf + "distilroberta-base.config.json"});
+  std::vector<std::string> block = plan;
+  block.push_back(hf + "distilroberta-base.mnrl.config.json");
+  const Captured a = RunCli(flags), b = RunCli(block);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["predicted"], jb["predicted"]);
+  EXPECT_EQ(ja["layers"], jb["layers"]);
+  EXPECT_EQ(ja["strategy"], jb["strategy"]);
+  EXPECT_EQ(ja["model"]["parameters"], jb["model"]["parameters"]);
+  // Without the flags it is another job (the masked-LM head of the class).
+  std::vector<std::string> plain = plan;
+  plain.push_back(hf + "distilroberta-base.config.json");
+  const Captured c = RunCli(plain);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(nlohmann::json::parse(c.out)["layers"], jb["layers"]);
+}
+
+TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
+  const std::string config =
+      std::string(REMAT_SOURCE_DIR) + "/examples/hf/distilroberta-base.config.json";
+  ScratchDir dir;
+  const std::string profile = dir.Path("profile.json");
+  ASSERT_EQ(RunCli({"profile", "--analytic", "-o", profile, kExample}).code, 0);
+  const struct {
+    std::vector<std::string> args;
+    const char* says;
+  } cases[] = {
+      {{"--head", "pooling", "--pooling", "max", config},
+       "option --pooling: unknown pooling 'max', expected mean or cls"},
+      {{"--head", "decoder", config},
+       "option --head: unknown head 'decoder', expected lm, mlm, pooling or classification"},
+      {{"--head", "pooling", "--loss", "triplet", config},
+       "option --loss: unknown loss 'triplet', expected cross_entropy or mnrl"},
+      {{"--optimizer", "adam", config}, "option --optimizer: unknown optimizer 'adam'"},
+      {{"--texts-per-example", "0", config}, "--texts-per-example"},
+      {{"--merge-columns", "yes", config}, "option --merge-columns: expected true or false"},
+      {{"--pooling", "cls", config}, "only the pooling head pools (head is mlm)"},
+      {{"--head", "pooling", "--texts-per-example", "3", profile}, "is a profile"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--budget", "80GiB"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Captured r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.says;
+  }
+  const Captured help = RunCli({"plan", "--help"});
+  for (const char* flag : {"--head", "--pooling", "--loss", "--texts-per-example", "--num-labels",
+                           "--optimizer", "--grad-dtype", "--dropout", "--merge-columns"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
 }
 
 TEST(Cli, EveryCommandsHelpListsEachFlagOnce) {

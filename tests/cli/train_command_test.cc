@@ -97,19 +97,46 @@ TEST_F(FakeTrain, OutOfMemoryIsOneLineAndExitCode4) {
   EXPECT_EQ(Lines(oom.err), 1) << oom.err;
 }
 
-TEST_F(FakeTrain, APlanForAnotherShapeIsRefusedBeforeTheRuntimeStarts) {
+TEST_F(FakeTrain, APlanRunsTheJobItWasMadeForWithoutTheOverridesTypedAgain) {
+  const std::string plan =
+      PlanFile({"--strategy", "none", "--micro-batch", "3", "--seq-len", "32"}, "s32.json");
+  const Captured c = Run({"train", "--plan", plan, "--json", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_micro_batch, 3);
+  EXPECT_EQ(nlohmann::json::parse(c.out)["predicted"]["peak_bytes"].get<int64_t>(),
+            PredictedPeak(plan));
+  // The same values typed again agree with the plan.
+  EXPECT_EQ(Run({"train", "--plan", plan, "--seq-len", "32", "--micro-batch", "3", model_}).code,
+            0);
+  EXPECT_EQ(runtime_.train_calls, 2);
+}
+
+TEST_F(FakeTrain, ATypedShapeThatContradictsThePlanIsOneLineAndExit2) {
   const std::string plan = PlanFile({"--strategy", "none", "--seq-len", "32"}, "s32.json");
-  const Captured c = Run({"train", "--plan", plan, model_});
+  const Captured c = Run({"train", "--plan", plan, "--seq-len", "64", model_});
   EXPECT_EQ(c.code, 2);
-  EXPECT_NE(c.err.find("the plan was made for micro_batch 2, seq_len 32; the model has "
-                       "micro_batch 2, seq_len 64"),
+  EXPECT_NE(c.err.find("s32.json was made for seq_len 32, and seq_len 64 was asked for"),
             std::string::npos)
       << c.err;
-  EXPECT_EQ(Lines(c.err), 1);
+  EXPECT_EQ(Lines(c.err), 1) << c.err;
   EXPECT_EQ(runtime_.train_calls, 0);
 }
 
-TEST_F(FakeTrain, TrainRunsThePlansMicroBatchUnlessTheCommandLineSaysOtherwise) {
+TEST_F(FakeTrain, APlanForAnotherModelIsRefusedBeforeTheRuntimeStarts) {
+  const std::string plan = PlanFile({"--strategy", "none"}, "none.json");
+  std::string deeper = kTinyModel;
+  deeper.replace(deeper.find("\"layers\": 6"), 11, "\"layers\": 4");
+  const Captured c = Run({"train", "--plan", plan, dir_.Write("deeper.json", deeper)});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("the plan's chain has 10 layers (embedding, block0..block5, final_norm, "
+                       "head, loss), the model's 8"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(Lines(c.err), 1) << c.err;
+  EXPECT_EQ(runtime_.train_calls, 0);
+}
+
+TEST_F(FakeTrain, TrainRunsThePlansMicroBatchAndRefusesAnotherTyped) {
   // --global-batch chooses a micro-batch; the plan carries it and train runs it.
   const std::string plan = PlanFile({"--strategy", "none", "--micro-batch", "4"}, "mb4.json");
   const Captured c = Run({"train", "--plan", plan, "--json", model_});
@@ -117,14 +144,67 @@ TEST_F(FakeTrain, TrainRunsThePlansMicroBatchUnlessTheCommandLineSaysOtherwise) 
   EXPECT_EQ(runtime_.last_micro_batch, 4);
   EXPECT_EQ(nlohmann::json::parse(c.out)["predicted"]["peak_bytes"].get<int64_t>(),
             PredictedPeak(plan));
-  // An explicit --micro-batch that disagrees with the plan is refused.
   const Captured other = Run({"train", "--plan", plan, "--micro-batch", "2", model_});
   EXPECT_EQ(other.code, 2);
-  EXPECT_NE(other.err.find("the plan was made for micro_batch 4, seq_len 64; the model has "
-                           "micro_batch 2, seq_len 64"),
+  EXPECT_NE(other.err.find("mb4.json was made for micro_batch 4, and micro_batch 2 was asked for"),
             std::string::npos)
       << other.err;
   EXPECT_EQ(runtime_.train_calls, 1);
+}
+
+// Standard output held until flushed (main's, off a terminal) and standard
+// error written at once, both into one log: 2>&1 into a file.
+class SharedLog {
+ public:
+  class Held : public std::stringbuf {
+   public:
+    explicit Held(std::string* log) : log_(log) {}
+    int sync() override {
+      *log_ += str();
+      str("");
+      return 0;
+    }
+
+   private:
+    std::string* log_;
+  };
+  class Direct : public std::streambuf {
+   public:
+    explicit Direct(std::string* log) : log_(log) {}
+    int_type overflow(int_type ch) override {
+      if (!traits_type::eq_int_type(ch, traits_type::eof())) log_->push_back(static_cast<char>(ch));
+      return traits_type::not_eof(ch);
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+      log_->append(s, static_cast<size_t>(n));
+      return n;
+    }
+
+   private:
+    std::string* log_;
+  };
+  std::string log;
+  Held held{&log};
+  Direct direct{&log};
+  std::ostream out{&held};
+  std::ostream err{&direct};
+};
+
+TEST_F(FakeTrain, WhatWasPrintedIsEndedBeforeTheErrorLine) {
+  const std::string segment = PlanFile({"--strategy", "segment"}, "segment.json");
+  const std::string limit = std::to_string(PredictedPeak(segment) / 2) + "B";
+  SharedLog shared;
+  Environment env;
+  env.out = &shared.out;
+  env.err = &shared.err;
+  env.runtime = [this]() -> Result<Runtime*> { return &runtime_; };
+  EXPECT_EQ(cli::Run({"train", "--plan", segment, "--memory-limit", limit, model_}, env), 4);
+  const size_t header = shared.log.find("(segment), 20 steps on cpu\n");
+  const size_t error = shared.log.find("planner: error: out of memory");
+  ASSERT_NE(header, std::string::npos) << shared.log;
+  ASSERT_NE(error, std::string::npos) << shared.log;
+  EXPECT_LT(header, error) << shared.log;
+  EXPECT_EQ(shared.log[error - 1], '\n') << shared.log;
 }
 
 TEST_F(FakeTrain, ArgumentErrorsExit2WithoutRunning) {

@@ -12,6 +12,9 @@
 namespace remat {
 namespace {
 
+using strategies::HeuristicCandidate;
+using strategies::HeuristicFamily;
+
 void ExpectSameTotals(const Profile& p, const Schedule& s, const CachingAllocatorModel* allocator,
                       const std::string& where) {
   Result<SimulationResult> full = Simulate(p, s, allocator);

@@ -34,7 +34,7 @@ inline std::vector<SimulatedDecisions> AllSingleLevelPlans(const Profile& p,
   std::vector<int> opt(L, -1);
   std::function<void(int)> walk = [&](int i) {
     if (i == L) {
-      Result<Plan> plan = EvaluateDecisions(p, Strategy::kManual, "", d, opt, 0);
+      Result<Plan> plan = strategies::EvaluateDecisions(p, Strategy::kManual, "", d, opt, 0);
       if (plan.ok()) {
         out.push_back({d, opt, plan->predicted.peak_bytes, plan->predicted.step_ms,
                        plan->predicted.host_peak_bytes});

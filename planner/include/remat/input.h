@@ -20,6 +20,9 @@ struct PlannerInput {
   Profile profile;     // kProfile
 };
 
+// "model.json", "config.json" or "profile".
+const char* ToString(PlannerInput::Kind kind);
+
 // Detection: a top-level "layers" array -> profile; a "model_type" key ->
 // Hugging Face config.json; otherwise model.json.
 Result<PlannerInput> LoadPlannerInput(const std::string& path);

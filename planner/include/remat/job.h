@@ -1,6 +1,8 @@
 // A training job to plan: the input file (model.json, config.json or a
 // profile) with the overrides a caller applies to it, and the profile the
-// strategies work on (analytic for models, as read for profiles).
+// strategies work on (analytic for models, as read for profiles). Each fact
+// is held once; what a report says about the job is the report's
+// (ReportContextOf, remat/report.h).
 #ifndef REMAT_JOB_H_
 #define REMAT_JOB_H_
 
@@ -12,7 +14,6 @@
 #include "remat/input.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
-#include "remat/report.h"
 #include "remat/status.h"
 
 namespace remat {
@@ -29,6 +30,19 @@ struct JobOverrides {
   std::optional<uint32_t> lora_targets;  // LoraTarget bits
   std::optional<Quantization> quantization;
   std::optional<Gradients> gradients;  // when parameter gradients exist
+  std::optional<Optimizer> optimizer;
+  std::optional<GradDtype> grad_dtype;  // mixed_bf16 / mixed_fp16 only
+  std::optional<double> dropout;        // in [0, 1)
+  // The head and its loss (a sentence-embedding job: head kPooling, loss
+  // kMnrl, texts_per_example 2 or 3). A config.json encoder given the
+  // pooling head also gets the pooler AutoModel loads, as its "remat" block
+  // would give it.
+  std::optional<Head> head;
+  std::optional<Pooling> pooling;  // pooling head only
+  std::optional<Loss> loss;
+  std::optional<int64_t> texts_per_example;  // mnrl: 2 pairs, 3 triplets
+  std::optional<int64_t> num_labels;         // classification head only
+  std::optional<bool> merge_columns;         // mnrl: the columns after the anchors in one pass
   // Micro-batches per optimizer step: changes no size or time of a
   // micro-step, so it applies to profiles too.
   std::optional<int64_t> grad_accumulation;
@@ -36,19 +50,25 @@ struct JobOverrides {
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
   bool any_model_field() const {
     return micro_batch || seq_len || precision || attention || lora_rank || lora_targets ||
-           quantization || gradients;
+           quantization || gradients || optimizer || grad_dtype || dropout || head || pooling ||
+           loss || texts_per_example || num_labels || merge_columns;
   }
   bool any() const { return any_model_field() || device || tflops; }
 };
 
 struct Job {
-  PlannerInput input;
+  std::string path;  // the input file, as given
+  PlannerInput::Kind kind = PlannerInput::Kind::kModel;
+  // Model inputs: the model.json / config.json with the overrides applied.
+  // Profile inputs: unused (sizes and times are measured).
+  ModelConfig model;
   AnalyticOptions analytic;
-  Profile profile;        // analytic for model inputs, as read for profiles
-  ReportContext context;  // input path and kind, and the config when there is one
-  bool has_config() const { return context.has_config; }
-  const ModelConfig& config() const { return context.config; }
-  int64_t grad_accumulation() const { return context.grad_accumulation; }
+  // Analytic for model inputs, as read for profiles. Its grad_accumulation
+  // (micro-batches per optimizer step) is the job's.
+  Profile profile;
+  bool has_config() const { return kind != PlannerInput::Kind::kProfile; }
+  const ModelConfig& config() const { return model; }
+  int64_t grad_accumulation() const { return profile.grad_accumulation; }
 };
 
 // The job of an input already read (e.g. by LoadPlannerInput), with

@@ -243,6 +243,12 @@ const char* ToString(LoraDtype v);                  // kDefault -> "default"
 const char* ToString(Quantization v);               // "none", "nf4"
 Result<Quantization> ParseQuantization(std::string_view text);
 Result<Gradients> ParseGradients(std::string_view text);  // not "default"
+// The head and loss names of model.json; "default" is not accepted.
+Result<Head> ParseHead(std::string_view text);
+Result<Pooling> ParsePooling(std::string_view text);
+Result<Loss> ParseLoss(std::string_view text);
+Result<Optimizer> ParseOptimizer(std::string_view text);
+Result<GradDtype> ParseGradDtype(std::string_view text);  // not "default"
 
 }  // namespace remat
 

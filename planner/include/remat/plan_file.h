@@ -1,5 +1,5 @@
-// plan.json: a planning result written as a self-contained file, read back
-// by `planner train`, and checked against the model it is about to run on.
+// plan.json read back (PlanToJson, remat/report.h, writes it) by `planner
+// train`, and checked against the model it is about to run on.
 #ifndef REMAT_PLAN_FILE_H_
 #define REMAT_PLAN_FILE_H_
 
@@ -9,16 +9,10 @@
 
 #include "remat/plan.h"
 #include "remat/profile.h"
-#include "remat/report.h"
 #include "remat/schedule.h"
 #include "remat/status.h"
 
 namespace remat {
-
-// plan.json: fits, strategy, budget_bytes, layers, schedule, predicted, model,
-// baseline, candidates, and the profile the plan was made for (so that a
-// plan file is self-contained for `planner train --plan`).
-std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);
 
 // A plan file read back: the profile it was made for and its schedule.
 struct LoadedPlan {
@@ -47,9 +41,10 @@ Status CheckPlanMatchesProfile(const LoadedPlan& plan, const Profile& profile,
                                const std::string& source);
 
 // The plan file as a PlanSet for the reports: its schedule simulated on its
-// profile (chosen, with the file's strategy and setting) and that profile's
-// no-checkpointing baseline.
-Result<PlanSet> PlanSetOf(const LoadedPlan& plan);
+// profile (chosen, with the file's strategy and setting) beside `baseline`,
+// that profile's no-checkpointing plan, which the caller solves (the
+// strategies sit above this layer).
+Result<PlanSet> PlanSetOf(const LoadedPlan& plan, Plan baseline);
 
 }  // namespace remat
 

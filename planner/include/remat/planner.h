@@ -24,6 +24,7 @@
 #include "remat/simulator.h"
 #include "remat/status.h"
 #include "remat/strategies.h"
+#include "remat/train_report.h"
 #include "remat/training.h"
 #include "remat/units.h"
 

@@ -1,12 +1,14 @@
-// The terminal report of a planning result. One PlanSet, several renderings:
-// plan.json is plan_file.h; the visualize/ library adds HTML, trace and
-// Markdown renderings of the same structures.
+// The terminal report and plan.json of a planning result. One PlanSet,
+// several renderings: the visualize/ library adds HTML, trace and Markdown
+// renderings of the same structures, train_report.h what `planner train`
+// prints. Renderers read the result and a ReportContext; they plan nothing.
 #ifndef REMAT_REPORT_H_
 #define REMAT_REPORT_H_
 
 #include <string>
 #include <string_view>
 
+#include "remat/job.h"
 #include "remat/model_config.h"
 #include "remat/plan.h"
 #include "remat/profile.h"
@@ -16,7 +18,8 @@ namespace remat {
 
 struct BatchSearch;  // remat/planning.h
 
-// What the report says about where the plan came from.
+// What the report says about where the plan came from: the render options
+// besides the result itself.
 struct ReportContext {
   std::string input_path;   // the file the user gave
   std::string input_kind;   // "model.json", "config.json", "profile"
@@ -28,8 +31,18 @@ struct ReportContext {
   const BatchSearch* batch = nullptr;
 };
 
+// The context of `job`'s reports: its input path and kind, its config (model
+// inputs) and accumulation; no note and no batch table.
+ReportContext ReportContextOf(const Job& job);
+
 // The human-readable report printed by `planner --budget ... model.json`.
 std::string FormatPlanText(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);
+
+// plan.json: fits, strategy, budget_bytes, layers, schedule, predicted, model,
+// baseline, candidates, and the profile the plan was made for (so that a
+// plan file is self-contained for `planner train --plan`; remat/plan_file.h
+// reads it back).
+std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);
 
 }  // namespace remat
 

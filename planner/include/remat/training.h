@@ -48,11 +48,14 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
 // The same checks alone (no runtime needed): what TrainPlan refuses.
 Status CheckTrainable(const Job& job, const TrainRequest& request);
 
-// `job` at the micro-batch `plan` was made for (its profile's micro_batch,
-// which --global-batch chooses), so that a plan runs as planned; `job`
-// unchanged when the plan does not say, or says the same, or `job` is a
-// profile (whose micro-batch is measured: CheckTrainable then refuses).
-Result<Job> WithPlansMicroBatch(const Job& job, const LoadedPlan& plan);
+// The job `request.plan` runs as: `input` (a model) with the plan's job. A
+// plan file is self-contained, so its recorded job fields (its profile's
+// micro_batch and seq_len, when it says) become overrides of `typed` (what
+// the caller asked for); a typed micro_batch or seq_len that contradicts
+// the plan is refused, naming the plan file and both values. A profile
+// input is taken as it is (CheckTrainable refuses it), and a plan made for
+// another model is CheckTrainable's to refuse.
+Result<Job> PlansJob(PlannerInput input, const TrainRequest& request, JobOverrides typed);
 
 }  // namespace remat
 

@@ -10,6 +10,17 @@
 
 namespace remat {
 
+using analytic::BuildTransformerGraph;
+using analytic::DeriveChain;
+using analytic::GraphModelState;
+using analytic::KernelDevice;
+using analytic::LoraWeightBytes;
+using analytic::OpGraph;
+using analytic::OpInfo;
+using analytic::OpTimeModel;
+using analytic::SdpaDeviceFor;
+using analytic::TransformerGraph;
+
 BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer,
                                          GradDtype grad_dtype) {
   // Pure 16-bit training keeps weights, gradients and (as torch.optim does)

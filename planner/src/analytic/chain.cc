@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 
-namespace remat {
+namespace remat::analytic {
 
 int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept) {
   std::set<int> in_group(ops.begin(), ops.end());
@@ -632,4 +632,4 @@ Result<std::vector<LayerProfile>> DeriveChain(
   return chain;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

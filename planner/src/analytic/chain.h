@@ -10,7 +10,7 @@
 #include "remat/profile.h"
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::analytic {
 
 // Roofline: an op takes max(flops / flops_per_ms, bytes / bytes_per_ms);
 // an op's forward adds its random draws (OpInfo::random_elements) at
@@ -80,6 +80,6 @@ Result<std::vector<LayerProfile>> DeriveChain(
     const std::vector<std::pair<std::string, std::string>>& kinds,
     const std::set<std::string>& creating = {});
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_CHAIN_H_

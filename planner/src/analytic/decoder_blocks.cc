@@ -1,7 +1,7 @@
 // Decoder blocks: GPT-2 and the llama family (llama, mistral, qwen2).
 #include "analytic/parts.h"
 
-namespace remat {
+namespace remat::analytic {
 
 T GptBlock(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
@@ -84,4 +84,4 @@ T LlamaBlock(Builder& B, const T& x) {
   return out;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

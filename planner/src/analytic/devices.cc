@@ -52,6 +52,8 @@
 #include "remat/analytic.h"
 
 namespace remat {
+
+using internal::JoinAlternatives;
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;

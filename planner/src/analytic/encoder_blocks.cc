@@ -1,7 +1,7 @@
 // The embedding layer and the encoder block (bert, roberta, distilbert).
 #include "analytic/parts.h"
 
-namespace remat {
+namespace remat::analytic {
 
 T Embedding(Builder& B, const T& ids, const T* after) {
   const ModelConfig& c = B.config();
@@ -67,4 +67,4 @@ T BertBlock(Builder& B, const T& x) {
   return out;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

@@ -7,7 +7,7 @@
 #include "remat/precision.h"
 #include "remat/profile.h"
 
-namespace remat {
+namespace remat::analytic {
 
 Dtypes DtypesFor(Precision p) {
   const PrecisionConvention& c = ConventionOf(p);
@@ -413,4 +413,4 @@ T Builder::MergeHeads(const T& ctx) {
   return merged;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

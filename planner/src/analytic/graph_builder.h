@@ -28,7 +28,7 @@
 #include "remat/checked_math.h"
 #include "remat/model_config.h"
 
-namespace remat {
+namespace remat::analytic {
 
 // Bytes per element of each kind of tensor under a precision.
 struct Dtypes {
@@ -214,6 +214,6 @@ class Builder {
   int lora_bytes_ = 0;           // bytes per element of the adapters' weights
 };
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_

@@ -3,7 +3,7 @@
 
 #include "analytic/parts.h"
 
-namespace remat {
+namespace remat::analytic {
 namespace {
 
 // One token of every sequence (a view: keeps nothing, its backward needs
@@ -142,4 +142,4 @@ T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
   return CrossEntropy(B, out, rows);
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

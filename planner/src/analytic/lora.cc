@@ -4,7 +4,7 @@
 #include "remat/checked_math.h"
 #include "remat/precision.h"
 
-namespace remat {
+namespace remat::analytic {
 
 int64_t Nf4Bytes(int64_t n, bool double_quant) {
   const int64_t blocks = (n + kNf4BlockSize - 1) / kNf4BlockSize;
@@ -53,4 +53,4 @@ Result<StaticMemory> GraphModelState(const TransformerGraph& g, const ModelConfi
   return StaticMemory{weights.value(), grads.value(), optimizer.value()};
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

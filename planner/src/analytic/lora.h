@@ -17,7 +17,7 @@
 #include "remat/profile.h"
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::analytic {
 
 // Weights per nf4 quantization block, and blocks per double-quantized
 // absmax constant (bitsandbytes' defaults).
@@ -42,6 +42,6 @@ int LoraWeightBytes(const ModelConfig& c);
 // parameter's state in its dtype). Fails on overflow.
 Result<StaticMemory> GraphModelState(const TransformerGraph& g, const ModelConfig& c);
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_LORA_H_

@@ -3,7 +3,7 @@
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
 
-namespace remat {
+namespace remat::analytic {
 
 int OpGraph::AddTensor(std::string name, int64_t bytes, bool requires_grad) {
   tensors_.push_back(TensorInfo{std::move(name), bytes, requires_grad, -1});
@@ -41,4 +41,4 @@ bool OpGraph::TopologicalOrder(std::vector<int>* order) const {
   return true;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace remat {
+namespace remat::analytic {
 
 struct TensorInfo {
   std::string name;
@@ -101,6 +101,6 @@ class OpGraph {
   std::vector<std::vector<int>> consumers_;
 };
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_OP_GRAPH_H_

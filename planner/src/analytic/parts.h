@@ -6,7 +6,7 @@
 
 #include "analytic/graph_builder.h"
 
-namespace remat {
+namespace remat::analytic {
 
 // decoder_blocks.cc
 T GptBlock(Builder& B, const T& x);    // pre-LayerNorm, fused qkv, GELU MLP
@@ -26,6 +26,6 @@ T BertBlock(Builder& B, const T& x);  // post-LayerNorm, bidirectional
 T AddHead(Builder& B, const T& x);
 T AddLoss(Builder& B, const T& head_output, const std::vector<T>& earlier_passes = {});
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_PARTS_H_

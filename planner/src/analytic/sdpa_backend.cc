@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace remat {
+namespace remat::analytic {
 namespace {
 
 bool Sm(const SdpaDevice& d, int major, int minor) {  // compute capability >= major.minor
@@ -131,4 +131,4 @@ SdpaBackend SelectSdpaBackend(const SdpaDevice& device, const SdpaCall& call) {
   return SdpaBackend::kMath;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace remat {
+namespace remat::analytic {
 
 enum class SdpaBackend {
   kMath,       // the composite: q k^T, softmax, dropout, . v, each an autograd op
@@ -60,6 +60,6 @@ struct SdpaCall {
 // priority order whose checks pass, math when none does.
 SdpaBackend SelectSdpaBackend(const SdpaDevice& device, const SdpaCall& call);
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_SDPA_BACKEND_H_

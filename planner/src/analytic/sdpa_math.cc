@@ -8,7 +8,7 @@
 
 #include "analytic/graph_builder.h"
 
-namespace remat {
+namespace remat::analytic {
 
 T Builder::SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& shape) {
   const int64_t s = c_.seq_len, b = sequences_, a = shape.heads, d = shape.head_dim;
@@ -93,4 +93,4 @@ T Builder::SdpaMath(const T& q, const T& k, const T& v, const AttentionShape& sh
   return MergeHeads(ctx);
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

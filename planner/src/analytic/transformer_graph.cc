@@ -6,7 +6,7 @@
 #include "analytic/parts.h"
 #include "remat/profile.h"
 
-namespace remat {
+namespace remat::analytic {
 
 Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
                                                const KernelDevice& device) {
@@ -73,4 +73,4 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
   return out;
 }
 
-}  // namespace remat
+}  // namespace remat::analytic

@@ -13,7 +13,7 @@
 #include "remat/model_config.h"
 #include "remat/status.h"
 
-namespace remat {
+namespace remat::analytic {
 
 struct TransformerGraph {
   OpGraph graph;
@@ -49,6 +49,6 @@ struct KernelDevice {
 Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
                                                const KernelDevice& device = {});
 
-}  // namespace remat
+}  // namespace remat::analytic
 
 #endif  // REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_

@@ -7,6 +7,8 @@
 #include "json_fields.h"
 
 namespace remat {
+
+using internal::JoinAlternatives;
 namespace {
 
 const std::vector<std::string> kStrategyNames = {"auto",    "none",           "uniform",

@@ -1,155 +1,15 @@
-// plan.json: writing a planning result and reading a plan back.
+// plan.json read back: the plan a file holds, as `planner train` runs it.
 #include "remat/plan_file.h"
 
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
-#include "json_values.h"
-#include "remat/accumulation.h"
-#include "remat/analytic.h"
-#include "remat/planning.h"
-#include "remat/strategies.h"
 
 namespace remat {
-namespace {
 
-nlohmann::ordered_json PredictedJson(const Plan& plan, const UpdatePrediction& u) {
-  const SimulationResult& r = plan.predicted;
-  nlohmann::ordered_json j;
-  j["peak_bytes"] = r.peak_bytes;
-  j["allocated_peak_bytes"] = plan.memory.allocated_peak_bytes;
-  j["reserved_peak_bytes"] = plan.memory.reserved_peak_bytes;
-  j["device_peak_bytes"] = plan.memory.total_bytes;
-  j["activation_peak_bytes"] = r.activation_peak_bytes;
-  j["static_bytes"] = r.static_bytes;
-  j["step_ms"] = r.step_ms;
-  j["recompute_ms"] = r.recompute_ms;
-  j["forward_ms"] = r.forward_ms;
-  j["backward_ms"] = r.backward_ms;
-  j["optimizer_ms"] = r.optimizer_ms;
-  // One optimizer step of grad_accumulation micro-batches (accumulation.h).
-  j["micro_step_ms"] = u.micro_step_ms;
-  j["accumulate_ms"] = u.accumulate_ms;
-  j["optimizer_step_ms"] = u.optimizer_step_ms;
-  j["update_ms"] = u.update_ms;
-  j["tokens_per_s"] = u.tokens_per_s;
-  j["recompute_ops"] = r.recompute_ops;
-  if (r.offloaded_bytes > 0) {  // activation offload (simulator.h)
-    j["transfer_ms"] = r.transfer_ms;
-    j["link_busy_ms"] = r.link_busy_ms;
-    j["offloaded_bytes"] = r.offloaded_bytes;
-    j["host_peak_bytes"] = r.host_peak_bytes;
-  }
-  j["peak_op"] = r.peak_op;
-  nlohmann::ordered_json at;
-  for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c) {
-    at[ToString(static_cast<MemoryCategory>(c))] = r.at_peak.bytes[c];
-  }
-  j["at_peak"] = at;
-  return j;
-}
-
-// The device's terms and what they add to the plan (remat/device_memory.h).
-nlohmann::ordered_json DeviceMemoryJson(const Plan& plan) {
-  const DeviceMemoryTerms& t = plan.terms;
-  const DeviceMemoryUse& m = plan.memory;
-  nlohmann::ordered_json j;
-  j["source"] = t.source;
-  j["cuda_context_bytes"] = m.cuda_context_bytes;
-  j["workspace_bytes"] = m.workspace_bytes;
-  j["fragmentation"] = t.fragmentation;
-  j["caching_allocator"] = t.caching_allocator;
-  j["allocator_rounding_bytes"] = m.allocator_rounding_bytes;
-  j["fragmentation_bytes"] = m.fragmentation_bytes;
-  j["tensor_budget_bytes"] = TensorBudget(plan.budget_bytes, t);
-  return j;
-}
-
-nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
-  nlohmann::ordered_json j;
-  j["strategy"] = ToString(p.strategy);
-  j["parameter"] = p.parameter;
-  j["fits"] = p.fits;
-  j["peak_bytes"] = p.predicted.peak_bytes;
-  j["device_peak_bytes"] = p.memory.total_bytes;
-  j["step_ms"] = p.predicted.step_ms;
-  j["recompute_ms"] = p.predicted.recompute_ms;
-  return j;
-}
-
-// --global-batch: every (b, K, plan) weighed, the chosen one marked.
-nlohmann::ordered_json BatchSearchJson(const BatchSearch& search) {
-  nlohmann::ordered_json j;
-  j["global_batch"] = search.global_batch;
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < search.weighed.size(); ++i) {
-    const BatchCandidate& c = search.weighed[i];
-    nlohmann::ordered_json r;
-    r["micro_batch"] = c.micro_batch;
-    r["grad_accumulation"] = c.grad_accumulation;
-    r["strategy"] = ToString(c.plan.strategy);
-    r["parameter"] = c.plan.parameter;
-    r["fits"] = c.plan.fits;
-    r["chosen"] = static_cast<int>(i) == search.chosen;
-    r["peak_bytes"] = c.plan.predicted.peak_bytes;
-    r["update_ms"] = c.update.update_ms;
-    r["tokens_per_s"] = c.update.tokens_per_s;
-    rows.push_back(r);
-  }
-  j["weighed"] = rows;
-  j["not_planned"] = search.skipped;  // larger micro-batches, past the first that does not fit
-  return j;
-}
-
-}  // namespace
-
-std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx) {
-  const Plan& plan = plans.chosen;
-  nlohmann::ordered_json j;
-  j["fits"] = plan.fits;
-  j["strategy"] = ToString(plan.strategy);
-  j["parameter"] = plan.parameter;
-  j["auto_selected"] = plans.auto_selected;
-  j["budget_bytes"] = plan.budget_bytes;
-  j["micro_batch"] = profile.micro_batch;
-  j["grad_accumulation"] = ctx.grad_accumulation;
-  if (ctx.batch != nullptr) j["global_batch"] = BatchSearchJson(*ctx.batch);
-  j["model"] = {{"name", profile.model},
-                {"parameters", profile.parameters},
-                {"trainable_parameters",
-                 ctx.has_config ? TrainableParameterCount(ctx.config) : profile.parameters},
-                {"input", ctx.input_path},
-                {"profile_source", profile.source},
-                {"micro_batch", profile.micro_batch},
-                {"seq_len", profile.seq_len}};
-  j["predicted"] =
-      PredictedJson(plan, PredictUpdate(profile, plan.predicted, ctx.grad_accumulation));
-  j["device_memory"] = DeviceMemoryJson(plan);
-  j["baseline"] = PlanSummaryJson(plans.baseline);
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  for (int i = 0; i < profile.num_layers(); ++i) {
-    const LayerProfile& l = profile.layers[i];
-    nlohmann::ordered_json lj;
-    lj["index"] = i;
-    lj["name"] = l.name;
-    if (!l.kind.empty()) lj["kind"] = l.kind;
-    if (!l.attention_backend.empty()) lj["attention_backend"] = l.attention_backend;
-    lj["decision"] = ToString(plan.decisions[i]);
-    if (plan.selective_option[i] >= 0) {
-      lj["selective_option"] = l.selective[plan.selective_option[i]].name;
-    }
-    lj["activation_bytes"] = l.activation_bytes;
-    lj["bytes_at_peak"] = plan.predicted.layer_bytes_at_peak[i];
-    layers.push_back(lj);
-  }
-  j["layers"] = layers;
-  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
-  for (const Plan& c : plans.candidates) candidates.push_back(PlanSummaryJson(c));
-  j["candidates"] = candidates;
-  j["schedule"] = ScheduleJsonValue(plan.schedule);
-  j["profile"] = ProfileJsonValue(profile);
-  return DumpDocument(j);
-}
+using internal::DescribeJsonValue;
+using internal::JsonObjectReader;
+using internal::ParseJson;
 
 Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
@@ -182,14 +42,12 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
   return plan;
 }
 
-Result<PlanSet> PlanSetOf(const LoadedPlan& plan) {
+Result<PlanSet> PlanSetOf(const LoadedPlan& plan, Plan baseline) {
   PlanSet set;
   REMAT_ASSIGN_OR_RETURN(const Strategy strategy, ParseStrategy(plan.strategy));
   REMAT_ASSIGN_OR_RETURN(set.chosen, MakePlanFromSchedule(plan.profile, strategy, plan.parameter,
                                                           plan.schedule, plan.budget_bytes));
-  PlanOptions none;
-  none.strategy = Strategy::kNone;
-  REMAT_ASSIGN_OR_RETURN(set.baseline, FindSolver(Strategy::kNone)->Solve(plan.profile, none));
+  set.baseline = std::move(baseline);
   set.candidates.push_back(set.chosen);
   return set;
 }

@@ -12,7 +12,7 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
                            std::to_string(global_batch));
   }
   if (!job.has_config()) {
-    return Status::Invalid(job.input.path +
+    return Status::Invalid(job.path +
                            " is a profile: its micro-batch is measured, so a global batch "
                            "cannot choose another; plan its model.json or config.json");
   }

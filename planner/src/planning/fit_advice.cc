@@ -56,7 +56,7 @@ template <typename Change>
 std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, Change change) {
   ModelConfig c = job.config();
   change(&c);
-  if (!ValidateModelConfig(c, job.input.path).ok()) return std::nullopt;
+  if (!ValidateModelConfig(c, job.path).ok()) return std::nullopt;
   Result<Profile> profile = AnalyticProfile(c, job.analytic);
   if (!profile.ok() || profile->model_state_bytes() >= options.budget_bytes) return std::nullopt;
   profile->host_link = job.profile.host_link;  // --host-link, not the model's

@@ -3,7 +3,8 @@
 namespace remat {
 namespace {
 
-Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& source) {
+Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfig* c,
+                      const std::string& source) {
   if (o.micro_batch) c->micro_batch = *o.micro_batch;
   if (o.seq_len) {
     c->seq_len = *o.seq_len;
@@ -14,6 +15,37 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
   if (o.precision) c->precision = *o.precision;
   if (o.attention) c->attention = *o.attention;
   if (o.gradients) c->gradients = *o.gradients;
+  if (o.optimizer) c->optimizer = *o.optimizer;
+  if (o.grad_dtype) c->grad_dtype = *o.grad_dtype;
+  if (o.dropout) c->dropout = *o.dropout;
+  if (o.head) {
+    c->head = *o.head;
+    // What ParseHfConfig gives an encoder whose "remat" block names the
+    // head: AutoModel's pooler with the pooling head (DistilBERT, without
+    // token types, has none).
+    if (kind == PlannerInput::Kind::kHfConfig) {
+      c->pooler =
+          c->architecture == Architecture::kBert && c->type_vocab != 0 && *o.head == Head::kPooling;
+    }
+  }
+  if (o.loss) c->loss = *o.loss;
+  if (o.texts_per_example) c->texts_per_example = *o.texts_per_example;
+  if (o.merge_columns) c->merge_columns = *o.merge_columns;
+  const Head head = WithDefaults(*c).head;
+  if (o.pooling) {
+    if (head != Head::kPooling) {
+      return Status::Invalid(source + ": pooling: only the pooling head pools (head is " +
+                             ToString(head) + ")");
+    }
+    c->pooling = *o.pooling;
+  }
+  if (o.num_labels) {
+    if (head != Head::kClassification) {
+      return Status::Invalid(source + ": num_labels: only the classification head has labels " +
+                             "(head is " + ToString(head) + ")");
+    }
+    c->num_labels = *o.num_labels;
+  }
   if (o.grad_accumulation) c->grad_accumulation = *o.grad_accumulation;
   if (o.lora_rank) {
     c->lora_rank = *o.lora_rank;
@@ -35,9 +67,9 @@ Status ApplyOverrides(const JobOverrides& o, ModelConfig* c, const std::string& 
 
 Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
   Job job;
-  job.input = std::move(input);
-  const std::string& path = job.input.path;
-  job.context.input_path = path;
+  job.path = std::move(input.path);
+  job.kind = input.kind;
+  const std::string& path = job.path;
   REMAT_ASSIGN_OR_RETURN(job.analytic.device, LookupDevice(overrides.device.value_or("a100")));
   if (overrides.tflops) {
     if (!(*overrides.tflops > 0)) return Status::Invalid("achieved TFLOP/s must be above 0");
@@ -47,28 +79,21 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
     return Status::Invalid("grad_accumulation must be at least 1, got " +
                            std::to_string(*overrides.grad_accumulation));
   }
-  if (job.input.kind == PlannerInput::Kind::kProfile) {
+  if (job.kind == PlannerInput::Kind::kProfile) {
     if (overrides.any()) {
       return Status::Invalid(path +
                              " is a profile (measured or hand-written sizes and times): "
-                             "the micro-batch, sequence length, precision, device and "
-                             "TFLOP/s can be changed for model.json and config.json "
-                             "inputs only");
+                             "the micro-batch, sequence length, precision, head, loss and "
+                             "the other job fields, device and TFLOP/s can be changed for "
+                             "model.json and config.json inputs only");
     }
-    job.profile = job.input.profile;
+    job.profile = std::move(input.profile);
     if (overrides.grad_accumulation) job.profile.grad_accumulation = *overrides.grad_accumulation;
-    job.context.grad_accumulation = job.profile.grad_accumulation;
-    job.context.input_kind = "profile";
     return job;
   }
-  ModelConfig& c = job.input.config;
-  REMAT_RETURN_IF_ERROR(ApplyOverrides(overrides, &c, path));
-  job.context.input_kind =
-      job.input.kind == PlannerInput::Kind::kHfConfig ? "config.json" : "model.json";
-  job.context.has_config = true;
-  job.context.config = c;
-  job.context.grad_accumulation = c.grad_accumulation;
-  REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(c, job.analytic));
+  job.model = std::move(input.config);
+  REMAT_RETURN_IF_ERROR(ApplyOverrides(overrides, job.kind, &job.model, path));
+  REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(job.model, job.analytic));
   return job;
 }
 
@@ -79,15 +104,13 @@ Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
 
 Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation) {
   if (!job.has_config()) {
-    return Status::Invalid(job.input.path + " is a profile: its micro-batch is measured");
+    return Status::Invalid(job.path + " is a profile: its micro-batch is measured");
   }
   Job other = job;
-  other.input.config.micro_batch = micro_batch;
-  if (grad_accumulation > 0) other.input.config.grad_accumulation = grad_accumulation;
-  REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.input.config, job.input.path));
-  other.context.config = other.input.config;
-  other.context.grad_accumulation = other.input.config.grad_accumulation;
-  REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.input.config, other.analytic));
+  other.model.micro_batch = micro_batch;
+  if (grad_accumulation > 0) other.model.grad_accumulation = grad_accumulation;
+  REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.model, job.path));
+  REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.model, other.analytic));
   other.profile.host_link = job.profile.host_link;  // --host-link, not the model's
   return other;
 }

@@ -1,20 +1,46 @@
 #include "remat/training.h"
 
+#include "remat/strategies.h"
+
 namespace remat {
 
 Status CheckTrainable(const Job& job, const TrainRequest& request) {
   if (!job.has_config()) {
-    return Status::Invalid(job.input.path +
+    return Status::Invalid(job.path +
                            " is a profile; training builds the model, so it needs the model.json "
                            "or config.json the profile was made from");
   }
   return CheckPlanMatchesProfile(request.plan, job.profile, request.plan_path);
 }
 
-Result<Job> WithPlansMicroBatch(const Job& job, const LoadedPlan& plan) {
-  const int64_t planned = plan.profile.micro_batch;
-  if (!job.has_config() || planned <= 0 || planned == job.config().micro_batch) return job;
-  return WithMicroBatch(job, planned);
+namespace {
+
+// `*field` set to the plan's `planned` (when known, > 0); a typed value that
+// differs is refused.
+Status TakePlanned(const char* name, int64_t planned, std::optional<int64_t>* field,
+                   const std::string& source) {
+  if (planned <= 0) return Status::Ok();
+  if (*field && **field != planned) {
+    return Status::Invalid(source + " was made for " + name + " " + std::to_string(planned) +
+                           ", and " + name + " " + std::to_string(**field) +
+                           " was asked for; leave it out to train the plan's job, or make a "
+                           "plan for this one (planner --json -o plan.json)");
+  }
+  *field = planned;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Job> PlansJob(PlannerInput input, const TrainRequest& request, JobOverrides typed) {
+  if (input.kind != PlannerInput::Kind::kProfile) {
+    const Profile& planned = request.plan.profile;
+    const std::string& source = request.plan_path;
+    REMAT_RETURN_IF_ERROR(
+        TakePlanned("micro_batch", planned.micro_batch, &typed.micro_batch, source));
+    REMAT_RETURN_IF_ERROR(TakePlanned("seq_len", planned.seq_len, &typed.seq_len, source));
+  }
+  return MakeJob(std::move(input), typed);
 }
 
 Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, Runtime& runtime) {
@@ -23,7 +49,11 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
   c.plan_path = request.plan_path;
   c.plan = request.plan;
   c.memory_limit_bytes = request.options.memory_limit_bytes;
-  Result<PlanSet> plans = PlanSetOf(c.plan);
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  Result<Plan> baseline = FindSolver(Strategy::kNone)->Solve(c.plan.profile, none);
+  if (!baseline.ok()) return baseline.status().WithPrefix(request.plan_path);
+  Result<PlanSet> plans = PlanSetOf(c.plan, std::move(*baseline));
   if (!plans.ok()) return plans.status().WithPrefix(request.plan_path);
   c.plans = std::move(*plans);
   c.predicted = c.plans.chosen.predicted;

@@ -7,10 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_values.h"
+#include "json_fields.h"
 #include "remat/units.h"
 
 namespace remat {
+
+using internal::DumpDocument;
 namespace {
 
 double OverheadPct(const ParetoCurve& c, double step_ms) {

@@ -268,6 +268,16 @@ void StrategyTable(std::ostringstream& o, const PlanSet& plans) {
 
 }  // namespace
 
+ReportContext ReportContextOf(const Job& job) {
+  ReportContext ctx;
+  ctx.input_path = job.path;
+  ctx.input_kind = ToString(job.kind);
+  ctx.has_config = job.has_config();
+  if (ctx.has_config) ctx.config = job.config();
+  ctx.grad_accumulation = job.grad_accumulation();
+  return ctx;
+}
+
 std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {
   std::ostringstream o;
   Header(o, plans.chosen, p, ctx);

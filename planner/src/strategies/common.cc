@@ -2,7 +2,7 @@
 
 #include "strategies/solvers.h"
 
-namespace remat {
+namespace remat::strategies {
 
 Result<Plan> EvaluateDecisions(const Profile& profile, Strategy strategy, std::string parameter,
                                const std::vector<LayerDecision>& decisions,
@@ -36,4 +36,4 @@ std::vector<LayerDecision> SegmentDecisions(int num_layers, const std::vector<in
 
 int RoundSqrt(int n) { return std::max(1, static_cast<int>(std::lround(std::sqrt(n)))); }
 
-}  // namespace remat
+}  // namespace remat::strategies

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace remat {
+namespace remat::strategies {
 namespace {
 
 // The default order of selective: blocks with an option, the most bytes
@@ -156,4 +156,4 @@ std::optional<Plan> BestHeuristicPlan(const Profile& p, const PlanOptions& o,
   return best;
 }
 
-}  // namespace remat
+}  // namespace remat::strategies

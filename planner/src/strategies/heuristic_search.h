@@ -11,7 +11,7 @@
 
 #include "strategies/solvers.h"
 
-namespace remat {
+namespace remat::strategies {
 
 // One candidate of a family: the single-level decisions its parameter means.
 struct HeuristicCandidate {
@@ -85,6 +85,6 @@ Result<std::optional<Plan>> SearchFamily(const Profile& profile, const Heuristic
 std::optional<Plan> BestHeuristicPlan(const Profile& profile, const PlanOptions& options,
                                       double below_step_ms);
 
-}  // namespace remat
+}  // namespace remat::strategies
 
 #endif  // REMAT_SRC_STRATEGIES_HEURISTIC_SEARCH_H_

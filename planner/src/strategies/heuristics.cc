@@ -8,7 +8,7 @@
 #include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
-namespace remat {
+namespace remat::strategies {
 namespace {
 
 // The simulated plan of `family`'s candidate `parameter`.
@@ -152,4 +152,4 @@ const std::vector<const StrategySolver*>& RegisteredSolvers() {
   return solvers;
 }
 
-}  // namespace remat
+}  // namespace remat::strategies

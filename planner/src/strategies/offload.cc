@@ -10,7 +10,7 @@
 #include "remat/units.h"
 #include "strategies/solvers.h"
 
-namespace remat {
+namespace remat::strategies {
 namespace {
 
 // The layers of `d` whose checkpoint x[i] can move (kCheckpoint with a
@@ -87,4 +87,4 @@ const StrategySolver* OffloadStrategySolver() {
   return &solver;
 }
 
-}  // namespace remat
+}  // namespace remat::strategies

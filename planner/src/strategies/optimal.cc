@@ -30,7 +30,7 @@
 #include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
-namespace remat {
+namespace remat::strategies {
 namespace {
 
 using solver::ChainTerms;
@@ -630,4 +630,4 @@ const StrategySolver* OptimalStrategySolver() {
   return &solver;
 }
 
-}  // namespace remat
+}  // namespace remat::strategies

@@ -5,6 +5,8 @@
 
 namespace remat {
 
+using strategies::RegisteredSolvers;
+
 const std::vector<const StrategySolver*>& AllSolvers() { return RegisteredSolvers(); }
 
 const StrategySolver* FindSolver(Strategy strategy) {

@@ -7,7 +7,7 @@
 
 #include "remat/strategies.h"
 
-namespace remat {
+namespace remat::strategies {
 
 // Every solver, in the order auto tries them. Add a new strategy here.
 const std::vector<const StrategySolver*>& RegisteredSolvers();
@@ -42,6 +42,6 @@ inline constexpr int kDefaultOptimalSlots = 2048;
 // The slot count for `options` (its slots, or the default).
 int OptimalSlots(const PlanOptions& options);
 
-}  // namespace remat
+}  // namespace remat::strategies
 
 #endif  // REMAT_SRC_STRATEGIES_SOLVERS_H_

@@ -7,6 +7,11 @@
 namespace remat {
 namespace {
 
+using analytic::DeriveChain;
+using analytic::OpGraph;
+using analytic::OpInfo;
+using analytic::OpTimeModel;
+
 OpInfo MakeOp(const std::string& name, const std::string& layer, std::vector<int> in,
               std::vector<int> out, std::vector<int> saved) {
   OpInfo op;

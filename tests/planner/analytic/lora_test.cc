@@ -16,6 +16,12 @@
 namespace remat {
 namespace {
 
+using analytic::BuildTransformerGraph;
+using analytic::GraphModelState;
+using analytic::Nf4Bytes;
+using analytic::OpInfo;
+using analytic::TransformerGraph;
+
 // meta-llama/Llama-3.2-3B's shape.
 ModelConfig Llama32_3B() {
   ModelConfig c;

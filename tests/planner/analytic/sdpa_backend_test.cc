@@ -32,6 +32,13 @@
 namespace remat {
 namespace {
 
+using analytic::SdpaBackend;
+using analytic::SdpaBackendName;
+using analytic::SdpaCall;
+using analytic::SdpaDevice;
+using analytic::SdpaDeviceFor;
+using analytic::SelectSdpaBackend;
+
 struct Case {
   const char* device;
   int elem_bytes;

@@ -14,6 +14,12 @@
 namespace remat {
 namespace {
 
+using analytic::BuildTransformerGraph;
+using analytic::KernelDevice;
+using analytic::OpInfo;
+using analytic::SdpaDeviceFor;
+using analytic::TransformerGraph;
+
 using testing::Hf;
 
 Profile OnDevice(const ModelConfig& c, const char* device) {

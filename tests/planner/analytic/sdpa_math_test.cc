@@ -14,6 +14,13 @@
 namespace remat {
 namespace {
 
+using analytic::BuildTransformerGraph;
+using analytic::KernelDevice;
+using analytic::OpInfo;
+using analytic::ReplayForward;
+using analytic::SdpaDeviceFor;
+using analytic::TransformerGraph;
+
 using testing::Hf;
 
 constexpr int64_t kB = 4, kA = 4, kS = 96, kD = 16;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remat/analytic.h"
+#include "remat/report.h"
 #include "remat/strategies.h"
 
 namespace remat {

@@ -93,7 +93,7 @@ TEST(BatchSearch, RefusesGlobalBatchBelowOneAndProfiles) {
   const Job job = SmallJob();
   EXPECT_EQ(SearchBatch(job, 0, Budget(1 << 30)).status().code(), StatusCode::kInvalidInput);
   Job profile_job = job;
-  profile_job.context.has_config = false;
+  profile_job.kind = PlannerInput::Kind::kProfile;
   EXPECT_EQ(SearchBatch(profile_job, 8, Budget(1 << 30)).status().code(),
             StatusCode::kInvalidInput);
 }

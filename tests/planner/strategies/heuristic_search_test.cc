@@ -18,6 +18,13 @@
 namespace remat {
 namespace {
 
+using strategies::BestHeuristicPlan;
+using strategies::EvaluateDecisions;
+using strategies::HeuristicCandidate;
+using strategies::HeuristicFamily;
+using strategies::SingleLevelPeakLowerBound;
+using strategies::SingleLevelStepMs;
+
 using testing::BudgetAt;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

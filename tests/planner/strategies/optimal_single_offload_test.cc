@@ -18,6 +18,8 @@
 namespace remat {
 namespace {
 
+using strategies::EvaluateDecisions;
+
 using Simulated = testing::SimulatedDecisions;
 
 bool Offloads(const Simulated& s) {

@@ -1,4 +1,4 @@
-#include "train_report.h"
+#include "remat/train_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "remat/units.h"
 
-namespace remat::cli {
+namespace remat {
 namespace {
 
 std::string Fixed(double v, const char* format) {
@@ -189,4 +189,4 @@ std::string TrainReportJson(const TrainComparison& c) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace remat::cli
+}  // namespace remat

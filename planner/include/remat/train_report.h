@@ -2,15 +2,15 @@
 // (the simulator on the plan's profile and schedule) against what the
 // runtime measured, overall and op by op. One comparison, two renderings
 // (text and JSON).
-#ifndef REMAT_CLI_TRAIN_REPORT_H_
-#define REMAT_CLI_TRAIN_REPORT_H_
+#ifndef REMAT_TRAIN_REPORT_H_
+#define REMAT_TRAIN_REPORT_H_
 
 #include <string>
 
 #include "remat/runtime_api.h"
 #include "remat/training.h"
 
-namespace remat::cli {
+namespace remat {
 
 // "step   3  loss 4.1234  peak 12.34 MiB  time 123.4 ms"
 std::string FormatStepLine(const StepRecord& step);
@@ -22,6 +22,6 @@ std::string FormatTrainText(const TrainComparison& c);
 // ops (per schedule op: predicted and measured peak and time).
 std::string TrainReportJson(const TrainComparison& c);
 
-}  // namespace remat::cli
+}  // namespace remat
 
-#endif  // REMAT_CLI_TRAIN_REPORT_H_
+#endif  // REMAT_TRAIN_REPORT_H_
