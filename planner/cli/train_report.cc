@@ -71,6 +71,7 @@ std::string FormatTrainText(const TrainComparison& c) {
     << (c.plan.profile.device.empty() ? "" : " (" + c.plan.profile.device + ")") << "; ran "
     << m.steps.size() << " steps on " << m.device;
   if (c.memory_limit_bytes > 0) o << " under a " << FormatBytes(c.memory_limit_bytes) << " limit";
+  if (m.provenance.present()) o << "\nMeasured with " << DescribeProvenance(m.provenance);
   o << "\n\n";
   o << "                 " << Pad("predicted", 18) << Pad("measured", 18) << "difference\n";
   o << "  peak memory    " << Pad(FormatBytes(p.peak_bytes), 18)
@@ -144,6 +145,7 @@ std::string TrainReportJson(const TrainComparison& c) {
                {"profile_source", c.plan.profile.source},
                {"profile_device", c.plan.profile.device}};
   j["device"] = m.device;
+  if (m.provenance.present()) j["provenance"] = ProvenanceJson(m.provenance);
   j["memory_limit_bytes"] = c.memory_limit_bytes;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const StepRecord& s : m.steps) {

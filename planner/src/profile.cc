@@ -207,6 +207,10 @@ Result<Profile> ProfileFromJson(const nlohmann::json& doc, const std::string& so
     REMAT_RETURN_IF_ERROR(hr.Bool("overlapped", &p.host_link.overlapped, false));
     REMAT_RETURN_IF_ERROR(hr.NoUnknownKeys({"name", "gb_per_s", "latency_us", "overlapped"}));
   }
+  if (doc.contains("provenance")) {
+    REMAT_RETURN_IF_ERROR(
+        ParseProvenance(doc.at("provenance"), source + ": provenance", &p.provenance));
+  }
   int64_t static_bytes = 0;
   REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
   if (doc.contains("static")) {
@@ -264,6 +268,7 @@ nlohmann::ordered_json ProfileJsonValue(const Profile& p) {
                       {"latency_us", p.host_link.latency_us},
                       {"overlapped", p.host_link.overlapped}};
   }
+  if (p.provenance.present()) j["provenance"] = ProvenanceJson(p.provenance);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     nlohmann::ordered_json lj;

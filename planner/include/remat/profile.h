@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "remat/provenance.h"
 #include "remat/status.h"
 
 namespace remat {
@@ -187,6 +188,8 @@ struct Profile {
   int64_t grad_accumulation = 1;
   // Offload link (profile JSON "host_link"; the CLI's --host-link sets it).
   HostLink host_link;
+  // What measured it (measured profiles; none for analytic ones).
+  Provenance provenance;
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }
