@@ -107,8 +107,7 @@ std::string FormatTrainText(const TrainComparison& c) {
     return std::llabs(memory_delta(a)) > std::llabs(memory_delta(b));
   });
   o << "\nWhere the difference comes from (per schedule op, measured - predicted):\n";
-  o << "  peak memory during the op (compute ops; autograd frees a layer's saved tensors\n"
-       "  during its backward, the simulator at the 'free a<i>' after it)\n";
+  o << "  peak memory during the op (compute ops)\n";
   int shown = 0;
   for (size_t k = 0; k < n && shown < 5; ++k) {
     const size_t i = order[k];
