@@ -59,7 +59,7 @@ class Replay {
   // before the first op (micro-batches 2..K of an update).
   Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
          const CachingAllocatorModel* allocator, bool gradients_at_start)
-      : p_(p), s_(s), graph_(g), tally_(allocator) {
+      : p_(p), s_(s), graph_(g), tally_(allocator), models_allocator_(allocator != nullptr) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
     out_end_ms_.assign(3 * (L + 1), 0);
@@ -97,6 +97,7 @@ class Replay {
     pt->start_ms = time_ms_;
     MemoryByCategory peak = cat_;
     int64_t workspace = 0;  // the op's transient request at its peak moment
+    int64_t released = 0;   // bytes of a[i] its backward released before its peak
     double ms = 0;
     switch (op.kind) {
       case OpKind::kForward:
@@ -159,8 +160,9 @@ class Replay {
         // the backward's peak (LayerProfile::backward_workspace_bytes); the
         // simulator still holds a[i] until its free.
         workspace = std::max<int64_t>(ws, 0);
+        released = std::max<int64_t>(-ws, 0);
         peak[MemoryCategory::kWorkspace] += workspace;
-        if (ws < 0) peak[a.category] += ws;
+        peak[a.category] -= released;
         // And by the op's end autograd has let go of all of it (below).
         release_a_ = op.layer;
         release_a_at_peak_ = a.bytes + std::min<int64_t>(ws, 0);
@@ -231,6 +233,9 @@ class Replay {
     if (op.kind != OpKind::kFree) {
       ReservedTally at_peak = tally_;
       at_peak.Add(workspace);
+      // Without an allocator model reserved is allocated; a caching
+      // allocator keeps what autograd released reserved.
+      if (!models_allocator_) at_peak.Remove(released);
       pt->reserved = at_peak.reserved();
     }
     // After the op's peak: the input it does not keep, and the gradients the
@@ -426,6 +431,7 @@ class Replay {
   int64_t release_a_at_peak_ = 0;     // its bytes at that peak
   MemoryByCategory cat_;
   ReservedTally tally_;
+  bool models_allocator_;
   int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
   // Overlapped link: when each direction's queue frees, when each tensor's

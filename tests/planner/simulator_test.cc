@@ -89,6 +89,9 @@ TEST(Simulator, ANegativeBackwardWorkspaceIsSavedBytesReleasedBeforeThePeak) {
   }
   EXPECT_EQ(r->peak_bytes, 320);
   EXPECT_EQ(r->timeline.back().live_after, 100);
+  // Without an allocator model reserved is allocated, at every op.
+  EXPECT_EQ(r->reserved_peak_bytes, r->peak_bytes);
+  for (const TimelinePoint& t : r->timeline) EXPECT_EQ(t.reserved, t.peak) << t.op_index;
 }
 
 TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {

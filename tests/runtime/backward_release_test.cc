@@ -70,6 +70,8 @@ TEST(BackwardRelease, UniformEveryTwoFromAMeasuredProfileIsExactThroughEveryBloc
   }
   EXPECT_EQ(backwards, 4);
   EXPECT_EQ(run->peak_bytes, predicted->peak_bytes);
+  // The plan's own figure (what `planner` prints as the predicted peak).
+  EXPECT_EQ(plans->chosen.memory.total_bytes, run->peak_bytes);
 }
 
 }  // namespace
