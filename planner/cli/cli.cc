@@ -61,6 +61,10 @@ Status Dispatch(const std::vector<std::string>& args, Environment& env) {
     *env.out << "remat planner 0.1.0"
              << (env.runtime ? " (LibTorch runtime loaded on first use by train and profile)"
                              : " (built without the LibTorch runtime)")
+             << "\nruntime: "
+             << (env.runtime_torch_version.empty()
+                     ? std::string("not built")
+                     : "LibTorch " + env.runtime_torch_version + " (libremat_runtime.so)")
              << "\n";
     return Status::Ok();
   }

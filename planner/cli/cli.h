@@ -35,6 +35,9 @@ struct Environment {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   RuntimeSource runtime;  // empty: built without the runtime
+  // The LibTorch version the runtime module was built against ("2.11.0"),
+  // for --version, which never loads the module; empty: not built.
+  std::string runtime_torch_version;
   // Progress of long commands on `err` (--quiet turns it off); off by
   // default, main() picks a bar for a terminal and lines otherwise.
   ProgressBarOptions progress;

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
 #ifdef REMAT_HAVE_RUNTIME
   remat::cli::RuntimeLoader runtime(remat::cli::RuntimeModulePath());
   env.runtime = runtime.Source();
+  env.runtime_torch_version = REMAT_RUNTIME_TORCH_VERSION[0] ? REMAT_RUNTIME_TORCH_VERSION : "?";
 #endif
   const int code = remat::cli::Run(std::vector<std::string>(argv + 1, argv + argc), env);
   return remat::cli::FinishStandardOutput(out, stdout_buffer, code, env);

@@ -67,7 +67,7 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
   REMAT_RETURN_IF_ERROR(r.Int("forward_nograd_workspace_bytes",
                               &out->forward_nograd_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(
-      r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, 0, kMaxBytes));
+      r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, -kMaxBytes, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("skip_bytes", &out->skip_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("gradient_bytes", &out->gradient_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(
@@ -128,8 +128,16 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              std::to_string(l.backward_ms));
     }
     if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < 0 ||
-        l.forward_workspace_bytes < 0 || l.backward_workspace_bytes < 0 || l.skip_bytes < 0) {
+        l.forward_workspace_bytes < 0 || l.skip_bytes < 0) {
       return Status::Invalid(where + ": byte counts must not be negative");
+    }
+    const int64_t saved = l.activation_bytes - l.output_bytes;
+    if (l.backward_workspace_bytes < -saved) {
+      return Status::Invalid(where + ": field 'backward_workspace_bytes' (" +
+                             std::to_string(l.backward_workspace_bytes) + ") is below -" +
+                             std::to_string(saved) +
+                             "; a backward releases at most what its layer saved besides its "
+                             "output (activation_bytes - output_bytes)");
     }
     if (l.activation_bytes < l.output_bytes) {
       return Status::Invalid(where + ": field 'activation_bytes' (" +
@@ -170,7 +178,7 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
     int64_t kept = l.activation_bytes;
     for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
     total += CheckedInt(l.input_bytes) * 2 + kept + l.gradient_bytes + l.forward_workspace_bytes +
-             std::max(l.backward_workspace_bytes, l.accumulate_workspace_bytes) +
+             std::max<int64_t>({0, l.backward_workspace_bytes, l.accumulate_workspace_bytes}) +
              std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
     if (!total.ok()) {
@@ -212,6 +220,10 @@ Result<Profile> internal::ProfileFromJson(const nlohmann::json& doc, const std::
     REMAT_RETURN_IF_ERROR(hr.Double("latency_us", &p.host_link.latency_us, false, 0, 1e9));
     REMAT_RETURN_IF_ERROR(hr.Bool("overlapped", &p.host_link.overlapped, false));
     REMAT_RETURN_IF_ERROR(hr.NoUnknownKeys({"name", "gb_per_s", "latency_us", "overlapped"}));
+  }
+  if (doc.contains("provenance")) {
+    REMAT_RETURN_IF_ERROR(
+        ParseProvenance(doc.at("provenance"), source + ": provenance", &p.provenance));
   }
   int64_t static_bytes = 0;
   REMAT_RETURN_IF_ERROR(r.Int("static_bytes", &static_bytes, true, 0, kMaxBytes));
@@ -270,6 +282,7 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
                       {"latency_us", p.host_link.latency_us},
                       {"overlapped", p.host_link.overlapped}};
   }
+  if (p.provenance.present()) j["provenance"] = ProvenanceJson(p.provenance);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     nlohmann::ordered_json lj;

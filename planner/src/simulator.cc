@@ -11,7 +11,8 @@ struct LiveTensor {
   MemoryCategory category = MemoryCategory::kActivations;
   int option = -1;        // for a[i]: the selective option it was saved under
   bool graph = false;     // for x[i+1]: written by a forward with grad (carries its graph)
-  bool released = false;  // x[i] released by a forward of a layer that does not keep it
+  bool released = false;  // x[i] released by a forward of a layer that does not keep it,
+                          // a[i] by its backward (autograd lets its saved tensors go)
   bool on_host = false;   // offloaded: its bytes are host memory until a prefetch
   bool leaving = false;   // overlapped offload: device bytes held until its copy ends
 };
@@ -36,7 +37,11 @@ int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.inde
 class Requests {
  public:
   Requests(int num_layers, const CachingAllocatorModel* allocator, std::vector<AllocEvent>* events)
-      : tally_(allocator), events_(events), tensors_(3 * (num_layers + 1)), layers_(num_layers) {}
+      : tally_(allocator),
+        models_allocator_(allocator != nullptr),
+        events_(events),
+        tensors_(3 * (num_layers + 1)),
+        layers_(num_layers) {}
 
   int64_t SkipId(int layer) const { return tensors_ + layer; }
   int64_t SkipGradId(int layer) const { return tensors_ + layers_ + layer; }
@@ -52,10 +57,14 @@ class Requests {
     tally_.Remove(bytes);
     if (events_ != nullptr && bytes > 0) events_->push_back(AllocEvent::Free(id));
   }
-  // Reserved with the op's workspace live on top, which is freed again.
-  int64_t ReservedWithWorkspace(int64_t bytes) {
+  // Reserved with the op's workspace live on top, which is freed again, and
+  // less `released`: bytes autograd let go before the op's peak, which a
+  // caching allocator keeps reserved (`models_allocator`) and no allocator
+  // model does.
+  int64_t ReservedWithWorkspace(int64_t bytes, int64_t released) {
     ReservedTally with = tally_;
     with.Add(bytes);
+    if (!models_allocator_) with.Remove(released);
     if (events_ != nullptr && bytes > 0) {
       events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
       events_->push_back(AllocEvent::Free(WorkspaceId()));
@@ -66,6 +75,7 @@ class Requests {
 
  private:
   ReservedTally tally_;
+  bool models_allocator_;
   std::vector<AllocEvent>* events_;
   int64_t tensors_;
   int64_t layers_;
@@ -142,6 +152,7 @@ class Replay {
     pt->start_ms = time_ms_;
     MemoryByCategory peak = cat_;
     int64_t workspace = 0;  // the op's transient request at its peak moment
+    int64_t released = 0;   // bytes of a[i] its backward released before its peak
     double ms = 0;
     switch (op.kind) {
       case OpKind::kForward:
@@ -200,8 +211,16 @@ class Replay {
         }
         WriteSkips(op);
         peak = cat_;
-        workspace = ws;
-        peak[MemoryCategory::kWorkspace] += ws;
+        // A negative workspace: autograd released that much of a[i] before
+        // the backward's peak (LayerProfile::backward_workspace_bytes); the
+        // simulator still holds a[i] until its free.
+        workspace = std::max<int64_t>(ws, 0);
+        released = std::max<int64_t>(-ws, 0);
+        peak[MemoryCategory::kWorkspace] += workspace;
+        peak[a.category] -= released;
+        // And by the op's end autograd has let go of all of it (below).
+        release_a_ = op.layer;
+        release_a_at_peak_ = a.bytes + std::min<int64_t>(ws, 0);
         ms = l.backward_ms + extra;
         r->backward_ms += l.backward_ms;
         r->recompute_ms += extra;
@@ -267,17 +286,23 @@ class Replay {
     pt->at_peak = peak;
     pt->peak = peak.total();
     if (op.kind != OpKind::kFree) {
-      pt->reserved = tally_.ReservedWithWorkspace(workspace);
+      pt->reserved = tally_.ReservedWithWorkspace(workspace, released);
     }
     // After the op's peak: the input it does not keep, and the gradients the
     // optimizer step frees (zero_grad sets them to None).
     if (release_x_ >= 0) {
-      LiveTensor& x = live_[Key({TensorKind::kX, release_x_}, L)];
-      cat_[x.category] -= x.bytes;
-      tally_.Remove(Key({TensorKind::kX, release_x_}, L), x.bytes);
-      x.bytes = 0;
-      x.released = true;
+      ReleaseAfterPeak(Key({TensorKind::kX, release_x_}, L));
       release_x_ = -1;
+    }
+    // After a backward's peak: what its layer saved, which autograd released
+    // as the backward ran; 'free a<i>' then frees nothing. (Held to that
+    // free, a[i] made the moment before it the step's peak whenever the
+    // backward had released saved bytes before its own peak.)
+    if (release_a_ >= 0) {
+      ReleaseAfterPeak(Key({TensorKind::kA, release_a_}, L));
+      if (released_[release_a_] == 0) released_layers_.push_back(release_a_);
+      released_[release_a_] += std::max<int64_t>(0, release_a_at_peak_);
+      release_a_ = -1;
     }
     if (op.kind == OpKind::kOptimizerStep) {
       for (int layer = 0; layer < L; ++layer) FreeGradients(layer);
@@ -292,9 +317,11 @@ class Replay {
   // Whether layer i's parameter gradients exist now.
   bool has_gradients(int layer) const { return grads_[layer]; }
   int64_t reserved_now() const { return tally_.reserved(); }
-  // Side outputs (LayerProfile::skip_bytes) and their gradients live now,
-  // by layer, the ones the last op released after its peak included.
-  int64_t skip_live(int layer) const {
+  // Bytes of layer `layer` that were live at the last op's peak and that
+  // live() does not show: side outputs (LayerProfile::skip_bytes) and their
+  // gradients, and what the op released after its peak (skips, a backward's
+  // a[i]).
+  int64_t side_live(int layer) const {
     return skip_[layer].bytes + skip_grad_[layer].bytes + released_[layer];
   }
 
@@ -427,6 +454,15 @@ class Replay {
     cat_[MemoryCategory::kParameterGrads] += bytes;
     tally_.Add(tally_.GradientsId(layer), bytes);
   }
+  // A tensor released after the op's peak: its bytes leave, its entry stays
+  // live (its free frees nothing).
+  void ReleaseAfterPeak(int key) {
+    LiveTensor& t = live_[key];
+    cat_[t.category] -= t.bytes;
+    tally_.Remove(key, t.bytes);
+    t.bytes = 0;
+    t.released = true;
+  }
   void FreeGradients(int layer) {
     if (!grads_[layer]) return;
     grads_[layer] = false;
@@ -441,6 +477,8 @@ class Replay {
   std::vector<bool> grads_;                   // layer -> its parameter gradients exist
   std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
   int release_x_ = -1;                // x index the current op releases after its peak
+  int release_a_ = -1;                // a index the current backward releases after its peak
+  int64_t release_a_at_peak_ = 0;     // its bytes at that peak
   MemoryByCategory cat_;
   Requests tally_;
   int64_t host_bytes_ = 0;  // offloaded tensors in host memory
@@ -550,7 +588,7 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
           r.layer_bytes_at_peak[std::min(LayerOf(t), L - 1)] += lt.bytes;
       }
     }
-    for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.skip_live(i);
+    for (int i = 0; i < L; ++i) r.layer_bytes_at_peak[i] += replay.side_live(i);
     for (int i = 0; i < L; ++i) {
       if (replay.has_gradients(i)) r.layer_bytes_at_peak[i] += profile.layers[i].gradient_bytes;
     }

@@ -76,6 +76,12 @@ Result<std::string> CudaDeviceName(int device) {
   return std::string(at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device))->name);
 }
 
+Result<std::string> CudaComputeCapability(int device) {
+  REMAT_RETURN_IF_ERROR(CheckDevice(device));
+  const auto* props = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device));
+  return std::to_string(props->major) + "." + std::to_string(props->minor);
+}
+
 #else
 
 namespace {
@@ -90,6 +96,7 @@ Status NoCuda() {
 
 Result<std::unique_ptr<MemoryMeter>> MakeCudaMeter(int /*device*/) { return NoCuda(); }
 Result<std::string> CudaDeviceName(int /*device*/) { return NoCuda(); }
+Result<std::string> CudaComputeCapability(int /*device*/) { return NoCuda(); }
 
 #endif
 

@@ -87,6 +87,9 @@ Result<std::unique_ptr<MemoryMeter>> MakeCudaMeter(int device);
 // The GPU's name ("NVIDIA H200"), or an error as for MakeCudaMeter.
 Result<std::string> CudaDeviceName(int device);
 
+// The GPU's compute capability ("9.0"), or an error as for MakeCudaMeter.
+Result<std::string> CudaComputeCapability(int device);
+
 }  // namespace remat::runtime
 
 #endif  // REMAT_RUNTIME_SRC_MEMORY_METER_H_

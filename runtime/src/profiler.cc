@@ -1,6 +1,7 @@
 #include "profiler.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -22,10 +23,12 @@ struct GradSample {
   int64_t gradients = 0;  // parameter gradients the backward created
 };
 
-// The repetitions of one measurement: times as medians, bytes as maxima.
+// The repetitions of one measurement: times as medians, bytes as maxima
+// (the backward's workspace signed: it starts below any sample).
 struct GradSummary {
   std::vector<double> forward_ms, backward_ms, core_ms;
-  int64_t kept = 0, forward_workspace = 0, backward_workspace = 0, gradients = 0;
+  int64_t kept = 0, forward_workspace = 0, gradients = 0;
+  int64_t backward_workspace = std::numeric_limits<int64_t>::min();
   void Add(const GradSample& s) {
     gradients = std::max(gradients, s.gradients);
     forward_ms.push_back(s.forward_ms);
@@ -224,7 +227,14 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.activation_bytes = std::max(m.full.kept - l.skip_bytes, l.output_bytes);
   l.forward_workspace_bytes = std::max<int64_t>(0, m.full.forward_workspace);
   l.forward_nograd_workspace_bytes = std::max<int64_t>(0, m.nograd_workspace);
-  l.backward_workspace_bytes = std::max<int64_t>(0, m.full.backward_workspace);
+  // Signed: autograd releases what the layer saved as its backward runs,
+  // and a backward that creates its layer's gradients makes most of them
+  // after that, so its peak can stay below live + input gradient +
+  // gradients (LayerProfile::backward_workspace_bytes). Never below what
+  // the layer saved besides its output (which the caller holds), all of
+  // which it can release.
+  l.backward_workspace_bytes =
+      std::max(m.full.backward_workspace, -(l.activation_bytes - l.output_bytes));
   l.gradient_bytes = m.full.gradients;
   if (m.accumulate_workspace >= 0) l.accumulate_workspace_bytes = m.accumulate_workspace;
   l.keeps_input = model_->keeps_input(layer);

@@ -12,6 +12,7 @@
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "profiler.h"
+#include "provenance.h"
 #include "schedule_executor.h"
 #include "torch_errors.h"
 
@@ -74,6 +75,7 @@ class TorchRuntime final : public Runtime {
     REMAT_ASSIGN_OR_RETURN(Profile p,
                            MeasureProfile(config, options, Timing{d.device, clock}, *d.meter));
     p.static_memory.parameter_bytes += std::max<int64_t>(0, held);
+    p.provenance = ProvenanceOf(d.device);
     return p;
   }
 
@@ -92,6 +94,7 @@ class TorchRuntime final : public Runtime {
     std::unique_ptr<ModelOptimizer> optimizer;
     TrainResult result;
     result.device = DeviceDescription(d.device);
+    result.provenance = ProvenanceOf(d.device);
     REMAT_RETURN_IF_ERROR(CatchTorchErrors("building the model", meter, [&] {
       const int64_t start = meter.current_bytes();
       model = MakeChainModel(config, d.device, options.seed);

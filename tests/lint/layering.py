@@ -26,10 +26,10 @@ LAYERS = [
         "planner/src/json_fields.{h,cc}",
     ]),
     ("model", [
-        "planner/include/remat/{model_config,precision,input,analytic,profile,device_memory}.h",
+        "planner/include/remat/{model_config,precision,input,analytic,profile,provenance,device_memory}.h",
         "planner/include/remat/caching_allocator.h", "planner/src/allocator/",
         "planner/src/analytic/",
-        "planner/src/{model_config,hf_config,precision,input,profile,device_memory}.cc",
+        "planner/src/{model_config,hf_config,precision,input,profile,provenance,device_memory}.cc",
         "planner/src/lora_config.{h,cc}", "planner/src/profile_json.h",
     ]),
     ("schedule", [

@@ -43,6 +43,21 @@ TEST(Profile, GradientsAndInputsKeptRoundTrip) {
   EXPECT_NE(bad.status().message().find("field 'keeps_input'"), std::string::npos);
 }
 
+TEST(Profile, BackwardWorkspaceIsSignedDownToWhatTheLayerSaved) {
+  Profile p = testing::TransformerChain(3);
+  LayerProfile& l = p.layers[1];
+  l.backward_workspace_bytes = -(l.activation_bytes - l.output_bytes);
+  Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->layers[1].backward_workspace_bytes, l.backward_workspace_bytes);
+  // A backward releases at most what its layer saved besides its output.
+  l.backward_workspace_bytes -= 1;
+  const Status bad = ParseProfile(ProfileToJson(p), "p.json").status();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("layers[1]"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("backward_workspace_bytes"), std::string::npos) << bad.message();
+}
+
 TEST(Profile, MinimalHandWrittenChain) {
   Result<Profile> p = ParseProfile(R"({"static_bytes": 100, "layers": [
       {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,

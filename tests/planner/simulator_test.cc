@@ -62,6 +62,38 @@ TEST(Simulator, NoCheckpointingTimelineByHand) {
   EXPECT_EQ(r->at_peak.total(), r->peak_bytes);
 }
 
+// A backward that creates its layer's gradients after autograd has let go of
+// part of what the layer saved: its negative workspace (as the runtime's
+// profiler measures it) lowers the backward's peak, attributed to a[i], and
+// a[i] is gone when the backward ends, so the frees after it are no higher.
+TEST(Simulator, ANegativeBackwardWorkspaceIsSavedBytesReleasedBeforeThePeak) {
+  Profile p = ThreeLayers();
+  p.layers[2].backward_workspace_bytes = -15;
+  p.layers[2].gradient_bytes = 40;
+  ASSERT_TRUE(ValidateProfile(p, "p").ok());
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Backward 2: 255 + g2(30) + gradients(40) - 15 = 310; after it a2 (20)
+  // is released: 305. Held to its free, a2 would make that moment 325.
+  // Backward 1: 305 - x3(5) + g1(20) = 320, a1 (40) released after it;
+  // frees x2, g2 -> 180 + 40. Backward 0: 220.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{310, 320, 220}));
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    if (s.ops[k].kind == OpKind::kBackward && s.ops[k].layer == 2) {
+      EXPECT_EQ(r->timeline[k].live_after, 305);
+      EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kActivations], 155 - 15);
+      EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kWorkspace], 0);
+      EXPECT_EQ(r->timeline[k + 1].peak, 305);  // the free after it
+    }
+  }
+  EXPECT_EQ(r->peak_bytes, 320);
+  EXPECT_EQ(r->timeline.back().live_after, 100);
+  // Without an allocator model reserved is allocated, at every op.
+  EXPECT_EQ(r->reserved_peak_bytes, r->peak_bytes);
+  for (const TimelinePoint& t : r->timeline) EXPECT_EQ(t.reserved, t.peak) << t.op_index;
+}
+
 TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {
   const Profile p = ThreeLayers();
   const std::vector<LayerDecision> d = {LayerDecision::kKeep, LayerDecision::kCheckpoint,

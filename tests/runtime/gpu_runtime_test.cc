@@ -38,6 +38,10 @@ TEST(GpuRuntime, MeasuredProfilePredictsTheMeasuredPeak) {
   m.repeats = 2;
   Result<Profile> profile = runtime->Measure(c, m);
   ASSERT_TRUE(profile.ok()) << profile.status().message();
+  // The provenance names the GPU and its compute capability ("9.0").
+  EXPECT_EQ(profile->provenance.allocator, "cuda-caching");
+  EXPECT_EQ(profile->provenance.device_name, profile->device);
+  EXPECT_NE(profile->provenance.compute_capability.find('.'), std::string::npos);
   for (Strategy s : {Strategy::kNone, Strategy::kUniform, Strategy::kSelective}) {
     const Schedule schedule = testing::PlannerSchedule(*profile, s);
     Result<SimulationResult> predicted = Simulate(*profile, schedule);

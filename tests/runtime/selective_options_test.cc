@@ -111,11 +111,7 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
 // to the byte, but the backward of an option whose measured backward peaks
 // below the full one (norm_output: its recompute workspace, the difference,
 // is clamped at 0 in the profile, so the simulator is that much above
-// there), the step's peak within 1.5% and never above it (as
-// TrainFamilies: a backward that creates its gradients can peak lower than
-// the profile's clamped workspace says; on these tiny models a block kept
-// whole does, by 4-6% of the step's peak, which is why no block here is
-// kept whole).
+// there), and the step's peak to the byte.
 void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
                                    const std::vector<int>& options) {
   const Schedule s = AllBlocksUnder(p, options);
@@ -141,13 +137,7 @@ void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
       const int64_t measured_peak = r->ops[k].peak - measured_base;
       const int64_t simulated_peak = sim->timeline[k].peak - simulated_base;
       const LayerProfile& layer = p.layers[s.ops[k].layer];
-      // An encoder's layers around the blocks that create their weights'
-      // gradients in this backward (tiny-bert-mlm's head, the mnrl job's
-      // second embedding) peak a few KB below the profile's clamped
-      // workspace (3,968 and 2,304 B), as a kept block does (above).
-      const bool encoder_edge = c.architecture == Architecture::kBert && layer.kind != kBlockKind;
-      if ((option >= 0 && layer.selective[option].recompute_workspace_bytes == 0) ||
-          encoder_edge) {
+      if (option >= 0 && layer.selective[option].recompute_workspace_bytes == 0) {
         EXPECT_LE(measured_peak, simulated_peak) << "op " << k << " " << DescribeOp(s.ops[k]);
       } else {
         EXPECT_EQ(measured_peak, simulated_peak) << "op " << k << " " << DescribeOp(s.ops[k]);
@@ -163,8 +153,7 @@ void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
   const int64_t predicted = sim->peak_bytes - simulated_base;
   std::cout << c.name << " under options " << options[0] << "," << options[1] << ": predicted peak "
             << predicted << " B, measured " << measured << " B\n";
-  EXPECT_GE(predicted, measured);
-  EXPECT_NEAR(measured, predicted, 0.015 * predicted);
+  EXPECT_EQ(measured, predicted);
 }
 
 // A measured profile lists the seven options with what they keep; plans

@@ -198,6 +198,9 @@ ReportSummary Summarize(const ReportData& data) {
   if (data.measured != nullptr) {
     s.measured = Measured(plan, *data.measured);
     s.measured_device = data.measured->device;
+    if (data.measured->provenance.present()) {
+      s.measured_device += "; " + DescribeProvenance(data.measured->provenance);
+    }
   }
   s.note = data.context->note;
   return s;

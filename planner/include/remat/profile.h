@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "remat/provenance.h"
 #include "remat/status.h"
 
 namespace remat {
@@ -82,8 +83,14 @@ struct LayerProfile {
   // The same for a forward without grad (checkpointed / recompute-only
   // forward). Defaults to forward_workspace_bytes when absent.
   int64_t forward_nograd_workspace_bytes = -1;
-  // Transient bytes during backward on top of what is live before it and the
-  // input gradient it produces.
+  // The backward's peak over what is live before it (a[i] included) plus the
+  // input gradient and the parameter gradients it creates (gradient_bytes):
+  // its transient bytes. Negative when autograd has released part of what
+  // the layer saved before that peak: a backward that creates its layer's
+  // gradients makes most of them after its first nodes let their saved
+  // tensors go (measured profiles of blocks, e.g. -326 KiB for a block of
+  // hidden 128, ffn 512, 2 x 64 tokens). At least -(activation_bytes -
+  // output_bytes): what the layer saved besides its output.
   int64_t backward_workspace_bytes = 0;
   // Bytes of the parameter gradients this layer's backward creates, under
   // the convention that gradients are created in backward and freed by the
@@ -187,6 +194,8 @@ struct Profile {
   int64_t grad_accumulation = 1;
   // Offload link (profile JSON "host_link"; the CLI's --host-link sets it).
   HostLink host_link;
+  // What measured it (measured profiles; none for analytic ones).
+  Provenance provenance;
   std::vector<LayerProfile> layers;
 
   int64_t static_bytes() const { return static_memory.total(); }

@@ -12,6 +12,7 @@
 #include "remat/model_config.h"
 #include "remat/profile.h"
 #include "remat/progress.h"
+#include "remat/provenance.h"
 #include "remat/schedule.h"
 #include "remat/status.h"
 
@@ -89,6 +90,7 @@ struct TrainResult {
   int64_t model_state_bytes = 0;    // measured parameters + gradients + optimizer state
   double step_ms = 0;           // median over steps after the first (the only one if 1)
   double recompute_ms = 0;      // median recompute time, same steps
+  Provenance provenance;        // LibTorch, device, kernels, threads, allocator of the run
 };
 
 class Runtime {

@@ -71,6 +71,7 @@ std::string FormatTrainText(const TrainComparison& c) {
     << (c.plan.profile.device.empty() ? "" : " (" + c.plan.profile.device + ")") << "; ran "
     << m.steps.size() << " steps on " << m.device;
   if (c.memory_limit_bytes > 0) o << " under a " << FormatBytes(c.memory_limit_bytes) << " limit";
+  if (m.provenance.present()) o << "\nMeasured with " << DescribeProvenance(m.provenance);
   o << "\n\n";
   o << "                 " << Pad("predicted", 18) << Pad("measured", 18) << "difference\n";
   o << "  peak memory    " << Pad(FormatBytes(p.peak_bytes), 18)
@@ -106,8 +107,7 @@ std::string FormatTrainText(const TrainComparison& c) {
     return std::llabs(memory_delta(a)) > std::llabs(memory_delta(b));
   });
   o << "\nWhere the difference comes from (per schedule op, measured - predicted):\n";
-  o << "  peak memory during the op (compute ops; autograd frees a layer's saved tensors\n"
-       "  during its backward, the simulator at the 'free a<i>' after it)\n";
+  o << "  peak memory during the op (compute ops)\n";
   int shown = 0;
   for (size_t k = 0; k < n && shown < 5; ++k) {
     const size_t i = order[k];
@@ -144,6 +144,7 @@ std::string TrainReportJson(const TrainComparison& c) {
                {"profile_source", c.plan.profile.source},
                {"profile_device", c.plan.profile.device}};
   j["device"] = m.device;
+  if (m.provenance.present()) j["provenance"] = ProvenanceJson(m.provenance);
   j["memory_limit_bytes"] = c.memory_limit_bytes;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const StepRecord& s : m.steps) {
