@@ -7,6 +7,9 @@
 
 namespace remat {
 
+using internal::DescribeJsonValue;
+using internal::JsonObjectReader;
+
 std::string DescribeProvenance(const Provenance& p) {
   if (!p.present()) return "";
   std::string s = "LibTorch " + p.torch_version;
