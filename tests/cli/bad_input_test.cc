@@ -284,7 +284,7 @@ INSTANTIATE_TEST_SUITE_P(
              "layers (embedding, block0..block1, final_norm, head, loss), the model's 7"},
         Case{"plan_for_another_shape",
              {"--plan", "{dir}/plan.json", "--micro-batch", "3", "{dir}/tiny.json"},
-             "was made for micro_batch 1"},
+             "was made for --micro-batch 1, and --micro-batch 3 was asked for"},
         Case{"profile_as_model",
              {"--plan", "{dir}/plan.json", "{dir}/profile_ok.json"},
              "profile_ok.json is a profile"},

@@ -33,6 +33,7 @@ class FakeRuntime : public Runtime {
     ++train_calls;
     last_grad_accumulation = config.grad_accumulation;
     last_micro_batch = config.micro_batch;
+    last_config = config;
     REMAT_ASSIGN_OR_RETURN(const Profile p, AnalyticProfile(config, AnalyticOptions{}));
     REMAT_ASSIGN_OR_RETURN(const SimulationResult sim, Simulate(p, schedule));
     if (options.memory_limit_bytes > 0 && sim.peak_bytes > options.memory_limit_bytes) {
@@ -59,6 +60,7 @@ class FakeRuntime : public Runtime {
   int train_calls = 0;
   int64_t last_grad_accumulation = 0;  // of the last Train call
   int64_t last_micro_batch = 0;        // of the last Train call
+  ModelConfig last_config;             // of the last Train call
   MeasureOptions last_measure;
 
  private:

@@ -9,6 +9,9 @@
 
 #include "cli_test_util.h"
 #include "fake_runtime.h"
+#include "remat/job.h"
+#include "remat/model_config.h"
+#include "remat/plan_file.h"
 
 namespace remat::cli {
 namespace {
@@ -115,7 +118,7 @@ TEST_F(FakeTrain, ATypedShapeThatContradictsThePlanIsOneLineAndExit2) {
   const std::string plan = PlanFile({"--strategy", "none", "--seq-len", "32"}, "s32.json");
   const Captured c = Run({"train", "--plan", plan, "--seq-len", "64", model_});
   EXPECT_EQ(c.code, 2);
-  EXPECT_NE(c.err.find("s32.json was made for seq_len 32, and seq_len 64 was asked for"),
+  EXPECT_NE(c.err.find("s32.json was made for --seq-len 32, and --seq-len 64 was asked for"),
             std::string::npos)
       << c.err;
   EXPECT_EQ(Lines(c.err), 1) << c.err;
@@ -146,10 +149,114 @@ TEST_F(FakeTrain, TrainRunsThePlansMicroBatchAndRefusesAnotherTyped) {
             PredictedPeak(plan));
   const Captured other = Run({"train", "--plan", plan, "--micro-batch", "2", model_});
   EXPECT_EQ(other.code, 2);
-  EXPECT_NE(other.err.find("mb4.json was made for micro_batch 4, and micro_batch 2 was asked for"),
-            std::string::npos)
+  EXPECT_NE(
+      other.err.find("mb4.json was made for --micro-batch 4, and --micro-batch 2 was asked for"),
+      std::string::npos)
       << other.err;
   EXPECT_EQ(runtime_.train_calls, 1);
+}
+
+// A sentence-embedding job planned on a config.json: every job flag typed
+// at planning is in the plan, so train is given the plan and the model only.
+class FakeTrainEncoder : public FakeTrain {
+ protected:
+  const std::string config_ =
+      std::string(REMAT_SOURCE_DIR) + "/examples/hf/distilroberta-base.config.json";
+  const std::vector<std::string> job_ = {"--precision",         "fp32", "--micro-batch", "2",
+                                         "--seq-len",           "64",   "--head",        "pooling",
+                                         "--pooling",           "mean", "--loss",        "mnrl",
+                                         "--texts-per-example", "3"};
+  std::string EncoderPlan() {
+    const std::string path = dir_.Path("mnrl.json");
+    std::vector<std::string> args = {"--strategy", "none"};
+    args.insert(args.end(), job_.begin(), job_.end());
+    args.insert(args.end(), {"-o", path, config_});
+    const Captured c = Run(args);
+    EXPECT_EQ(c.code, 0) << c.err;
+    return path;
+  }
+  // The config planning had, its defaults and gradient conventions resolved.
+  static std::string Resolved(const ModelConfig& c) {
+    ModelConfig r = WithDefaults(c);
+    r.gradients = GradientsOf(c);
+    r.grad_dtype = *PlannedJobOf(c).grad_dtype;
+    return ModelConfigToJson(r);
+  }
+};
+
+TEST_F(FakeTrainEncoder, APlanCarriesItsJobSoTrainNeedsNoFlagsRetyped) {
+  const std::string plan = EncoderPlan();
+  const nlohmann::json job = nlohmann::json::parse(ReadAll(plan))["job"];
+  EXPECT_EQ(job["head"], "pooling");
+  EXPECT_EQ(job["texts_per_example"], 3);
+  const Captured c = Run({"train", "--plan", plan, "--json", config_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  ASSERT_EQ(runtime_.train_calls, 1);
+  JobOverrides planned_overrides;
+  planned_overrides.precision = Precision::kFp32;
+  planned_overrides.micro_batch = 2;
+  planned_overrides.seq_len = 64;
+  planned_overrides.head = Head::kPooling;
+  planned_overrides.pooling = Pooling::kMean;
+  planned_overrides.loss = Loss::kMnrl;
+  planned_overrides.texts_per_example = 3;
+  Result<Job> planned = LoadJob(config_, planned_overrides);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  const ModelConfig& trained = runtime_.last_config;
+  EXPECT_EQ(trained.precision, Precision::kFp32);
+  EXPECT_EQ(trained.micro_batch, 2);
+  EXPECT_EQ(trained.seq_len, 64);
+  EXPECT_EQ(trained.head, Head::kPooling);
+  EXPECT_EQ(trained.pooling, Pooling::kMean);
+  EXPECT_EQ(trained.loss, Loss::kMnrl);
+  EXPECT_EQ(trained.texts_per_example, 3);
+  EXPECT_EQ(trained.pooler, planned->config().pooler);
+  EXPECT_EQ(Resolved(trained), Resolved(planned->config()));
+  EXPECT_EQ(nlohmann::json::parse(c.out)["predicted"]["peak_bytes"].get<int64_t>(),
+            PredictedPeak(plan));
+  // The plan's own values typed again agree with it.
+  EXPECT_EQ(Run({"train", "--plan", plan, "--loss", "mnrl", "--head", "pooling", config_}).code, 0);
+}
+
+TEST_F(FakeTrainEncoder, ATypedFlagThatContradictsThePlansJobIsOneLineAndExit2) {
+  const std::string plan = EncoderPlan();
+  const Captured c = Run({"train", "--plan", plan, "--precision", "bf16", config_});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("mnrl.json was made for --precision fp32, and --precision bf16 was asked "
+                       "for"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(Lines(c.err), 1) << c.err;
+  const Captured triplets = Run({"train", "--plan", plan, "--texts-per-example", "2", config_});
+  EXPECT_EQ(triplets.code, 2);
+  EXPECT_NE(triplets.err.find("was made for --texts-per-example 3, and --texts-per-example 2"),
+            std::string::npos)
+      << triplets.err;
+  EXPECT_EQ(runtime_.train_calls, 0);
+}
+
+TEST_F(FakeTrainEncoder, APlanWithoutAJobObjectTakesItsShapeAndTheTypedFlags) {
+  nlohmann::json doc = nlohmann::json::parse(ReadAll(EncoderPlan()));
+  doc.erase("job");
+  const std::string plan = dir_.Write("no-job.json", doc.dump());
+  // Without the job's fields the head is typed again; the shape is the plan's.
+  const Captured c = Run({"train", "--plan", plan, "--head", "pooling", "--loss", "mnrl",
+                          "--texts-per-example", "3", config_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_config.micro_batch, 2);
+  EXPECT_EQ(runtime_.last_config.seq_len, 64);
+  EXPECT_EQ(runtime_.last_config.texts_per_example, 3);
+}
+
+TEST_F(FakeTrain, ABadJobValueInThePlanIsOneLineNamingTheFileAndField) {
+  nlohmann::json doc = nlohmann::json::parse(ReadAll(PlanFile({"--strategy", "none"}, "p.json")));
+  doc["job"]["attention"] = "paged";
+  const std::string plan = dir_.Write("bad-job.json", doc.dump());
+  const Captured c = Run({"train", "--plan", plan, model_});
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("bad-job.json: job: field 'attention'"), std::string::npos) << c.err;
+  EXPECT_EQ(Lines(c.err), 1) << c.err;
+  EXPECT_EQ(runtime_.train_calls, 0);
 }
 
 // Standard output held until flushed (main's, off a terminal) and standard

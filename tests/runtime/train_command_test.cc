@@ -152,7 +152,7 @@ TEST_F(TrainCommand, RefusesAPlanForAnotherShape) {
   const Captured c =
       RunWithRuntime({"train", "--plan", PlanFile("none"), "--micro-batch", "3", model_});
   EXPECT_EQ(c.code, 2);
-  EXPECT_NE(c.err.find("was made for micro_batch 2, and micro_batch 3 was asked for"),
+  EXPECT_NE(c.err.find("was made for --micro-batch 2, and --micro-batch 3 was asked for"),
             std::string::npos)
       << c.err;
 }

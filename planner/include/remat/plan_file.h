@@ -4,15 +4,45 @@
 #define REMAT_PLAN_FILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "remat/model_config.h"
 #include "remat/plan.h"
 #include "remat/profile.h"
 #include "remat/schedule.h"
 #include "remat/status.h"
 
 namespace remat {
+
+// The job's model-level fields as planned: plan.json's "job" object, written
+// for model.json and config.json inputs (a profile's sizes are measured).
+// Names and values are model.json's, each resolved (never "default"); a
+// field that does not apply to the job is left out (pooling: the pooling
+// head only; num_labels: the classification head only; lora_targets: a
+// LoRA rank above 0).
+struct PlannedJob {
+  std::optional<Precision> precision;
+  std::optional<AttentionImpl> attention;
+  std::optional<Head> head;
+  std::optional<Pooling> pooling;
+  std::optional<Loss> loss;
+  std::optional<int64_t> texts_per_example;
+  std::optional<int64_t> num_labels;
+  std::optional<bool> merge_columns;
+  std::optional<Optimizer> optimizer;
+  std::optional<GradDtype> grad_dtype;
+  std::optional<Gradients> gradients;
+  std::optional<double> dropout;
+  std::optional<int64_t> lora_rank;
+  std::optional<uint32_t> lora_targets;  // LoraTarget bits
+  std::optional<Quantization> quantization;
+};
+
+// The job fields of `config` (a model.json / config.json with its overrides
+// applied), resolved as PlannedJob says.
+PlannedJob PlannedJobOf(const ModelConfig& config);
 
 // A plan file read back: the profile it was made for and its schedule.
 struct LoadedPlan {
@@ -21,6 +51,9 @@ struct LoadedPlan {
   std::string parameter;  // the strategy's setting ("every 2"), as planned
   int64_t budget_bytes = 0;
   int64_t grad_accumulation = 1;  // micro-batches per optimizer step (absent: 1)
+  // The job as planned (model inputs). Optional: absent for profile inputs,
+  // and a plan file without it gives its job's micro_batch and seq_len only.
+  std::optional<PlannedJob> job;
   Profile profile;
   Schedule schedule;
   int64_t predicted_peak_bytes = 0;

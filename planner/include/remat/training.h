@@ -50,9 +50,10 @@ Status CheckTrainable(const Job& job, const TrainRequest& request);
 
 // The job `request.plan` runs as: `input` (a model) with the plan's job. A
 // plan file is self-contained, so its recorded job fields (its profile's
-// micro_batch and seq_len, when it says) become overrides of `typed` (what
-// the caller asked for); a typed micro_batch or seq_len that contradicts
-// the plan is refused, naming the plan file and both values. A profile
+// micro_batch and seq_len, when it says; its grad_accumulation and every
+// field of its "job" object, when it has one) become overrides of `typed`
+// (what the caller asked for); a typed field that contradicts the plan is
+// refused, naming the plan file, the flag and both values. A profile
 // input is taken as it is (CheckTrainable refuses it), and a plan made for
 // another model is CheckTrainable's to refuse.
 Result<Job> PlansJob(PlannerInput input, const TrainRequest& request, JobOverrides typed);

@@ -4,12 +4,103 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "remat/precision.h"
 
 namespace remat {
 
 using internal::DescribeJsonValue;
 using internal::JsonObjectReader;
 using internal::ParseJson;
+
+PlannedJob PlannedJobOf(const ModelConfig& config) {
+  const ModelConfig c = WithDefaults(config);
+  PlannedJob j;
+  j.precision = c.precision;
+  j.attention = c.attention;
+  j.head = c.head;
+  if (c.head == Head::kPooling) j.pooling = c.pooling;
+  j.loss = c.loss;
+  j.texts_per_example = c.texts_per_example;
+  if (c.head == Head::kClassification) j.num_labels = c.num_labels;
+  j.merge_columns = c.merge_columns;
+  j.optimizer = c.optimizer;
+  // The dtype GradientBytes resolves: fp32, or the precision's 16-bit type.
+  const bool fp16 = c.precision == Precision::kFp16 || c.precision == Precision::kMixedFp16 ||
+                    c.precision == Precision::kAmpFp16;
+  j.grad_dtype = GradientBytes(c.precision, c.grad_dtype) == 4 ? GradDtype::kFp32
+                 : fp16                                        ? GradDtype::kFp16
+                                                               : GradDtype::kBf16;
+  j.gradients = GradientsOf(c);
+  j.dropout = c.dropout;
+  j.lora_rank = c.lora_rank;
+  if (c.lora_rank > 0) j.lora_targets = c.lora_targets;
+  j.quantization = c.quantization;
+  return j;
+}
+
+namespace {
+
+// `key` of `r`'s object, when present, read by `parse` (a model.json name
+// parser) into `*out`; the error names the field and what is accepted.
+template <typename E>
+Status JobName(const JsonObjectReader& r, const char* key, Result<E> (*parse)(std::string_view),
+               std::optional<E>* out) {
+  if (!r.Has(key)) return Status::Ok();
+  std::string name;
+  REMAT_RETURN_IF_ERROR(r.String(key, &name, false));
+  Result<E> v = parse(name);
+  if (!v.ok()) return r.Error(key, v.status().message());
+  *out = *v;
+  return Status::Ok();
+}
+
+Status JobInt(const JsonObjectReader& r, const char* key, int64_t min, int64_t max,
+              std::optional<int64_t>* out) {
+  if (!r.Has(key)) return Status::Ok();
+  int64_t v = 0;
+  REMAT_RETURN_IF_ERROR(r.Int(key, &v, false, min, max));
+  *out = v;
+  return Status::Ok();
+}
+
+// plan.json's "job" object (PlannedJob).
+Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::string& where) {
+  if (!object.is_object()) {
+    return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(object));
+  }
+  JsonObjectReader r(object, where);
+  REMAT_RETURN_IF_ERROR(
+      r.NoUnknownKeys({"precision", "attention", "head", "pooling", "loss", "texts_per_example",
+                       "num_labels", "merge_columns", "optimizer", "grad_dtype", "gradients",
+                       "dropout", "lora_rank", "lora_targets", "quantization"}));
+  PlannedJob j;
+  REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
+  REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));
+  REMAT_RETURN_IF_ERROR(JobName(r, "head", ParseHead, &j.head));
+  REMAT_RETURN_IF_ERROR(JobName(r, "pooling", ParsePooling, &j.pooling));
+  REMAT_RETURN_IF_ERROR(JobName(r, "loss", ParseLoss, &j.loss));
+  REMAT_RETURN_IF_ERROR(JobInt(r, "texts_per_example", 1, 1024, &j.texts_per_example));
+  REMAT_RETURN_IF_ERROR(JobInt(r, "num_labels", 1, 1 << 24, &j.num_labels));
+  if (r.Has("merge_columns")) {
+    bool merge = true;
+    REMAT_RETURN_IF_ERROR(r.Bool("merge_columns", &merge, false));
+    j.merge_columns = merge;
+  }
+  REMAT_RETURN_IF_ERROR(JobName(r, "optimizer", ParseOptimizer, &j.optimizer));
+  REMAT_RETURN_IF_ERROR(JobName(r, "grad_dtype", ParseGradDtype, &j.grad_dtype));
+  REMAT_RETURN_IF_ERROR(JobName(r, "gradients", ParseGradients, &j.gradients));
+  if (r.Has("dropout")) {
+    double dropout = 0;
+    REMAT_RETURN_IF_ERROR(r.Double("dropout", &dropout, false, 0, 0.999999));
+    j.dropout = dropout;
+  }
+  REMAT_RETURN_IF_ERROR(JobInt(r, "lora_rank", 0, 1 << 20, &j.lora_rank));
+  REMAT_RETURN_IF_ERROR(JobName(r, "lora_targets", ParseLoraTargets, &j.lora_targets));
+  REMAT_RETURN_IF_ERROR(JobName(r, "quantization", ParseQuantization, &j.quantization));
+  return j;
+}
+
+}  // namespace
 
 Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
@@ -23,6 +114,9 @@ Result<LoadedPlan> ParsePlanJson(std::string_view json_text, const std::string& 
   REMAT_RETURN_IF_ERROR(r.String("parameter", &plan.parameter, false));
   REMAT_RETURN_IF_ERROR(r.Int("budget_bytes", &plan.budget_bytes, false, 0));
   REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &plan.grad_accumulation, false, 1, 1 << 24));
+  if (doc.contains("job")) {
+    REMAT_ASSIGN_OR_RETURN(plan.job, ParsePlannedJob(doc["job"], source + ": job"));
+  }
   if (!doc.contains("profile") || !doc["profile"].is_object()) {
     return r.Error("profile",
                    "missing: a plan file carries the profile it was made for "

@@ -1,5 +1,7 @@
 #include "remat/training.h"
 
+#include <sstream>
+
 #include "remat/strategies.h"
 
 namespace remat {
@@ -15,14 +17,28 @@ Status CheckTrainable(const Job& job, const TrainRequest& request) {
 
 namespace {
 
-// `*field` set to the plan's `planned` (when known, > 0); a typed value that
-// differs is refused.
-Status TakePlanned(const char* name, int64_t planned, std::optional<int64_t>* field,
+std::string Shown(int64_t v) { return std::to_string(v); }
+std::string Shown(bool v) { return v ? "true" : "false"; }
+std::string Shown(uint32_t lora_targets) { return LoraTargetsToString(lora_targets); }
+std::string Shown(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+template <typename E>
+std::string Shown(E v) {
+  return ToString(v);
+}
+
+// Sets the typed `*field` to the plan's `planned` (when the plan says); a
+// typed value that differs is refused, naming `flag` and both values.
+template <typename T>
+Status TakePlanned(const char* flag, const std::optional<T>& planned, std::optional<T>* field,
                    const std::string& source) {
-  if (planned <= 0) return Status::Ok();
-  if (*field && **field != planned) {
-    return Status::Invalid(source + " was made for " + name + " " + std::to_string(planned) +
-                           ", and " + name + " " + std::to_string(**field) +
+  if (!planned) return Status::Ok();
+  if (*field && **field != *planned) {
+    return Status::Invalid(source + " was made for --" + flag + " " + Shown(*planned) + ", and --" +
+                           flag + " " + Shown(**field) +
                            " was asked for; leave it out to train the plan's job, or make a "
                            "plan for this one (planner --json -o plan.json)");
   }
@@ -30,15 +46,42 @@ Status TakePlanned(const char* name, int64_t planned, std::optional<int64_t>* fi
   return Status::Ok();
 }
 
+std::optional<int64_t> Known(int64_t v) { return v > 0 ? std::optional<int64_t>(v) : std::nullopt; }
+
+// The plan's recorded job fields taken into `typed`.
+Status TakePlannedJob(const LoadedPlan& plan, const std::string& source, JobOverrides* typed) {
+  REMAT_RETURN_IF_ERROR(
+      TakePlanned("micro-batch", Known(plan.profile.micro_batch), &typed->micro_batch, source));
+  REMAT_RETURN_IF_ERROR(
+      TakePlanned("seq-len", Known(plan.profile.seq_len), &typed->seq_len, source));
+  if (!plan.job) return Status::Ok();
+  const PlannedJob& j = *plan.job;
+  REMAT_RETURN_IF_ERROR(TakePlanned("grad-accumulation", Known(plan.grad_accumulation),
+                                    &typed->grad_accumulation, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("precision", j.precision, &typed->precision, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("attention", j.attention, &typed->attention, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("head", j.head, &typed->head, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("pooling", j.pooling, &typed->pooling, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("loss", j.loss, &typed->loss, source));
+  REMAT_RETURN_IF_ERROR(
+      TakePlanned("texts-per-example", j.texts_per_example, &typed->texts_per_example, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("num-labels", j.num_labels, &typed->num_labels, source));
+  REMAT_RETURN_IF_ERROR(
+      TakePlanned("merge-columns", j.merge_columns, &typed->merge_columns, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("optimizer", j.optimizer, &typed->optimizer, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("grad-dtype", j.grad_dtype, &typed->grad_dtype, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("gradients", j.gradients, &typed->gradients, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("dropout", j.dropout, &typed->dropout, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("lora-rank", j.lora_rank, &typed->lora_rank, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("lora-targets", j.lora_targets, &typed->lora_targets, source));
+  return TakePlanned("quantization", j.quantization, &typed->quantization, source);
+}
+
 }  // namespace
 
 Result<Job> PlansJob(PlannerInput input, const TrainRequest& request, JobOverrides typed) {
   if (input.kind != PlannerInput::Kind::kProfile) {
-    const Profile& planned = request.plan.profile;
-    const std::string& source = request.plan_path;
-    REMAT_RETURN_IF_ERROR(
-        TakePlanned("micro_batch", planned.micro_batch, &typed.micro_batch, source));
-    REMAT_RETURN_IF_ERROR(TakePlanned("seq_len", planned.seq_len, &typed.seq_len, source));
+    REMAT_RETURN_IF_ERROR(TakePlannedJob(request.plan, request.plan_path, &typed));
   }
   return MakeJob(std::move(input), typed);
 }

@@ -5,6 +5,7 @@
 #include "profile_json.h"
 #include "remat/accumulation.h"
 #include "remat/analytic.h"
+#include "remat/plan_file.h"
 #include "remat/planning.h"
 #include "remat/report.h"
 #include "schedule_json.h"
@@ -80,6 +81,28 @@ nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
   return j;
 }
 
+// The job's fields as planned, under model.json's names (PlannedJob,
+// remat/plan_file.h, reads them back).
+nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (p.precision) j["precision"] = ToString(*p.precision);
+  if (p.attention) j["attention"] = ToString(*p.attention);
+  if (p.head) j["head"] = ToString(*p.head);
+  if (p.pooling) j["pooling"] = ToString(*p.pooling);
+  if (p.loss) j["loss"] = ToString(*p.loss);
+  if (p.texts_per_example) j["texts_per_example"] = *p.texts_per_example;
+  if (p.num_labels) j["num_labels"] = *p.num_labels;
+  if (p.merge_columns) j["merge_columns"] = *p.merge_columns;
+  if (p.optimizer) j["optimizer"] = ToString(*p.optimizer);
+  if (p.grad_dtype) j["grad_dtype"] = ToString(*p.grad_dtype);
+  if (p.gradients) j["gradients"] = ToString(*p.gradients);
+  if (p.dropout) j["dropout"] = *p.dropout;
+  if (p.lora_rank) j["lora_rank"] = *p.lora_rank;
+  if (p.lora_targets) j["lora_targets"] = LoraTargetsToString(*p.lora_targets);
+  if (p.quantization) j["quantization"] = ToString(*p.quantization);
+  return j;
+}
+
 // --global-batch: every (b, K, plan) weighed, the chosen one marked.
 nlohmann::ordered_json BatchSearchJson(const BatchSearch& search) {
   nlohmann::ordered_json j;
@@ -125,6 +148,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
+  if (ctx.has_config) j["job"] = PlannedJobJson(PlannedJobOf(ctx.config));
   j["predicted"] =
       PredictedJson(plan, PredictUpdate(profile, plan.predicted, ctx.grad_accumulation));
   j["device_memory"] = DeviceMemoryJson(plan);

@@ -50,6 +50,91 @@ TEST(PlanFile, RoundTrips) {
   EXPECT_TRUE(CheckPlanMatchesProfile(*plan, p, "plan.json").ok());
 }
 
+// A plan of a model input, with the job its config describes.
+std::string JobPlanText(const ModelConfig& c) {
+  const Profile p = ProfileOf(c);
+  ReportContext ctx;
+  ctx.input_path = "model.json";
+  ctx.has_config = true;
+  ctx.config = c;
+  return PlanToJson(*MakePlan(p, PlanOptions{}), p, ctx);
+}
+
+ModelConfig LoraClassifier() {
+  ModelConfig c = SmallGpt();
+  c.precision = Precision::kMixedBf16;
+  c.head = Head::kClassification;
+  c.num_labels = 5;
+  c.optimizer = Optimizer::kSgdMomentum;
+  c.attention = AttentionImpl::kSdpa;
+  c.dropout = 0.25;
+  c.lora_rank = 8;
+  c.lora_targets = kLoraAllLinear;
+  c.quantization = Quantization::kNf4;
+  c.merge_columns = false;
+  return c;
+}
+
+void ExpectSameJob(const PlannedJob& a, const PlannedJob& b) {
+  EXPECT_EQ(a.precision, b.precision);
+  EXPECT_EQ(a.attention, b.attention);
+  EXPECT_EQ(a.head, b.head);
+  EXPECT_EQ(a.pooling, b.pooling);
+  EXPECT_EQ(a.loss, b.loss);
+  EXPECT_EQ(a.texts_per_example, b.texts_per_example);
+  EXPECT_EQ(a.num_labels, b.num_labels);
+  EXPECT_EQ(a.merge_columns, b.merge_columns);
+  EXPECT_EQ(a.optimizer, b.optimizer);
+  EXPECT_EQ(a.grad_dtype, b.grad_dtype);
+  EXPECT_EQ(a.gradients, b.gradients);
+  EXPECT_EQ(a.dropout, b.dropout);
+  EXPECT_EQ(a.lora_rank, b.lora_rank);
+  EXPECT_EQ(a.lora_targets, b.lora_targets);
+  EXPECT_EQ(a.quantization, b.quantization);
+}
+
+TEST(PlanFile, TheJobRoundTrips) {
+  for (const ModelConfig& c : {SmallGpt(), LoraClassifier()}) {
+    Result<LoadedPlan> plan = ParsePlanJson(JobPlanText(c), "plan.json");
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_TRUE(plan->job.has_value());
+    ExpectSameJob(*plan->job, PlannedJobOf(c));
+  }
+}
+
+TEST(PlanFile, TheJobIsWrittenResolvedUnderModelJsonsNames) {
+  const nlohmann::json job = nlohmann::json::parse(JobPlanText(LoraClassifier()))["job"];
+  EXPECT_EQ(job["precision"], "mixed_bf16");
+  EXPECT_EQ(job["attention"], "sdpa");
+  EXPECT_EQ(job["head"], "classification");
+  EXPECT_EQ(job["loss"], "cross_entropy");  // the default, resolved
+  EXPECT_EQ(job["texts_per_example"], 1);
+  EXPECT_EQ(job["num_labels"], 5);
+  EXPECT_EQ(job["optimizer"], "sgd_momentum");
+  EXPECT_EQ(job["grad_dtype"], "fp32");       // mixed_bf16's default
+  EXPECT_EQ(job["gradients"], "persistent");  // mixed_bf16's default
+  EXPECT_EQ(job["dropout"], 0.25);
+  EXPECT_EQ(job["lora_rank"], 8);
+  EXPECT_EQ(job["lora_targets"], LoraTargetsToString(kLoraAllLinear));
+  EXPECT_EQ(job["quantization"], "nf4");
+  EXPECT_EQ(job["merge_columns"], false);
+  EXPECT_FALSE(job.contains("pooling"));  // not the pooling head
+  const nlohmann::json lm = nlohmann::json::parse(JobPlanText(SmallGpt()))["job"];
+  EXPECT_EQ(lm["head"], "lm");
+  EXPECT_EQ(lm["grad_dtype"], "fp32");
+  EXPECT_EQ(lm["gradients"], "created_in_backward");
+  EXPECT_FALSE(lm.contains("num_labels"));
+  EXPECT_FALSE(lm.contains("lora_targets"));  // no LoRA rank
+}
+
+TEST(PlanFile, APlanWithoutAJobLoads) {
+  // A profile's plan carries none (its sizes are measured); the field is optional.
+  Result<LoadedPlan> plan = ParsePlanJson(PlanText(ProfileOf(SmallGpt())), "plan.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_FALSE(plan->job.has_value());
+  EXPECT_EQ(plan->profile.micro_batch, 2);
+}
+
 // Found by the CLI fuzzer: a file name that is not UTF-8 (Linux allows any
 // bytes) made PlanToJson throw (nlohmann type_error 316), an internal error.
 TEST(PlanFile, ANonUtf8InputPathIsWrittenWithAReplacementCharacter) {
@@ -216,6 +301,36 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, BadPlanFile,
                                               return Dump(d);
                                             },
                                             "plan.json: predicted: field 'peak_bytes'"},
+                                    BadPlan{"job_precision",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"]["precision"] = "fp8";
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: field 'precision'"},
+                                    BadPlan{"job_dropout",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"]["dropout"] = 1.5;
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: field 'dropout'"},
+                                    BadPlan{"job_lora_targets",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"]["lora_targets"] = "q,z";
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: field 'lora_targets'"},
+                                    BadPlan{"job_unknown_field",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"]["seq_len"] = 64;
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: unknown field 'seq_len'"},
+                                    BadPlan{"job_not_an_object",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"] = "amp_bf16";
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: expected an object"},
                                     // Used to exhaust the stack in ParsePlanJson (nlohmann's
                                     // recursive dump).
                                     BadPlan{"deep_nesting",
