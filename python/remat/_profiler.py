@@ -26,7 +26,7 @@ import statistics
 import time
 
 from ._blocks import find_blocks
-from ._planner import EXIT_BAD_INPUT, InputError
+from ._planner import EXIT_BAD_INPUT, InputError, write_json
 
 
 class Profile:
@@ -45,11 +45,9 @@ class Profile:
         return self.json["static_bytes"]
 
     def save(self, path):
-        import json
-
-        with open(path, "w") as f:
-            json.dump(self.json, f, indent=2)
-            f.write("\n")
+        """Writes the profile JSON to `path` (replaced whole), for the
+        `planner` command."""
+        write_json(path, self.json)
 
     def __repr__(self):
         return "<remat.Profile {} layers, static {} B>".format(len(self.layers), self.static_bytes)
@@ -216,7 +214,7 @@ class _Chain:
             def forward(*args, **kwargs):
                 if k < last:
                     return self.outputs[k]
-                torch._C._set_grad_enabled(grad_mode)
+                torch.set_grad_enabled(grad_mode)
                 out = self.outputs[k]
                 if isinstance(out, torch.Tensor):
                     return x
@@ -227,11 +225,11 @@ class _Chain:
         for k, b in enumerate(self.blocks):
             b.forward = recorded(k)
         try:
-            torch._C._set_grad_enabled(False)
+            torch.set_grad_enabled(False)
             output = _call(self.module, self.inputs)
             loss = _loss_of(output, self.inputs, self.loss_fn)
         finally:
-            torch._C._set_grad_enabled(grad_mode)
+            torch.set_grad_enabled(grad_mode)
             for b, f in zip(self.blocks, saved):
                 if f is None:
                     del b.forward

@@ -10,6 +10,7 @@ dropout off.
 """
 import gc
 import os
+import tempfile
 import unittest
 
 import remat
@@ -27,14 +28,24 @@ except ImportError:
     torch = None
 
 VOCAB, D_MODEL, BLOCKS, MICRO_BATCH, SEQ_LEN = 96, 64, 4, 2, 32
+HIDDEN_BYTES = MICRO_BATCH * SEQ_LEN * D_MODEL * 4
 # A plan from the profile predicts the metered peak of one training step
-# (forward, backward, AdamW step) from above. Seen on x86-64 with torch 2.11:
-# pre-LN -1.2% (no checkpoints) and -1.1% (uniform), post-LN -3.7% and -1.1%,
-# the custom chain below 1%. Each layer is measured alone, with what it keeps
-# as a whole; the simulator places the release of a block's saved bytes at its
-# backward's peak, which a real backward reaches later for post-LN blocks (the
-# gap is a few block outputs). The bound is that gap: 5% of these peaks.
-OVER_PREDICTION = 0.05
+# (forward, backward, AdamW step) from above, not within 1%. Seen on x86-64
+# with torch 2.11 (predicted - measured): pre-LN stack 33,272 B (1.28%) with
+# no checkpoints and 28,216 B (1.13%) uniform or segment; the custom chain
+# 32,508 B (1.34%) and 27,708 B (1.19%); about two hidden states. One is
+# the output's gradient: each layer's backward is measured, as remat's
+# LibTorch profiler measures it, with that gradient held through the whole
+# backward (it is live before the backward, in the simulator too), while
+# PyTorch's autograd frees it once the layer's last node has read it. The
+# other is not explained. Bound: three hidden states.
+OVER_PREDICTION_BYTES = 3 * HIDDEN_BYTES
+# Post-LN without checkpoints: 98,808 B (3.73%), six hidden states. Run
+# inside nn.TransformerEncoder, its third and fourth blocks keep one hidden
+# state less than the same block run alone or called in a plain loop (forward
+# hooks on the blocks show it; the encoder frees one more at its end); the
+# profile measures each block alone. Bound: seven hidden states.
+POST_LN_OVER_PREDICTION_BYTES = 7 * HIDDEN_BYTES
 
 if torch is not None:
     class Stack(nn.Module):
@@ -97,13 +108,14 @@ class ProfileTest(unittest.TestCase):
         m = remat_measure.measure(step, timeline=False)
         return m.baseline_bytes + m.peak_bytes - start
 
-    def check_predicts(self, make, inputs, step_loss_for, profile_kwargs, strategies):
+    def check_predicts(self, make, inputs, step_loss_for, profile_kwargs, strategies,
+                       slack=OVER_PREDICTION_BYTES):
         for strategy in strategies:
             with self.subTest(strategy=strategy):
                 predicted, measured = self.predicted_and_measured(
                     make, inputs, step_loss_for, profile_kwargs, strategy)
                 self.assertLessEqual(measured, predicted)
-                self.assertLessEqual(predicted - measured, OVER_PREDICTION * predicted)
+                self.assertLessEqual(predicted - measured, slack)
 
     def predicted_and_measured(self, make, inputs, step_loss_for, profile_kwargs, strategy):
         """One model's plan's predicted peak and its metered step's peak;
@@ -129,7 +141,11 @@ class ProfileTest(unittest.TestCase):
             with self.subTest(norm_first=norm_first):
                 self.check_predicts(lambda: Stack(norm_first), (ids,),
                                     lambda m: (lambda: loss(m(ids), None)),
-                                    {"loss_fn": loss}, ("none", "uniform", "segment"))
+                                    {"loss_fn": loss}, ("uniform", "segment"))
+        self.check_predicts(lambda: Stack(True), (ids,), lambda m: (lambda: loss(m(ids), None)),
+                            {"loss_fn": loss}, ("none",))
+        self.check_predicts(lambda: Stack(False), (ids,), lambda m: (lambda: loss(m(ids), None)),
+                            {"loss_fn": loss}, ("none",), slack=POST_LN_OVER_PREDICTION_BYTES)
 
     def test_profile_layers_and_static(self):
         torch.manual_seed(0)
@@ -167,6 +183,11 @@ class ProfileTest(unittest.TestCase):
         # The blocks before the named ones are the prefix, those after the rest.
         self.assertEqual([l["name"] for l in p.layers], ["embedding", "block0", "block1", "head"])
         self.assertTrue(remat.plan(p, budget="1GB").fits)
+        with tempfile.TemporaryDirectory() as d:  # the planner reads the saved file alike
+            path = os.path.join(d, "profile.json")
+            p.save(path)
+            self.assertEqual(remat.plan(path, budget="1GB").json["profile"]["layers"][1]["name"],
+                             "block0")
 
     def test_bad_input_is_refused(self):
         model = Chain()
