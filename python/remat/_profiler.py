@@ -292,9 +292,13 @@ def _measure_round(chain, meter, i, x, params, created, samples, timed):
     created[i] = []
     had = [p.grad is not None for p in params]
     live = meter.current_bytes()
+    # The output is the next layer's input, which a chain frees after that
+    # layer's backward, before this one's, unless this layer saved it.
+    with_grad = out.requires_grad
+    del out, holder
     meter.reset_peak()
     t = time.perf_counter()
-    if out.requires_grad:
+    if with_grad:
         root.backward()
     backward_s = time.perf_counter() - t
     gradients = 0
@@ -304,7 +308,7 @@ def _measure_round(chain, meter, i, x, params, created, samples, timed):
             created[i].append(p)
     input_grad = x.grad if x is not None and x.requires_grad else None
     backward_workspace = meter.peak_bytes() - live - _bytes(input_grad) - gradients
-    del out, holder, root, input_grad
+    del root, input_grad
     if x is not None:
         x.grad = None
     before = meter.current_bytes()
