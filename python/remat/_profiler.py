@@ -447,4 +447,6 @@ def _input_bytes(inputs):
 
     given = inputs.values() if isinstance(inputs, dict) else (
         inputs if isinstance(inputs, (tuple, list)) else (inputs,))
-    return sum(_bytes(t) for t in given if isinstance(t, torch.Tensor))
+    storages = {t.untyped_storage().data_ptr(): _bytes(t) for t in given
+                if isinstance(t, torch.Tensor)}
+    return sum(storages.values())  # a tensor given twice (ids as labels) once
