@@ -19,6 +19,11 @@ predicts a training step of the module:
   gradient_bytes     the parameter gradients the backward created (PyTorch
                      creates them in backward; the optimizer frees them)
 
+Two things differ from the LibTorch profiler, both as PyTorch's autograd
+runs a chain: the output's gradient is held by autograd alone (freed once
+read), and the output is let go before the backward (a chain frees it after
+the next layer's backward, unless this layer saved it).
+
 Each round measures the layers last first, as a backward meets them, from
 no gradients; times are medians over `repeats` rounds after one warm-up.
 """
