@@ -14,6 +14,7 @@ plan) carries a plan out on a PyTorch model (docs/python.md). Options are the
 command's, with underscores: ``micro_batch=8`` is ``--micro-batch 8``.
 """
 from ._planner import Error, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
+from ._profiler import Profile, profile
 from .apply import apply, unapply
 
 __version__ = "0.1.0"
@@ -28,5 +29,5 @@ def measure(*args, **kwargs):
     return _measure(*args, **kwargs)
 
 
-__all__ = ["Error", "InputError", "NoFitError", "Plan", "ParetoCurve", "apply", "measure", "pareto",
-           "plan", "run_planner", "unapply", "__version__"]
+__all__ = ["Error", "InputError", "NoFitError", "Plan", "ParetoCurve", "Profile", "apply", "measure", "pareto",
+           "plan", "profile", "run_planner", "unapply", "__version__"]

@@ -109,6 +109,22 @@ def _raise_for(code, err):
         raise Error(_message(err), code)
 
 
+def write_json(path, data):
+    """Writes `data` as indented JSON to `path`, replaced whole: a temporary
+    file in the same directory renamed into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".remat-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=2))
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 class Plan:
     """A plan as the command's JSON (``planner --json``): `json` is the
     whole object; the properties name its most used fields."""
@@ -161,17 +177,7 @@ class Plan:
     def save(self, path):
         """Writes the plan JSON to `path` (replaced whole: a temporary file
         renamed into place), for `planner train --plan`."""
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".remat-plan-", dir=directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(self.to_json())
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_json(path, self.json)
 
     def __repr__(self):
         return "<remat.Plan {} ({}) peak {} B, step {:.1f} ms, {}>".format(
