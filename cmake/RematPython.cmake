@@ -8,6 +8,9 @@
 set(REMAT_HAVE_PYTHON_MODULE OFF)
 if(SKBUILD)
   set(REMAT_HAVE_PYTHON_MODULE ON)
+elseif(REMAT_SANITIZE AND NOT REMAT_PYTHON_MODULE STREQUAL "ON")
+  # An uninstrumented Python cannot load an instrumented extension.
+  message(STATUS "remat: sanitizer build: skipping python/")
 elseif(NOT REMAT_PYTHON_MODULE STREQUAL "OFF")
   set(candidate "${REMAT_PYTHON}")
   if(NOT candidate AND EXISTS "${CMAKE_SOURCE_DIR}/.venv/bin/python")
