@@ -112,6 +112,16 @@ TEST(Export, TorchtitanFullAndEveryNthBlock) {
   EXPECT_TRUE(Has(c.out, "local_batch_size = 4\n")) << c.out;
 }
 
+TEST(Export, PrecisionFlagsFollowThePrecision) {
+  Captured c = Export("torchtitan", {"--precision", "fp32"});
+  EXPECT_TRUE(Has(c.out, "mixed_precision_param = \"float32\"\n")) << c.out;
+  c = Export("megatron", {"--precision", "mixed_fp16"});
+  EXPECT_TRUE(Has(c.out, " --fp16")) << c.out;
+  c = Export("hf", {"--precision", "fp32"});
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_FALSE(j.contains("bf16") || j.contains("fp16")) << c.out;
+}
+
 TEST(Export, GlobalBatchSizesFollowTheAccumulation) {
   const Captured c = Export("torchtitan", {"--micro-batch", "4", "--grad-accumulation", "8"});
   EXPECT_TRUE(Has(c.out, "local_batch_size = 4\nglobal_batch_size = 32\n")) << c.out;

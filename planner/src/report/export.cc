@@ -107,6 +107,11 @@ std::string Torchtitan(const EnginePlan& e, const Profile& profile, const Report
     out << "local_batch_size = " << profile.micro_batch << "\n"
         << "global_batch_size = " << profile.micro_batch * ctx.grad_accumulation << "\n";
   }
+  // torchtitan's mixed precision is bfloat16 (its default) or float32.
+  if (ctx.has_config && HalfOf(ctx) != Half::kFp16) {
+    out << "mixed_precision_param = \"" << (HalfOf(ctx) == Half::kBf16 ? "bfloat16" : "float32")
+        << "\"\n";
+  }
   out << "\n[activation_checkpoint]\n";
   switch (e.shape) {
     case EngineShape::kChunks:
