@@ -61,7 +61,8 @@ std::string DeepSpeed(const EnginePlan& e, const Profile& profile, const ReportC
   const Half half = HalfOf(ctx);
   if (half != Half::kNone) j[half == Half::kBf16 ? "bf16" : "fp16"] = {{"enabled", true}};
   if (e.shape == EngineShape::kChunks) {
-    const int blocks = static_cast<int>(BlockLayersPerPass(profile).front().size());
+    const std::vector<std::vector<int>> passes = BlockLayersPerPass(profile);
+    const int blocks = passes.empty() ? 0 : static_cast<int>(passes.front().size());
     j["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", false},
                                      {"contiguous_memory_optimization", false},
@@ -131,6 +132,7 @@ std::string Torchtitan(const EnginePlan& e, const Profile& profile, const Report
 // and no block recomputes anything else: a plan checkpoint_wrapper carries.
 std::vector<int> CheckpointedBlockList(const Plan& plan, const Profile& profile) {
   const std::vector<std::vector<int>> passes = BlockLayersPerPass(profile);
+  if (passes.empty()) return {};
   std::set<int> blocks;
   for (const std::vector<int>& pass : passes) blocks.insert(pass.begin(), pass.end());
   std::vector<int> list;

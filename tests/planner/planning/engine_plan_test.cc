@@ -13,13 +13,9 @@
 namespace remat {
 namespace {
 
-const char kSmallGpt[] = R"({"name": "small", "layers": 4, "hidden": 128, "heads": 4,
-  "vocab": 2048, "seq_len": 128, "micro_batch": 4, "dropout": 0.1})";
-
+// 4 GPT blocks, hidden 128: small enough to plan every shape in a test.
 Job SmallJob() {
-  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
-  EXPECT_TRUE(in.ok()) << in.status().message();
-  Result<Job> job = MakeJob(*in, {});
+  Result<Job> job = LoadJob(REMAT_SOURCE_DIR "/bench/fidelity/models/cpu-s.json", {});
   EXPECT_TRUE(job.ok()) << job.status().message();
   return *job;
 }
