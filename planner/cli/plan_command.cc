@@ -225,8 +225,9 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     *env.err << "planner: export: " << ExportNote(exported, result.plans.chosen) << "\n";
     *env.out << RenderExport(exported, profile, context);
     if (!exported.plan.fits && !result.advice) {
-      return Status::NoFit(std::string("the plan ") + ToString(*engine) +
-                           " can express does not fit the budget");
+      return Status::NoFit(std::string("no plan ") + ToString(*engine) +
+                           " can express fits the budget; remat.apply(model, plan) runs " +
+                           "the plan that fits");
     }
     return result.fit_status();
   }

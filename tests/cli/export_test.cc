@@ -70,6 +70,18 @@ TEST(Export, HfSaysWhatItCannotExpressAndPrintsThePlannedClosest) {
   EXPECT_EQ(planned.code, 0) << planned.err;
 }
 
+// 11 GiB lies between the lowest peak (uniform every 4, 10.93 GiB) and that
+// of every block checkpointed (11.36 GiB): a plan fits, none HF runs does.
+TEST(Export, NoFitWhenOnlyThePlanAskedForFits) {
+  const Captured c = RunCli({"--budget", "11GiB", "--quiet", "--export", "hf", kExample});
+  EXPECT_EQ(c.code, 3) << c.err;
+  EXPECT_TRUE(Has(c.err, "does not fit 11.00 GiB")) << c.err;
+  EXPECT_TRUE(Has(c.err, "no plan hf can express fits the budget")) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);  // still printed: the closest there is
+  EXPECT_EQ(j["gradient_checkpointing"], true);
+  EXPECT_EQ(RunCli({"--budget", "11GiB", "--quiet", "--export", "pytorch", kExample}).code, 0);
+}
+
 TEST(Export, DeepSpeedCountsTheChunks) {
   const Captured c = Export("deepspeed", {"--every", "4"});
   ASSERT_EQ(c.code, 0) << c.err;
