@@ -101,8 +101,9 @@ TEST(Export, DeepSpeedWithoutCheckpointingHasNoCheckpointingSection) {
 
 TEST(Export, MegatronUniformBlockAndSelective) {
   Captured c = Export("megatron", {"--every", "4"});
-  EXPECT_TRUE(Has(c.out, "--recompute-granularity full --recompute-method uniform "
-                         "--recompute-num-layers 4"))
+  EXPECT_TRUE(Has(c.out,
+                  "--recompute-granularity full --recompute-method uniform "
+                  "--recompute-num-layers 4"))
       << c.out;
   c = Export("megatron", {"--checkpoint-layers", "0,1,2", "--micro-batch", "4"});
   EXPECT_TRUE(Has(c.err, "megatron runs the plan exactly")) << c.err;

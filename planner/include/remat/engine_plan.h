@@ -39,9 +39,9 @@ enum class EngineShape {
 struct EnginePlan {
   Engine engine = Engine::kPytorch;
   EngineShape shape = EngineShape::kAsPlanned;
-  int n = 0;           // kChunks, kFirstBlocks, kEveryNth: the shape's n
-  bool exact = true;   // `plan` is the plan asked about
-  Plan plan;           // what the engine runs: planned, with its own prediction
+  int n = 0;          // kChunks, kFirstBlocks, kEveryNth: the shape's n
+  bool exact = true;  // `plan` is the plan asked about
+  Plan plan;          // what the engine runs: planned, with its own prediction
 };
 
 // How `engine` runs `plan`, made for `job` under `options` (the budget and

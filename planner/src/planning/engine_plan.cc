@@ -15,8 +15,8 @@ struct ShapeAt {
   int n;
 };
 
-constexpr Engine kEngines[] = {Engine::kPytorch, Engine::kHf, Engine::kDeepspeed,
-                               Engine::kMegatron, Engine::kTorchtitan};
+constexpr Engine kEngines[] = {Engine::kPytorch, Engine::kHf, Engine::kDeepspeed, Engine::kMegatron,
+                               Engine::kTorchtitan};
 
 // The decisions of one pass's blocks.
 std::vector<LayerDecision> BlockDecisions(const Profile& profile, const Plan& plan) {
@@ -25,7 +25,7 @@ std::vector<LayerDecision> BlockDecisions(const Profile& profile, const Plan& pl
   if (passes.empty()) return out;
   for (int i : passes.front()) {
     out.push_back(i < static_cast<int>(plan.decisions.size()) ? plan.decisions[i]
-                                                               : LayerDecision::kKeep);
+                                                              : LayerDecision::kKeep);
   }
   return out;
 }
