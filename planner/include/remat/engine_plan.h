@@ -48,7 +48,8 @@ struct EnginePlan {
 // device memory terms are kept for any other plan). Exact when one of the
 // engine's shapes plans to the same per-layer decisions; otherwise the best
 // plan (BetterPlan: fitting first, then faster) among the engine's shapes,
-// each planned by RunPlanner. Errors: as RunPlanner's.
+// each planned as RunPlanner plans that strategy (MakePlan). Errors: as
+// MakePlan's.
 Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, const Plan& plan,
                                  Engine engine);
 

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "remat/planning.h"
+#include "remat/strategies.h"
 
 namespace remat {
 namespace {
@@ -98,12 +98,11 @@ std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention
   return out;
 }
 
-// `shape` at `n` planned by RunPlanner with the budget and device memory
-// of `options`.
+// `shape` at `n` planned with the budget and device memory of `options`:
+// RunPlanner's plan for that strategy (MakePlan), without the fit advice
+// RunPlanner adds when it does not fit (the note reports the fit).
 Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, int blocks) {
-  PlanningRequest request;
-  request.suggest_fit = false;
-  PlanOptions& o = request.options;
+  PlanOptions o;
   o.budget_bytes = options.budget_bytes;
   o.device_memory = options.device_memory;
   switch (s.shape) {
@@ -129,8 +128,8 @@ Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, in
       for (int i = 0; i < blocks; ++i) o.selective_layers.push_back(i);
       break;
   }
-  REMAT_ASSIGN_OR_RETURN(PlanningResult result, RunPlanner(job, request));
-  return std::move(result.plans.chosen);
+  REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(job.profile, o));
+  return std::move(plans.chosen);
 }
 
 // The same per-layer decisions (and selective options where selective).
