@@ -1,5 +1,5 @@
 // planner [plan] --budget SIZE [--strategy S] [--format text|json|md] [-o plan.json]
-//                [--report report.html] [--trace trace.json] INPUT
+//                [--export ENGINE] [--report report.html] [--trace trace.json] INPUT
 #include <optional>
 #include <ostream>
 
@@ -8,6 +8,8 @@
 #include "progress_bar.h"
 #include "remat/batch_report.h"
 #include "remat/device_memory.h"
+#include "remat/engine_plan.h"
+#include "remat/export.h"
 #include "remat/io.h"
 #include "remat/plan_file.h"
 #include "remat/planning.h"
@@ -68,6 +70,9 @@ std::vector<FlagSpec> PlanFlags() {
       {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
       {"json", "", "the same as --format json"},
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
+      {"export", "ENGINE",
+       "print what a training engine takes for the plan instead of the report: pytorch, hf, "
+       "deepspeed, megatron, torchtitan (docs/exports.md)"},
       QuietFlag(),
   };
   for (const FlagSpec& r : ReportFileFlags()) f.push_back(r);
@@ -91,6 +96,21 @@ Result<Format> ParseFormat(const Args& args) {
     return Format::kMarkdown;
   }
   return Status::Invalid("option --format: expected text, json or md, got '" + f + "'");
+}
+
+// --export ENGINE, which replaces the report on standard output.
+Result<std::optional<Engine>> ParseExport(const Args& args) {
+  if (!args.Has("export")) return std::optional<Engine>();
+  Result<Engine> e = ParseEngine(args.Get("export"));
+  if (!e.ok()) return e.status().WithPrefix("option --export");
+  for (const char* shown : {"format", "json"}) {
+    if (args.Has(shown)) {
+      return Status::Invalid(std::string("option --export prints the engine's configuration; it "
+                                         "contradicts --") +
+                             shown);
+    }
+  }
+  return std::optional<Engine>(*e);
 }
 
 // A strategy's own flag selects it; contradicting --strategy is an error.
@@ -166,6 +186,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   PlanningRequest request;
   REMAT_ASSIGN_OR_RETURN(request.options, ParseOptions(args));
   REMAT_ASSIGN_OR_RETURN(const Format format, ParseFormat(args));
+  REMAT_ASSIGN_OR_RETURN(const std::optional<Engine> engine, ParseExport(args));
   REMAT_ASSIGN_OR_RETURN(const ReportFileOptions files, ParseReportFileOptions(args));
   if (!files.html_path.empty()) request.sweep_points = files.pareto_points;
   if (args.Has("global-batch")) {
@@ -198,6 +219,18 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   const std::string command = CommandLine(argv);
   REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, profile, context, nullptr,
                                          result.sweep ? &*result.sweep : nullptr, command));
+  if (engine) {
+    REMAT_ASSIGN_OR_RETURN(const EnginePlan exported,
+                           PlanForEngine(planned, request.options, result.plans.chosen, *engine));
+    *env.err << "planner: export: " << ExportNote(exported, result.plans.chosen) << "\n";
+    *env.out << RenderExport(exported, profile, context);
+    if (!exported.plan.fits && !result.advice) {
+      return Status::NoFit(std::string("no plan ") + ToString(*engine) +
+                           " can express fits the budget; remat.apply(model, plan) runs " +
+                           "the plan that fits");
+    }
+    return result.fit_status();
+  }
   // With -o the plan JSON goes to the file and the terminal gets the report.
   const Format shown = format == Format::kJson && args.Has("o") ? Format::kText : format;
   REMAT_ASSIGN_OR_RETURN(const std::string out, Render(shown, result, profile, context, command));

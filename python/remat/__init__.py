@@ -13,7 +13,7 @@ same code as the `planner` command; no PyTorch needed). remat.apply(model,
 plan) carries a plan out on a PyTorch model (docs/python.md). Options are the
 command's, with underscores: ``micro_batch=8`` is ``--micro-batch 8``.
 """
-from ._planner import Error, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
+from ._planner import Error, Export, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
 from ._profiler import Profile, profile
 from .apply import apply, unapply
 
@@ -29,5 +29,5 @@ def measure(*args, **kwargs):
     return _measure(*args, **kwargs)
 
 
-__all__ = ["Error", "InputError", "NoFitError", "Plan", "ParetoCurve", "Profile", "apply", "measure", "pareto",
+__all__ = ["Error", "Export", "InputError", "NoFitError", "Plan", "ParetoCurve", "Profile", "apply", "measure", "pareto",
            "plan", "profile", "run_planner", "unapply", "__version__"]

@@ -5,6 +5,7 @@ keyword arguments become its options, so validation, planning and messages
 are the same code as `planner`'s, and a bad input raises InputError with
 the one line the command prints for exit code 2.
 """
+import copy
 import json
 import os
 import tempfile
@@ -125,14 +126,29 @@ def write_json(path, data):
         raise
 
 
+class Export(str):
+    """What a training engine takes for a plan (``planner --export ENGINE``):
+    the text the command prints, with `engine` and `note`, its line on
+    stderr (the plan the export carries and its prediction; when the engine
+    cannot express the plan, what it exports instead)."""
+
+    def __new__(cls, text, engine, note):
+        self = super().__new__(cls, text)
+        self.engine = engine
+        self.note = note
+        return self
+
+
 class Plan:
     """A plan as the command's JSON (``planner --json``): `json` is the
     whole object; the properties name its most used fields."""
 
-    def __init__(self, data, message=None):
+    def __init__(self, data, message=None, request=None):
         self.json = data
         # When the plan does not fit: what would (the command's no-fit line).
         self.message = message
+        # remat.plan's arguments (model, budget, options), for export().
+        self._request = request
 
     @property
     def fits(self):
@@ -179,6 +195,20 @@ class Plan:
         renamed into place), for `planner train --plan`."""
         write_json(path, self.json)
 
+    def export(self, engine):
+        """What `engine` ("pytorch", "hf", "deepspeed", "megatron",
+        "torchtitan") takes for this plan, as an Export (a str): the command
+        line of remat.plan run again with ``--export ENGINE``
+        (docs/exports.md). Raises InputError for an unknown engine; needs a
+        plan made by remat.plan()."""
+        if self._request is None:
+            raise ValueError("remat: Plan.export needs a plan made by remat.plan(model, budget, ...)")
+        model, budget, options = self._request
+        code, out, err = _plan_command(model, budget, options, ["--export", str(engine)])
+        _raise_for(code, err)
+        notes = [l for l in err.splitlines() if l.startswith(_EXPORT_NOTE)]
+        return Export(out, str(engine), notes[0][len(_EXPORT_NOTE):] if notes else "")
+
     def __repr__(self):
         return "<remat.Plan {} ({}) peak {} B, step {:.1f} ms, {}>".format(
             self.strategy, self.parameter, self.predicted_peak_bytes, self.step_ms,
@@ -194,12 +224,22 @@ def plan(model, budget, **options):
     checkpoint_layers=[0, 4, 8], device="h200", ... Returns a Plan (with
     ``fits`` False and ``message`` saying what would fit when nothing does);
     raises InputError for bad input, with the command's one-line message."""
-    with _Input(model) as path:
-        args = ["--budget", _flag_value(budget), "--format", "json", "--quiet"]
-        args += _options(options) + [path]
-        code, out, err = run_planner(args)
+    code, out, err = _plan_command(model, budget, options, ["--format", "json"])
     _raise_for(code, err)
-    return Plan(json.loads(out), _message(err) if code == EXIT_NO_FIT else None)
+    return Plan(json.loads(out), _message(err) if code == EXIT_NO_FIT else None,
+                (copy.deepcopy(model) if isinstance(model, dict) else model, budget,
+                 dict(options)))
+
+
+_EXPORT_NOTE = "planner: export: "
+
+
+def _plan_command(model, budget, options, shown):
+    """Runs `planner --budget BUDGET <shown> --quiet <options> MODEL`."""
+    with _Input(model) as path:
+        args = ["--budget", _flag_value(budget)] + shown + ["--quiet"]
+        args += _options(options) + [path]
+        return run_planner(args)
 
 
 class ParetoCurve:

@@ -43,11 +43,11 @@ LAYERS = [
         "planner/include/remat/strategies.h", "planner/src/strategies/", "planner/src/solver/",
     ]),
     ("planning", [
-        "planner/include/remat/{job,planning,pareto,training}.h", "planner/src/planning/",
+        "planner/include/remat/{job,planning,pareto,training,engine_plan}.h", "planner/src/planning/",
         "planner/src/pareto.cc",
     ]),
     ("report", [
-        "planner/include/remat/{report,batch_report,pareto_report,train_report,planner}.h",
+        "planner/include/remat/{report,batch_report,pareto_report,train_report,planner,export}.h",
         "planner/src/report/", "visualize/",
     ]),
     ("cli", ["planner/cli/"]),

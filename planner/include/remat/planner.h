@@ -9,6 +9,8 @@
 
 #include "remat/analytic.h"
 #include "remat/decisions.h"
+#include "remat/engine_plan.h"
+#include "remat/export.h"
 #include "remat/input.h"
 #include "remat/io.h"
 #include "remat/job.h"

@@ -1,0 +1,224 @@
+#include "remat/engine_plan.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "remat/strategies.h"
+
+namespace remat {
+namespace {
+
+struct ShapeAt {
+  EngineShape shape;
+  int n;
+};
+
+constexpr Engine kEngines[] = {Engine::kPytorch, Engine::kHf, Engine::kDeepspeed, Engine::kMegatron,
+                               Engine::kTorchtitan};
+
+// The decisions of one pass's blocks.
+std::vector<LayerDecision> BlockDecisions(const Profile& profile, const Plan& plan) {
+  std::vector<LayerDecision> out;
+  const std::vector<std::vector<int>> passes = BlockLayersPerPass(profile);
+  if (passes.empty()) return out;
+  for (int i : passes.front()) {
+    out.push_back(i < static_cast<int>(plan.decisions.size()) ? plan.decisions[i]
+                                                              : LayerDecision::kKeep);
+  }
+  return out;
+}
+
+bool HasAttentionCore(const Profile& profile) {
+  for (int i : BlockLayers(profile)) {
+    const std::vector<SelectiveOption>& s = profile.layers[i].selective;
+    if (s.empty() || s.front().name != kAttentionCoreOption) return false;
+  }
+  return !BlockLayers(profile).empty();
+}
+
+// The shapes `engine` takes whose n the decisions of `plan` imply: the
+// candidates for an exact expression.
+std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecision>& blocks,
+                                     bool attention_core) {
+  std::vector<int> checkpointed;
+  for (int i = 0; i < static_cast<int>(blocks.size()); ++i) {
+    if (blocks[i] == LayerDecision::kCheckpoint) checkpointed.push_back(i);
+  }
+  const int count = static_cast<int>(checkpointed.size());
+  const int chunk =
+      count >= 2 ? checkpointed[1] - checkpointed[0] : static_cast<int>(blocks.size());
+  const int every_nth = count >= 1 ? checkpointed[0] + 1 : 0;
+  std::vector<ShapeAt> out = {{EngineShape::kNone, 0}};
+  switch (engine) {
+    case Engine::kPytorch:
+      return {{EngineShape::kAsPlanned, 0}};
+    case Engine::kHf:
+      out.push_back({EngineShape::kChunks, 1});
+      break;
+    case Engine::kDeepspeed:
+      if (count >= 1) out.push_back({EngineShape::kChunks, chunk});
+      break;
+    case Engine::kMegatron:
+      if (count >= 1) out.push_back({EngineShape::kChunks, chunk});
+      if (count >= 1) out.push_back({EngineShape::kFirstBlocks, count});
+      if (attention_core) out.push_back({EngineShape::kSelectiveAttention, 0});
+      break;
+    case Engine::kTorchtitan:
+      out.push_back({EngineShape::kChunks, 1});
+      if (every_nth >= 2) out.push_back({EngineShape::kEveryNth, every_nth});
+      break;
+  }
+  return out;
+}
+
+// The shapes `engine` takes, each to be planned; the closest is the best.
+// kChunks with n = 0: the best chunk length under the budget.
+std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention_core) {
+  std::vector<ShapeAt> out = {{EngineShape::kNone, 0}};
+  switch (engine) {
+    case Engine::kPytorch:
+      break;
+    case Engine::kHf:
+      out.push_back({EngineShape::kChunks, 1});
+      break;
+    case Engine::kDeepspeed:
+      out.push_back({EngineShape::kChunks, 0});
+      break;
+    case Engine::kMegatron:
+      out.push_back({EngineShape::kChunks, 0});
+      if (attention_core) out.push_back({EngineShape::kSelectiveAttention, 0});
+      break;
+    case Engine::kTorchtitan:
+      out.push_back({EngineShape::kChunks, 1});
+      for (int n = 2; n <= blocks; ++n) out.push_back({EngineShape::kEveryNth, n});
+      break;
+  }
+  return out;
+}
+
+// `shape` at `n` planned with the budget and device memory of `options`:
+// RunPlanner's plan for that strategy (MakePlan), without the fit advice
+// RunPlanner adds when it does not fit (the note reports the fit).
+Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, int blocks) {
+  PlanOptions o;
+  o.budget_bytes = options.budget_bytes;
+  o.device_memory = options.device_memory;
+  switch (s.shape) {
+    case EngineShape::kAsPlanned:
+      return Status::Internal("PlanShape: kAsPlanned is the plan itself");
+    case EngineShape::kNone:
+      o.strategy = Strategy::kNone;
+      break;
+    case EngineShape::kChunks:
+      o.strategy = Strategy::kUniform;
+      o.every = s.n;
+      break;
+    case EngineShape::kFirstBlocks:
+      o.strategy = Strategy::kManual;
+      for (int i = 0; i < s.n; ++i) o.checkpoint_layers.push_back(i);
+      break;
+    case EngineShape::kEveryNth:
+      o.strategy = Strategy::kManual;
+      for (int i = s.n - 1; i < blocks; i += s.n) o.checkpoint_layers.push_back(i);
+      break;
+    case EngineShape::kSelectiveAttention:
+      o.strategy = Strategy::kSelective;
+      for (int i = 0; i < blocks; ++i) o.selective_layers.push_back(i);
+      break;
+  }
+  REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(job.profile, o));
+  return std::move(plans.chosen);
+}
+
+// The same per-layer decisions (and selective options where selective).
+bool SameDecisions(const Plan& a, const Plan& b) {
+  if (a.decisions != b.decisions) return false;
+  for (size_t i = 0; i < a.decisions.size(); ++i) {
+    if (a.decisions[i] != LayerDecision::kSelective) continue;
+    auto option = [i](const Plan& p) {
+      return i < p.selective_option.size() && p.selective_option[i] >= 0 ? p.selective_option[i]
+                                                                         : 0;
+    };
+    if (option(a) != option(b)) return false;
+  }
+  return true;
+}
+
+// The n a planned kChunks shape chose (uniform's every) from its decisions.
+int ChunkOf(const Profile& profile, const Plan& plan) {
+  const std::vector<LayerDecision> blocks = BlockDecisions(profile, plan);
+  std::vector<int> at;
+  for (int i = 0; i < static_cast<int>(blocks.size()); ++i) {
+    if (blocks[i] == LayerDecision::kCheckpoint) at.push_back(i);
+  }
+  if (at.size() >= 2) return at[1] - at[0];
+  return static_cast<int>(blocks.size());
+}
+
+}  // namespace
+
+const char* ToString(Engine e) {
+  switch (e) {
+    case Engine::kPytorch:
+      return "pytorch";
+    case Engine::kHf:
+      return "hf";
+    case Engine::kDeepspeed:
+      return "deepspeed";
+    case Engine::kMegatron:
+      return "megatron";
+    case Engine::kTorchtitan:
+      return "torchtitan";
+  }
+  return "?";
+}
+
+Result<Engine> ParseEngine(std::string_view text) {
+  std::string names;
+  for (Engine e : kEngines) {
+    if (text == ToString(e)) return e;
+    names += std::string(names.empty() ? "" : ", ") + ToString(e);
+  }
+  return Status::Invalid("unknown engine '" + std::string(text) + "': expected one of " + names);
+}
+
+Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, const Plan& plan,
+                                 Engine engine) {
+  EnginePlan out;
+  out.engine = engine;
+  if (engine == Engine::kPytorch) {
+    out.plan = plan;
+    return out;
+  }
+  const Profile& profile = job.profile;
+  const std::vector<LayerDecision> blocks = BlockDecisions(profile, plan);
+  const int count = static_cast<int>(blocks.size());
+  const bool attention_core = HasAttentionCore(profile);
+  for (ShapeAt s : ExactCandidates(engine, blocks, attention_core)) {
+    if (s.shape != EngineShape::kNone && (s.n < 0 || s.n > count)) continue;
+    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
+    if (SameDecisions(candidate, plan)) {
+      out.shape = s.shape;
+      out.n = s.n;
+      out.plan = plan;
+      return out;
+    }
+  }
+  out.exact = false;
+  std::optional<Plan> best;
+  for (ShapeAt s : ClosestCandidates(engine, count, attention_core)) {
+    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
+    if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(profile, candidate);
+    if (!best || BetterPlan(candidate, *best)) {
+      best = std::move(candidate);
+      out.shape = s.shape;
+      out.n = s.n;
+    }
+  }
+  out.plan = std::move(*best);
+  return out;
+}
+
+}  // namespace remat

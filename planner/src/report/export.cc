@@ -1,0 +1,229 @@
+#include "remat/export.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "remat/units.h"
+
+namespace remat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+enum class Half { kNone, kBf16, kFp16 };
+
+// The 16-bit type a precision computes in (none for fp32 or a profile).
+Half HalfOf(const ReportContext& ctx) {
+  if (!ctx.has_config) return Half::kNone;
+  switch (ctx.config.precision) {
+    case Precision::kBf16:
+    case Precision::kAmpBf16:
+    case Precision::kMixedBf16:
+      return Half::kBf16;
+    case Precision::kFp16:
+    case Precision::kAmpFp16:
+    case Precision::kMixedFp16:
+      return Half::kFp16;
+    case Precision::kFp32:
+      break;
+  }
+  return Half::kNone;
+}
+
+// Whether the precision casts per matmul or keeps fp32 master weights: what
+// HF's bf16/fp16 flags (torch.autocast) run; pure bf16/fp16 load the model
+// in that dtype instead.
+bool MixedPrecision(const ReportContext& ctx) {
+  if (!ctx.has_config) return false;
+  const Precision p = ctx.config.precision;
+  return p == Precision::kAmpBf16 || p == Precision::kAmpFp16 || p == Precision::kMixedBf16 ||
+         p == Precision::kMixedFp16;
+}
+
+std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
+  Json j;
+  if (profile.micro_batch > 0) j["per_device_train_batch_size"] = profile.micro_batch;
+  j["gradient_accumulation_steps"] = ctx.grad_accumulation;
+  const bool on = e.shape == EngineShape::kChunks;
+  j["gradient_checkpointing"] = on;
+  if (on) j["gradient_checkpointing_kwargs"] = {{"use_reentrant", false}};
+  if (MixedPrecision(ctx)) j[HalfOf(ctx) == Half::kBf16 ? "bf16" : "fp16"] = true;
+  return j.dump(2) + "\n";
+}
+
+std::string DeepSpeed(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
+  Json j;
+  if (profile.micro_batch > 0) j["train_micro_batch_size_per_gpu"] = profile.micro_batch;
+  j["gradient_accumulation_steps"] = ctx.grad_accumulation;
+  const Half half = HalfOf(ctx);
+  if (half != Half::kNone) j[half == Half::kBf16 ? "bf16" : "fp16"] = {{"enabled", true}};
+  if (e.shape == EngineShape::kChunks) {
+    const std::vector<std::vector<int>> passes = BlockLayersPerPass(profile);
+    const int blocks = passes.empty() ? 0 : static_cast<int>(passes.front().size());
+    j["activation_checkpointing"] = {{"partition_activations", false},
+                                     {"cpu_checkpointing", false},
+                                     {"contiguous_memory_optimization", false},
+                                     {"number_checkpoints", (blocks + e.n - 1) / e.n},
+                                     {"synchronize_checkpoint_boundary", false},
+                                     {"profile", false}};
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string Megatron(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
+  std::ostringstream out;
+  if (profile.micro_batch > 0) {
+    out << "--micro-batch-size " << profile.micro_batch << " --global-batch-size "
+        << profile.micro_batch * ctx.grad_accumulation;
+  }
+  auto flag = [&out](const std::string& f) { out << (out.tellp() > 0 ? " " : "") << f; };
+  switch (e.shape) {
+    case EngineShape::kChunks:
+      flag("--recompute-granularity full --recompute-method uniform --recompute-num-layers " +
+           std::to_string(e.n));
+      break;
+    case EngineShape::kFirstBlocks:
+      flag("--recompute-granularity full --recompute-method block --recompute-num-layers " +
+           std::to_string(e.n));
+      break;
+    case EngineShape::kSelectiveAttention:
+      flag("--recompute-granularity selective --recompute-modules core_attn");
+      break;
+    default:
+      break;
+  }
+  const Half half = HalfOf(ctx);
+  if (half != Half::kNone) flag(half == Half::kBf16 ? "--bf16" : "--fp16");
+  out << "\n";
+  return out.str();
+}
+
+std::string Torchtitan(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
+  std::ostringstream out;
+  out << "[training]\n";
+  if (profile.micro_batch > 0) {
+    out << "local_batch_size = " << profile.micro_batch << "\n"
+        << "global_batch_size = " << profile.micro_batch * ctx.grad_accumulation << "\n";
+  }
+  // torchtitan's mixed precision is bfloat16 (its default) or float32.
+  if (ctx.has_config && HalfOf(ctx) != Half::kFp16) {
+    out << "mixed_precision_param = \"" << (HalfOf(ctx) == Half::kBf16 ? "bfloat16" : "float32")
+        << "\"\n";
+  }
+  out << "\n[activation_checkpoint]\n";
+  switch (e.shape) {
+    case EngineShape::kChunks:
+      out << "mode = \"full\"\n";
+      break;
+    case EngineShape::kEveryNth:
+      out << "mode = \"selective\"\nselective_ac_option = \"" << e.n << "\"\n";
+      break;
+    default:
+      out << "mode = \"none\"\n";
+      break;
+  }
+  return out.str();
+}
+
+// The checkpointed block indices (one pass) when every other layer is kept
+// and no block recomputes anything else: a plan checkpoint_wrapper carries.
+std::vector<int> CheckpointedBlockList(const Plan& plan, const Profile& profile) {
+  const std::vector<std::vector<int>> passes = BlockLayersPerPass(profile);
+  if (passes.empty()) return {};
+  std::set<int> blocks;
+  for (const std::vector<int>& pass : passes) blocks.insert(pass.begin(), pass.end());
+  std::vector<int> list;
+  for (int i = 0; i < static_cast<int>(plan.decisions.size()); ++i) {
+    const LayerDecision d = plan.decisions[i];
+    if (d == LayerDecision::kKeep) continue;
+    if (d != LayerDecision::kCheckpoint || !blocks.count(i)) return {};
+  }
+  const std::vector<int>& first = passes.front();
+  for (int b = 0; b < static_cast<int>(first.size()); ++b) {
+    if (plan.decisions[first[b]] == LayerDecision::kCheckpoint) list.push_back(b);
+  }
+  return list;
+}
+
+std::string PyTorch(const EnginePlan& e, const Profile& profile) {
+  std::ostringstream out;
+  out << "# The plan: save it with -o plan.json on the same command line.\n"
+      << "import remat\n"
+      << "remat.apply(model, \"plan.json\")\n";
+  const std::vector<int> list = CheckpointedBlockList(e.plan, profile);
+  if (list.empty()) return out.str();
+  out << "\n# Or, without remat: the same blocks checkpointed by PyTorch's wrapper.\n"
+      << "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+      << "    apply_activation_checkpointing)\n"
+      << "blocks = model.model.layers  # the model's transformer blocks, in order (GPT-2: "
+         "model.transformer.h)\n"
+      << "checkpointed = {id(blocks[i]) for i in (";
+  for (size_t i = 0; i < list.size(); ++i) out << (i ? ", " : "") << list[i];
+  out << (list.size() == 1 ? ",)}\n" : ")}\n")
+      << "apply_activation_checkpointing(model, check_fn=lambda m: id(m) in checkpointed)\n";
+  return out.str();
+}
+
+std::string Describe(const Plan& p) {
+  std::string s = ToString(p.strategy);
+  if (!p.parameter.empty()) s += " (" + p.parameter + ")";
+  return s;
+}
+
+std::string Prediction(const Plan& p) {
+  std::string s = "predicted " + FormatBytes(p.memory.total_bytes);
+  if (p.budget_bytes > 0) {
+    s += p.fits ? " (fits " : " (does not fit ";
+    s += FormatBytes(p.budget_bytes) + ")";
+  }
+  return s + ", " + FormatMillis(p.predicted.step_ms) + " per step";
+}
+
+const char* Switch(Engine engine) {
+  switch (engine) {
+    case Engine::kHf:
+      return "hf's gradient_checkpointing (every block or none)";
+    case Engine::kDeepspeed:
+      return "deepspeed's activation checkpointing (chunks of blocks)";
+    case Engine::kMegatron:
+      return "megatron's --recompute flags (uniform, block, selective core_attn)";
+    case Engine::kTorchtitan:
+      return "torchtitan's [activation_checkpoint] (none, full, every n-th block)";
+    case Engine::kPytorch:
+      break;
+  }
+  return "pytorch";
+}
+
+}  // namespace
+
+std::string RenderExport(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
+  switch (e.engine) {
+    case Engine::kHf:
+      return Hf(e, profile, ctx);
+    case Engine::kDeepspeed:
+      return DeepSpeed(e, profile, ctx);
+    case Engine::kMegatron:
+      return Megatron(e, profile, ctx);
+    case Engine::kTorchtitan:
+      return Torchtitan(e, profile, ctx);
+    case Engine::kPytorch:
+      break;
+  }
+  return PyTorch(e, profile);
+}
+
+std::string ExportNote(const EnginePlan& e, const Plan& asked) {
+  if (e.exact) {
+    return std::string(ToString(e.engine)) + " runs the plan exactly: " + Describe(e.plan) + ", " +
+           Prediction(e.plan);
+  }
+  return std::string(Switch(e.engine)) + " cannot express " + Describe(asked) +
+         "; exporting the closest plan it can, " + Describe(e.plan) + ", " + Prediction(e.plan) +
+         " (remat.apply(model, plan) applies " + Describe(asked) + " exactly)";
+}
+
+}  // namespace remat
