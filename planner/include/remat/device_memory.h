@@ -24,16 +24,18 @@
 #include <string>
 #include <string_view>
 
+#include "remat/caching_allocator.h"
 #include "remat/status.h"
 
 namespace remat {
 
-// The caching allocator's constants (c10/cuda/CUDACachingAllocator.cpp).
+// The caching allocator's constants (c10/cuda/CUDACachingAllocator.cpp), as
+// remat/caching_allocator.h's replay uses them.
 struct CachingAllocatorModel {
-  int64_t min_block_bytes = 512;          // every request is rounded up to this
-  int64_t small_size_bytes = 1 << 20;     // requests up to this are small
-  int64_t small_segment_bytes = 2 << 20;  // small requests share segments of this
-  int64_t large_round_bytes = 2 << 20;    // a large request's segment is rounded to this
+  int64_t min_block_bytes = kAllocMinBlockBytes;        // every request is rounded up to this
+  int64_t small_size_bytes = kAllocSmallRequestBytes;   // requests up to this are small
+  int64_t small_segment_bytes = kAllocSmallSegmentBytes;  // small requests share segments of this
+  int64_t large_round_bytes = kAllocRoundLargeBytes;    // a large request's segment is rounded to this
 };
 
 // A request's size after the allocator's 512 B rounding; 0 stays 0 (PyTorch
