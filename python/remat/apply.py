@@ -15,7 +15,9 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       segment's output unchanged);
   offload: the same, with the segment's input copied to host memory
       (Tensor.to("cpu"), differentiable) and back inside the recompute;
-  selective: checkpoint with a selective-checkpoint context_fn (_selective);
+  selective: checkpoint with a selective-checkpoint context_fn (_selective),
+      from a recording pass of the block at its first forward with grad for
+      an input shape;
   keep: untouched.
 The plan's shape (micro-batch, sequence length, hidden size) is checked
 against the first block's input at the first forward with grad; a
@@ -28,7 +30,7 @@ import os
 from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._segments import block_decisions, segments
-from ._selective import Scopes, context_fn
+from ._selective import Scopes, context_fn, record
 
 _STATE = "_remat_applied"
 
@@ -265,6 +267,8 @@ def _install(seg, blocks, state, checker):
 
 
 def _selective_forward(original, seg, scopes, checker):
+    records = {}  # input shape, dtype, device, autocast -> the block's recorded decisions
+
     def forward(*args, **kwargs):
         import torch
         from torch.utils.checkpoint import checkpoint
@@ -279,7 +283,11 @@ def _selective_forward(original, seg, scopes, checker):
             a, k = _with_hidden(args, kwargs, h)
             return original(*a, **k)
 
-        return checkpoint(run, hidden, use_reentrant=False, context_fn=context_fn(seg.option, scopes))
+        key = (tuple(hidden.shape), hidden.dtype, hidden.device, torch.is_autocast_enabled())
+        if key not in records:
+            records[key] = record(run, hidden, seg.option, scopes)
+        return checkpoint(run, hidden, use_reentrant=False,
+                          context_fn=context_fn(seg.option, scopes, records[key]))
 
     return forward
 

@@ -1,8 +1,9 @@
 """One AdamW training step of a Hugging Face Llama built from CONFIG.json, with
 a remat plan applied, metered to the byte by remat's CPU meter
 (python/remat_measure; REMAT_METER_LIB). Prints one JSON line: the plan's
-decisions, its predicted peak and the measured peak of the second step (the
-first creates AdamW's moments), weights, gradients and moments included.
+decisions and selective options, its predicted peak and the measured peak
+of the second step (the first creates AdamW's moments and records the
+selective blocks' ops), weights, gradients and moments included.
 
 The model runs without a KV cache (config.use_cache False), as transformers
 runs it under its own activation checkpointing.
@@ -44,8 +45,10 @@ def main():
 
     step(0)
     m = remat_measure.measure(step, 1, timeline=False)
+    blocks = [l for l in plan.layers if l["kind"] == "block"]
     print(json.dumps({"strategy": plan.strategy, "parameter": plan.json["parameter"],
-                      "decisions": [l["decision"] for l in plan.layers if l["kind"] == "block"],
+                      "decisions": [l["decision"] for l in blocks],
+                      "options": [l.get("selective_option") for l in blocks],
                       "predicted_peak_bytes": plan.predicted_peak_bytes,
                       "measured_peak_bytes": m.baseline_bytes + m.peak_bytes}))
 

@@ -170,6 +170,26 @@ class Llama(Case):
         self.assertIn("rsqrt", marked["norm_output"])
         self.assertNotIn("mm", marked["norm_output"])
 
+    def test_selective_blocks_keep_what_autograd_saves(self):
+        # RMSNorm's square and mean, rotary's products and the block's last
+        # residual sum are saved by no backward: recomputed, not cached.
+        block = self.blocks()[0]
+        hidden = torch.randn(MICRO_BATCH, SEQ_LEN, self.config["hidden_size"], requires_grad=True)
+        rotary = self.model.model.rotary_emb(hidden, torch.arange(SEQ_LEN)[None])
+        run = lambda h: block(h, position_embeddings=rotary)
+        scopes = remat._selective.Scopes(block, ("attention_core",), 0)
+        try:
+            decisions = remat._selective.record(run, hidden, ("attention_core",), scopes)
+        finally:
+            scopes.remove()
+        kept = [name for name, keep in decisions if keep]
+        self.assertNotIn("pow", kept)
+        self.assertNotIn("mean", kept)
+        self.assertFalse(any(n.startswith("_scaled_dot_product") for n in kept), kept)
+        self.assertEqual(decisions[-1], ("add", False))  # the output: the next block's input
+        self.assertEqual(kept.count("rsqrt"), 2)  # each norm's, for its backward
+        self.assertEqual(kept.count("silu"), 1)  # the MLP's, outside the option
+
     def test_unapply_restores_the_model_exactly(self):
         self.model.eval()
         with torch.no_grad():
@@ -317,27 +337,54 @@ class Peak(unittest.TestCase):
     in its own process (remat_apply_peak.py), against the plan's prediction.
     3%: the planner's stated accuracy against a metered PyTorch step."""
 
-    def test_a_plan_between_every_layer_and_none_predicts_its_peak(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "config.json")
-            with open(path, "w") as f:
-                json.dump(LLAMA, f)
-            shape = dict(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu")
-            every = remat.plan(path, budget="1GB", strategy="uniform", **shape)
-            options = dict(budget="3.3MB", strategy="segment", segments=2)
-            plan = remat.plan(path, **options, **shape)
-            self.assertLess(every.predicted_peak_bytes, plan.predicted_peak_bytes)
-            self.assertLess(plan.predicted_peak_bytes, plan.json["baseline"]["peak_bytes"])
-            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
-            run = subprocess.run([sys.executable, script, path, str(MICRO_BATCH), str(SEQ_LEN),
-                                  json.dumps(options)], capture_output=True, text=True)
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.dir.name, "config.json")
+        with open(cls.path, "w") as f:
+            json.dump(LLAMA, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def plan(self, **options):
+        return remat.plan(self.path, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32",
+                          device="cpu", **options)
+
+    def assertPredicted(self, plan, options):
+        """Meters one training step under remat.plan(**options), which gives
+        `plan`; returns the script's result."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
+        run = subprocess.run([sys.executable, script, self.path, str(MICRO_BATCH), str(SEQ_LEN),
+                              json.dumps(options)], capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
         result = json.loads(run.stdout.strip().splitlines()[-1])
-        self.assertEqual(result["decisions"], ["checkpoint", "recompute", "checkpoint", "recompute"])
         self.assertEqual(result["predicted_peak_bytes"], plan.predicted_peak_bytes)
         measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
-        print(f"\nmeasured {measured} B, predicted {predicted} B", file=sys.stderr)
+        print(f"\n{options}: measured {measured} B, predicted {predicted} B", file=sys.stderr)
         self.assertLessEqual(abs(measured - predicted), 0.03 * predicted)
+        return result
+
+    def test_a_plan_between_every_layer_and_none_predicts_its_peak(self):
+        every = self.plan(budget="1GB", strategy="uniform")
+        options = dict(budget="3.3MB", strategy="segment", segments=2)
+        plan = self.plan(**options)
+        self.assertLess(every.predicted_peak_bytes, plan.predicted_peak_bytes)
+        self.assertLess(plan.predicted_peak_bytes, plan.json["baseline"]["peak_bytes"])
+        result = self.assertPredicted(plan, options)
+        self.assertEqual(result["decisions"], ["checkpoint", "recompute", "checkpoint", "recompute"])
+
+    def test_selective_plans_predict_their_peak(self):
+        # Selective checkpointing keeps what autograd would save, less the
+        # option's ops: the planner's selective model.
+        options = dict(budget="3.55MB", strategy="selective")
+        result = self.assertPredicted(self.plan(**options), options)
+        self.assertEqual(result["options"], ["attention_core"] * 4)
+        options = dict(budget="3.1MB", strategy="optimal")
+        result = self.assertPredicted(self.plan(**options), options)
+        self.assertEqual(set(result["decisions"]), {"selective"})
+        self.assertGreater(len(set(result["options"])), 1)
 
 
 class Bert(Case):
