@@ -239,13 +239,58 @@ class Llama(Case):
         self.assertIn(f"seq_len {SEQ_LEN // 2}", str(raised.exception))
         self.assertIn(f"({MICRO_BATCH}, {SEQ_LEN}, 64)", str(raised.exception))
 
-    def test_a_multilevel_schedule_is_refused(self):
+    def segment_plan(self, recompute_block0):
+        """The 2-segment plan, its first segment's recompute of block0 and
+        block1 replaced by the ops recompute_block0 gives (plan layer 1 is
+        block0, 2 block1)."""
+        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
+        ops = [op for op in plan["schedule"] if op["op"] != "free"]
+        at = ops.index({"op": "recompute", "layer": 1, "save": "all"})
+        self.assertEqual(ops[at + 1:at + 4], [{"op": "recompute", "layer": 2, "save": "all"},
+                                              {"op": "backward", "layer": 2},
+                                              {"op": "backward", "layer": 1}])
+        ops[at:at + 4] = recompute_block0
+        plan["schedule"] = ops
+        return plan
+
+    def test_a_multilevel_schedule_nests_checkpoints(self):
+        # block0 regenerated without grad inside its segment's recompute,
+        # then recomputed again from the segment's input for its backward.
+        plan = self.segment_plan([{"op": "recompute", "layer": 1, "save": "none"},
+                                  {"op": "recompute", "layer": 2, "save": "all"},
+                                  {"op": "backward", "layer": 2},
+                                  {"op": "recompute", "layer": 1, "save": "all"},
+                                  {"op": "backward", "layer": 1}])
+        first = remat._segments.plan_segments(plan)[0][0]
+        self.assertEqual([(c.kind, c.start, c.stop) for c in first.children],
+                         [("checkpoint", 0, 1), ("keep", 1, 2)])
+        calls = []
+        hooks = [b.mlp.register_forward_pre_hook(lambda m, a, i=i: calls.append(i))
+                 for i, b in enumerate(self.blocks())]
+        try:
+            self.assertSameGradients(plan)
+        finally:
+            for h in hooks:
+                h.remove()
+        self.assertEqual(calls, [0, 1, 2, 3, 2, 3, 0, 1, 0])
+
+    def test_a_segment_recomputes_a_block_selectively_as_its_schedule_says(self):
+        plan = self.segment_plan([{"op": "recompute", "layer": 1, "save": "selective", "option": 0},
+                                  {"op": "recompute", "layer": 2, "save": "all"},
+                                  {"op": "backward", "layer": 2},
+                                  {"op": "backward", "layer": 1}])
+        option = plan["profile"]["layers"][1]["selective"][0]["name"]
+        first = remat._segments.plan_segments(plan)[0][0]
+        self.assertEqual([(c.kind, c.option) for c in first.children],
+                         [("selective", tuple(option.split("+"))), ("keep", None)])
+        self.assertSameGradients(plan)
+
+    def test_a_schedule_it_cannot_follow_is_refused(self):
         plan = dict(self.plan(strategy="segment", segments=2).json)
         plan["schedule"] = plan["schedule"] + [{"op": "recompute", "layer": 1, "save": "none"}]
         with self.assertRaises(remat.InputError) as raised:
             remat.apply(self.model, plan)
-        self.assertIn("multi-level", str(raised.exception))
-        self.assertIn("optimal-single", str(raised.exception))
+        self.assertIn("schedule is not one remat.apply can follow", str(raised.exception))
 
     def test_a_decision_outside_the_blocks_is_refused(self):
         plan = dict(self.plan(strategy="uniform").json)
@@ -385,6 +430,27 @@ class Peak(unittest.TestCase):
         result = self.assertPredicted(self.plan(**options), options)
         self.assertEqual(set(result["decisions"]), {"selective"})
         self.assertGreater(len(set(result["options"])), 1)
+
+    def test_a_multilevel_plan_predicts_its_peak(self):
+        # A user's own chain of 16 residual MLP blocks: its checkpoints are a
+        # large part of its activations, so just above its lowest peak the
+        # optimal plan regenerates checkpoints inside recomputes.
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
+        options = dict(strategy="optimal", budget_over_lowest=0.005)
+        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256", json.dumps(options)],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        result = json.loads(run.stdout.strip().splitlines()[-1])
+        self.assertTrue(result["multilevel"], result["parameter"])
+        self.assertLessEqual(result["gradient_error"], RELATIVE)
+        calls = result["calls"]
+        self.assertEqual(calls[:16], list(range(16)))
+        self.assertEqual(calls[16:], result["recomputes"])  # the schedule's order
+        self.assertGreater(max(calls.count(i) for i in range(16)), 2)  # recomputed twice
+        measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
+        print(f"\nmulti-level {result['parameter']}: measured {measured} B, predicted "
+              f"{predicted} B", file=sys.stderr)
+        self.assertLessEqual(abs(measured - predicted), 0.03 * predicted)
 
 
 class Bert(Case):
