@@ -285,9 +285,11 @@ class Llama(Case):
                          [("selective", tuple(option.split("+"))), ("keep", None)])
         self.assertSameGradients(plan)
 
-    def test_a_schedule_it_cannot_follow_is_refused(self):
+    def test_a_multilevel_schedule_it_cannot_follow_is_refused(self):
         plan = dict(self.plan(strategy="segment", segments=2).json)
-        plan["schedule"] = plan["schedule"] + [{"op": "recompute", "layer": 1, "save": "none"}]
+        plan["schedule"] = plan["schedule"] + [{"op": "recompute", "layer": 1, "save": "all"}]
+        remat.apply(self.model, plan)  # single-level: the layers say it all
+        plan["schedule"][-1] = {"op": "recompute", "layer": 1, "save": "none"}
         with self.assertRaises(remat.InputError) as raised:
             remat.apply(self.model, plan)
         self.assertIn("schedule is not one remat.apply can follow", str(raised.exception))
