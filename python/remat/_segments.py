@@ -113,7 +113,8 @@ def schedule_tree(plan):
     layers the forward runs without keeping them a "checkpoint" Segment
     whose children come from the recompute sweep that regenerates it.
     Raises InputError for a schedule of other ops or order."""
-    ops = [op for op in plan.get("schedule", []) if op.get("op") in ("forward", "recompute", "backward")]
+    ops = [op for op in plan.get("schedule", [])
+           if op.get("op") in ("forward", "recompute", "backward")]
     profile_layers = plan.get("profile", {}).get("layers", [])
     at = [0]
 
@@ -145,8 +146,10 @@ def schedule_tree(plan):
                 if op.get("op") != "recompute" or not isinstance(first, int) or not (
                         start <= first <= j and all(saves[i].get("save") == "none"
                                                     for i in range(first, j + 1))):
-                    raise bad(f"a recompute of the layers run without grad up to layer {j} expected")
-                out.append(Segment("checkpoint", first, j + 1, None, tuple(sweep("recompute", first, j + 1))))
+                    raise bad(f"a recompute of the layers run without grad up to layer {j} "
+                              "expected")
+                children = tuple(sweep("recompute", first, j + 1))
+                out.append(Segment("checkpoint", first, j + 1, None, children))
                 j = first - 1
             elif save in ("all", "selective"):
                 part = option(saves[j]) if save == "selective" else None
@@ -212,5 +215,5 @@ def plan_segments(plan, outside_blocks="refuse"):
 
 def _parts(nodes):
     """nodes with their selective options as parts tuples."""
-    return tuple(n._replace(option=_option_parts(n.option, n.start) if n.kind == "selective" else None,
-                            children=_parts(n.children)) for n in nodes)
+    return tuple(n._replace(option=_option_parts(n.option, n.start) if n.kind == "selective"
+                            else None, children=_parts(n.children)) for n in nodes)

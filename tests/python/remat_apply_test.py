@@ -437,8 +437,8 @@ class Peak(unittest.TestCase):
         # optimal plan regenerates checkpoints inside recomputes.
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
         options = dict(strategy="optimal", budget_over_lowest=0.005)
-        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256", json.dumps(options)],
-                             capture_output=True, text=True)
+        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256",
+                              json.dumps(options)], capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
         result = json.loads(run.stdout.strip().splitlines()[-1])
         self.assertTrue(result["multilevel"], result["parameter"])
