@@ -1,14 +1,15 @@
 """One AdamW training step with a remat plan applied, metered to the byte by
 remat's CPU meter (python/remat_measure; REMAT_METER_LIB). Prints one JSON
 line: the plan's decisions and selective options, whether its schedule is
-multi-level, its predicted peak and the measured peak of the second step
+multi-level and how many blocks it recomputes selectively, its predicted peak and the measured peak of the second step
 (the first creates AdamW's moments and records the selective blocks' ops),
 weights, gradients and moments included.
 
   remat_apply_peak.py CONFIG.json MICRO_BATCH SEQ_LEN PLAN_OPTIONS_JSON
       a Hugging Face Llama built from CONFIG.json, planned from it; run
       without a KV cache (config.use_cache False), as transformers runs it
-      under its own activation checkpointing;
+      under its own activation checkpointing; the option "outside_blocks"
+      goes to remat.apply;
   remat_apply_peak.py chain BLOCKS WIDTH ROWS PLAN_OPTIONS_JSON
       a user's own module: BLOCKS residual MLP blocks (WIDTH -> 2 WIDTH ->
       WIDTH, tanh) on ROWS x WIDTH inputs, mean square loss, planned from its
@@ -55,6 +56,7 @@ class Chain(torch.nn.Module):
 
 
 def llama(path, micro_batch, seq_len, options):
+    options.pop("outside_blocks", None)
     plan = remat.plan(path, micro_batch=micro_batch, seq_len=seq_len, precision="fp32",
                       device="cpu", **options)
     with open(path) as f:
@@ -90,6 +92,7 @@ def chain(blocks, width, rows, options):
 
 def main():
     options = json.loads(sys.argv[-1])
+    outside = options.get("outside_blocks", "refuse")
     if sys.argv[1] == "chain":
         model, plan, batch = chain(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), options)
         batch(0)().backward()
@@ -98,7 +101,7 @@ def main():
     else:
         model, plan, batch = llama(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), options)
         want = None
-    remat.apply(model, plan)
+    remat.apply(model, plan, outside_blocks=outside)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     error = []
 
@@ -125,6 +128,9 @@ def main():
               "multilevel": any(op["op"] == "recompute" and op.get("save") == "none"
                                 and plan.layers[op["layer"]]["kind"] == "block"
                                 for op in plan.json["schedule"]),
+              "selective_recomputes": sum(1 for op in plan.json["schedule"]
+                                          if op["op"] == "recompute" and op.get("save") == "selective"
+                                          and plan.layers[op["layer"]]["kind"] == "block"),
               "predicted_peak_bytes": plan.predicted_peak_bytes,
               "measured_peak_bytes": m.baseline_bytes + m.peak_bytes}
     if want is not None:
