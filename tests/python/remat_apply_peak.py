@@ -8,8 +8,7 @@ weights, gradients and moments included.
   remat_apply_peak.py CONFIG.json MICRO_BATCH SEQ_LEN PLAN_OPTIONS_JSON
       a Hugging Face Llama built from CONFIG.json, planned from it; run
       without a KV cache (config.use_cache False), as transformers runs it
-      under its own activation checkpointing; the option "outside_blocks"
-      goes to remat.apply;
+      under its own activation checkpointing;
   remat_apply_peak.py chain BLOCKS WIDTH ROWS PLAN_OPTIONS_JSON
       a user's own module: BLOCKS residual MLP blocks (WIDTH -> 2 WIDTH ->
       WIDTH, tanh) on ROWS x WIDTH inputs, mean square loss, planned from its
@@ -21,6 +20,9 @@ weights, gradients and moments included.
       plan's schedule recomputes, in order, and the largest
       gradient difference from the model without the plan, relative to
       each gradient's largest entry.
+The option "outside_blocks" goes to remat.apply; "schedule": false applies
+the plan without its schedule (each segment's recompute then keeps
+everything, as the plan's layers alone say).
 """
 import json
 import sys
@@ -57,6 +59,7 @@ class Chain(torch.nn.Module):
 
 def llama(path, micro_batch, seq_len, options):
     options.pop("outside_blocks", None)
+    options.pop("schedule", None)
     plan = remat.plan(path, micro_batch=micro_batch, seq_len=seq_len, precision="fp32",
                       device="cpu", **options)
     with open(path) as f:
@@ -83,6 +86,7 @@ def chain(blocks, width, rows, options):
     profile = json.loads(json.dumps(remat.profile(model, (x,), loss_fn=loss, repeats=1).json))
     for layer in profile["layers"]:
         layer.update(forward_ms=1.0, backward_ms=2.0)
+    options.pop("schedule", None)
     over = options.pop("budget_over_lowest", None)
     if over is not None:  # a budget just above the lowest peak the strategy reaches
         lowest = remat.plan(profile, **dict(options, budget="1B")).predicted_peak_bytes
@@ -93,6 +97,7 @@ def chain(blocks, width, rows, options):
 def main():
     options = json.loads(sys.argv[-1])
     outside = options.get("outside_blocks", "refuse")
+    follow = options.get("schedule", True)
     if sys.argv[1] == "chain":
         model, plan, batch = chain(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), options)
         batch(0)().backward()
@@ -101,7 +106,8 @@ def main():
     else:
         model, plan, batch = llama(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), options)
         want = None
-    remat.apply(model, plan, outside_blocks=outside)
+    applied = plan.json if follow else {k: v for k, v in plan.json.items() if k != "schedule"}
+    remat.apply(model, applied, outside_blocks=outside)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     error = []
 
