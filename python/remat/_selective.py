@@ -1,6 +1,7 @@
 """Selective recompute of one block with PyTorch's selective activation
 checkpoint (torch.utils.checkpoint.create_selective_checkpoint_contexts):
-the ops of the plan's option are PREFER_RECOMPUTE, every other op MUST_SAVE.
+the block keeps (MUST_SAVE) what plain autograd would save for it, less the
+plan's option's ops, and recomputes (PREFER_RECOMPUTE) the rest.
 
   attention_core  the attention's core: the score and context matmuls
                   (aten.bmm/baddbmm), the softmax and the fused attention
@@ -10,24 +11,32 @@ the ops of the plan's option are PREFER_RECOMPUTE, every other op MUST_SAVE.
   norm_output     every op inside the block's norm modules;
   dropout_mask    the dropouts: they draw again from the random state that
                   checkpoint restores.
+What autograd saves comes from a recording pass (record): at the block's
+first forward with grad for an input shape, the block's own forward runs
+once more under a dispatch mode that logs each op call's output memory and
+saved-tensor hooks that log the memory autograd saves, the random state
+forked around it. The policy then decides by op call index, counted in the
+forward and in the recompute alike; where the calls differ from the
+recorded ones it falls back to the rules alone (every op outside the option
+kept).
 Views (view, transpose, expand, _unsafe_view, ...) are always
 recomputed: they cost nothing, and a cached view would keep its base, a
-recomputed op's output, alive.
+recomputed op's output, alive; the op that made the base is kept when
+autograd saves the view.
 A random op that draws (a dropout with p > 0) is recomputed only under
 dropout_mask, and only when it is not in place: a cached draw does not
 advance the generator in the recompute, so a later recomputed draw would
-differ. An in-place op is cached like any other, its cache entry being the
-tensor it mutated as the forward left it (allow_cache_entry_mutation): a
-dropout decomposed into empty_like, bernoulli_, div_ (PyTorch's CPU
-dropout, SDPA's math backend) keeps its mask under every option; a fused
-one (aten.native_dropout, the fused attention kernels) is drawn again under
-dropout_mask. A block with a kept in-place draw before a fused one is
-refused under dropout_mask.
+differ. An in-place op is decided with the op that made the memory it
+changes, its cache entry being that tensor as the forward left it
+(allow_cache_entry_mutation): a dropout decomposed into empty_like,
+bernoulli_, div_ (PyTorch's CPU dropout, SDPA's math backend) keeps its
+mask under every option; a fused one (aten.native_dropout, the fused
+attention kernels) is drawn again under dropout_mask. A block with a kept
+in-place draw before a fused one is refused under dropout_mask. An op that
+changes memory from outside the block (its input, a buffer) is kept.
 The module scopes come from forward hooks on the MLP and norm modules,
-which fire again in the recompute.
+which fire again in the recording pass and the recompute.
 """
-import functools
-
 from ._blocks import mlp_of, norms_of
 from ._segments import _error
 
@@ -101,43 +110,168 @@ class Scopes:
         self.handles = []
 
 
-def policy(parts, scopes):
-    """The SAC policy function for a block under option `parts`."""
+def _classify(func, args, kwargs, parts, scopes):
+    """What the rules say of one op call under option `parts`: "view",
+    "draw" (a random draw kept), "redraw" (a draw recomputed), "option"
+    (one of the option's ops) or "other"."""
+    name = _name(func)
+    if _is_view(func, name):
+        return "view"  # free to redo; a cached view would pin its base
+    if _draws(func, args, kwargs):
+        # In place (bernoulli_ into an empty_like): cached with the tensor
+        # it fills, which later in-place ops finish.
+        return "redraw" if "dropout_mask" in parts and not func._schema.is_mutable else "draw"
+    if "attention_core" in parts and (name in _CORE or name.startswith(_CORE_PREFIX)):
+        return "option"
+    if scopes.depth["mlp"] > 0 and name not in _MATMUL:
+        return "option"
+    if scopes.depth["norm"] > 0:
+        return "option"
+    return "other"
+
+
+def _storage(tensor):
+    """A key for the memory a tensor lives in (None for no memory)."""
+    storage = tensor.untyped_storage()
+    return (tensor.device, storage.data_ptr()) if storage.nbytes() else None
+
+
+def _recorder(parts, scopes):
+    """A dispatch mode logging each op call as SAC sees it: (op, _classify's
+    kind, [_storage of each tensor output with memory]) in .calls; .held
+    keeps the outputs."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+    from torch.utils.checkpoint import SAC_IGNORED_OPS
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls, self.held = [], []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in SAC_IGNORED_OPS:
+                return func(*args, **kwargs)
+            kind = _classify(func, args, kwargs, parts, scopes)
+            out = func(*args, **kwargs)
+            tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.held.extend(tensors)
+            storages = [_storage(t) for t in tensors]
+            self.calls.append((func, kind, [s for s in storages if s is not None]))
+            return out
+
+    return Recorder()
+
+
+def record(run, hidden, parts, scopes):
+    """The block's decisions, [(op name, keep)] per op call in the order the
+    forward makes them: `run(hidden)`, the block's own forward, once more
+    with grad under a dispatch mode that logs each op call's outputs and
+    saved-tensor hooks that log what autograd saves; the random state is
+    restored after it and its outputs are dropped. Every output stays
+    referenced until the end, so that no two tensors share an address.
+
+    A call is kept (MUST_SAVE) when memory it creates is memory autograd
+    saves and the call is not one of the option's ops, or when the memory
+    holds a kept random draw; the calls that later change that memory in
+    place are decided with the call that created it (a cache entry is the
+    tensor as the forward left it). Views and the rest are recomputed;
+    calls changing memory from outside the block are kept (recomputing them
+    would change it twice)."""
+    import torch
+
+    autograd_saves = set()
+
+    def pack(tensor):  # the key only: a packed tensor would keep its graph alive
+        autograd_saves.add(_storage(tensor))
+
+    recorder = _recorder(parts, scopes)
+    device = hidden.device
+    with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device],
+                               device_type=device.type):
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda _: None):
+            with recorder:
+                run(hidden)
+    calls = recorder.calls
+    recorder.held = []
+    creator = {}  # storage -> index of the call that created it
+    chains = []  # per call: the index deciding it
+    for index, (func, kind, storages) in enumerate(calls):
+        known = [creator[s] for s in storages if s in creator]
+        if kind == "view" or not storages:
+            chains.append(None)
+        elif known:
+            chains.append(known[0])
+        elif func._schema.is_mutable:
+            chains.append(-1)  # memory from outside the block
+        else:
+            for s in storages:
+                creator[s] = index
+            chains.append(index)
+    keep = {}
+    for index, (func, kind, storages) in enumerate(calls):
+        root = chains[index]
+        if root is None or root < 0:
+            continue
+        if kind == "draw":
+            keep[root] = True
+        elif index == root:
+            saved_here = any(s in autograd_saves for s in storages)
+            keep.setdefault(root, saved_here and kind not in ("option", "redraw"))
+    decisions, kept_draw = [], None
+    for index, (func, kind, storages) in enumerate(calls):
+        root = chains[index]
+        if kind == "redraw" and kept_draw is not None:
+            raise _error(
+                f"selective option dropout_mask: this block draws in place ({kept_draw}, kept) "
+                f"before a dropout it would draw again ({_name(func)}): the recompute would draw "
+                "other numbers; plan without dropout_mask for this model")
+        if kind == "draw":
+            kept_draw = _name(func)
+        if root is None:
+            decisions.append((_name(func), False))
+        else:
+            decisions.append((_name(func), root < 0 or keep[root]))
+    return decisions
+
+
+def policy(parts, scopes, decisions=None):
+    """The SAC policy function for one checkpoint call of a block under
+    option `parts`: decisions[i] (from record) for the i-th op call of the
+    forward and of the recompute alike (a counter each); without decisions,
+    or where the calls differ from the recorded ones, the rules alone, every
+    "other" op kept."""
     from torch.utils.checkpoint import CheckpointPolicy
 
+    count = {False: 0, True: 0}
     cached_draws = []
 
     def decide(ctx, func, *args, **kwargs):
+        index = count[ctx.is_recompute]
+        count[ctx.is_recompute] += 1
         name = _name(func)
-        if _is_view(func, name):
-            recompute = True  # free to redo; a cached view would pin its base
-        elif _draws(func, args, kwargs):
-            # In place (bernoulli_ into an empty_like): cached with the tensor
-            # it fills, which later in-place ops finish.
-            recompute = "dropout_mask" in parts and not func._schema.is_mutable
-            if not recompute:
+        if decisions is not None and index < len(decisions) and decisions[index][0] == name:
+            keep = decisions[index][1]
+        else:
+            kind = _classify(func, args, kwargs, parts, scopes)
+            keep = kind in ("draw", "other")
+            if kind == "draw":
                 cached_draws.append(name)
-            elif cached_draws and not ctx.is_recompute:
+            elif kind == "redraw" and cached_draws and not ctx.is_recompute:
                 raise _error(
                     f"selective option dropout_mask: this block draws in place ({cached_draws[0]}, "
                     f"kept) before a dropout it would draw again ({name}): the recompute would "
                     "draw other numbers; plan without dropout_mask for this model")
-        elif "attention_core" in parts and (name in _CORE or name.startswith(_CORE_PREFIX)):
-            recompute = True
-        elif scopes.depth["mlp"] > 0 and name not in _MATMUL:
-            recompute = True
-        elif scopes.depth["norm"] > 0:
-            recompute = True
-        else:
-            recompute = False
-        return CheckpointPolicy.PREFER_RECOMPUTE if recompute else CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
     return decide
 
 
-def context_fn(parts, scopes):
-    """checkpoint's context_fn for the option."""
+def context_fn(parts, scopes, decisions=None):
+    """checkpoint's context_fn for the option: fresh counters per call."""
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
-    return functools.partial(create_selective_checkpoint_contexts, policy(parts, scopes),
-                             allow_cache_entry_mutation=True)
+    return lambda: create_selective_checkpoint_contexts(
+        policy(parts, scopes, decisions), allow_cache_entry_mutation=True)

@@ -12,10 +12,15 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       segment's blocks in sequence, each with the arguments the model gave
       the first (the later blocks' own arguments must be the same objects:
       they are checked when the model calls them, and they return the
-      segment's output unchanged);
+      segment's output unchanged); inside it each block runs as the plan's
+      schedule recomputes it (_segments.plan_segments): keeping
+      everything, selectively, or inside a nested checkpoint where the
+      schedule regenerates a checkpoint without grad (multi-level);
   offload: the same, with the segment's input copied to host memory
       (Tensor.to("cpu"), differentiable) and back inside the recompute;
-  selective: checkpoint with a selective-checkpoint context_fn (_selective);
+  selective: checkpoint with a selective-checkpoint context_fn (_selective),
+      from a recording pass of the block at its first forward with grad for
+      an input shape;
   keep: untouched.
 The plan's shape (micro-batch, sequence length, hidden size) is checked
 against the first block's input at the first forward with grad; a
@@ -27,8 +32,8 @@ import os
 
 from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
-from ._segments import block_decisions, segments
-from ._selective import Scopes, context_fn
+from ._segments import plan_segments
+from ._selective import Scopes, context_fn, record
 
 _STATE = "_remat_applied"
 
@@ -96,18 +101,70 @@ def _same(a, b):
         return False
 
 
-class _Segment:
-    """One recompute segment's blocks and the state between their calls."""
+class _Selective:
+    """One block under a selective option: its scopes and its recorded
+    decisions per input (shape, dtype, device, autocast)."""
 
-    def __init__(self, blocks, originals, start, kind, checker):
-        self.blocks, self.originals, self.start, self.kind = blocks, originals, start, kind
+    def __init__(self, original, index, parts, scopes):
+        self.original, self.index, self.parts, self.scopes = original, index, parts, scopes
+        self.records = {}
+
+    def __call__(self, hidden, args, kwargs):
+        """The block's output, under a selective checkpoint (grad on)."""
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        def run(h):
+            a, k = _with_hidden(args, kwargs, h)
+            return self.original(*a, **k)
+
+        key = (tuple(hidden.shape), hidden.dtype, hidden.device, torch.is_autocast_enabled())
+        if key not in self.records:
+            self.records[key] = record(run, hidden, self.parts, self.scopes)
+        return checkpoint(run, hidden, use_reentrant=False,
+                          context_fn=context_fn(self.parts, self.scopes, self.records[key]))
+
+
+class _Segment:
+    """One recompute segment's blocks and the state between their calls.
+    children: what its recompute runs (Segments, _segments), selectives:
+    a _Selective per selective child block."""
+
+    def __init__(self, blocks, originals, seg, checker, selectives):
+        self.blocks, self.originals, self.start, self.kind = blocks, originals, seg.start, seg.kind
+        self.children, self.selectives = seg.children, selectives
         self.checker = checker
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
 
     def run(self, hidden, args, kwargs):
-        output = None
         if self.kind == "offload":
             hidden = hidden.to(self.device)
+        return self.run_children(self.children, hidden, args, kwargs)
+
+    def run_children(self, children, hidden, args, kwargs):
+        """Each child in order: keep blocks as they are, selective blocks
+        under their selective checkpoint, nested segments under a
+        checkpoint of their own."""
+        from torch.utils.checkpoint import checkpoint
+
+        output = None
+        for child in children:
+            if child.kind == "keep":
+                for i in range(child.start, child.stop):
+                    a, k = _with_hidden(args, kwargs, hidden)
+                    output = self.originals[i - self.start](*a, **k)
+                    hidden = _hidden(output)
+                continue
+            if child.kind == "selective":
+                output = self.selectives[child.start](hidden, args, kwargs)
+            else:
+                output = checkpoint(lambda h, c=child: self.run_children(c.children, h, args, kwargs),
+                                    hidden, use_reentrant=False)
+            hidden = _hidden(output)
+        return output
+
+    def run_plain(self, hidden, args, kwargs):
+        output = None
         for original in self.originals:
             a, k = _with_hidden(args, kwargs, hidden)
             output = original(*a, **k)
@@ -127,7 +184,7 @@ class _Segment:
             output = checkpoint(lambda h: self.run(h, args, kwargs), start, use_reentrant=False)
         else:
             self.device = hidden.device
-            output = self.run(hidden, args, kwargs)
+            output = self.run_plain(hidden, args, kwargs)
         if len(self.originals) > 1:
             self.pending = (1, output, args, kwargs)
         return output
@@ -202,9 +259,9 @@ def _shape_checker(state, plan, layer_indices):
     return check
 
 
-def _check_model(model, blocks, decisions, plan, check_parameters):
-    if len(blocks) != len(decisions):
-        raise InputError(f"remat.apply: the plan has {len(decisions)} blocks, the model "
+def _check_model(model, blocks, layer_indices, plan, check_parameters):
+    if len(blocks) != len(layer_indices):
+        raise InputError(f"remat.apply: the plan has {len(layer_indices)} blocks, the model "
                          f"{len(blocks)}: a plan made for another model", EXIT_BAD_INPUT)
     if any(getattr(b, "gradient_checkpointing", False) for b in blocks):
         raise InputError("remat.apply: the model's own activation checkpointing is on; call "
@@ -231,10 +288,9 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     refusing the plan (the peak then exceeds the prediction by what that
     layer's decision saved)."""
     plan = _plan_json(plan)
-    decisions, layer_indices = block_decisions(plan, outside_blocks)
+    parts, layer_indices = plan_segments(plan, outside_blocks)
     _, blocks = find_blocks(model)
-    _check_model(model, blocks, decisions, plan, check_parameters)
-    parts = segments(decisions)
+    _check_model(model, blocks, layer_indices, plan, check_parameters)
     unapply(model)
     state = _Applied(list(blocks))
     checker = _shape_checker(state, plan, layer_indices)
@@ -254,32 +310,40 @@ def _install(seg, blocks, state, checker):
     members = [blocks[i] for i in range(seg.start, seg.stop)]
     originals = [b.forward for b in members]
     if seg.kind == "selective":
-        scopes = Scopes(members[0], seg.option, seg.start)
-        state.scopes.append(scopes)
-        members[0].forward = _selective_forward(originals[0], seg, scopes, checker)
+        members[0].forward = _selective_forward(_selective(blocks, seg, state), checker)
         return
-    runner = _Segment(members, originals, seg.start, seg.kind, checker)
+    selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
+                  if c.kind == "selective"}
+    runner = _Segment(members, originals, seg, checker, selectives)
     members[0].forward = runner.first
     for position, block in enumerate(members[1:], start=1):
         block.forward = runner.later(position)
 
 
-def _selective_forward(original, seg, scopes, checker):
+def _nodes(children):
+    for child in children:
+        yield child
+        yield from _nodes(child.children)
+
+
+def _selective(blocks, seg, state):
+    """A _Selective for the block seg.start (the block's own forward)."""
+    block = blocks[seg.start]
+    scopes = Scopes(block, seg.option, seg.start)
+    state.scopes.append(scopes)
+    return _Selective(block.forward, seg.start, seg.option, scopes)
+
+
+def _selective_forward(selective, checker):
     def forward(*args, **kwargs):
         import torch
-        from torch.utils.checkpoint import checkpoint
 
         hidden = _input(args, kwargs)
-        checker(seg.start, hidden)
+        checker(selective.index, hidden)
         if not torch.is_grad_enabled():
-            return original(*args, **kwargs)
-        _refuse_cache(original, seg.start, args, kwargs)
-
-        def run(h):
-            a, k = _with_hidden(args, kwargs, h)
-            return original(*a, **k)
-
-        return checkpoint(run, hidden, use_reentrant=False, context_fn=context_fn(seg.option, scopes))
+            return selective.original(*args, **kwargs)
+        _refuse_cache(selective.original, selective.index, args, kwargs)
+        return selective(hidden, args, kwargs)
 
     return forward
 
