@@ -16,7 +16,8 @@ Models (tiny: hidden 64, fp32 on CPU, dropout 0, random weights):
 
 A cell is {"name", "strategy", "at"} (plus any remat.plan option, and
 optionally "model": {"config": {config.json fields}, "micro_batch",
-"seq_len", "attention"} changing the model or job for that cell): the
+"seq_len", "attention"} changing the model or job for that cell, and
+"apply": {remat.apply keywords}): the
 budget is every1 + at x (none - every1) bytes, every1 and none being the
 predicted peaks of remat.plan with strategy uniform every 1 and strategy
 none for that model and job. Per cell the model is built afresh (seed 0), the plan applied, two
@@ -173,7 +174,7 @@ def run_cell(kind_class, directory, cell):
         json.dump(kind.config, f)
     every1 = kind.plan(path, budget="1TB", strategy="uniform", every=1).predicted_peak_bytes
     none = kind.plan(path, budget="1TB", strategy="none").predicted_peak_bytes
-    options = {k: v for k, v in cell.items() if k not in ("name", "at", "model")}
+    options = {k: v for k, v in cell.items() if k not in ("name", "at", "model", "apply")}
     budget = int(every1 + cell["at"] * (none - every1))
     plan = kind.plan(path, budget=f"{budget}B", **options)
     single = (kind.plan(path, budget=f"{budget}B", **dict(options, strategy="optimal-single"))
@@ -187,7 +188,7 @@ def run_cell(kind_class, directory, cell):
            "single_level_step_ms": single.step_ms,
            "layers": [[l["name"], l["decision"], l.get("selective_option")] for l in plan.layers]}
     try:
-        remat.apply(model, plan)
+        remat.apply(model, plan, **cell.get("apply", {}))
     except remat.InputError as e:
         out["refused"] = str(e)
         return out

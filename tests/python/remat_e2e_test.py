@@ -86,7 +86,9 @@ def summary(kind, cell):
     predicted, measured = cell["predicted_peak_bytes"], cell.get("measured_peak_bytes")
     result = (f"measured {measured:,} B ({(measured - predicted) / predicted:+.2%}), "
               f"gradients {cell['gradient_error']:.1e}" if measured else cell.get("refused"))
-    return (f"{kind} {cell['name']}: {cell['strategy']} {cell['parameter']}, budget "
+    options = sorted({o for d, o in block_decisions(cell) if d == "selective"})
+    return (f"{kind} {cell['name']}: {cell['strategy']} {cell['parameter']}"
+            f"{' (' + ', '.join(options) + ')' if options else ''}, budget "
             f"{cell['budget_bytes']:,} B, predicted {predicted:,} B, {result}")
 
 
