@@ -69,16 +69,24 @@ PLANS = ({"every": 1}, {"every": 4}, {"strategy": "none", "micro_batch": 2},
          {"precision": "mixed_bf16", "every": 6})
 
 
-def exports(engine):
-    """(name, exported text, plan) for each of PLANS."""
+def cases(engine, *goldens):
+    """(name, exported text, micro-batch, accumulation) for each of PLANS,
+    then for each golden (tests/golden/gpt2-small.24GB.SUFFIX: micro-batch
+    16, one micro-batch per step)."""
     for options in PLANS:
         plan = remat.plan(GPT2, budget="24GB", **options)
-        yield json.dumps(options), str(plan.export(engine)), plan
+        yield json.dumps(options), str(plan.export(engine)), plan.micro_batch, plan.grad_accumulation
+    for suffix in goldens:
+        with open(GOLDEN + suffix) as f:
+            yield suffix, f.read(), 16, 1
 
 
-def read_golden(suffix):
-    with open(GOLDEN + suffix) as f:
-        return f.read()
+def written(directory, name, text):
+    """The path of `text` written to directory/name."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def megatron_flags(text):
@@ -130,11 +138,8 @@ class Export(unittest.TestCase):
 
     @unittest.skipIf(transformers is None, "transformers is not installed")
     def test_hf_fields_are_training_arguments(self):
-        cases = [(name, text, plan.micro_batch, plan.grad_accumulation)
-                 for name, text, plan in exports("hf")]
-        cases += [(suffix, read_golden(suffix), 16, 1)
-                  for suffix in ("export-hf.json", "every1.export-hf.json")]
-        for name, text, micro_batch, accumulation in cases:
+        for name, text, micro_batch, accumulation in cases(
+                "hf", "export-hf.json", "every1.export-hf.json"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
                 fields = json.loads(text)
                 # use_cpu: transformers refuses bf16 where no device has it;
@@ -149,16 +154,11 @@ class Export(unittest.TestCase):
 
     @unittest.skipIf(deepspeed_config is None, "deepspeed is not installed")
     def test_deepspeed_config_is_accepted(self):
-        cases = [(name, text, plan.micro_batch, plan.grad_accumulation)
-                 for name, text, plan in exports("deepspeed")]
-        cases.append(("golden", read_golden("export-deepspeed.json"), 16, 1))
-        for name, text, micro_batch, accumulation in cases:
+        for name, text, micro_batch, accumulation in cases("deepspeed", "export-deepspeed.json"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "ds_config.json")
-                with open(path, "w") as f:
-                    f.write(text)
                 config = json.loads(text)
-                ds = deepspeed_config.DeepSpeedConfig(path)  # one rank: world size 1
+                # One rank: world size 1.
+                ds = deepspeed_config.DeepSpeedConfig(written(tmp, "ds_config.json", text))
                 self.assertEqual(ds.train_micro_batch_size_per_gpu, micro_batch)
                 self.assertEqual(ds.gradient_accumulation_steps, accumulation)
                 self.assertEqual(ds.train_batch_size, micro_batch * accumulation)
@@ -171,10 +171,7 @@ class Export(unittest.TestCase):
     @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
     def test_megatron_flags_are_megatron_core_config(self):
         fields = {f.name for f in dataclasses.fields(TransformerConfig)}
-        cases = [(name, text, plan.micro_batch, plan.grad_accumulation)
-                 for name, text, plan in exports("megatron")]
-        cases.append(("golden", read_golden("export-megatron.txt"), 16, 1))
-        for name, text, micro_batch, accumulation in cases:
+        for name, text, micro_batch, accumulation in cases("megatron", "export-megatron.txt"):
             with self.subTest(plan=name):
                 flags = megatron_flags(text)
                 batches = megatron_batches.ConstantNumMicroBatchesCalculator(
@@ -191,17 +188,12 @@ class Export(unittest.TestCase):
 
     @unittest.skipIf(TorchtitanConfigManager is None, "torchtitan is not installed")
     def test_torchtitan_toml_is_a_job_config(self):
-        cases = [(name, text, plan.micro_batch, plan.grad_accumulation)
-                 for name, text, plan in exports("torchtitan")]
-        cases.append(("golden", read_golden("export-torchtitan.toml"), 16, 1))
-        for name, text, micro_batch, accumulation in cases:
+        for name, text, micro_batch, accumulation in cases("torchtitan",
+                                                           "export-torchtitan.toml"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "job.toml")
-                with open(path, "w") as f:
-                    f.write(text)
-                job = TorchtitanConfigManager().parse_args(["--job.config_file", path])
-                written = tomllib.loads(text)
-                for section, values in written.items():
+                job = TorchtitanConfigManager().parse_args(
+                    ["--job.config_file", written(tmp, "job.toml", text)])
+                for section, values in tomllib.loads(text).items():
                     for key, value in values.items():
                         self.assertEqual(getattr(getattr(job, section), key), value,
                                          f"[{section}] {key}")
@@ -210,6 +202,7 @@ class Export(unittest.TestCase):
                 self.assertIn(job.activation_checkpoint.mode, ("none", "full", "selective"))
                 if job.activation_checkpoint.mode == "selective":
                     self.assertTrue(job.activation_checkpoint.selective_ac_option.isdigit())
+
 
 if __name__ == "__main__":
     unittest.main()
