@@ -113,7 +113,8 @@ def schedule_tree(plan):
     layers the forward runs without keeping them a "checkpoint" Segment
     whose children come from the recompute sweep that regenerates it.
     Raises InputError for a schedule of other ops or order."""
-    ops = [op for op in plan.get("schedule", []) if op.get("op") in ("forward", "recompute", "backward")]
+    ops = [op for op in plan.get("schedule", [])
+           if op.get("op") in ("forward", "recompute", "backward")]
     profile_layers = plan.get("profile", {}).get("layers", [])
     at = [0]
 
@@ -140,12 +141,15 @@ def schedule_tree(plan):
         while j >= start:
             save = saves[j].get("save")
             if save == "none":
-                first = ops[at[0]].get("layer", -1) if at[0] < len(ops) else -1
-                if ops[at[0]:at[0] + 1] == [] or ops[at[0]].get("op") != "recompute" or not (
+                op = ops[at[0]] if at[0] < len(ops) else {}
+                first = op.get("layer")
+                if op.get("op") != "recompute" or not isinstance(first, int) or not (
                         start <= first <= j and all(saves[i].get("save") == "none"
                                                     for i in range(first, j + 1))):
-                    raise bad(f"a recompute of the layers run without grad up to layer {j} expected")
-                out.append(Segment("checkpoint", first, j + 1, None, tuple(sweep("recompute", first, j + 1))))
+                    raise bad(f"a recompute of the layers run without grad up to layer {j} "
+                              "expected")
+                children = tuple(sweep("recompute", first, j + 1))
+                out.append(Segment("checkpoint", first, j + 1, None, children))
                 j = first - 1
             elif save in ("all", "selective"):
                 part = option(saves[j]) if save == "selective" else None
@@ -181,14 +185,21 @@ def plan_segments(plan, outside_blocks="refuse"):
     """(Segments of the blocks, [plan layer index per block]): the layers'
     decisions (block_decisions, segments), each checkpoint's and offload's
     recompute as the schedule says where the schedule's top level is those
-    decisions. A multi-pass plan whose schedule recomputes inside a segment
-    other than keeping everything is refused."""
+    decisions. A schedule schedule_tree cannot read is refused when it is
+    multi-level, else the layers decide alone; a multi-pass plan whose
+    schedule recomputes inside a segment other than keeping everything is
+    refused."""
     decisions, layer_indices = block_decisions(plan, outside_blocks)
     flat = segments(decisions)
     if not plan.get("schedule"):
         return flat, layer_indices
     first = layer_indices[0]
-    tree = _parts(_restrict(schedule_tree(plan), first, first + len(layer_indices)))
+    try:
+        tree = _parts(_restrict(schedule_tree(plan), first, first + len(layer_indices)))
+    except InputError:
+        if any(op.get("op") == "recompute" and op.get("save") == "none" for op in plan["schedule"]):
+            raise  # multi-level: the layers alone cannot say it
+        return flat, layer_indices
     top = [(n.kind, n.start, n.stop, n.option) for n in tree]
     if top != [("checkpoint" if n.kind == "offload" else n.kind, n.start, n.stop, n.option)
                for n in flat]:
@@ -204,5 +215,5 @@ def plan_segments(plan, outside_blocks="refuse"):
 
 def _parts(nodes):
     """nodes with their selective options as parts tuples."""
-    return tuple(n._replace(option=_option_parts(n.option, n.start) if n.kind == "selective" else None,
-                            children=_parts(n.children)) for n in nodes)
+    return tuple(n._replace(option=_option_parts(n.option, n.start) if n.kind == "selective"
+                            else None, children=_parts(n.children)) for n in nodes)

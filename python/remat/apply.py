@@ -158,8 +158,8 @@ class _Segment:
             if child.kind == "selective":
                 output = self.selectives[child.start](hidden, args, kwargs)
             else:
-                output = checkpoint(lambda h, c=child: self.run_children(c.children, h, args, kwargs),
-                                    hidden, use_reentrant=False)
+                nested = lambda h, c=child: self.run_children(c.children, h, args, kwargs)
+                output = checkpoint(nested, hidden, use_reentrant=False)
             hidden = _hidden(output)
         return output
 

@@ -129,8 +129,9 @@ def main():
               "measured_peak_bytes": m.baseline_bytes + m.peak_bytes}
     if want is not None:
         result["calls"] = calls
-        result["recomputes"] = [layers.index(plan.layers[op["layer"]]) for op in plan.json["schedule"]
-                                if op["op"] == "recompute" and plan.layers[op["layer"]]["kind"] == "block"]
+        result["recomputes"] = [layers.index(plan.layers[op["layer"]])
+                                for op in plan.json["schedule"] if op["op"] == "recompute"
+                                and plan.layers[op["layer"]]["kind"] == "block"]
         result["gradient_error"] = error[0]
     print(json.dumps(result))
 

@@ -95,6 +95,19 @@ class Case(unittest.TestCase):
 
 
 class Llama(Case):
+    def mlp_calls(self, plan):
+        """The blocks whose MLP runs, in order, in a step under `plan`
+        (checked to give the same gradients)."""
+        calls = []
+        hooks = [b.mlp.register_forward_pre_hook(lambda m, a, i=i: calls.append(i))
+                 for i, b in enumerate(self.blocks())]
+        try:
+            self.assertSameGradients(plan)
+        finally:
+            for h in hooks:
+                h.remove()
+        return calls
+
     def test_uniform_plan_gives_the_same_gradients(self):
         plan = self.plan(strategy="uniform")
         self.assertEqual({d for d, _ in self.decisions(plan)}, {"checkpoint"})
@@ -104,15 +117,8 @@ class Llama(Case):
         plan = self.plan(strategy="segment", segments=2)
         self.assertEqual([d for d, _ in self.decisions(plan)],
                          ["checkpoint", "recompute", "checkpoint", "recompute"])
-        calls = []
-        hooks = [b.mlp.register_forward_pre_hook(lambda m, a, i=i: calls.append(i))
-                 for i, b in enumerate(self.blocks())]
-        try:
-            self.assertSameGradients(plan)
-        finally:
-            for h in hooks:
-                h.remove()
-        self.assertEqual(calls, [0, 1, 2, 3, 2, 3, 0, 1])  # forward, then each segment's recompute
+        # forward, then each segment's recompute
+        self.assertEqual(self.mlp_calls(plan), [0, 1, 2, 3, 2, 3, 0, 1])
 
     def test_manual_plan_gives_the_same_gradients(self):
         plan = self.plan(strategy="manual", checkpoint_layers=[1, 3])
@@ -264,15 +270,7 @@ class Llama(Case):
         first = remat._segments.plan_segments(plan)[0][0]
         self.assertEqual([(c.kind, c.start, c.stop) for c in first.children],
                          [("checkpoint", 0, 1), ("keep", 1, 2)])
-        calls = []
-        hooks = [b.mlp.register_forward_pre_hook(lambda m, a, i=i: calls.append(i))
-                 for i, b in enumerate(self.blocks())]
-        try:
-            self.assertSameGradients(plan)
-        finally:
-            for h in hooks:
-                h.remove()
-        self.assertEqual(calls, [0, 1, 2, 3, 2, 3, 0, 1, 0])
+        self.assertEqual(self.mlp_calls(plan), [0, 1, 2, 3, 2, 3, 0, 1, 0])
 
     def test_a_segment_recomputes_a_block_selectively_as_its_schedule_says(self):
         plan = self.segment_plan([{"op": "recompute", "layer": 1, "save": "selective", "option": 0},
@@ -285,9 +283,11 @@ class Llama(Case):
                          [("selective", tuple(option.split("+"))), ("keep", None)])
         self.assertSameGradients(plan)
 
-    def test_a_schedule_it_cannot_follow_is_refused(self):
+    def test_a_multilevel_schedule_it_cannot_follow_is_refused(self):
         plan = dict(self.plan(strategy="segment", segments=2).json)
-        plan["schedule"] = plan["schedule"] + [{"op": "recompute", "layer": 1, "save": "none"}]
+        plan["schedule"] = plan["schedule"] + [{"op": "recompute", "layer": 1, "save": "all"}]
+        remat.apply(self.model, plan)  # single-level: the layers say it all
+        plan["schedule"][-1] = {"op": "recompute", "layer": 1, "save": "none"}
         with self.assertRaises(remat.InputError) as raised:
             remat.apply(self.model, plan)
         self.assertIn("schedule is not one remat.apply can follow", str(raised.exception))
@@ -437,8 +437,8 @@ class Peak(unittest.TestCase):
         # optimal plan regenerates checkpoints inside recomputes.
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
         options = dict(strategy="optimal", budget_over_lowest=0.005)
-        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256", json.dumps(options)],
-                             capture_output=True, text=True)
+        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256",
+                              json.dumps(options)], capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
         result = json.loads(run.stdout.strip().splitlines()[-1])
         self.assertTrue(result["multilevel"], result["parameter"])
