@@ -51,6 +51,8 @@ CELLS = {
         {"name": "op-level", "strategy": "optimal", "at": 0.85},
         {"name": "multi-level", "strategy": "optimal", "at": 0.0, "model": DEEPER},
     ],
+    # No op-level cell: with frozen linears that keep no input, the planner
+    # never picks mlp_activation or norm_output for this LoRA model.
     "lora": [
         {"name": "uniform", "strategy": "uniform", "at": 0.5},
         {"name": "selective", "strategy": "selective", "at": 0.8},
