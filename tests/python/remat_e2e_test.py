@@ -51,8 +51,10 @@ CELLS = {
         {"name": "op-level", "strategy": "optimal", "at": 0.85},
         {"name": "multi-level", "strategy": "optimal", "at": 0.0, "model": DEEPER},
     ],
-    # No op-level cell: with frozen linears that keep no input, the planner
-    # never picks mlp_activation or norm_output for this LoRA model.
+    # No op-level cell: with frozen linears that keep no input, the optimal
+    # plan of this LoRA model (adapters on q,v or all linears) takes neither
+    # mlp_activation nor norm_output at any of 21 budgets from every-block
+    # to none.
     "lora": [
         {"name": "uniform", "strategy": "uniform", "at": 0.5},
         {"name": "selective", "strategy": "selective", "at": 0.8},
