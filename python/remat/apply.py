@@ -109,8 +109,10 @@ class _Selective:
         self.original, self.index, self.parts, self.scopes = original, index, parts, scopes
         self.records = {}
 
-    def __call__(self, hidden, args, kwargs):
-        """The block's output, under a selective checkpoint (grad on)."""
+    def __call__(self, hidden, args, kwargs, selective=True):
+        """The block's output, under a selective checkpoint (grad on); with
+        selective False under a plain one, which saves the same tensors to
+        an enclosing checkpoint and caches nothing."""
         import torch
         from torch.utils.checkpoint import checkpoint
 
@@ -118,6 +120,8 @@ class _Selective:
             a, k = _with_hidden(args, kwargs, h)
             return self.original(*a, **k)
 
+        if not selective:
+            return checkpoint(run, hidden, use_reentrant=False)
         key = (tuple(hidden.shape), hidden.dtype, hidden.device, torch.is_autocast_enabled())
         if key not in self.records:
             self.records[key] = record(run, hidden, self.parts, self.scopes)
@@ -136,15 +140,26 @@ class _Segment:
         self.checker = checker
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
 
-    def run(self, hidden, args, kwargs):
-        if self.kind == "offload":
-            hidden = hidden.to(self.device)
-        return self.run_children(self.children, hidden, args, kwargs)
+    def checkpointed(self, children, args, kwargs, offload=False):
+        """The function a checkpoint over `children` runs: its first call is
+        the forward, which keeps nothing, so a selective child runs there
+        under a plain checkpoint (a selective one would cache its kept
+        tensors until the recompute); later calls are recomputes, where it
+        runs selectively."""
+        calls = [0]
 
-    def run_children(self, children, hidden, args, kwargs):
+        def run(hidden):
+            calls[0] += 1
+            if offload:
+                hidden = hidden.to(self.device)
+            return self.run_children(children, hidden, args, kwargs, calls[0] > 1)
+
+        return run
+
+    def run_children(self, children, hidden, args, kwargs, recompute):
         """Each child in order: keep blocks as they are, selective blocks
-        under their selective checkpoint, nested segments under a
-        checkpoint of their own."""
+        under their selective checkpoint (in a recompute), nested segments
+        under a checkpoint of their own."""
         from torch.utils.checkpoint import checkpoint
 
         output = None
@@ -156,10 +171,10 @@ class _Segment:
                     hidden = _hidden(output)
                 continue
             if child.kind == "selective":
-                output = self.selectives[child.start](hidden, args, kwargs)
+                output = self.selectives[child.start](hidden, args, kwargs, recompute)
             else:
-                nested = lambda h, c=child: self.run_children(c.children, h, args, kwargs)
-                output = checkpoint(nested, hidden, use_reentrant=False)
+                output = checkpoint(self.checkpointed(child.children, args, kwargs), hidden,
+                                    use_reentrant=False)
             hidden = _hidden(output)
         return output
 
@@ -181,7 +196,8 @@ class _Segment:
             _refuse_cache(self.originals[0], self.start, args, kwargs)
             self.device = hidden.device
             start = hidden.to("cpu") if self.kind == "offload" else hidden
-            output = checkpoint(lambda h: self.run(h, args, kwargs), start, use_reentrant=False)
+            run = self.checkpointed(self.children, args, kwargs, self.kind == "offload")
+            output = checkpoint(run, start, use_reentrant=False)
         else:
             self.device = hidden.device
             output = self.run_plain(hidden, args, kwargs)

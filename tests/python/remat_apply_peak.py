@@ -1,7 +1,7 @@
 """One AdamW training step with a remat plan applied, metered to the byte by
 remat's CPU meter (python/remat_measure; REMAT_METER_LIB). Prints one JSON
 line: the plan's decisions and selective options, whether its schedule is
-multi-level, its predicted peak and the measured peak of the second step
+multi-level and how many blocks it recomputes selectively, its predicted peak and the measured peak of the second step
 (the first creates AdamW's moments and records the selective blocks' ops),
 weights, gradients and moments included.
 
@@ -20,6 +20,9 @@ weights, gradients and moments included.
       plan's schedule recomputes, in order, and the largest
       gradient difference from the model without the plan, relative to
       each gradient's largest entry.
+The option "outside_blocks" goes to remat.apply; "schedule": false applies
+the plan without its schedule (each segment's recompute then keeps
+everything, as the plan's layers alone say).
 """
 import json
 import sys
@@ -55,6 +58,8 @@ class Chain(torch.nn.Module):
 
 
 def llama(path, micro_batch, seq_len, options):
+    options.pop("outside_blocks", None)
+    options.pop("schedule", None)
     plan = remat.plan(path, micro_batch=micro_batch, seq_len=seq_len, precision="fp32",
                       device="cpu", **options)
     with open(path) as f:
@@ -81,6 +86,7 @@ def chain(blocks, width, rows, options):
     profile = json.loads(json.dumps(remat.profile(model, (x,), loss_fn=loss, repeats=1).json))
     for layer in profile["layers"]:
         layer.update(forward_ms=1.0, backward_ms=2.0)
+    options.pop("schedule", None)
     over = options.pop("budget_over_lowest", None)
     if over is not None:  # a budget just above the lowest peak the strategy reaches
         lowest = remat.plan(profile, **dict(options, budget="1B")).predicted_peak_bytes
@@ -90,6 +96,8 @@ def chain(blocks, width, rows, options):
 
 def main():
     options = json.loads(sys.argv[-1])
+    outside = options.get("outside_blocks", "refuse")
+    follow = options.get("schedule", True)
     if sys.argv[1] == "chain":
         model, plan, batch = chain(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), options)
         batch(0)().backward()
@@ -98,7 +106,8 @@ def main():
     else:
         model, plan, batch = llama(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), options)
         want = None
-    remat.apply(model, plan)
+    applied = plan.json if follow else {k: v for k, v in plan.json.items() if k != "schedule"}
+    remat.apply(model, applied, outside_blocks=outside)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     error = []
 
@@ -125,6 +134,9 @@ def main():
               "multilevel": any(op["op"] == "recompute" and op.get("save") == "none"
                                 and plan.layers[op["layer"]]["kind"] == "block"
                                 for op in plan.json["schedule"]),
+              "selective_recomputes": sum(1 for op in plan.json["schedule"]
+                                          if op["op"] == "recompute" and op.get("save") == "selective"
+                                          and plan.layers[op["layer"]]["kind"] == "block"),
               "predicted_peak_bytes": plan.predicted_peak_bytes,
               "measured_peak_bytes": m.baseline_bytes + m.peak_bytes}
     if want is not None:

@@ -397,18 +397,26 @@ class Peak(unittest.TestCase):
         return remat.plan(self.path, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32",
                           device="cpu", **options)
 
+    def meter(self, arguments, options):
+        """remat_apply_peak.py's result for its arguments and plan options."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
+        run = subprocess.run([sys.executable, script, *arguments, json.dumps(options)],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    def assertWithin(self, result, fraction):
+        measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
+        print(f"\n{result['strategy']} {result['parameter']}: measured {measured} B, predicted "
+              f"{predicted} B", file=sys.stderr)
+        self.assertLessEqual(abs(measured - predicted), fraction * predicted)
+
     def assertPredicted(self, plan, options):
         """Meters one training step under remat.plan(**options), which gives
         `plan`; returns the script's result."""
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
-        run = subprocess.run([sys.executable, script, self.path, str(MICRO_BATCH), str(SEQ_LEN),
-                              json.dumps(options)], capture_output=True, text=True)
-        self.assertEqual(run.returncode, 0, run.stderr)
-        result = json.loads(run.stdout.strip().splitlines()[-1])
+        result = self.meter([self.path, str(MICRO_BATCH), str(SEQ_LEN)], options)
         self.assertEqual(result["predicted_peak_bytes"], plan.predicted_peak_bytes)
-        measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
-        print(f"\n{options}: measured {measured} B, predicted {predicted} B", file=sys.stderr)
-        self.assertLessEqual(abs(measured - predicted), 0.03 * predicted)
+        self.assertWithin(result, 0.03)
         return result
 
     def test_a_plan_between_every_layer_and_none_predicts_its_peak(self):
@@ -431,27 +439,36 @@ class Peak(unittest.TestCase):
         self.assertEqual(set(result["decisions"]), {"selective"})
         self.assertGreater(len(set(result["options"])), 1)
 
+    def test_segments_recomputing_blocks_selectively_predict_their_peak(self):
+        # 32 narrow blocks: at its lowest peak the optimal plan checkpoints
+        # every block and recomputes each selectively (and checkpoints the
+        # final norm, run here as keep: one hidden state of 16 KB more).
+        deep = dict(LLAMA, num_hidden_layers=32, hidden_size=32, intermediate_size=64,
+                    vocab_size=64)
+        path = os.path.join(self.dir.name, "deep.json")
+        with open(path, "w") as f:
+            json.dump(deep, f)
+        options = dict(strategy="optimal", budget="1B")
+        plan = remat.plan(path, micro_batch=MICRO_BATCH, seq_len=64, precision="fp32",
+                          device="cpu", **options)
+        result = self.meter([path, str(MICRO_BATCH), "64"], dict(options, outside_blocks="keep"))
+        self.assertEqual(result["predicted_peak_bytes"], plan.predicted_peak_bytes)
+        self.assertGreater(result["selective_recomputes"], 16)
+        self.assertWithin(result, 0.03)
+
     def test_a_multilevel_plan_predicts_its_peak(self):
         # A user's own chain of 16 residual MLP blocks: its checkpoints are a
         # large part of its activations, so just above its lowest peak the
         # optimal plan regenerates checkpoints inside recomputes.
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_apply_peak.py")
         options = dict(strategy="optimal", budget_over_lowest=0.005)
-        run = subprocess.run([sys.executable, script, "chain", "16", "64", "256",
-                              json.dumps(options)], capture_output=True, text=True)
-        self.assertEqual(run.returncode, 0, run.stderr)
-        result = json.loads(run.stdout.strip().splitlines()[-1])
+        result = self.meter(["chain", "16", "64", "256"], options)
         self.assertTrue(result["multilevel"], result["parameter"])
         self.assertLessEqual(result["gradient_error"], RELATIVE)
         calls = result["calls"]
         self.assertEqual(calls[:16], list(range(16)))
         self.assertEqual(calls[16:], result["recomputes"])  # the schedule's order
         self.assertGreater(max(calls.count(i) for i in range(16)), 2)  # recomputed twice
-        measured, predicted = result["measured_peak_bytes"], result["predicted_peak_bytes"]
-        print(f"\nmulti-level {result['parameter']}: measured {measured} B, predicted "
-              f"{predicted} B", file=sys.stderr)
-        self.assertLessEqual(abs(measured - predicted), 0.03 * predicted)
-
+        self.assertWithin(result, 0.03)
 
 class Bert(Case):
     config = BERT
