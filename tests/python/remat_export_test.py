@@ -1,14 +1,35 @@
 """Plan.export(engine): what a training engine takes for a plan, fed to the
-engines' own configuration classes where they are installed.
+engines' own configuration parsers where they are installed:
+  hf          transformers.TrainingArguments(**fields);
+  deepspeed   deepspeed.runtime.config.DeepSpeedConfig(path of the JSON, as
+              printed): the config DeepSpeed's engine builds from a
+              ds_config.json;
+  megatron    megatron-core ships no command-line parser (Megatron-LM's
+              megatron/training/arguments.py is not in the megatron-core
+              package), so each flag is read as argparse reads it (its dest:
+              dashes to underscores; no value: True; several values: a list,
+              as --recompute-modules' nargs='*'), and every flag but the batch
+              sizes must be a field of megatron.core's TransformerConfig,
+              which is built from them (its __post_init__ checks the recompute
+              fields together); the batch sizes go to megatron.core's
+              ConstantNumMicroBatchesCalculator (one data-parallel rank),
+              which checks that they divide and gives the accumulation;
+  torchtitan  torchtitan.config.manager.ConfigManager().parse_args(
+              ["--job.config_file", TOML]), torchtitan's own loader.
+Each is fed the plans of several strategies and precisions and the goldens
+of tests/golden (gpt2-small.24GB.*export*), and the values it read are
+compared with the plan's job.
 
 Run by CTest (label "python") like remat_plan_test: PYTHONPATH=build/python
-and PLANNER the build's `planner`. transformers' TrainingArguments and
-DeepSpeed's DeepSpeedConfig are skipped, visibly, where not importable.
+and PLANNER the build's `planner`. Each engine's check is skipped, visibly,
+where that engine is not importable.
 """
+import dataclasses
 import json
 import os
 import subprocess
 import tempfile
+import tomllib
 import unittest
 
 import remat
@@ -26,6 +47,64 @@ try:
     import deepspeed.runtime.config as deepspeed_config
 except ImportError:
     deepspeed_config = None
+try:
+    from megatron.core import num_microbatches_calculator as megatron_batches
+    from megatron.core.transformer.transformer_config import TransformerConfig
+except ImportError:
+    megatron_batches = TransformerConfig = None
+try:
+    from torchtitan.config.manager import ConfigManager as TorchtitanConfigManager
+except ImportError:
+    TorchtitanConfigManager = None
+
+GOLDEN = os.path.join(SOURCE, "tests", "golden", "gpt2-small.24GB.")
+# GPT-2 small's shape, which TransformerConfig needs besides the recompute fields.
+GPT2_SHAPE = dict(num_layers=12, hidden_size=768, num_attention_heads=12)
+# Plans of every shape the engines take (and some they do not: the closest
+# plan is exported), in each precision family.
+PLANS = ({"every": 1}, {"every": 4}, {"strategy": "none", "micro_batch": 2},
+         {"strategy": "selective"}, {"checkpoint_layers": [0, 1, 2]},
+         {"checkpoint_layers": [0, 4, 8]}, {"precision": "amp_fp16", "every": 2},
+         {"precision": "fp32", "grad_accumulation": 4, "every": 3},
+         {"precision": "mixed_bf16", "every": 6})
+
+
+def cases(engine, *goldens):
+    """(name, exported text, micro-batch, accumulation) for each of PLANS,
+    then for each golden (tests/golden/gpt2-small.24GB.SUFFIX: micro-batch
+    16, one micro-batch per step)."""
+    for options in PLANS:
+        plan = remat.plan(GPT2, budget="24GB", **options)
+        yield json.dumps(options), str(plan.export(engine)), plan.micro_batch, plan.grad_accumulation
+    for suffix in goldens:
+        with open(GOLDEN + suffix) as f:
+            yield suffix, f.read(), 16, 1
+
+
+def written(directory, name, text):
+    """The path of `text` written to directory/name."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def megatron_flags(text):
+    """Megatron-LM's flags as argparse reads them: {dest: value}."""
+    flags, name = {}, None
+    for token in text.split():
+        if token.startswith("--"):
+            name = token[2:].replace("-", "_")
+            flags[name] = True
+        elif name is None:
+            raise AssertionError(f"value {token} before any flag")
+        else:
+            value = int(token) if token.isdigit() else token
+            flags[name] = value if flags[name] is True else (
+                flags[name] + [value] if isinstance(flags[name], list) else [flags[name], value])
+    if isinstance(flags.get("recompute_modules"), str):  # nargs='*'
+        flags["recompute_modules"] = [flags["recompute_modules"]]
+    return flags
 
 
 def command(*args):
@@ -59,27 +138,70 @@ class Export(unittest.TestCase):
 
     @unittest.skipIf(transformers is None, "transformers is not installed")
     def test_hf_fields_are_training_arguments(self):
-        for options in ({"every": 1}, {"strategy": "none", "micro_batch": 2},
-                        {"checkpoint_layers": [0, 4, 8]}, {"precision": "amp_fp16"},
-                        {"precision": "fp32", "grad_accumulation": 4}):
-            fields = json.loads(remat.plan(GPT2, budget="24GB", **options).export("hf"))
-            with tempfile.TemporaryDirectory() as tmp:
+        for name, text, micro_batch, accumulation in cases(
+                "hf", "export-hf.json", "every1.export-hf.json"):
+            with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
+                fields = json.loads(text)
                 # use_cpu: transformers refuses bf16 where no device has it;
                 # the fields are what is checked here, on any machine.
                 args = transformers.TrainingArguments(output_dir=tmp, use_cpu=True, **fields)
-            for name, value in fields.items():
-                self.assertEqual(getattr(args, name), value, name)
+                for key, value in fields.items():
+                    self.assertEqual(getattr(args, key), value, key)
+                self.assertEqual(args.per_device_train_batch_size, micro_batch)
+                self.assertEqual(args.gradient_accumulation_steps, accumulation)
+        fields = json.loads(remat.plan(GPT2, budget="24GB", precision="fp32").export("hf"))
         self.assertTrue(fields.get("bf16") is None and fields.get("fp16") is None)
-        self.assertEqual(fields["gradient_accumulation_steps"], 4)
 
     @unittest.skipIf(deepspeed_config is None, "deepspeed is not installed")
     def test_deepspeed_config_is_accepted(self):
-        config = json.loads(remat.plan(GPT2, budget="24GB", every=4).export("deepspeed"))
-        config["train_batch_size"] = (config["train_micro_batch_size_per_gpu"] *
-                                      config["gradient_accumulation_steps"])
-        ds = deepspeed_config.DeepSpeedConfig(config)
-        self.assertEqual(ds.train_micro_batch_size_per_gpu,
-                         config["train_micro_batch_size_per_gpu"])
+        for name, text, micro_batch, accumulation in cases("deepspeed", "export-deepspeed.json"):
+            with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
+                config = json.loads(text)
+                # One rank: world size 1.
+                ds = deepspeed_config.DeepSpeedConfig(written(tmp, "ds_config.json", text))
+                self.assertEqual(ds.train_micro_batch_size_per_gpu, micro_batch)
+                self.assertEqual(ds.gradient_accumulation_steps, accumulation)
+                self.assertEqual(ds.train_batch_size, micro_batch * accumulation)
+                self.assertEqual(ds.bfloat16_config.enabled, "bf16" in config)
+                self.assertEqual(ds.float16_config.enabled if hasattr(ds, "float16_config")
+                                 else ds.fp16_enabled, "fp16" in config)
+                for key, value in config.get("activation_checkpointing", {}).items():
+                    self.assertEqual(getattr(ds.activation_checkpointing_config, key), value, key)
+
+    @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
+    def test_megatron_flags_are_megatron_core_config(self):
+        fields = {f.name for f in dataclasses.fields(TransformerConfig)}
+        for name, text, micro_batch, accumulation in cases("megatron", "export-megatron.txt"):
+            with self.subTest(plan=name):
+                flags = megatron_flags(text)
+                batches = megatron_batches.ConstantNumMicroBatchesCalculator(
+                    flags.pop("global_batch_size"), flags.pop("micro_batch_size"),
+                    data_parallel_size=1, decrease_batch_size_if_needed=False, rank=0)
+                self.assertEqual(batches.micro_batch_size, micro_batch)
+                self.assertEqual(batches.get(), accumulation)
+                self.assertLessEqual(set(flags), fields)
+                config = TransformerConfig(**GPT2_SHAPE, **flags)
+                for key, value in flags.items():
+                    self.assertEqual(getattr(config, key), value, key)
+                if config.recompute_method is not None:
+                    self.assertLessEqual(config.recompute_num_layers, GPT2_SHAPE["num_layers"])
+
+    @unittest.skipIf(TorchtitanConfigManager is None, "torchtitan is not installed")
+    def test_torchtitan_toml_is_a_job_config(self):
+        for name, text, micro_batch, accumulation in cases("torchtitan",
+                                                           "export-torchtitan.toml"):
+            with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
+                job = TorchtitanConfigManager().parse_args(
+                    ["--job.config_file", written(tmp, "job.toml", text)])
+                for section, values in tomllib.loads(text).items():
+                    for key, value in values.items():
+                        self.assertEqual(getattr(getattr(job, section), key), value,
+                                         f"[{section}] {key}")
+                self.assertEqual(job.training.local_batch_size, micro_batch)
+                self.assertEqual(job.training.global_batch_size, micro_batch * accumulation)
+                self.assertIn(job.activation_checkpoint.mode, ("none", "full", "selective"))
+                if job.activation_checkpoint.mode == "selective":
+                    self.assertTrue(job.activation_checkpoint.selective_ac_option.isdigit())
 
 
 if __name__ == "__main__":
