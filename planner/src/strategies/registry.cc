@@ -34,13 +34,16 @@ bool AppliesTo(Strategy s, const Profile& profile) {
 
 namespace {
 
-// Re-solves with a smaller tensor budget while the allocator's rounding
-// pushes a plan that fits its tensor budget over the device budget.
+// Re-solves with a smaller tensor budget while the caching allocator's
+// reserved bytes (replayed, or rounded plus the user's fraction) push a plan
+// that fits its tensor budget over the device budget.
 constexpr int kRoundingRetries = 4;
 
 // `solver`'s plan under `options`: as the solver makes it without device
 // memory terms; with terms, solved against the tensor budget and accounted
-// against the device budget (AccountPlanMemory).
+// against the device budget (AccountPlanMemory). The solvers screen their
+// candidates by allocated bytes; only the plan each returns is replayed
+// through the allocator model.
 Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
                            const PlanOptions& options) {
   const DeviceMemoryTerms& terms = options.device_memory;
