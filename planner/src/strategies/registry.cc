@@ -79,7 +79,12 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
     tensors.budget_bytes = std::max<int64_t>(1, tensors.budget_bytes - over);
   }
   int64_t fits_at = tensors.budget_bytes;
-  for (int step = 0; step < kRefineSteps && over_at - fits_at > 1; ++step) {
+  // Not worth a solve: the plan fills the card to within 2%, or the tensor
+  // budgets left to try are within 0.5% of the budget of each other.
+  const int64_t budget = options.budget_bytes;
+  for (int step = 0; step < kRefineSteps && over_at - fits_at > budget / 200 &&
+                     plan.memory.total_bytes < budget - budget / 50;
+       ++step) {
     const int64_t mid = fits_at + (over_at - fits_at) / 2;
     bool fits_tensors = false;
     REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid, &fits_tensors));
