@@ -79,7 +79,8 @@ int64_t TensorBudget(int64_t budget_bytes, const DeviceMemoryTerms& terms) {
   if (budget_bytes <= 0) return budget_bytes;
   const int64_t left = budget_bytes - terms.fixed_bytes();
   if (left <= 0) return 1;
-  const double tensors = std::floor(static_cast<double>(left) / (1.0 + terms.fragmentation_fraction()));
+  const double tensors =
+      std::floor(static_cast<double>(left) / (1.0 + terms.fragmentation_fraction()));
   return std::max<int64_t>(1, std::min<int64_t>(left, static_cast<int64_t>(tensors)));
 }
 

@@ -119,8 +119,8 @@ TEST(DeviceMemoryFlags, AllocConfIsReplayedAndCarried) {
 TEST(DeviceMemoryFlags, AllocTraceWritesTheReplayedEvents) {
   testing::ScratchDir dir;
   const std::string path = dir.Path("trace.json");
-  const Captured c = RunCli({"--budget", "80GB", "--device", "h200", "--json", "--alloc-trace",
-                             path, kExample});
+  const Captured c =
+      RunCli({"--budget", "80GB", "--device", "h200", "--json", "--alloc-trace", path, kExample});
   ASSERT_EQ(c.code, 0) << c.err;
   const nlohmann::json plan = nlohmann::json::parse(c.out);
   ASSERT_FALSE(plan["device_memory"]["replay"]["under_budget_limit"].get<bool>());
@@ -157,8 +157,8 @@ TEST(DeviceMemoryFlags, FragmentationIsTheUsersFraction) {
   EXPECT_NE(text.out.find("caching allocator rounding + the user's fragmentation 5.0%"),
             std::string::npos)
       << text.out;
-  const Captured json = RunCli(
-      {"--budget", "24GB", "--device", "h200", "--fragmentation", "5%", "--json", kExample});
+  const Captured json =
+      RunCli({"--budget", "24GB", "--device", "h200", "--fragmentation", "5%", "--json", kExample});
   const nlohmann::json d = nlohmann::json::parse(json.out)["device_memory"];
   EXPECT_EQ(d["reserved_model"], "fragmentation");
   EXPECT_FALSE(d.contains("replay"));

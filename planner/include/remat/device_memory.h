@@ -95,10 +95,10 @@ struct DeviceMemoryTerms {
 // The caching allocator replayed over a plan's training steps
 // (ReplayTrainingSteps, remat/plan.h).
 struct AllocatorReplaySummary {
-  int micro_steps = 0;        // micro-steps replayed
-  bool steady = false;        // the reserved state repeats: later steps reserve nothing more
-  int64_t alloc_retries = 0;  // out-of-memory free-and-retry rounds (num_alloc_retries)
-  int64_t device_allocs = 0;  // cudaMalloc calls and page mappings (num_device_alloc)
+  int micro_steps = 0;              // micro-steps replayed
+  bool steady = false;              // the reserved state repeats: later steps reserve nothing more
+  int64_t alloc_retries = 0;        // out-of-memory free-and-retry rounds (num_alloc_retries)
+  int64_t device_allocs = 0;        // cudaMalloc calls and page mappings (num_device_alloc)
   bool under_budget_limit = false;  // the peak is from the replay capped at the budget,
                                     // where the allocator freed its cache to fit
   bool out_of_memory = false;       // the replay capped at the budget ran out

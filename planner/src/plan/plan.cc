@@ -31,7 +31,8 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
   const AllocatorOptions& conf = terms.alloc_conf;
   AllocatorLimit limit;
   if (conf.per_process_memory_fraction < 1.0 && budget_bytes > 0) {
-    limit.fraction_cap_bytes = MemoryFractionCapBytes(conf.per_process_memory_fraction, budget_bytes);
+    limit.fraction_cap_bytes =
+        MemoryFractionCapBytes(conf.per_process_memory_fraction, budget_bytes);
   }
   REMAT_ASSIGN_OR_RETURN(TrainingStepReplay replay,
                          ReplayTrainingSteps(profile, plan.schedule, conf, limit));

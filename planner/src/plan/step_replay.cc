@@ -8,8 +8,8 @@ namespace remat {
 
 Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Schedule& schedule,
                                                const AllocatorOptions& options,
-                                               const AllocatorLimit& limit,
-                                               int max_micro_steps, ReplayTrace* trace) {
+                                               const AllocatorLimit& limit, int max_micro_steps,
+                                               ReplayTrace* trace) {
   // Micro-batch 1 of an update creates the parameter gradients; 2..K start
   // with them (Simulate does the same).
   const int64_t k = profile.grad_accumulation;
@@ -61,8 +61,7 @@ Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Sch
     }
     out.summary.micro_steps = m + 1;
     if (out.oom_micro_step >= 0) break;
-    const bool quiet =
-        model.stats().device_allocs == allocs && model.stats().device_frees == frees;
+    const bool quiet = model.stats().device_allocs == allocs && model.stats().device_frees == frees;
     if (!quiet) {
       quiet_first = false;
       quiet_later = !accumulates;

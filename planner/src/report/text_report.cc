@@ -298,8 +298,8 @@ std::string DescribeReservedPeak(const Plan& plan) {
     o << ", not yet steady";
   }
   if (r.under_budget_limit) {
-    o << "; at the budget's limit the allocator frees its cache and retries ("
-      << r.alloc_retries << " time" << (r.alloc_retries == 1 ? "" : "s") << ")";
+    o << "; at the budget's limit the allocator frees its cache and retries (" << r.alloc_retries
+      << " time" << (r.alloc_retries == 1 ? "" : "s") << ")";
   }
   return o.str();
 }

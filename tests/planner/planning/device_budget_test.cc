@@ -45,11 +45,10 @@ TEST(PlanOnDeviceBudget, AFittingPlanNeverExceedsTheBudget) {
         const Result<PlanSet> set = MakePlan(p, o);
         ASSERT_TRUE(set.ok()) << set.status().message();
         const Plan& plan = set->chosen;
-        const std::string where = std::string(c.device) + " " + ToString(s) + " at " +
-                                  std::to_string(pct) + "%";
+        const std::string where =
+            std::string(c.device) + " " + ToString(s) + " at " + std::to_string(pct) + "%";
         ASSERT_TRUE(plan.memory.replay.has_value()) << where;
-        EXPECT_EQ(plan.memory.total_bytes,
-                  plan.memory.reserved_peak_bytes + terms.fixed_bytes())
+        EXPECT_EQ(plan.memory.total_bytes, plan.memory.reserved_peak_bytes + terms.fixed_bytes())
             << where;
         EXPECT_GE(plan.memory.reserved_peak_bytes, plan.memory.allocated_peak_bytes) << where;
         if (!plan.fits) continue;
