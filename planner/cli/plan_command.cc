@@ -29,7 +29,12 @@ std::vector<FlagSpec> DeviceMemoryFlags() {
   return {
       {"cuda-context", "SIZE", "CUDA context, e.g. 600MiB (default: --device preset, else 0)"},
       {"cuda-workspace", "SIZE", "cuBLAS/cuDNN workspaces, e.g. 64MiB (default: as above)"},
-      {"fragmentation", "F", "caching allocator's cache on top, e.g. 5% (default: as above)"},
+      {"fragmentation", "F",
+       "a fraction of the rounded peak on top, e.g. 5%, instead of replaying the caching "
+       "allocator (default: replay)"},
+      {"alloc-conf", "CONF",
+       "PYTORCH_CUDA_ALLOC_CONF the allocator replay follows, e.g. "
+       "expandable_segments:True,max_split_size_mb:128 (default: PyTorch's defaults)"},
   };
 }
 
@@ -49,7 +54,12 @@ Result<DeviceMemoryTerms> ParseDeviceMemory(const Args& args) {
     if (!f.ok()) return f.status().WithPrefix("option --fragmentation");
     o.fragmentation = *f;
   }
-  Result<DeviceMemoryTerms> terms = ResolveDeviceMemory(args.Get("device"), o);
+  const std::string conf = args.Get("alloc-conf");
+  if (args.Has("alloc-conf")) {
+    Result<AllocatorOptions> parsed = ParseAllocConf(conf);
+    if (!parsed.ok()) return parsed.status().WithPrefix("option --alloc-conf");
+  }
+  Result<DeviceMemoryTerms> terms = ResolveDeviceMemory(args.Get("device"), o, conf);
   if (!terms.ok()) return terms.status().WithPrefix("option --device");
   return terms;
 }
@@ -70,6 +80,9 @@ std::vector<FlagSpec> PlanFlags() {
       {"format", "F", "what to print: text (default), json (the plan), md (Markdown summary)"},
       {"json", "", "the same as --format json"},
       {"o", "FILE", "write the plan JSON to FILE (written atomically)"},
+      {"alloc-trace", "FILE",
+       "write the chosen plan's caching-allocator replay, event by event, to FILE "
+       "(docs/device-memory.md)"},
       {"export", "ENGINE",
        "print what a training engine takes for the plan instead of the report: pytorch, hf, "
        "deepspeed, megatron, torchtitan (docs/exports.md)"},
@@ -156,6 +169,11 @@ Result<PlanOptions> ParseOptions(const Args& args) {
   REMAT_ASSIGN_OR_RETURN(o.checkpoint_layers, args.GetIntList("checkpoint-layers"));
   REMAT_ASSIGN_OR_RETURN(o.selective_layers, args.GetIntList("selective-layers"));
   REMAT_ASSIGN_OR_RETURN(o.device_memory, ParseDeviceMemory(args));
+  if (args.Has("alloc-trace") && !o.device_memory.caching_allocator) {
+    return Status::Invalid(
+        "option --alloc-trace: the plan has no caching allocator to replay; use --device "
+        "h200|a100|rtx4090, --alloc-conf or a --cuda-* flag");
+  }
   return o;
 }
 
@@ -215,6 +233,15 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
         WriteOutputFile(args.Get("o"), PlanToJson(result.plans, profile, context)));
+  }
+  if (args.Has("alloc-trace")) {
+    const Plan& chosen = result.plans.chosen;
+    ReplayTrace trace;
+    REMAT_ASSIGN_OR_RETURN(const TrainingStepReplay replay,
+                           ReplayTrainingSteps(profile, chosen.schedule, chosen.terms.alloc_conf,
+                                               {}, kMaxReplayMicroSteps, &trace));
+    REMAT_RETURN_IF_ERROR(WriteOutputFile(
+        args.Get("alloc-trace"), AllocatorTraceJson(replay, trace, chosen.terms.alloc_conf_text)));
   }
   const std::string command = CommandLine(argv);
   REMAT_RETURN_IF_ERROR(WriteReportFiles(files, result.plans, profile, context, nullptr,

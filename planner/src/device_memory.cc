@@ -49,7 +49,8 @@ DeviceMemoryUse AccountDeviceMemory(int64_t allocated_peak, int64_t rounded_peak
   DeviceMemoryUse u;
   u.allocated_peak_bytes = allocated_peak;
   u.allocator_rounding_bytes = std::max<int64_t>(0, rounded_peak - allocated_peak);
-  const double fragment = std::ceil(terms.fragmentation * static_cast<double>(rounded_peak));
+  const double fragment =
+      std::ceil(terms.fragmentation_fraction() * static_cast<double>(rounded_peak));
   u.fragmentation_bytes =
       fragment >= static_cast<double>(kMaxBytes) ? kMaxBytes : static_cast<int64_t>(fragment);
   u.reserved_peak_bytes = SaturatingAdd(SaturatingAdd(allocated_peak, u.allocator_rounding_bytes),
@@ -60,29 +61,49 @@ DeviceMemoryUse AccountDeviceMemory(int64_t allocated_peak, int64_t rounded_peak
   return u;
 }
 
+DeviceMemoryUse AccountReplayedDeviceMemory(int64_t allocated_peak, int64_t replayed_reserved,
+                                            const AllocatorReplaySummary& replay,
+                                            const DeviceMemoryTerms& terms) {
+  DeviceMemoryUse u;
+  u.allocated_peak_bytes = allocated_peak;
+  u.reserved_peak_bytes = std::max(allocated_peak, replayed_reserved);
+  u.allocator_rounding_bytes = u.reserved_peak_bytes - allocated_peak;
+  u.cuda_context_bytes = terms.cuda_context_bytes;
+  u.workspace_bytes = terms.workspace_bytes;
+  u.total_bytes = SaturatingAdd(u.reserved_peak_bytes, terms.fixed_bytes());
+  u.replay = replay;
+  return u;
+}
+
 int64_t TensorBudget(int64_t budget_bytes, const DeviceMemoryTerms& terms) {
   if (budget_bytes <= 0) return budget_bytes;
   const int64_t left = budget_bytes - terms.fixed_bytes();
   if (left <= 0) return 1;
-  const double tensors = std::floor(static_cast<double>(left) / (1.0 + terms.fragmentation));
+  const double tensors =
+      std::floor(static_cast<double>(left) / (1.0 + terms.fragmentation_fraction()));
   return std::max<int64_t>(1, std::min<int64_t>(left, static_cast<int64_t>(tensors)));
 }
 
 Result<DeviceMemoryTerms> ResolveDeviceMemory(std::string_view device,
-                                              const DeviceMemoryOverrides& overrides) {
+                                              const DeviceMemoryOverrides& overrides,
+                                              std::string_view alloc_conf) {
   DeviceMemoryTerms t;
   if (!device.empty()) {
     REMAT_ASSIGN_OR_RETURN(const DeviceSpec spec, LookupDevice(device));
     t.cuda_context_bytes = spec.cuda_context_bytes;
     t.workspace_bytes = spec.workspace_bytes;
-    t.fragmentation = spec.fragmentation;
     t.caching_allocator = spec.caching_allocator;
     if (t.any()) t.source = spec.name + " preset";
   }
-  if (overrides.any()) {
+  const bool conf = alloc_conf.find_first_not_of(" \t") != std::string_view::npos;
+  if (conf) {
+    REMAT_ASSIGN_OR_RETURN(t.alloc_conf, ParseAllocConf(alloc_conf));
+    t.alloc_conf_text = std::string(alloc_conf);
+  }
+  if (overrides.any() || conf) {
     if (overrides.cuda_context_bytes) t.cuda_context_bytes = *overrides.cuda_context_bytes;
     if (overrides.workspace_bytes) t.workspace_bytes = *overrides.workspace_bytes;
-    if (overrides.fragmentation) t.fragmentation = *overrides.fragmentation;
+    if (overrides.fragmentation) t.fragmentation = overrides.fragmentation;
     t.caching_allocator = true;
     t.source = t.source.empty() ? "flags" : t.source + " with flags";
   }

@@ -1,12 +1,14 @@
 // --device's memory terms and --cuda-context / --cuda-workspace /
-// --fragmentation: the report's named lines, the plan JSON's fields, and
-// the refusals.
+// --fragmentation / --alloc-conf: the report's named lines, the plan JSON's
+// fields, and the refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "testing/scratch_dir.h"
 
 namespace remat::cli {
 namespace {
@@ -40,14 +42,27 @@ INSTANTIATE_TEST_SUITE_P(
                 "option --fragmentation: expected a fraction from 0 to 50%, as 5% or 0.05, got "
                 "'80%'"},
         BadFlag{{"--fragmentation", "five"}, "option --fragmentation"},
-        BadFlag{{"--device", "tpu", "--cuda-context", "1GiB"}, "unknown device 'tpu'"}));
+        BadFlag{{"--device", "tpu", "--cuda-context", "1GiB"}, "unknown device 'tpu'"},
+        BadFlag{{"--device", "h200", "--alloc-conf", "expandable_segment:True"},
+                "option --alloc-conf: allocator config: unknown key 'expandable_segment'"},
+        BadFlag{{"--device", "h200", "--alloc-conf", "max_split_size_mb:8"},
+                "option --alloc-conf: allocator config: max_split_size_mb:8"},
+        BadFlag{{"--device", "h200", "--alloc-conf", "expandable_segments:yes"},
+                "option --alloc-conf: allocator config: expandable_segments:yes"},
+        BadFlag{{"--device", "h200", "--alloc-conf", "garbage_collection_threshold:1.5"},
+                "option --alloc-conf: allocator config: garbage_collection_threshold:1.5"},
+        BadFlag{{"--device", "h200", "--alloc-conf", "backend:cudaMallocAsync"},
+                "option --alloc-conf: allocator config: backend:cudaMallocAsync"},
+        BadFlag{{"--device", "cpu", "--alloc-trace", "trace.json"},
+                "option --alloc-trace: the plan has no caching allocator to replay"}));
 
 TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
   const Captured text = RunCli({"--budget", "24GB", "--device", "h200", kExample});
   ASSERT_EQ(text.code, 0) << text.err;
   for (const char* line :
        {"  device terms     h200 preset: cuda_context 749.00 MiB, workspaces 65.00 MiB, "
-        "fragmentation 5.0%, caching allocator rounding; ",
+        "caching allocator replayed (PyTorch's defaults); ",
+        " held by the caching allocator, replayed over ", "micro-steps to a steady state",
         "  device peak      ", "  allocated peak   ", "  reserved peak    ",
         "  fixed terms      814.00 MiB (cuda_context 749.00 MiB + workspaces 65.00 MiB; h200 "
         "preset)"}) {
@@ -71,6 +86,82 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
   EXPECT_TRUE(j["fits"].get<bool>());
   EXPECT_EQ(d["cuda_context_bytes"], 749 << 20);
   EXPECT_EQ(d["source"], "h200 preset");
+  EXPECT_EQ(d["reserved_model"], "replay");
+  EXPECT_EQ(d["fragmentation_bytes"], 0);
+  EXPECT_TRUE(d["replay"]["steady"].get<bool>());
+  EXPECT_GE(d["replay"]["micro_steps"].get<int>(), 1);
+}
+
+// --alloc-conf: the replay follows it, the report names it, and the plan
+// JSON carries it in device_memory and in the job (for a run to set).
+TEST(DeviceMemoryFlags, AllocConfIsReplayedAndCarried) {
+  const std::string conf = "expandable_segments:True,max_split_size_mb:128";
+  const Captured text =
+      RunCli({"--budget", "24GB", "--device", "h200", "--alloc-conf", conf, kExample});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("caching allocator replayed (" + conf + ")"), std::string::npos)
+      << text.out;
+  const Captured json =
+      RunCli({"--budget", "24GB", "--device", "h200", "--alloc-conf", conf, "--json", kExample});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["device_memory"]["alloc_conf"], conf);
+  EXPECT_EQ(j["job"]["alloc_conf"], conf);
+  // Expandable segments map 20 MiB pages: the reserved peak is at most one
+  // page per pool above the allocated blocks' peak.
+  const nlohmann::json& p = j["predicted"];
+  EXPECT_GE(p["reserved_peak_bytes"].get<int64_t>(), p["allocated_peak_bytes"].get<int64_t>());
+}
+
+// --alloc-trace: the chosen plan's replayed events and the model's
+// timelines, whose reserved peak is the plan's (at 80GB the plan fits
+// without the allocator freeing its cache, so both replays are unlimited).
+TEST(DeviceMemoryFlags, AllocTraceWritesTheReplayedEvents) {
+  testing::ScratchDir dir;
+  const std::string path = dir.Path("trace.json");
+  const Captured c =
+      RunCli({"--budget", "80GB", "--device", "h200", "--json", "--alloc-trace", path, kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json plan = nlohmann::json::parse(c.out);
+  ASSERT_FALSE(plan["device_memory"]["replay"]["under_budget_limit"].get<bool>());
+  const nlohmann::json trace = nlohmann::json::parse(ReadAll(path));
+  const nlohmann::json& events = trace["events"];
+  ASSERT_GT(events.size(), 10u);
+  EXPECT_EQ(events[0][0], "a");
+  EXPECT_EQ(trace["predicted"]["reserved_timeline_bytes"].size(), events.size());
+  EXPECT_EQ(trace["predicted"]["reserved_peak_bytes"], plan["predicted"]["reserved_peak_bytes"]);
+  EXPECT_EQ(trace["micro_steps"], plan["device_memory"]["replay"]["micro_steps"]);
+  int64_t live = 0, peak = 0;
+  std::map<int64_t, int64_t> sizes;
+  for (const nlohmann::json& e : events) {
+    if (e[0] == "a") {
+      sizes[e[1].get<int64_t>()] = e[2].get<int64_t>();
+      live += e[2].get<int64_t>();
+    } else {
+      live -= sizes.at(e[1].get<int64_t>());
+      sizes.erase(e[1].get<int64_t>());
+    }
+    peak = std::max(peak, live);
+  }
+  EXPECT_EQ(peak, plan["predicted"]["allocated_peak_bytes"].get<int64_t>());
+}
+
+// --fragmentation replaces the replay with the user's fraction; the report
+// says whose fraction it is.
+TEST(DeviceMemoryFlags, FragmentationIsTheUsersFraction) {
+  const Captured text =
+      RunCli({"--budget", "24GB", "--device", "h200", "--fragmentation", "5%", kExample});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("fragmentation at 5.0%, the user's fraction)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("caching allocator rounding + the user's fragmentation 5.0%"),
+            std::string::npos)
+      << text.out;
+  const Captured json =
+      RunCli({"--budget", "24GB", "--device", "h200", "--fragmentation", "5%", "--json", kExample});
+  const nlohmann::json d = nlohmann::json::parse(json.out)["device_memory"];
+  EXPECT_EQ(d["reserved_model"], "fragmentation");
+  EXPECT_FALSE(d.contains("replay"));
 }
 
 TEST(DeviceMemoryFlags, MarkdownNamesTheTerms) {

@@ -97,8 +97,11 @@ TEST(DevicePresets, GpusHaveTermsAndTheCpuNone) {
     const DeviceSpec d = LookupDevice(gpu).value();
     EXPECT_GT(d.cuda_context_bytes, 100 * kMiB) << gpu;
     EXPECT_GT(d.workspace_bytes, 0) << gpu;
-    EXPECT_GT(d.fragmentation, 0) << gpu;
     EXPECT_TRUE(d.caching_allocator) << gpu;
+    // The reserved peak is replayed, no preset fraction.
+    const DeviceMemoryTerms t = ResolveDeviceMemory(gpu, {}).value();
+    EXPECT_TRUE(t.replays_allocator()) << gpu;
+    EXPECT_FALSE(t.fragmentation.has_value()) << gpu;
   }
   // Measured on an H200 (PyTorch 2.11): 2 x 32 MiB cuBLAS + 1 MiB cuBLASLt.
   EXPECT_EQ(LookupDevice("h200")->workspace_bytes, 65 * kMiB);

@@ -149,10 +149,8 @@ ReportSummary Summarize(const ReportData& data) {
   s.figures = {{plan.terms.any() ? "device peak" : "predicted peak", peak_line}};
   if (plan.terms.any()) {
     s.figures.push_back({"allocated peak", FormatBytes(m.allocated_peak_bytes)});
-    s.figures.push_back(
-        {"reserved peak", FormatBytes(m.reserved_peak_bytes) + " (allocated + " +
-                              FormatBytes(m.allocator_rounding_bytes) + " allocator rounding + " +
-                              FormatBytes(m.fragmentation_bytes) + " fragmentation)"});
+    s.figures.push_back({"reserved peak", FormatBytes(m.reserved_peak_bytes) + " (" +
+                                              DescribeReservedPeak(plan) + ")"});
     s.figures.push_back({"fixed terms", "cuda_context " + FormatBytes(m.cuda_context_bytes) +
                                             " + workspaces " + FormatBytes(m.workspace_bytes) +
                                             " (" + plan.terms.source + ")"});

@@ -34,8 +34,7 @@ struct DeviceSpec {
   // Device memory besides tensors (remat/device_memory.h); all zero on a CPU.
   int64_t cuda_context_bytes = 0;  // CUDA context and driver reservation
   int64_t workspace_bytes = 0;     // cuBLAS/cuDNN workspaces
-  double fragmentation = 0;        // caching allocator's cache above its rounded peak
-  bool caching_allocator = false;  // PyTorch's CUDA caching allocator rounds requests
+  bool caching_allocator = false;  // PyTorch's CUDA caching allocator (replayed)
   std::string host_link;           // the card's link to host memory (LookupHostLink), or ""
   // Random elements drawn a second (a dropout's Bernoulli mask), not scaled
   // by `efficiency`: a measured rate. 0: the draw is not a pass of its own

@@ -80,9 +80,49 @@ Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std
                                   Schedule schedule, int64_t budget_bytes,
                                   SimulationDetail detail = SimulationDetail::kFull);
 
-// Re-simulates `plan` with the allocator model of `terms` and accounts its
-// device memory against `budget_bytes` (its budget from then on): sets
-// predicted (reserved figures), memory, terms, budget_bytes and fits.
+// The caching allocator replayed over training steps of a schedule.
+struct TrainingStepReplay {
+  int64_t reserved_peak_bytes = 0;   // torch.cuda.max_memory_reserved over the steps
+  int64_t allocated_peak_bytes = 0;  // max_memory_allocated: the blocks, as rounded
+  AllocatorReplaySummary summary;
+  int oom_micro_step = -1;  // the micro-step that ran out of memory (-1: none)
+  int64_t oom_event = -1;   // its event (AllocationEvents) that failed
+};
+
+// What a replay did, event by event, for a trace file (docs/device-memory.md).
+struct ReplayTrace {
+  std::vector<AllocEvent> events;                 // as replayed: the model state allocated once
+  std::vector<int64_t> reserved_timeline_bytes;   // reserved after each event
+  std::vector<int64_t> allocated_timeline_bytes;  // allocated after each event
+  std::vector<AllocatorSegmentView> segments;     // at the end, in address order
+};
+
+// At most this many micro-steps are replayed (docs/device-memory.md).
+inline constexpr int kMaxReplayMicroSteps = 8;
+
+// Replays the allocation events (AllocationEvents) of successive micro-steps
+// of `schedule` on `profile` (an update's first micro-batch, then 2..K with
+// the gradients, profile.grad_accumulation), the model state allocated once
+// and kept, through one CudaAllocatorModel with `options` under `limit`.
+// Stops when the reserved state repeats (summary.steady: a micro-step of each
+// kind made no device allocation or release, so every later one repeats it),
+// at an out of memory, or after `max_micro_steps`. `trace` (may be null)
+// receives the events replayed and the allocator's state after each. Fails
+// as Simulate does.
+Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Schedule& schedule,
+                                               const AllocatorOptions& options,
+                                               const AllocatorLimit& limit = {},
+                                               int max_micro_steps = kMaxReplayMicroSteps,
+                                               ReplayTrace* trace = nullptr);
+
+// Accounts `plan`'s device memory with `terms` against `budget_bytes` (its
+// budget from then on): sets memory, terms, budget_bytes and fits. With a
+// caching allocator the reserved peak is replayed (ReplayTrainingSteps): when
+// the unlimited replay's device peak passes the budget, the replay is run
+// again capped at the budget less the fixed terms, where PyTorch frees its
+// cache and retries; the plan fits if that replay does not run out. With the
+// user's fragmentation fraction instead, `plan` is re-simulated with the
+// rounding tally (predicted's reserved figures) and the fraction added.
 Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
                          int64_t budget_bytes, Plan* plan);
 

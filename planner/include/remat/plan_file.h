@@ -38,6 +38,9 @@ struct PlannedJob {
   std::optional<int64_t> lora_rank;
   std::optional<uint32_t> lora_targets;  // LoraTarget bits
   std::optional<Quantization> quantization;
+  // PYTORCH_CUDA_ALLOC_CONF the plan's reserved peak was replayed with
+  // (planner --alloc-conf): what a run should set to match it.
+  std::optional<std::string> alloc_conf;
 };
 
 // The job fields of `config` (a model.json / config.json with its overrides

@@ -38,6 +38,24 @@ ReportContext ReportContextOf(const Job& job);
 // The human-readable report printed by `planner --budget ... model.json`.
 std::string FormatPlanText(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);
 
+// What `plan`'s reserved peak holds above its allocated peak, in words, for
+// the reports: "allocated + 120.00 MiB held by the caching allocator
+// (replayed over 2 micro-steps, steady)", or the rounding and the user's
+// fragmentation fraction.
+std::string DescribeReservedPeak(const Plan& plan);
+
+// The device terms' allocator model in words: "caching allocator replayed
+// (PyTorch's defaults)", "... (expandable_segments:True)", "caching allocator
+// rounding + the user's fragmentation 5.0%", or "" without one.
+std::string DescribeAllocatorModel(const DeviceMemoryTerms& terms);
+
+// The allocator trace of `plan` (planner --alloc-trace, the format in
+// docs/device-memory.md): its replayed events and the model's reserved
+// timeline and segments, with `alloc_conf` (PYTORCH_CUDA_ALLOC_CONF) for the
+// GPU recording to set.
+std::string AllocatorTraceJson(const TrainingStepReplay& replay, const ReplayTrace& trace,
+                               const std::string& alloc_conf);
+
 // plan.json: fits, strategy, budget_bytes, layers, schedule, predicted, model,
 // baseline, candidates, and the profile the plan was made for (so that a
 // plan file is self-contained for `planner train --plan`; remat/plan_file.h

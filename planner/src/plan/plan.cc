@@ -19,8 +19,40 @@ const std::vector<std::string> kStrategyNames = {"auto",    "none",           "u
 // bytes within the host link's budget (or no limit).
 bool Fits(const Profile& profile, const Plan& plan, int64_t budget_bytes) {
   const int64_t host = profile.host_link.budget_bytes;
-  return (budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes) &&
+  const bool oom = plan.memory.replay.has_value() && plan.memory.replay->out_of_memory;
+  return !oom && (budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes) &&
          (host <= 0 || plan.predicted.host_peak_bytes <= host);
+}
+
+// The device memory of `plan` with its reserved peak replayed (the
+// contract of AccountPlanMemory).
+Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& plan,
+                                           const DeviceMemoryTerms& terms, int64_t budget_bytes) {
+  const AllocatorOptions& conf = terms.alloc_conf;
+  AllocatorLimit limit;
+  if (conf.per_process_memory_fraction < 1.0 && budget_bytes > 0) {
+    limit.fraction_cap_bytes =
+        MemoryFractionCapBytes(conf.per_process_memory_fraction, budget_bytes);
+  }
+  REMAT_ASSIGN_OR_RETURN(TrainingStepReplay replay,
+                         ReplayTrainingSteps(profile, plan.schedule, conf, limit));
+  const int64_t allocated = plan.predicted.peak_bytes;
+  const int64_t room = budget_bytes - terms.fixed_bytes();
+  const bool over = budget_bytes > 0 && replay.reserved_peak_bytes > room;
+  // Past the budget the allocator frees its cache and retries before it
+  // fails: replay again at the card's limit, unless the tensors alone pass it.
+  if (over && !replay.summary.out_of_memory && allocated <= room && room > 0) {
+    limit.driver_bytes = room;
+    REMAT_ASSIGN_OR_RETURN(TrainingStepReplay capped,
+                           ReplayTrainingSteps(profile, plan.schedule, conf, limit));
+    if (!capped.summary.out_of_memory) {
+      capped.summary.under_budget_limit = true;
+      return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,
+                                         terms);
+    }
+  }
+  if (over) replay.summary.out_of_memory = true;
+  return AccountReplayedDeviceMemory(allocated, replay.reserved_peak_bytes, replay.summary, terms);
 }
 
 }  // namespace
@@ -53,6 +85,15 @@ Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std
 
 Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
                          int64_t budget_bytes, Plan* plan) {
+  if (terms.replays_allocator()) {
+    REMAT_ASSIGN_OR_RETURN(const DeviceMemoryUse use,
+                           ReplayDeviceMemory(profile, *plan, terms, budget_bytes));
+    plan->terms = terms;
+    plan->memory = use;
+    plan->budget_bytes = budget_bytes;
+    plan->fits = Fits(profile, *plan, budget_bytes);
+    return Status::Ok();
+  }
   if (terms.caching_allocator) {
     REMAT_ASSIGN_OR_RETURN(plan->predicted, Simulate(profile, plan->schedule, &terms.allocator));
   }

@@ -72,7 +72,7 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
   REMAT_RETURN_IF_ERROR(
       r.NoUnknownKeys({"precision", "attention", "head", "pooling", "loss", "texts_per_example",
                        "num_labels", "merge_columns", "optimizer", "grad_dtype", "gradients",
-                       "dropout", "lora_rank", "lora_targets", "quantization"}));
+                       "dropout", "lora_rank", "lora_targets", "quantization", "alloc_conf"}));
   PlannedJob j;
   REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
   REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));
@@ -97,6 +97,13 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
   REMAT_RETURN_IF_ERROR(JobInt(r, "lora_rank", 0, 1 << 20, &j.lora_rank));
   REMAT_RETURN_IF_ERROR(JobName(r, "lora_targets", ParseLoraTargets, &j.lora_targets));
   REMAT_RETURN_IF_ERROR(JobName(r, "quantization", ParseQuantization, &j.quantization));
+  if (r.Has("alloc_conf")) {
+    std::string conf;
+    REMAT_RETURN_IF_ERROR(r.String("alloc_conf", &conf, false));
+    Result<AllocatorOptions> parsed = ParseAllocConf(conf);
+    if (!parsed.ok()) return parsed.status().WithPrefix(where + ": field 'alloc_conf'");
+    j.alloc_conf = conf;
+  }
   return j;
 }
 

@@ -61,11 +61,27 @@ nlohmann::ordered_json DeviceMemoryJson(const Plan& plan) {
   j["source"] = t.source;
   j["cuda_context_bytes"] = m.cuda_context_bytes;
   j["workspace_bytes"] = m.workspace_bytes;
-  j["fragmentation"] = t.fragmentation;
+  j["fragmentation"] = t.fragmentation_fraction();
   j["caching_allocator"] = t.caching_allocator;
+  // With a caching allocator: how the reserved peak was found, "replay"
+  // (the allocator model over the plan's steps) or "fragmentation" (the
+  // user's fraction), and the PYTORCH_CUDA_ALLOC_CONF replayed.
+  if (t.caching_allocator) {
+    j["reserved_model"] = t.replays_allocator() ? "replay" : "fragmentation";
+    j["alloc_conf"] = t.alloc_conf_text;
+  }
   j["allocator_rounding_bytes"] = m.allocator_rounding_bytes;
   j["fragmentation_bytes"] = m.fragmentation_bytes;
   j["tensor_budget_bytes"] = TensorBudget(plan.budget_bytes, t);
+  if (m.replay) {
+    const AllocatorReplaySummary& r = *m.replay;
+    j["replay"] = {{"micro_steps", r.micro_steps},
+                   {"steady", r.steady},
+                   {"device_allocs", r.device_allocs},
+                   {"alloc_retries", r.alloc_retries},
+                   {"under_budget_limit", r.under_budget_limit},
+                   {"out_of_memory", r.out_of_memory}};
+  }
   return j;
 }
 
@@ -100,6 +116,7 @@ nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
   if (p.lora_rank) j["lora_rank"] = *p.lora_rank;
   if (p.lora_targets) j["lora_targets"] = LoraTargetsToString(*p.lora_targets);
   if (p.quantization) j["quantization"] = ToString(*p.quantization);
+  if (p.alloc_conf) j["alloc_conf"] = *p.alloc_conf;
   return j;
 }
 
@@ -148,7 +165,11 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
-  if (ctx.has_config) j["job"] = PlannedJobJson(PlannedJobOf(ctx.config));
+  if (ctx.has_config) {
+    PlannedJob job = PlannedJobOf(ctx.config);
+    if (!plan.terms.alloc_conf_text.empty()) job.alloc_conf = plan.terms.alloc_conf_text;
+    j["job"] = PlannedJobJson(job);
+  }
   j["predicted"] =
       PredictedJson(plan, PredictUpdate(profile, plan.predicted, ctx.grad_accumulation));
   j["device_memory"] = DeviceMemoryJson(plan);

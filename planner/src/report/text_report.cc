@@ -31,10 +31,8 @@ void DeviceTerms(std::ostringstream& o, const Plan& plan) {
   const DeviceMemoryUse& m = plan.memory;
   o << "  allocated peak   " << FormatBytes(m.allocated_peak_bytes)
     << " (tensors: torch.cuda.max_memory_allocated)\n";
-  o << "  reserved peak    " << FormatBytes(m.reserved_peak_bytes) << " (allocated + "
-    << FormatBytes(m.allocator_rounding_bytes) << " allocator rounding + "
-    << FormatBytes(m.fragmentation_bytes) << " fragmentation at "
-    << Percent(plan.terms.fragmentation, 1.0) << ")\n";
+  o << "  reserved peak    " << FormatBytes(m.reserved_peak_bytes) << " ("
+    << DescribeReservedPeak(plan) << ")\n";
   o << "  fixed terms      " << FormatBytes(m.cuda_context_bytes + m.workspace_bytes)
     << " (cuda_context " << FormatBytes(m.cuda_context_bytes) << " + workspaces "
     << FormatBytes(m.workspace_bytes) << "; " << plan.terms.source << ")\n";
@@ -158,9 +156,9 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
   if (plan.terms.any()) {
     o << "  device terms     " << plan.terms.source << ": cuda_context "
       << FormatBytes(plan.terms.cuda_context_bytes) << ", workspaces "
-      << FormatBytes(plan.terms.workspace_bytes) << ", fragmentation "
-      << Percent(plan.terms.fragmentation, 1.0)
-      << (plan.terms.caching_allocator ? ", caching allocator rounding" : "");
+      << FormatBytes(plan.terms.workspace_bytes);
+    const std::string allocator = DescribeAllocatorModel(plan.terms);
+    if (!allocator.empty()) o << ", " << allocator;
     if (plan.budget_bytes > 0) {
       o << "; " << FormatBytes(TensorBudget(plan.budget_bytes, plan.terms)) << " left for tensors";
     }
@@ -276,6 +274,46 @@ ReportContext ReportContextOf(const Job& job) {
   if (ctx.has_config) ctx.config = job.config();
   ctx.grad_accumulation = job.grad_accumulation();
   return ctx;
+}
+
+std::string DescribeReservedPeak(const Plan& plan) {
+  const DeviceMemoryUse& m = plan.memory;
+  std::ostringstream o;
+  if (!m.replay) {
+    o << "allocated + " << FormatBytes(m.allocator_rounding_bytes) << " allocator rounding + "
+      << FormatBytes(m.fragmentation_bytes) << " fragmentation at "
+      << Percent(plan.terms.fragmentation_fraction(), 1.0)
+      << (plan.terms.fragmentation ? ", the user's fraction" : "");
+    return o.str();
+  }
+  const AllocatorReplaySummary& r = *m.replay;
+  o << "allocated + " << FormatBytes(m.allocator_rounding_bytes)
+    << " held by the caching allocator, replayed over " << r.micro_steps << " micro-step"
+    << (r.micro_steps == 1 ? "" : "s");
+  if (r.out_of_memory) {
+    o << "; out of memory at the budget";
+  } else if (r.steady) {
+    o << " to a steady state";
+  } else {
+    o << ", not yet steady";
+  }
+  if (r.under_budget_limit) {
+    o << "; at the budget's limit the allocator frees its cache and retries (" << r.alloc_retries
+      << " time" << (r.alloc_retries == 1 ? "" : "s") << ")";
+  }
+  return o.str();
+}
+
+std::string DescribeAllocatorModel(const DeviceMemoryTerms& terms) {
+  if (!terms.caching_allocator) return "";
+  if (!terms.replays_allocator()) {
+    return "caching allocator rounding + the user's fragmentation " +
+           Percent(terms.fragmentation_fraction(), 1.0);
+  }
+  return "caching allocator replayed (" +
+         (terms.alloc_conf_text.empty() ? std::string("PyTorch's defaults")
+                                        : terms.alloc_conf_text) +
+         ")";
 }
 
 std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {

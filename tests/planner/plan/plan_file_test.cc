@@ -91,6 +91,7 @@ void ExpectSameJob(const PlannedJob& a, const PlannedJob& b) {
   EXPECT_EQ(a.lora_rank, b.lora_rank);
   EXPECT_EQ(a.lora_targets, b.lora_targets);
   EXPECT_EQ(a.quantization, b.quantization);
+  EXPECT_EQ(a.alloc_conf, b.alloc_conf);
 }
 
 TEST(PlanFile, TheJobRoundTrips) {
@@ -100,6 +101,26 @@ TEST(PlanFile, TheJobRoundTrips) {
     ASSERT_TRUE(plan->job.has_value());
     ExpectSameJob(*plan->job, PlannedJobOf(c));
   }
+}
+
+// --alloc-conf travels in the job, for a run to set PYTORCH_CUDA_ALLOC_CONF.
+TEST(PlanFile, TheAllocConfRoundTripsInTheJob) {
+  const ModelConfig c = SmallGpt();
+  const Profile p = ProfileOf(c);
+  ReportContext ctx;
+  ctx.input_path = "model.json";
+  ctx.has_config = true;
+  ctx.config = c;
+  PlanOptions o;
+  o.device_memory = ResolveDeviceMemory("h200", {}, "expandable_segments:True").value();
+  const std::string text = PlanToJson(*MakePlan(p, o), p, ctx);
+  EXPECT_EQ(nlohmann::json::parse(text)["job"]["alloc_conf"], "expandable_segments:True");
+  Result<LoadedPlan> plan = ParsePlanJson(text, "plan.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_TRUE(plan->job.has_value());
+  EXPECT_EQ(plan->job->alloc_conf, "expandable_segments:True");
+  // Without --alloc-conf the job has none.
+  EXPECT_FALSE(nlohmann::json::parse(JobPlanText(c))["job"].contains("alloc_conf"));
 }
 
 TEST(PlanFile, TheJobIsWrittenResolvedUnderModelJsonsNames) {
@@ -319,6 +340,13 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, BadPlanFile,
                                               return Dump(d);
                                             },
                                             "plan.json: job: field 'lora_targets'"},
+                                    BadPlan{"job_alloc_conf",
+                                            [](nlohmann::json& d, const std::string&) {
+                                              d["job"]["alloc_conf"] = "max_split_size_mb:8";
+                                              return Dump(d);
+                                            },
+                                            "plan.json: job: field 'alloc_conf': allocator "
+                                            "config: max_split_size_mb:8"},
                                     BadPlan{"job_unknown_field",
                                             [](nlohmann::json& d, const std::string&) {
                                               d["job"]["seq_len"] = 64;

@@ -1,0 +1,116 @@
+// Planning against the card with the caching allocator replayed: a plan
+// judged to fit keeps its replayed reserved peak plus the fixed terms within
+// the budget, over budgets and strategies.
+#include <gtest/gtest.h>
+
+#include "remat/device_memory.h"
+#include "remat/plan.h"
+#include "remat/strategies.h"
+#include "strategies/heuristic_search.h"
+#include "testing/chains.h"
+#include "testing/gpt_chain.h"
+
+namespace remat {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+struct Case {
+  const char* device;
+  const char* alloc_conf;
+};
+
+// For each budget from 30% to 130% of the no-checkpointing device peak and
+// each strategy: a fitting plan's device total is within the budget, and
+// the same schedule replayed under a driver limit of the budget less the
+// fixed terms never runs out of memory (what the card would see).
+TEST(PlanOnDeviceBudget, AFittingPlanNeverExceedsTheBudget) {
+  const Profile p = testing::GptChain(6, 4);
+  for (const Case c : {Case{"h200", ""}, Case{"a100", "expandable_segments:True"},
+                       Case{"rtx4090", "max_split_size_mb:64"}}) {
+    const DeviceMemoryTerms terms = ResolveDeviceMemory(c.device, {}, c.alloc_conf).value();
+    ASSERT_TRUE(terms.replays_allocator());
+    PlanOptions none;
+    none.strategy = Strategy::kNone;
+    none.device_memory = terms;
+    const int64_t none_total = MakePlan(p, none).value().chosen.memory.total_bytes;
+    int fitting = 0;
+    for (int pct = 30; pct <= 130; pct += 10) {
+      for (Strategy s : {Strategy::kAuto, Strategy::kUniform, Strategy::kSegment,
+                         Strategy::kSelective, Strategy::kOptimalSingle, Strategy::kOptimal}) {
+        PlanOptions o;
+        o.strategy = s;
+        o.budget_bytes = none_total * pct / 100;
+        o.device_memory = terms;
+        const Result<PlanSet> set = MakePlan(p, o);
+        ASSERT_TRUE(set.ok()) << set.status().message();
+        const Plan& plan = set->chosen;
+        const std::string where =
+            std::string(c.device) + " " + ToString(s) + " at " + std::to_string(pct) + "%";
+        ASSERT_TRUE(plan.memory.replay.has_value()) << where;
+        EXPECT_EQ(plan.memory.total_bytes, plan.memory.reserved_peak_bytes + terms.fixed_bytes())
+            << where;
+        EXPECT_GE(plan.memory.reserved_peak_bytes, plan.memory.allocated_peak_bytes) << where;
+        if (!plan.fits) continue;
+        ++fitting;
+        EXPECT_LE(plan.memory.total_bytes, o.budget_bytes) << where;
+        AllocatorLimit card;
+        card.driver_bytes = o.budget_bytes - terms.fixed_bytes();
+        const TrainingStepReplay r =
+            ReplayTrainingSteps(p, plan.schedule, terms.alloc_conf, card).value();
+        EXPECT_FALSE(r.summary.out_of_memory) << where;
+        EXPECT_LE(r.reserved_peak_bytes + terms.fixed_bytes(), o.budget_bytes) << where;
+      }
+    }
+    EXPECT_GT(fitting, 10) << c.device;
+  }
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// The retries lower the tensor budget by a plan's excess over the card,
+// which can overshoot; the bisection after them finds a faster setting that
+// still fits. Oracle: every setting of the selective family (the first m
+// blocks selective, m = 0..12: more blocks, less memory, more time), each
+// replayed on the card; where the strategy finds a fitting plan it is as
+// fast as the fastest of those that fit. (The solver screens by allocated
+// bytes: where the setting with the lowest allocated peak is not the one
+// with the lowest reserved peak, it can miss a setting that fits on the
+// card: docs/device-memory.md, "Planning".)
+TEST(PlanOnDeviceBudget, SelectiveFindsItsFastestFittingSetting) {
+  const Profile p = testing::GptChain(12, 16);
+  const DeviceMemoryTerms h200 = ResolveDeviceMemory("h200", {}).value();
+  const strategies::HeuristicFamily family(p, Strategy::kSelective);
+  int checked = 0;
+  for (int64_t gb = 18; gb <= 36; gb += 2) {
+    const int64_t budget = gb * 1'000'000'000;
+    double fastest = -1;
+    for (int m = family.first_parameter(); m <= family.last_parameter(); ++m) {
+      const strategies::HeuristicCandidate c = family.Candidate(m);
+      Plan plan = strategies::EvaluateDecisions(p, Strategy::kSelective, c.parameter, c.decisions,
+                                                c.selective_option, 0)
+                      .value();
+      ASSERT_TRUE(AccountPlanMemory(p, h200, budget, &plan).ok());
+      if (plan.fits && (fastest < 0 || plan.predicted.step_ms < fastest)) {
+        fastest = plan.predicted.step_ms;
+      }
+    }
+    PlanOptions o;
+    o.strategy = Strategy::kSelective;
+    o.budget_bytes = budget;
+    o.device_memory = h200;
+    const Plan chosen = MakePlan(p, o).value().chosen;
+    if (fastest < 0) EXPECT_FALSE(chosen.fits) << gb << " GB";
+    if (fastest < 0 || !chosen.fits) continue;
+    ++checked;
+    EXPECT_LE(chosen.predicted.step_ms, fastest * (1 + 1e-9)) << gb << " GB: " << chosen.parameter;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+}  // namespace
+}  // namespace remat
