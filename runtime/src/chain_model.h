@@ -175,6 +175,11 @@ class ChainModel {
   // other layer. The planner's analytic profile says the same
   // (LayerProfile::keeps_input).
   bool keeps_input(int layer) const;
+
+  // Bytes of the tensors the model keeps beside its weights, made once (the
+  // eager attention's causal mask, the rotary tables); the planner counts
+  // them as model state.
+  virtual int64_t buffer_bytes() const { return 0; }
   // The gradient convention (GradientsOf(config())): persistent buffers
   // allocated once (AllocateGradients), or .grad created by each layer's
   // backward and set to None by the optimizer step.

@@ -28,7 +28,7 @@ GptModel::GptModel(const ModelConfig& config, const at::Device& device, uint64_t
   lnf_w_ = Constant(h, 1, train);
   lnf_b_ = Constant(h, 0, train);
   if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
-  causal_bias_ = CausalBias();
+  if (c.attention == AttentionImpl::kEager) causal_bias_ = CausalBias();  // fused kernels mask themselves
 }
 
 at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,

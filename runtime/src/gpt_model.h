@@ -34,6 +34,9 @@ class GptModel final : public ChainModel {
                       RecomputeTimer* norm = nullptr) const override;
   bool recomputes_mlp() const override { return config().lora_rank == 0; }
   bool regenerates_masks() const override { return config().lora_rank == 0; }
+  int64_t buffer_bytes() const override {
+    return causal_bias_.defined() ? static_cast<int64_t>(causal_bias_.nbytes()) : 0;
+  }
 
  private:
   struct Block {

@@ -36,7 +36,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
   }
   norm_ = Constant(h, 1, train);
   if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
-  causal_bias_ = CausalBias();
+  if (c.attention == AttentionImpl::kEager) causal_bias_ = CausalBias();  // fused kernels mask themselves
   // HF LlamaRotaryEmbedding: inv_freq = theta^(-2i/d), angles = position *
   // inv_freq, emb = cat(angles, angles); cos and sin in fp32, then cast.
   const int64_t d = c.head_dim;

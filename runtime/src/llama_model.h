@@ -40,6 +40,10 @@ class LlamaModel final : public ChainModel {
                       RecomputeTimer* norm = nullptr) const override;
   bool recomputes_mlp() const override { return config().lora_rank == 0; }
   bool regenerates_masks() const override { return config().lora_rank == 0; }
+  int64_t buffer_bytes() const override {
+    return (causal_bias_.defined() ? static_cast<int64_t>(causal_bias_.nbytes()) : 0) +
+           static_cast<int64_t>(cos_.nbytes() + sin_.nbytes());
+  }
 
  private:
   struct Block {

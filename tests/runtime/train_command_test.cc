@@ -268,6 +268,39 @@ TEST_P(TrainFamilies, MeasuredPeakIsThePredictedPeakFromAMeasuredProfile) {
   }
 }
 
+// FITS means fits: a plan made from the analytic profile against 99% of a
+// budget B runs under --memory-limit B, for each strategy. B lies between
+// checkpointing every block and none, so the plans are tight.
+TEST_P(TrainFamilies, AnAnalyticPlanAtNinetyNinePercentOfABudgetRunsUnderIt) {
+  ScratchDir dir;
+  const std::string model = dir.Write("model.json", GetParam().json);
+  auto peak = [&](const std::string& strategy) {
+    const std::string plan = dir.Path("bound-" + strategy + ".json");
+    const Captured c = RunWithRuntime(
+        {"--strategy", strategy, "--device", "cpu", "--budget", "1TB", "-o", plan, model});
+    EXPECT_EQ(c.code, 0) << c.err;
+    return nlohmann::json::parse(ReadAll(plan))["predicted"]["peak_bytes"].get<int64_t>();
+  };
+  const int64_t none = peak("none"), every = peak("uniform");
+  ASSERT_LT(every, none);
+  const int64_t budget = (none + 3 * every) / 4;
+  const std::string planned_at = std::to_string(budget * 99 / 100) + "B";
+  for (const std::string strategy : {"uniform", "segment", "selective", "optimal-single"}) {
+    const std::string plan = dir.Path(strategy + "-plan.json");
+    const Captured planned = RunWithRuntime(
+        {"--strategy", strategy, "--device", "cpu", "--budget", planned_at, "-o", plan, model});
+    if (planned.code == 3) continue;  // nothing of this strategy fits: nothing to run
+    ASSERT_EQ(planned.code, 0) << planned.err;
+    const Captured c =
+        RunWithRuntime({"train", "--plan", plan, "--steps", "2", "--memory-limit",
+                        std::to_string(budget) + "B", "--json", model});
+    ASSERT_EQ(c.code, 0) << GetParam().name << " " << strategy << ": " << c.err;
+    const nlohmann::json j = nlohmann::json::parse(c.out);
+    EXPECT_LE(j["measured"]["peak_bytes"].get<int64_t>(), budget) << GetParam().name << " "
+                                                                   << strategy;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Tiny, TrainFamilies,
     ::testing::Values(

@@ -1,5 +1,6 @@
 // Heads and losses: lm, mlm, pooling (+ mnrl) and classification.
 #include <algorithm>
+#include <vector>
 
 #include "analytic/parts.h"
 
@@ -55,7 +56,10 @@ T PoolTokens(Builder& B, const T& x) {
   return cast;
 }
 
-T CrossEntropy(Builder& B, const T& logits, int64_t rows) {
+// `made_targets`: the loss makes its int64 targets (mnrl's arange, a copy of
+// the class-label column) rather than reading the batch's; nll_loss keeps
+// them.
+T CrossEntropy(Builder& B, const T& logits, int64_t rows, bool made_targets) {
   T lin = logits;
   if (B.dt().autocast) {
     lin = B.Tensor("logits_fp32", logits.elems, 4);
@@ -64,7 +68,14 @@ T CrossEntropy(Builder& B, const T& logits, int64_t rows) {
   T logp = B.Tensor("log_probs", logits.elems, std::max(B.dt().loss, lin.elem_bytes));
   B.Op("log_softmax", {lin}, {logp}, {logp}, 5.0 * logits.elems, 1.0);
   T loss = B.Tensor("loss", 1, 4);
-  B.Op("nll", {logp}, {loss}, {}, static_cast<double>(rows), 1.0);
+  std::vector<T> inputs = {logp}, saved;
+  if (made_targets) {
+    T targets = B.Tensor("targets", rows, 8, false);
+    B.Op("targets", {}, {targets}, {}, 0, 1.0);
+    inputs.push_back(targets);
+    saved.push_back(targets);
+  }
+  B.Op("nll", inputs, {loss}, saved, static_cast<double>(rows), 1.0);
   return loss;
 }
 
@@ -96,7 +107,7 @@ T Mnrl(Builder& B, const std::vector<T>& reps) {
   B.Op("similarity", {a16, c16}, {sim}, {a16, c16}, 2.0 * b * others * c.hidden, 2.0);
   T scaled = B.Tensor("scaled", sim.elems, sim.elem_bytes);
   B.Op("scale", {sim}, {scaled}, {}, static_cast<double>(sim.elems), 1.0);
-  return CrossEntropy(B, scaled, b);
+  return CrossEntropy(B, scaled, b, /*made_targets=*/true);
 }
 
 }  // namespace
@@ -138,8 +149,8 @@ T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
     reps.push_back(out);
     return Mnrl(B, reps);
   }
-  const int64_t rows = c.head == Head::kClassification ? B.sequences() : B.tokens();
-  return CrossEntropy(B, out, rows);
+  const bool classes = c.head == Head::kClassification;
+  return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes);
 }
 
 }  // namespace remat::analytic

@@ -4,6 +4,7 @@
 #include "analytic/transformer_graph.h"
 
 #include "analytic/parts.h"
+#include "remat/precision.h"
 #include "remat/profile.h"
 
 namespace remat::analytic {
@@ -14,8 +15,11 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
   TransformerGraph out;
   Builder B(c, device, &out);
 
-  // Token ids (int64) of every text: the chain's x[0], the batch.
-  const int64_t all_tokens = B.tokens();
+  // The batch, the chain's x[0]: token ids and targets (next tokens, MLM
+  // labels, a class label in each text's first column; unused by mnrl),
+  // (2, texts, seq) int64, as the runtime feeds it (a Hugging Face batch's
+  // input_ids and labels are as large).
+  const int64_t all_tokens = B.Mul({2, B.tokens()});
   T tokens;
   // With several passes (sentence-transformers' mnrl: anchors, positives,
   // negatives encoded separately) the layers repeat per pass, "p1.embedding"
@@ -62,6 +66,13 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
   }
   B.Layer("loss", kLossKind);
   AddLoss(B, x, earlier_passes);
+
+  if (c.architecture != Architecture::kBert) {
+    const int64_t element = ConventionOf(c.precision).weight_bytes;
+    const int64_t mask = c.attention == AttentionImpl::kEager ? c.seq_len : 0;
+    const int64_t rotary = c.architecture == Architecture::kLlama ? 2 * c.head_dim : 0;
+    out.buffer_bytes = B.Mul({c.seq_len, mask + rotary, element});
+  }
 
   if (B.overflow()) {
     return Status::Invalid(

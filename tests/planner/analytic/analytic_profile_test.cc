@@ -121,6 +121,40 @@ TEST(Analytic, ModelStateBytesPerParameter) {
   EXPECT_EQ(ModelStatePerParameter(Precision::kBf16, Optimizer::kNone).total(), 4);
 }
 
+// The buffers the model makes once are model state (as a measured profile
+// counts them): eager attention's (s, s) causal mask in the weights' dtype,
+// and a rotary decoder's (s, head_dim) cos and sin tables; none in an
+// encoder or where a fused kernel masks itself.
+TEST(Analytic, BuffersBesideTheWeightsAreModelState) {
+  auto state = [](Architecture architecture, AttentionImpl attention, Precision precision) {
+    ModelConfig c;
+    c.name = "buffers";
+    c.architecture = architecture;
+    c.layers = 2;
+    c.hidden = 64;
+    c.heads = 4;
+    c.ffn_hidden = 128;
+    c.vocab = 100;
+    c.seq_len = 48;
+    c.max_position = 64;
+    c.micro_batch = 2;
+    c.precision = precision;
+    c.attention = attention;
+    c.dropout = 0;
+    Result<Profile> p = AnalyticProfile(c, {});
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    const int64_t weight_bytes = precision == Precision::kFp32 ? 4 : 2;
+    return p.ok() ? p->static_memory.parameter_bytes - weight_bytes * p->parameters : -1;
+  };
+  const int64_t s = 48, d = 16;
+  EXPECT_EQ(state(Architecture::kGpt, AttentionImpl::kEager, Precision::kFp32), s * s * 4);
+  EXPECT_EQ(state(Architecture::kGpt, AttentionImpl::kSdpa, Precision::kFp32), 0);
+  EXPECT_EQ(state(Architecture::kLlama, AttentionImpl::kEager, Precision::kBf16),
+            s * (s + 2 * d) * 2);
+  EXPECT_EQ(state(Architecture::kLlama, AttentionImpl::kFlash, Precision::kFp32), s * 2 * d * 4);
+  EXPECT_EQ(state(Architecture::kBert, AttentionImpl::kEager, Precision::kFp32), 0);
+}
+
 TEST(Analytic, ChainHasEveryLayerAndLogitsAreLargest) {
   ModelConfig c = Gpt2Small();
   c.micro_batch = 8;
@@ -133,9 +167,11 @@ TEST(Analytic, ChainHasEveryLayerAndLogitsAreLargest) {
   EXPECT_EQ(p->layers[14].name, "head");
   EXPECT_EQ(p->layers[15].name, "loss");
   EXPECT_EQ(p->parameters, 124'439'808);
-  // fp32 AdamW: 16 bytes a parameter, the gradients' 4 created in backward.
-  EXPECT_EQ(p->static_bytes() + p->total_gradient_bytes(), 16 * int64_t{124'439'808});
-  EXPECT_EQ(p->layers[0].input_bytes, int64_t{8} * 1024 * 8);  // int64 token ids
+  // fp32 AdamW: 16 bytes a parameter, the gradients' 4 created in backward;
+  // and the eager attention's (s, s) fp32 causal mask, a buffer.
+  EXPECT_EQ(p->static_bytes() + p->total_gradient_bytes(),
+            16 * int64_t{124'439'808} + int64_t{1024} * 1024 * 4);
+  EXPECT_EQ(p->layers[0].input_bytes, 2 * int64_t{8} * 1024 * 8);  // int64 ids and targets
   // The logits (s*b*V fp32) are the largest single tensor in the chain.
   const int64_t logits = int64_t{1024} * 8 * 50257 * 4;
   EXPECT_EQ(p->layers[14].output_bytes, logits);

@@ -286,10 +286,12 @@ TEST(ModelFamilies, MnrlOnTripletsIsASentenceEmbeddingJob) {
   EXPECT_EQ(Layer(*p, "p3.head").skip_bytes, 0);
   // mnrl: candidates (t-1)b x h fp32; norms and clamped norms, fp32, per
   // row; fp16 casts of the normalized anchors and candidates (the matmul's
-  // inputs); fp32 log-probabilities b x (t-1)b; the loss.
+  // inputs); fp32 log-probabilities b x (t-1)b; the loss; the int64 labels
+  // (arange(b)) nll_loss keeps.
   const int64_t others = (t - 1) * b;
   EXPECT_EQ(Layer(*p, "loss").activation_bytes, others * h * 4 + 2 * b * 4 + 2 * others * 4 +
-                                                    (b + others) * h * 2 + b * others * 4 + 4);
+                                                    (b + others) * h * 2 + b * others * 4 + 4 +
+                                                    b * 8);
 }
 
 TEST(ModelFamilies, HfHeadOverrideIsCheckedLikeModelJson) {

@@ -63,9 +63,10 @@ TEST(TextPasses, TripletsChainRepeatsTheEncoderPerPass) {
   EXPECT_EQ(ParameterCount(MiniLm(2)), 22'713'216);
 
   const int64_t b = 32, s = 75, h = 384;
-  // x[0] is the batch of every text's ids; the passes hand each other a
-  // 0-byte boundary (the next pass reads its ids from the batch).
-  EXPECT_EQ(p.layers[0].input_bytes, 3 * b * s * 8);
+  // x[0] is the batch of every text's ids (and targets, unused by mnrl);
+  // the passes hand each other a 0-byte boundary (the next pass reads its
+  // ids from the batch).
+  EXPECT_EQ(p.layers[0].input_bytes, 2 * 3 * b * s * 8);
   EXPECT_EQ(Named(p, "p1.head").output_bytes, 0);
   EXPECT_EQ(Named(p, "p2.embedding").input_bytes, 0);
   EXPECT_EQ(Named(p, "p2.head").output_bytes, 0);
