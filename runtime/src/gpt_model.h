@@ -36,6 +36,7 @@ class GptModel final : public ChainModel {
   bool regenerates_masks() const override { return config().lora_rank == 0; }
 
  private:
+  const at::Tensor& TokenEmbedding() const override { return wte_; }
   struct Block {
     at::Tensor ln1_w, ln1_b;
     Projection qkv, proj;

@@ -42,6 +42,7 @@ class LlamaModel final : public ChainModel {
   bool regenerates_masks() const override { return config().lora_rank == 0; }
 
  private:
+  const at::Tensor& TokenEmbedding() const override { return embed_; }
   struct Block {
     at::Tensor rms1;
     Projection q, k, v, o;  // q, k, v biases undefined without qkv_bias
