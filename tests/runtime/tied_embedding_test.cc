@@ -10,25 +10,18 @@
 #include "cpu_profiles.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
+#include "tiny_model.h"
 
 namespace remat::runtime {
 namespace {
 
+// The tiny models of every architecture with an LM head (tiny_model.h),
+// their vocabulary raised so that V x h stands well above a block's tensors.
 ModelConfig Tiny(Architecture architecture, bool tied) {
-  ModelConfig c;
-  c.name = "tiny-tied";
-  c.architecture = architecture;
-  c.layers = 2;
-  c.hidden = 32;
-  c.heads = 4;
-  c.ffn_hidden = 128;
-  c.vocab = 1024;  // V x h well above a block's tensors
-  c.seq_len = 16;
-  c.max_position = 32;
-  c.type_vocab = architecture == Architecture::kBert ? 2 : 0;
-  c.micro_batch = 2;
-  c.precision = Precision::kFp32;
-  c.optimizer = Optimizer::kAdamW;
+  ModelConfig c = architecture == Architecture::kLlama ? testing::TinyLlama()
+                  : architecture == Architecture::kBert ? testing::TinyBert(Head::kMlm)
+                                                        : testing::TinyGpt(2);
+  c.vocab = 1024;
   c.attention = AttentionImpl::kEager;
   c.tie_embeddings = tied;
   return c;
@@ -42,7 +35,7 @@ TEST(TiedEmbedding, TheEmbeddingsBackwardHoldsTheSumAsTheAnalyticModelSays) {
     ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(Tiny(a, false), &untied, &untied_analytic));
     const LayerProfile &m = tied.layers.front(), &p = tied_analytic.layers.front();
     ASSERT_EQ(p.name, "embedding");
-    const int64_t vh = int64_t{1024} * 32 * 4;
+    const int64_t vh = int64_t{1024} * 32 * 4;  // V x h, fp32
     // Untied, the embedding's backward creates its gradient; tied, the
     // head created it and the embedding's makes the dense gradient and the
     // sum, both freed once the sum is .grad.
