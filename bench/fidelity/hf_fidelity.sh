@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # remat's analytic prediction against code no one here wrote: Hugging Face
-# transformers (a Llama with GQA, a BERT with its MLM head, random weights)
+# transformers (a Llama with GQA, a Llama-3.2-shaped one with tied input and
+# output embeddings, a BERT with its MLM head, random weights)
 # and the real all-MiniLM-L6-v2 trained with sentence-transformers'
 # MultipleNegativesRankingLoss, each for a step on CPU in fp32 with AdamW,
 # without and with gradient_checkpointing_enable(). The measured peak is

@@ -20,7 +20,7 @@ creates AdamW's moments), weights, adapters, gradients and moments included.
 Prints one JSON line.
 
 usage: peft_reference.py CONFIG.json [--checkpointing] [--rank 8]
-       [--targets q_proj,v_proj] [--accumulation 4] [--steps 2]
+       [--targets q_proj,v_proj] [--dropout 0.1] [--accumulation 4] [--steps 2]
        [--quantization nf4]   (bitsandbytes' Linear4bit in the decoder layers;
                                needs bitsandbytes, refused without it)
 """

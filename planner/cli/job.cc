@@ -18,6 +18,7 @@ std::vector<FlagSpec> JobFlags() {
       {"lora-rank", "R", "LoRA adapters of rank R on frozen weights (0: full fine-tuning)"},
       {"lora-targets", "LIST",
        "LoRA targets: q,k,v,o,gate,up,down or all-linear (HF module names too); default q,v"},
+      {"lora-dropout", "P", "PEFT's lora_dropout of the adapters' input, in [0, 1); default 0"},
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
       {"gradients", "G",
        "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
@@ -83,6 +84,14 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
     Result<uint32_t> t = ParseLoraTargets(args.Get("lora-targets"));
     if (!t.ok()) return t.status().WithPrefix("option --lora-targets");
     o.lora_targets = *t;
+  }
+  if (args.Has("lora-dropout")) {
+    const Result<double> p = args.GetDouble("lora-dropout", 0, 0, 1);
+    if (!p.ok() || *p >= 1) {
+      return Status::Invalid("option --lora-dropout: expected a probability in [0, 1) (PEFT's " +
+                             std::string("lora_dropout), got '") + args.Get("lora-dropout") + "'");
+    }
+    o.lora_dropout = *p;
   }
   REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "quantization", ParseQuantization, &o.quantization));
   REMAT_RETURN_IF_ERROR(ParseEnumFlag(args, "gradients", ParseGradients, &o.gradients));

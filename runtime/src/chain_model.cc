@@ -141,6 +141,13 @@ std::string ChainModel::layer_name(int layer) const {
   return "?";
 }
 
+at::Tensor ChainModel::TiedEmbedding() const {
+  const ModelConfig& c = config_;
+  if (!c.tie_embeddings || !weights_train()) return {};
+  if (c.head != Head::kLm && c.head != Head::kMlm) return {};
+  return TokenEmbedding();
+}
+
 std::string ChainModel::DescribeChain() const {
   std::string s = "embedding, " + std::to_string(config_.layers) + " blocks, ";
   if (kinds_[pass_length_ - 2] == LayerKind::kFinalNorm) s += "final_norm, ";

@@ -197,6 +197,10 @@ class ChainModel {
   // Replaces each 16-bit gradient that GradientDtype says is fp32 by its
   // fp32 copy (the layer's backward created it; it is freed at once).
   // Gradients that are fp32 already take the next 16-bit ones in place.
+  // The token embedding's weight when the head multiplies by it too (an lm
+  // or mlm head with tie_embeddings) and it trains; undefined otherwise.
+  at::Tensor TiedEmbedding() const;
+
   void PromoteGradients() const;
   // Zeroes the gradients in place (no allocation).
   void ZeroGrad();
@@ -204,6 +208,9 @@ class ChainModel {
  protected:
   // `final_norm`: the chain has a final_norm layer (decoders).
   ChainModel(const ModelConfig& config, const at::Device& device, uint64_t seed, bool final_norm);
+
+  // The token embedding's weight (vocab x hidden).
+  virtual const at::Tensor& TokenEmbedding() const = 0;
 
   // The forward of a layer that is not a block.
   virtual at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,

@@ -67,6 +67,7 @@ class EncoderModel final : public ChainModel {
   bool regenerates_masks() const override { return config().lora_rank == 0; }
 
  private:
+  const at::Tensor& TokenEmbedding() const override { return word_; }
   // The projections: dense or nf4, with LoRA adapters where targeted.
   struct Block {
     Projection q, k, v, o, fc1, fc2;

@@ -39,6 +39,7 @@ class GptModel final : public ChainModel {
   }
 
  private:
+  const at::Tensor& TokenEmbedding() const override { return wte_; }
   struct Block {
     at::Tensor ln1_w, ln1_b;
     Projection qkv, proj;

@@ -102,6 +102,20 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
                        {saved.input_edge});
     return grads.at(0);
   }
+  // A tied embedding: autograd, running the whole step's graph, holds the
+  // head's gradient of the shared weight in the weight's input buffer and
+  // adds the embedding's dense gradient to it out of place (`old + new`,
+  // InputBuffer::accumulate: the head's gradient is a view, which it does
+  // not add into in place) before AccumulateGrad takes the sum. The chain
+  // runs the two layers' backwards apart, so the embedding's runs onto an
+  // empty .grad and the same sum is made here: the held gradient, the dense
+  // one and their sum live together for a moment, as in transformers.
+  at::Tensor tied, held;
+  if (model.layer_kind(saved.layer) == LayerKind::kEmbedding) tied = model.TiedEmbedding();
+  if (tied.defined()) {
+    held = tied.grad();
+    tied.mutable_grad().reset();
+  }
   if (saved.output.defined() && !saved.output.requires_grad()) {
     // A layer of frozen weights on an input without gradient (LoRA's
     // embedding): nothing to backpropagate.
@@ -115,6 +129,10 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     engine.execute({saved.output_edge}, {grad_output}, /*keep_graph=*/false,
                    /*create_graph=*/false, /*accumulate_grad=*/true);
     saved.output_edge = torch::autograd::Edge();
+  }
+  if (held.defined()) {
+    tied.mutable_grad() = tied.grad().defined() ? held + tied.grad() : held;
+    held = at::Tensor();
   }
   if (!saved.skips.empty()) {
     // The loss with separate passes: cat's backward hands the candidates'

@@ -46,6 +46,7 @@ class LlamaModel final : public ChainModel {
   }
 
  private:
+  const at::Tensor& TokenEmbedding() const override { return embed_; }
   struct Block {
     at::Tensor rms1;
     Projection q, k, v, o;  // q, k, v biases undefined without qkv_bias

@@ -219,6 +219,16 @@ INSTANTIATE_TEST_SUITE_P(
              {"--quantization", "nf4", kExample},
              "field 'quantization': set without lora_rank"},
         Case{"flag_lora_rank", {"--lora-rank", "-2", kExample}, "option --lora-rank"},
+        Case{"flag_lora_dropout",
+             {"--lora-rank", "8", "--lora-dropout", "1", kExample},
+             "option --lora-dropout: expected a probability in [0, 1) (PEFT's lora_dropout), got "
+             "'1'"},
+        Case{"flag_lora_dropout_text",
+             {"--lora-rank", "8", "--lora-dropout", "0.1x", kExample},
+             "option --lora-dropout: expected a probability in [0, 1)"},
+        Case{"flag_lora_dropout_no_rank",
+             {"--lora-dropout", "0.1", kExample},
+             "field 'lora_dropout': set without lora_rank"},
         // Hugging Face config.json.
         Case{
             "hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},

@@ -187,6 +187,35 @@ TEST(Cli, TheSentenceEmbeddingJobOnTheCommandLinePlansLikeItsRematBlock) {
   EXPECT_NE(nlohmann::json::parse(c.out)["layers"], jb["layers"]);
 }
 
+// --lora-dropout is the remat block's lora_dropout: each adapter then keeps
+// a dropped copy of its input and the mask, and the plan records it for
+// `train`.
+TEST(Cli, LoraDropoutOnTheCommandLinePlansLikeItsRematKey) {
+  ScratchDir dir;
+  const std::string hf =
+      std::string(REMAT_SOURCE_DIR) + "/bench/fidelity/models/hf/llama-gqa-s.config.json";
+  nlohmann::json config = nlohmann::json::parse(ReadAll(hf));
+  config["remat"]["lora_rank"] = 8;
+  config["remat"]["lora_dropout"] = 0.1;
+  const std::string keyed = dir.Write("keyed.config.json", config.dump());
+  auto plan = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--budget", "1TB", "--strategy", "none", "--json"});
+    const Captured c = RunCli(args);
+    EXPECT_EQ(c.code, 0) << c.err;
+    return c.code == 0 ? nlohmann::json::parse(c.out) : nlohmann::json();
+  };
+  const nlohmann::json flagged = plan({"--lora-rank", "8", "--lora-dropout", "0.1", hf});
+  const nlohmann::json plain = plan({"--lora-rank", "8", hf});
+  const nlohmann::json from_key = plan({keyed});
+  EXPECT_EQ(flagged["predicted"], from_key["predicted"]);
+  EXPECT_EQ(flagged["job"]["lora_dropout"], 0.1);
+  EXPECT_EQ(plain["job"]["lora_dropout"], 0.0);
+  EXPECT_GT(flagged["predicted"]["peak_bytes"].get<int64_t>(),
+            plain["predicted"]["peak_bytes"].get<int64_t>());
+  // The flag overrides the key, 0 as PEFT's default.
+  EXPECT_EQ(plan({"--lora-dropout", "0", keyed})["predicted"], plain["predicted"]);
+}
+
 TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
   const std::string config =
       std::string(REMAT_SOURCE_DIR) + "/examples/hf/distilroberta-base.config.json";

@@ -28,6 +28,7 @@ struct JobOverrides {
   std::optional<AttentionImpl> attention;
   std::optional<int64_t> lora_rank;      // 0: no LoRA
   std::optional<uint32_t> lora_targets;  // LoraTarget bits
+  std::optional<double> lora_dropout;    // PEFT's dropout of the adapters' input, in [0, 1)
   std::optional<Quantization> quantization;
   std::optional<Gradients> gradients;  // when parameter gradients exist
   std::optional<Optimizer> optimizer;
@@ -50,8 +51,8 @@ struct JobOverrides {
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
   bool any_model_field() const {
     return micro_batch || seq_len || precision || attention || lora_rank || lora_targets ||
-           quantization || gradients || optimizer || grad_dtype || dropout || head || pooling ||
-           loss || texts_per_example || num_labels || merge_columns;
+           lora_dropout || quantization || gradients || optimizer || grad_dtype || dropout ||
+           head || pooling || loss || texts_per_example || num_labels || merge_columns;
   }
   bool any() const { return any_model_field() || device || tflops; }
 };

@@ -37,6 +37,7 @@ struct PlannedJob {
   std::optional<double> dropout;
   std::optional<int64_t> lora_rank;
   std::optional<uint32_t> lora_targets;  // LoraTarget bits
+  std::optional<double> lora_dropout;    // with a rank
   std::optional<Quantization> quantization;
   // PYTORCH_CUDA_ALLOC_CONF the plan's reserved peak was replayed with
   // (planner --alloc-conf): what a run should set to match it.

@@ -3,6 +3,7 @@
 
 #include "analytic/chain.h"
 #include "analytic/lora.h"
+#include "analytic/parts.h"
 #include "analytic/transformer_graph.h"
 #include "remat/analytic.h"
 #include "remat/checked_math.h"
@@ -19,6 +20,7 @@ using analytic::OpGraph;
 using analytic::OpInfo;
 using analytic::OpTimeModel;
 using analytic::SdpaDeviceFor;
+using analytic::TiedHead;
 using analytic::TransformerGraph;
 
 BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimizer,
@@ -85,8 +87,7 @@ std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelC
   }
   // A tied weight's gradient is created by the head's backward, which runs
   // before the embedding's (unless it does not train: a LoRA job's base).
-  if (c.tie_embeddings && (c.head == Head::kLm || c.head == Head::kMlm) &&
-      by_layer["embedding"] >= c.vocab * c.hidden) {
+  if (TiedHead(c) && by_layer["embedding"] >= c.vocab * c.hidden) {
     by_layer["embedding"] -= c.vocab * c.hidden;
     by_layer["head"] += c.vocab * c.hidden;
   }

@@ -11,7 +11,14 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   std::vector<T> in = {ids};
   if (after != nullptr) in.push_back(*after);
   // Its backward computes a dense V x h gradient (the op's gradient_bytes).
-  B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}));
+  // Tied to the head's weight, it is summed out of place: autograd holds the
+  // head's gradient of the shared weight in the weight's input buffer (the
+  // head's backward ran first) and adds the embedding's to it with
+  // `old + new` (InputBuffer::accumulate; the head's gradient is a view of
+  // its mm's output, which it does not add into in place), before
+  // AccumulateGrad takes the sum: a second V x h transient.
+  const int64_t tied_sum = TiedHead(c) ? B.Mul({V, h, B.dt().param}) : 0;
+  B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}), tied_sum);
   if (c.architecture == Architecture::kLlama) return x;
   // Learned positions (and token types) broadcast over the batch. RoBERTa's
   // position offset (padding_idx + 1) only sizes its table: max_position rows.

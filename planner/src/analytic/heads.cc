@@ -112,6 +112,10 @@ T Mnrl(Builder& B, const std::vector<T>& reps) {
 
 }  // namespace
 
+bool TiedHead(const ModelConfig& c) {
+  return c.tie_embeddings && (c.head == Head::kLm || c.head == Head::kMlm);
+}
+
 T AddHead(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, V = c.vocab;

@@ -25,6 +25,9 @@ T BertBlock(Builder& B, const T& x);  // post-LayerNorm, bidirectional
 // which the loss reads besides `head_output`.
 T AddHead(Builder& B, const T& x);
 T AddLoss(Builder& B, const T& head_output, const std::vector<T>& earlier_passes = {});
+// Whether the head multiplies by the token embedding's weight (an lm or mlm
+// head with tie_embeddings; `c` with its defaults resolved).
+bool TiedHead(const ModelConfig& c);
 
 }  // namespace remat::analytic
 

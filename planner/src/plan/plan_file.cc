@@ -34,6 +34,7 @@ PlannedJob PlannedJobOf(const ModelConfig& config) {
   j.dropout = c.dropout;
   j.lora_rank = c.lora_rank;
   if (c.lora_rank > 0) j.lora_targets = c.lora_targets;
+  if (c.lora_rank > 0) j.lora_dropout = c.lora_dropout;
   j.quantization = c.quantization;
   return j;
 }
@@ -72,7 +73,8 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
   REMAT_RETURN_IF_ERROR(
       r.NoUnknownKeys({"precision", "attention", "head", "pooling", "loss", "texts_per_example",
                        "num_labels", "merge_columns", "optimizer", "grad_dtype", "gradients",
-                       "dropout", "lora_rank", "lora_targets", "quantization", "alloc_conf"}));
+                       "dropout", "lora_rank", "lora_targets", "lora_dropout", "quantization",
+                       "alloc_conf"}));
   PlannedJob j;
   REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
   REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));
@@ -96,6 +98,11 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
   }
   REMAT_RETURN_IF_ERROR(JobInt(r, "lora_rank", 0, 1 << 20, &j.lora_rank));
   REMAT_RETURN_IF_ERROR(JobName(r, "lora_targets", ParseLoraTargets, &j.lora_targets));
+  if (r.Has("lora_dropout")) {
+    double dropout = 0;
+    REMAT_RETURN_IF_ERROR(r.Double("lora_dropout", &dropout, false, 0, 0.999999));
+    j.lora_dropout = dropout;
+  }
   REMAT_RETURN_IF_ERROR(JobName(r, "quantization", ParseQuantization, &j.quantization));
   if (r.Has("alloc_conf")) {
     std::string conf;

@@ -59,6 +59,7 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
     }
   }
   if (o.lora_targets) c->lora_targets = *o.lora_targets;
+  if (o.lora_dropout) c->lora_dropout = *o.lora_dropout;
   if (o.quantization) c->quantization = *o.quantization;
   return ValidateModelConfig(*c, source);
 }

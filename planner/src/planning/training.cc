@@ -74,6 +74,7 @@ Status TakePlannedJob(const LoadedPlan& plan, const std::string& source, JobOver
   REMAT_RETURN_IF_ERROR(TakePlanned("dropout", j.dropout, &typed->dropout, source));
   REMAT_RETURN_IF_ERROR(TakePlanned("lora-rank", j.lora_rank, &typed->lora_rank, source));
   REMAT_RETURN_IF_ERROR(TakePlanned("lora-targets", j.lora_targets, &typed->lora_targets, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("lora-dropout", j.lora_dropout, &typed->lora_dropout, source));
   return TakePlanned("quantization", j.quantization, &typed->quantization, source);
 }
 

@@ -115,6 +115,7 @@ nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
   if (p.dropout) j["dropout"] = *p.dropout;
   if (p.lora_rank) j["lora_rank"] = *p.lora_rank;
   if (p.lora_targets) j["lora_targets"] = LoraTargetsToString(*p.lora_targets);
+  if (p.lora_dropout) j["lora_dropout"] = *p.lora_dropout;
   if (p.quantization) j["quantization"] = ToString(*p.quantization);
   if (p.alloc_conf) j["alloc_conf"] = *p.alloc_conf;
   return j;
