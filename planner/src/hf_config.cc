@@ -174,12 +174,12 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
     REMAT_RETURN_IF_ERROR(ParseEncoder(type, r, &c, &dropout));
   } else {
     const std::string accepted =
-        "expected gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3, gemma3_text, phi3, bert, "
-        "roberta or distilbert (or write a model.json)";
+        "expected gpt2, llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma2, gemma3, "
+        "gemma3_text, phi3, bert, roberta or distilbert (or write a model.json)";
     if (internal::IsHfMixtureOfExperts(type)) {
       return r.Error("model_type", "\"" + type +
-                                       "\" has mixture-of-experts blocks, which remat does not "
-                                       "model; " +
+                                       "\" has mixture-of-experts blocks remat does not model "
+                                       "(it models mixtral's and qwen3_moe's); " +
                                        accepted);
     }
     return r.Error("model_type", "unsupported value \"" + type + "\", " + accepted);

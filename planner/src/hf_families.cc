@@ -1,4 +1,4 @@
-// config.json of gemma2, gemma3_text, qwen3 and phi3, read as transformers
+// config.json of gemma2, gemma3_text, qwen3, phi3, mixtral and qwen3_moe, read as transformers
 // 5.24 reads them: each key absent or null takes the default of the family's
 // configuration class, and the layer types follow its __post_init__.
 #include "hf_families.h"
@@ -33,12 +33,43 @@ nlohmann::json Defaults(const std::string& type) {
             {"sliding_window_pattern", g2 ? 2 : 6},
             {"use_bidirectional_attention", false}};
   }
+  if (type == "mixtral") {
+    return {{"vocab_size", 32000},
+            {"hidden_size", 4096},
+            {"intermediate_size", 14336},
+            {"num_hidden_layers", 32},
+            {"num_attention_heads", 32},
+            {"num_key_value_heads", 8},
+            {"hidden_act", "silu"},
+            {"max_position_embeddings", 4096 * 32},
+            {"tie_word_embeddings", false},
+            {"attention_dropout", 0.0},
+            {"num_experts_per_tok", 2},
+            {"num_local_experts", 8},
+            {"output_router_logits", false},
+            {"router_jitter_noise", 0.0}};
+  }
+  if (type == "qwen3_moe") {  // Qwen3MoeConfig: qwen3's keys, other sizes, the experts
+    nlohmann::json d = Defaults("qwen3");
+    d.erase("head_dim");  // no such field: getattr(config, "head_dim", hidden / heads)
+    d.update({{"hidden_size", 2048},
+              {"intermediate_size", 6144},
+              {"num_hidden_layers", 24},
+              {"num_key_value_heads", 4},
+              {"decoder_sparse_step", 1},
+              {"moe_intermediate_size", 768},
+              {"num_experts_per_tok", 8},
+              {"num_experts", 128},
+              {"output_router_logits", false}});
+    return d;
+  }
   if (type == "qwen3") {
     return {{"vocab_size", 151936},
             {"hidden_size", 4096},
             {"intermediate_size", 22016},
             {"num_hidden_layers", 32},
             {"num_attention_heads", 32},
+            {"num_key_value_heads", 32},
             {"head_dim", 128},
             {"hidden_act", "silu"},
             {"max_position_embeddings", 32768},
@@ -69,7 +100,8 @@ Status SoftCap(const nlohmann::json& d, const JsonObjectReader& r, const char* k
 }
 
 Status ReadActivation(const JsonObjectReader& r, const std::string& type, ModelConfig* c) {
-  const char* key = type == "qwen3" || type == "phi3" ? "hidden_act" : "hidden_activation";
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
+  const char* key = gemma ? "hidden_activation" : "hidden_act";
   std::string act;
   REMAT_RETURN_IF_ERROR(r.String(key, &act, true));
   if (act == "silu") {
@@ -91,7 +123,7 @@ Status LayerTypes(const nlohmann::json& d, const JsonObjectReader& r, const std:
   if (d.contains("sliding_window") && !d["sliding_window"].is_null()) {
     REMAT_RETURN_IF_ERROR(r.Int("sliding_window", &window, true, 1, kMaxHf));
   }
-  if (type == "qwen3") {
+  if (type == "qwen3" || type == "qwen3_moe") {
     bool use = false;
     REMAT_RETURN_IF_ERROR(r.Bool("use_sliding_window", &use, true));
     if (!use) window = 0;
@@ -114,11 +146,11 @@ Status LayerTypes(const nlohmann::json& d, const JsonObjectReader& r, const std:
     int64_t pattern = 0;
     REMAT_RETURN_IF_ERROR(r.Int("sliding_window_pattern", &pattern, true, 1, kMaxHf));
     for (int64_t i = 0; i < n; ++i) c->sliding_layers.push_back((i + 1) % pattern != 0);
-  } else if (type == "qwen3" && window > 0) {
+  } else if ((type == "qwen3" || type == "qwen3_moe") && window > 0) {
     int64_t first = 0;
     REMAT_RETURN_IF_ERROR(r.Int("max_window_layers", &first, true, 0, kMaxHf));
     for (int64_t i = 0; i < n; ++i) c->sliding_layers.push_back(i >= first);
-  } else if (type == "phi3" && window > 0) {
+  } else if ((type == "phi3" || type == "mixtral") && window > 0) {
     c->sliding_layers.assign(static_cast<size_t>(n), true);  // one mask for every layer
   }
   bool any = false;
@@ -134,15 +166,56 @@ Status LayerTypes(const nlohmann::json& d, const JsonObjectReader& r, const std:
   return Status::Ok();
 }
 
+// The experts of mixtral and qwen3_moe: every layer sparse, routed as
+// transformers routes (no jitter, no router logits kept for an auxiliary loss).
+Status Experts(const nlohmann::json& d, const JsonObjectReader& r, const std::string& type,
+               ModelConfig* c) {
+  const bool mixtral = type == "mixtral";
+  REMAT_RETURN_IF_ERROR(
+      r.Int(mixtral ? "num_local_experts" : "num_experts", &c->experts, true, 1, kMaxHf));
+  REMAT_RETURN_IF_ERROR(r.Int("num_experts_per_tok", &c->experts_per_token, true, 1, c->experts));
+  if (!mixtral) {
+    REMAT_RETURN_IF_ERROR(
+        r.Int("moe_intermediate_size", &c->expert_ffn_hidden, true, 1, kMaxHf));
+    int64_t step = 1;
+    REMAT_RETURN_IF_ERROR(r.Int("decoder_sparse_step", &step, true, 1, kMaxHf));
+    if (step != 1) {
+      return r.Error("decoder_sparse_step", std::to_string(step) +
+                                                " is not supported (dense layers between "
+                                                "sparse ones); expected 1");
+    }
+    if (d.contains("mlp_only_layers") && !d["mlp_only_layers"].empty()) {
+      return r.Error("mlp_only_layers",
+                     "dense layers are not supported; expected [] or null (every layer sparse)");
+    }
+  } else {
+    double jitter = 0;
+    REMAT_RETURN_IF_ERROR(r.Double("router_jitter_noise", &jitter, true, 0, 1e30));
+    if (jitter > 0) {
+      return r.Error("router_jitter_noise", "is not supported (a multiplicative noise in "
+                                            "training); expected 0");
+    }
+  }
+  bool aux = false;
+  REMAT_RETURN_IF_ERROR(r.Bool("output_router_logits", &aux, true));
+  if (aux) {
+    return r.Error("output_router_logits",
+                   "true is not supported (every layer's router logits kept for the "
+                   "load-balancing loss); expected false");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsHfVariant(const std::string& t) {
-  return t == "gemma2" || t == "gemma3_text" || t == "gemma3" || t == "qwen3" || t == "phi3";
+  return t == "gemma2" || t == "gemma3_text" || t == "gemma3" || t == "qwen3" || t == "phi3" ||
+         t == "mixtral" || t == "qwen3_moe";
 }
 
 bool IsHfMixtureOfExperts(const std::string& t) {
-  return t == "mixtral" || t == "qwen3_moe" || t == "qwen2_moe" || t == "deepseek_v2" ||
-         t == "deepseek_v3" || t == "olmoe" || t == "phimoe" || t == "gpt_oss";
+  return t == "qwen2_moe" || t == "deepseek_v2" || t == "deepseek_v3" || t == "olmoe" ||
+         t == "phimoe" || t == "gpt_oss" || t == "granitemoe" || t == "jamba" || t == "dbrx";
 }
 
 Status ParseHfVariant(const std::string& model_type, const nlohmann::json& doc,
@@ -180,10 +253,10 @@ Status ParseHfVariant(const std::string& model_type, const nlohmann::json& doc,
   if (d.contains("num_key_value_heads")) {
     REMAT_RETURN_IF_ERROR(r.Int("num_key_value_heads", &c->kv_heads, true, 1, kMaxHf));
   }
-  if (type == "phi3") {
+  if (!d.contains("head_dim")) {  // phi3, mixtral, qwen3_moe: getattr(..., hidden / heads)
     if (c->hidden % c->heads != 0) {
       return r.Error("num_attention_heads", std::to_string(c->heads) +
-                                                " does not divide hidden_size: phi3's head_dim "
+                                                " does not divide hidden_size: the head_dim "
                                                 "is hidden_size / num_attention_heads");
     }
     c->head_dim = c->hidden / c->heads;
@@ -195,7 +268,7 @@ Status ParseHfVariant(const std::string& model_type, const nlohmann::json& doc,
   REMAT_RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab, true, 1, kMaxHf));
   REMAT_RETURN_IF_ERROR(r.Bool("tie_word_embeddings", &c->tie_embeddings, true));
   REMAT_RETURN_IF_ERROR(ReadActivation(r, type, c));
-  if (type != "phi3") {
+  if (type != "phi3" && type != "mixtral") {
     bool bias = false;
     REMAT_RETURN_IF_ERROR(r.Bool("attention_bias", &bias, true));
     if (bias) {
@@ -219,7 +292,8 @@ Status ParseHfVariant(const std::string& model_type, const nlohmann::json& doc,
     c->gemma_norms = true;
     c->embedding_scale = true;
   }
-  c->qk_norm = type == "qwen3" || type == "gemma3_text";
+  c->qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  if (type == "mixtral" || type == "qwen3_moe") REMAT_RETURN_IF_ERROR(Experts(d, r, type, c));
   if (type == "phi3") {
     c->fused_projections = true;
     for (const char* key : {"resid_pdrop", "embd_pdrop"}) {

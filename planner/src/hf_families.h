@@ -1,6 +1,7 @@
 // config.json of the llama family's variants: gemma2, gemma3_text (and
-// gemma3's text_config), qwen3 and phi3 (Phi-3 and Phi-4). Internal to the
-// planner; hf_config.cc calls it.
+// gemma3's text_config), qwen3, phi3 (Phi-3 and Phi-4), and the mixtures of
+// experts mixtral and qwen3_moe. Internal to the planner; hf_config.cc
+// calls it.
 #ifndef REMAT_SRC_HF_FAMILIES_H_
 #define REMAT_SRC_HF_FAMILIES_H_
 
@@ -23,8 +24,8 @@ bool IsHfVariant(const std::string& model_type);
 Status ParseHfVariant(const std::string& model_type, const nlohmann::json& doc,
                       const std::string& source, ModelConfig* c, double* dropout);
 
-// config.json model types with mixture-of-experts blocks, refused with what
-// is accepted instead.
+// config.json model types with mixture-of-experts blocks other than
+// mixtral's and qwen3_moe's, refused with what is accepted instead.
 bool IsHfMixtureOfExperts(const std::string& model_type);
 
 }  // namespace remat::internal

@@ -74,7 +74,10 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "logit_softcap",
                                              "fused_projections",
                                              "sliding_window",
-                                             "layer_types"};
+                                             "layer_types",
+                                             "experts",
+                                             "experts_per_token",
+                                             "expert_ffn_hidden"};
 const std::vector<std::string> kActivations = {"silu", "gelu_tanh"};
 const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_attention"};
 
@@ -144,6 +147,9 @@ Status ParseVariantFields(const nlohmann::json& doc, const JsonObjectReader& r, 
   REMAT_RETURN_IF_ERROR(r.Double("logit_softcap", &c->logit_softcap, false, 0.0, 1e30));
   REMAT_RETURN_IF_ERROR(r.Bool("fused_projections", &c->fused_projections, false));
   REMAT_RETURN_IF_ERROR(r.Int("sliding_window", &c->sliding_window, false, 0, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(r.Int("experts", &c->experts, false, 0, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Int("experts_per_token", &c->experts_per_token, false, 1, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Int("expert_ffn_hidden", &c->expert_ffn_hidden, false, 1, 16 * kMaxWidth));
   if (!r.Has("layer_types") || doc["layer_types"].is_null()) return Status::Ok();
   const nlohmann::json& types = doc["layer_types"];
   if (!types.is_array()) {
@@ -200,7 +206,7 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
                "\"" + arch +
                    "\" with a llama variant field (activation, qk_norm, gemma_norms, "
                    "embedding_scale, attn_softcap, logit_softcap, fused_projections, "
-                   "sliding_window, layer_types): expected \"llama\"");
+                   "sliding_window, layer_types, experts): expected \"llama\"");
   }
   if (!c.sliding_layers.empty() && static_cast<int64_t>(c.sliding_layers.size()) != c.layers) {
     return Bad(source, "layer_types",
@@ -212,6 +218,15 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
   if (slides && c.sliding_window < 1) {
     return Bad(source, "sliding_window",
                "a sliding_attention layer needs a window: expected an integer >= 1");
+  }
+  if (c.experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.experts)) {
+    return Bad(source, "experts_per_token",
+               std::to_string(c.experts_per_token) + ": expected an integer in [1, experts = " +
+                   std::to_string(c.experts) + "] (the router's top-k)");
+  }
+  if (c.experts == 0 && (c.experts_per_token != 0 || c.expert_ffn_hidden != 0)) {
+    return Bad(source, c.experts_per_token != 0 ? "experts_per_token" : "expert_ffn_hidden",
+               "set without experts (a dense MLP); expected experts >= 1 or no such field");
   }
   if (c.attn_softcap > 0 && c.attention == AttentionImpl::kSdpa) {
     return Bad(source, "attn_softcap",
@@ -286,7 +301,7 @@ const char* ToString(Activation v) { return kActivations[static_cast<int>(v)].c_
 bool HasLlamaVariant(const ModelConfig& c) {
   return c.activation != Activation::kSilu || c.qk_norm || c.gemma_norms || c.embedding_scale ||
          c.attn_softcap > 0 || c.logit_softcap > 0 || c.fused_projections ||
-         c.sliding_window > 0 || !c.sliding_layers.empty();
+         c.sliding_window > 0 || !c.sliding_layers.empty() || c.experts > 0;
 }
 
 ModelConfig WithDefaults(const ModelConfig& config) {
@@ -538,6 +553,11 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   if (!d.sliding_layers.empty()) {
     j["layer_types"] = nlohmann::ordered_json::array();
     for (bool s : d.sliding_layers) j["layer_types"].push_back(kLayerTypes[s ? 1 : 0]);
+  }
+  if (d.experts > 0) {
+    j["experts"] = d.experts;
+    j["experts_per_token"] = d.experts_per_token;
+    if (d.expert_ffn_hidden > 0) j["expert_ffn_hidden"] = d.expert_ffn_hidden;
   }
   LoraToJson(d, &j);
   return DumpDocument(j);

@@ -64,7 +64,7 @@ Status ModelSupports(const ModelConfig& config) {
   }
   if (HasLlamaVariant(c)) {
     return Status::Invalid(
-        "the runtime's llama has none of the variant fields (gemma2, gemma3, qwen3, phi3: "
+        "the runtime's llama has none of the variant fields (gemma2, gemma3, qwen3, phi3, experts: "
         "activation, qk_norm, gemma_norms, embedding_scale, soft-capping, fused_projections, "
         "sliding windows): such a model can be planned (analytic) but not run");
   }

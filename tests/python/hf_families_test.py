@@ -1,5 +1,5 @@
-"""Parameter counts of gemma2, gemma3, qwen3 and phi3 config.json: remat's
-analytic model against transformers' own.
+"""Parameter counts of gemma2, gemma3, qwen3, phi3, mixtral and qwen3_moe
+config.json: remat's analytic model against transformers' own.
 
 Each published config in examples/hf is built by transformers'
 AutoModelForCausalLM on the meta device (no weights are allocated) and its
@@ -19,7 +19,8 @@ SOURCE = os.environ.get("REMAT_SOURCE_DIR",
                         os.path.join(os.path.dirname(__file__), "..", ".."))
 PLANNER = os.environ.get("PLANNER", "")
 MODELS = os.path.join(SOURCE, "examples", "hf")
-CONFIGS = ["gemma-2-2b", "gemma-3-1b", "qwen3-8b", "phi-3-mini-4k"]
+CONFIGS = ["gemma-2-2b", "gemma-3-1b", "qwen3-8b", "phi-3-mini-4k", "mixtral-8x7b",
+           "qwen3-30b-a3b"]
 
 try:
     import torch

@@ -184,6 +184,11 @@ struct ModelConfig {
   // By block: true for a sliding-window layer (model.json "layer_types",
   // "sliding_attention" / "full_attention"); empty: none slides.
   std::vector<bool> sliding_layers;
+  // Mixture of experts (mixtral, qwen3_moe): every block's MLP is a router
+  // and `experts` gated MLPs, each token through `experts_per_token` of them.
+  int64_t experts = 0;            // 0: a dense MLP
+  int64_t experts_per_token = 0;  // the router's top-k; required with experts
+  int64_t expert_ffn_hidden = 0;  // each expert's inner width; 0: ffn_hidden
 
   // Head and loss.
   Head head = Head::kDefault;

@@ -1,9 +1,11 @@
 // The llama family's variants as transformers 5.24 runs them: gemma2 and
 // gemma3 (Gemma's RMSNorm, three more norms a block, GeGLU, the embedding
-// scale, soft-capping), qwen3 (q/k norms) and phi3 (fused projections).
+// scale, soft-capping), qwen3 (q/k norms), phi3 (fused projections), and
+// the mixtures of experts mixtral and qwen3_moe.
 // Op by op after modeling_<type>.py; each tensor lives until its last
 // reader, as Python frees a statement's temporaries (no executor holds).
 #include <algorithm>
+#include <functional>
 
 #include "analytic/parts.h"
 
@@ -43,27 +45,20 @@ T Rotary(Builder& B, const std::string& name, const T& src, int64_t elems) {
   return y;
 }
 
-// The gated MLP: act(gate) * up, then down_proj. Phi-3's gate_up_proj is one
-// output, chunked into views: the activation keeps its gate half, and so the
-// whole output, which the product keeps again as its up half.
-T GatedMlp(Builder& B, const T& y) {
-  const ModelConfig& c = B.config();
-  const int64_t h = c.hidden, f = c.ffn_hidden, rows = y.elems / h;
-  const bool gelu = c.activation == Activation::kGeluTanh;
-  T gate_src, up;
-  if (c.fused_projections) {
-    gate_src = B.Projection("gate_up_proj", y, h, 2 * f, false, kLoraGate | kLoraUp);
-    up = gate_src;
-  } else {
-    gate_src = B.Projection("gate_proj", y, h, f, false, kLoraGate);
-  }
+// act(gate) * up of `rows` rows read from `gate_src`, with `up` made after
+// the activation (act(gate(x)) * up(x)); a fused output is its own up. The
+// activation keeps its input (its gate half keeps a fused output whole), the
+// product both factors.
+T GatedProduct(Builder& B, const T& gate_src, int64_t rows, int64_t f,
+               const std::function<T()>& make_up) {
+  const bool gelu = B.config().activation == Activation::kGeluTanh;
   B.MlpActivation(true);
   // silu and gelu(approximate="tanh") are one kernel each and keep their input.
   T act = B.Tensor(gelu ? "gelu_tanh" : "silu", B.Mul({rows, f}), gate_src.elem_bytes);
   B.Op(gelu ? "gelu_tanh" : "silu", {gate_src}, {act}, {gate_src},
        (gelu ? 8.0 : 5.0) * static_cast<double>(act.elems), 2.0);
   B.MlpActivation(false);
-  if (!c.fused_projections) up = B.Projection("up_proj", y, h, f, false, kLoraUp);
+  const T up = make_up();
   B.MlpActivation(true);
   T prod = B.Tensor(gelu ? "geglu" : "swiglu", act.elems, std::max(act.elem_bytes, up.elem_bytes));
   std::vector<T> kept;  // each factor for the other's gradient
@@ -71,6 +66,81 @@ T GatedMlp(Builder& B, const T& y) {
   if (B.Grad(act)) kept.push_back(up);
   B.Op(gelu ? "geglu" : "swiglu", {act, up}, {prod}, kept, static_cast<double>(act.elems), 2.0);
   B.MlpActivation(false);
+  return prod;
+}
+
+// A linear over stacked expert weights (E x outf x in) through
+// transformers' grouped_mm: keeps its input for the weights' gradient.
+T GroupedLinear(Builder& B, const std::string& name, const T& x, int64_t in, int64_t outf) {
+  const ModelConfig& c = B.config();
+  const T xin = B.MatmulInput(x);
+  const int64_t rows = x.elems / in;
+  T y = B.Tensor(name, B.Mul({rows, outf}), B.dt().matmul);
+  std::vector<T> saved;
+  if (B.WeightsTrain()) saved.push_back(xin);
+  B.Op(name, {xin}, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
+  return y;
+}
+
+// MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock with transformers' default
+// experts implementation, grouped_mm (integrations/moe.py,
+// grouped_mm_experts_forward), for n tokens and S = n * k routed rows:
+// the router's fp32 probabilities (kept by softmax), top-k (its indices
+// kept) renormalized in place (its input cloned and kept); the rows sorted
+// by expert, gathered (hidden[perm // k], S x h, the index kept) with their
+// weights (S, perm kept); one grouped GEMM up (S x 2f, kept whole through
+// the gate's view), the gated product, one grouped GEMM down (S x h),
+// times the weights (both kept), unsorted (inv_perm kept) and summed over
+// the k rows of each token. Every expert's rows are in the same GEMMs, so
+// the memory does not depend on how evenly the router balances them.
+T ExpertsMlp(Builder& B, const T& y) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, E = c.experts, k = c.experts_per_token;
+  const int64_t f = c.expert_ffn_hidden > 0 ? c.expert_ffn_hidden : c.ffn_hidden;
+  const int64_t n = y.elems / h, S = B.Mul({n, k});
+  const double sd = static_cast<double>(S);
+  T logits = B.Linear("router", y, h, E, false);
+  T probs = B.Tensor("router_probs", B.Mul({n, E}), 4);
+  B.Op("router_softmax", {logits}, {probs}, {probs}, 5.0 * static_cast<double>(probs.elems), 1.0);
+  T top = B.Tensor("router_top_k", S, 4);
+  T top_index = B.Tensor("router_indices", S, 8, false);
+  T top_clone = B.Tensor("router_top_k.original", S, 4, false);
+  B.Op("router_top_k", {probs}, {top, top_index, top_clone}, {top_index, top_clone}, sd, 1.0);
+  T rows_index = B.Tensor("dispatch_index", S, 8, false);
+  T perm = B.Tensor("dispatch_perm", S, 8, false);
+  T gathered = B.Tensor("dispatch", B.Mul({S, h}), y.elem_bytes);
+  B.Op("dispatch", {y, top_index}, {gathered, rows_index, perm}, {rows_index}, sd * h, 1.0);
+  T weights = B.Tensor("dispatch_weights", S, top.elem_bytes);
+  B.Op("dispatch_weights", {top, perm}, {weights}, {perm}, sd, 1.0);
+  T gate_up = GroupedLinear(B, "experts_gate_up", gathered, h, 2 * f);
+  T prod = GatedProduct(B, gate_up, S, f, [&] { return gate_up; });
+  T down = GroupedLinear(B, "experts_down", prod, f, h);
+  T weighted = B.Tensor("combine_weights", down.elems, std::max(down.elem_bytes, weights.elem_bytes));
+  B.Op("combine_weights", {down, weights}, {weighted}, {down, weights}, sd * h, 2.0);
+  T inv_perm = B.Tensor("combine_perm", S, 8, false);
+  T unsorted = B.Tensor("combine", weighted.elems, weighted.elem_bytes);
+  B.Op("combine", {weighted, perm}, {unsorted, inv_perm}, {inv_perm}, sd * h, 1.0);
+  T out = B.Tensor("combine_sum", y.elems, y.elem_bytes);
+  B.Op("combine_sum", {unsorted}, {out}, {}, sd * h, 1.0);
+  return out;
+}
+
+// The gated MLP: act(gate) * up, then down_proj. Phi-3's gate_up_proj is one
+// output, chunked into views: the activation keeps its gate half, and so the
+// whole output, which the product keeps again as its up half.
+T GatedMlp(Builder& B, const T& y) {
+  const ModelConfig& c = B.config();
+  if (c.experts > 0) return ExpertsMlp(B, y);
+  const int64_t h = c.hidden, f = c.ffn_hidden, rows = y.elems / h;
+  T prod;
+  if (c.fused_projections) {
+    T gate_up = B.Projection("gate_up_proj", y, h, 2 * f, false, kLoraGate | kLoraUp);
+    prod = GatedProduct(B, gate_up, rows, f, [&] { return gate_up; });
+  } else {
+    T gate = B.Projection("gate_proj", y, h, f, false, kLoraGate);
+    prod = GatedProduct(B, gate, rows, f,
+                        [&] { return B.Projection("up_proj", y, h, f, false, kLoraUp); });
+  }
   return B.Projection("down_proj", prod, f, h, false, kLoraDown);
 }
 

@@ -112,8 +112,28 @@ TEST(VariantFamilies, PhiThree) {
   EXPECT_EQ(ParameterCount(separate), ParameterCount(c));
 }
 
+TEST(VariantFamilies, MixturesOfExperts) {
+  ModelConfig mixtral = Hf(Fixture("mixtral-8x7b"));
+  EXPECT_EQ(mixtral.experts, 8);
+  EXPECT_EQ(mixtral.experts_per_token, 2);
+  EXPECT_EQ(mixtral.head_dim, 128);  // head_dim absent: hidden / heads
+  EXPECT_FALSE(mixtral.qk_norm);
+  EXPECT_EQ(ParameterCount(mixtral), 46'702'792'704);
+  ModelConfig qwen = Hf(Fixture("qwen3-30b-a3b"));
+  EXPECT_EQ(qwen.experts, 128);
+  EXPECT_EQ(qwen.experts_per_token, 8);
+  EXPECT_EQ(qwen.expert_ffn_hidden, 768);
+  EXPECT_TRUE(qwen.qk_norm);
+  EXPECT_EQ(ParameterCount(qwen), 30'532'122'624);
+  // Qwen3MoeConfig has no head_dim: without one, hidden / heads (not
+  // qwen3's 128).
+  EXPECT_EQ(Hf(R"({"model_type":"qwen3_moe"})").head_dim, 2048 / 32);
+  EXPECT_EQ(Hf(R"({"model_type":"qwen3"})").head_dim, 128);
+}
+
 TEST(VariantFamilies, ModelJsonRoundTrip) {
-  for (const char* name : {"gemma-2-2b", "gemma-3-1b", "qwen3-8b", "phi-3-mini-4k"}) {
+  for (const char* name : {"gemma-2-2b", "gemma-3-1b", "qwen3-8b", "phi-3-mini-4k",
+                           "mixtral-8x7b", "qwen3-30b-a3b"}) {
     const ModelConfig c = Hf(Fixture(name));
     Result<ModelConfig> back = ParseModelConfig(ModelConfigToJson(c), "model.json");
     ASSERT_TRUE(back.ok()) << name << ": " << back.status().message();
@@ -123,10 +143,23 @@ TEST(VariantFamilies, ModelJsonRoundTrip) {
 }
 
 TEST(VariantFamilies, RefusedFields) {
-  EXPECT_NE(Error(R"({"model_type":"mixtral","vocab_size":32000})")
-                .find("'model_type': \"mixtral\" has mixture-of-experts blocks"),
+  EXPECT_NE(Error(R"({"model_type":"qwen2_moe","vocab_size":32000})")
+                .find("'model_type': \"qwen2_moe\" has mixture-of-experts blocks remat does "
+                      "not model (it models mixtral's and qwen3_moe's); expected gpt2, llama"),
             std::string::npos);
-  EXPECT_NE(Error(R"({"model_type":"qwen3_moe"})").find("expected gpt2, llama"),
+  EXPECT_NE(Error(R"({"model_type":"qwen3_moe","decoder_sparse_step":2})")
+                .find("'decoder_sparse_step'"),
+            std::string::npos);
+  EXPECT_NE(Error(R"({"model_type":"qwen3_moe","mlp_only_layers":[0]})").find("'mlp_only_layers'"),
+            std::string::npos);
+  EXPECT_NE(Error(R"({"model_type":"mixtral","output_router_logits":true})")
+                .find("'output_router_logits'"),
+            std::string::npos);
+  EXPECT_NE(Error(R"({"model_type":"mixtral","router_jitter_noise":0.01})")
+                .find("'router_jitter_noise'"),
+            std::string::npos);
+  EXPECT_NE(Error(R"({"model_type":"mixtral","num_experts_per_tok":9})")
+                .find("'num_experts_per_tok'"),
             std::string::npos);
   EXPECT_NE(Error(R"({"model_type":"gemma2","hidden_activation":"gelu"})")
                 .find("'hidden_activation': unsupported value \"gelu\", expected silu or "
@@ -152,6 +185,14 @@ TEST(VariantFamilies, RefusedFields) {
       "model.json");
   ASSERT_FALSE(gpt.ok());
   EXPECT_NE(gpt.status().message().find("field 'architecture'"), std::string::npos);
+  Result<ModelConfig> topk = ParseModelConfig(
+      R"({"architecture":"llama","layers":2,"hidden":64,"heads":4,"vocab":100,"seq_len":16,
+          "experts":4,"experts_per_token":5})",
+      "model.json");
+  ASSERT_FALSE(topk.ok());
+  EXPECT_NE(topk.status().message().find("field 'experts_per_token': 5: expected an integer in "
+                                         "[1, experts = 4]"),
+            std::string::npos);
 }
 
 const LayerProfile& Layer(const Profile& p, const std::string& name) {
@@ -234,6 +275,20 @@ TEST(VariantFamilies, WhatEachVariantKeeps) {
   window.sliding_window = kS;
   EXPECT_EQ(Kept(window, "block0") - Kept(sdpa, "block0"),
             kB * kS * kS * 4 + tokens * 4 * 2 * (kA - kKv) * kD);
+  // Experts (grouped_mm): each routed row keeps its gather index,
+  // permutation and inverse (8 bytes each), its weight (4), its top-k index
+  // (8) and the clone of its top-k value the in-place renormalization keeps
+  // (4); the gathered input and the down output (4h each), the gate_up
+  // output (8f), the activation and the product (4f each). The router keeps
+  // fp32 probabilities, one per expert; nothing depends on how the router
+  // balances the rows.
+  ModelConfig moe = sdpa, moe_k2 = sdpa, moe_wide = sdpa;
+  moe.experts = moe_k2.experts = 8;
+  moe_wide.experts = 16;
+  moe.experts_per_token = 1;
+  moe_k2.experts_per_token = moe_wide.experts_per_token = 2;
+  EXPECT_EQ(Kept(moe_k2, "block0") - Kept(moe, "block0"), tokens * (8 * kH + 16 * kF + 40));
+  EXPECT_EQ(Kept(moe_wide, "block0") - Kept(moe_k2, "block0"), tokens * 4 * 8);
   // One key/value head: repeat_kv's reshape is a view, only the mask is new.
   ModelConfig mqa = window, mqa_full = sdpa;
   mqa.kv_heads = mqa_full.kv_heads = 1;
