@@ -195,15 +195,6 @@ TEST(VariantFamilies, RefusedFields) {
             std::string::npos);
 }
 
-const LayerProfile& Layer(const Profile& p, const std::string& name) {
-  for (const LayerProfile& l : p.layers) {
-    if (l.name == name) return l;
-  }
-  static LayerProfile none;
-  ADD_FAILURE() << "no layer " << name;
-  return none;
-}
-
 // fp32, one block of a llama with grouped-query attention, on the CPU.
 constexpr int64_t kH = 256, kA = 4, kKv = 2, kD = 64, kF = 688, kV = 1000, kS = 128, kB = 2;
 ModelConfig Small(AttentionImpl attention) {
@@ -229,7 +220,12 @@ int64_t Kept(const ModelConfig& c, const std::string& layer) {
   o.device = *LookupDevice("cpu");
   Result<Profile> p = AnalyticProfile(c, o);
   EXPECT_TRUE(p.ok()) << p.status().message();
-  return p.ok() ? Layer(*p, layer).activation_bytes : -1;
+  if (!p.ok()) return -1;
+  for (const LayerProfile& l : p->layers) {
+    if (l.name == layer) return l.activation_bytes;
+  }
+  ADD_FAILURE() << "no layer " << layer;
+  return -1;
 }
 
 // Each variant field against the block without it, per token in fp32.
