@@ -71,14 +71,15 @@ T GatedProduct(Builder& B, const T& gate_src, int64_t rows, int64_t f,
 
 // A linear over stacked expert weights (E x outf x in) through
 // transformers' grouped_mm: keeps its input for the weights' gradient.
+// torch._grouped_mm is on no autocast list: it runs in its input's dtype
+// (measured on CPU: amp_bf16 experts compute in fp32).
 T GroupedLinear(Builder& B, const std::string& name, const T& x, int64_t in, int64_t outf) {
   const ModelConfig& c = B.config();
-  const T xin = B.MatmulInput(x);
   const int64_t rows = x.elems / in;
-  T y = B.Tensor(name, B.Mul({rows, outf}), B.dt().matmul);
+  T y = B.Tensor(name, B.Mul({rows, outf}), x.elem_bytes);
   std::vector<T> saved;
-  if (B.WeightsTrain()) saved.push_back(xin);
-  B.Op(name, {xin}, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
+  if (B.WeightsTrain()) saved.push_back(x);
+  B.Op(name, {x}, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
   return y;
 }
 
