@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # remat's analytic prediction against code no one here wrote: Hugging Face
 # transformers (a Llama with GQA, a Llama-3.2-shaped one with tied input and
-# output embeddings, a BERT with its MLM head, random weights)
+# output embeddings, Gemma 2, Gemma 3 with and without a sliding window
+# shorter than the sequence, Qwen3, Phi-3, a BERT with its MLM head, random
+# weights)
 # and the real all-MiniLM-L6-v2 trained with sentence-transformers'
 # MultipleNegativesRankingLoss, each for a step on CPU in fp32 with AdamW,
 # without and with gradient_checkpointing_enable(). The measured peak is
 # remat's CPU meter in the same process (bench/fidelity/hf_reference.py); the
 # prediction is `planner` on the same config.json: strategy none, and uniform
 # every 1 (each block's input kept, the block recomputed in backward, as
-# transformers' gradient checkpointing does). Target: within 5%.
+# transformers' gradient checkpointing does). Target: within 5% (the llama
+# variants, docs/model-families.md: 3%).
 #
 # usage: bench/fidelity/hf_fidelity.sh [CONFIG.json ...]
 #   default: every bench/fidelity/models/hf/*.config.json; env: BUILD (build),

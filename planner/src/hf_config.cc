@@ -8,6 +8,7 @@
 // micro_batch, ...); the result is checked as a model.json is.
 #include <nlohmann/json.hpp>
 
+#include "hf_families.h"
 #include "json_fields.h"
 #include "lora_config.h"
 #include "remat/input.h"
@@ -57,7 +58,11 @@ Result<std::string> HeadFromArchitectures(const nlohmann::json& doc, const std::
     return name.size() >= tail.size() &&
            name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
-  if (ends("ForCausalLM") || ends("LMHeadModel")) return std::string("lm");
+  // Gemma3ForConditionalGeneration: its decoder's LM head (the vision tower
+  // is not modeled).
+  if (ends("ForCausalLM") || ends("LMHeadModel") || ends("ForConditionalGeneration")) {
+    return std::string("lm");
+  }
   if (ends("ForMaskedLM") || ends("ForPreTraining")) return std::string("mlm");
   if (ends("ForSequenceClassification")) return std::string("classification");
   if (ends("Model")) return std::string("pooling");
@@ -163,14 +168,23 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
     REMAT_RETURN_IF_ERROR(ParseGpt2(doc, r, &c, &dropout));
   } else if (type == "llama" || type == "mistral" || type == "qwen2") {
     REMAT_RETURN_IF_ERROR(ParseLlama(type, doc, r, &c, &dropout));
+  } else if (internal::IsHfVariant(type)) {
+    REMAT_RETURN_IF_ERROR(internal::ParseHfVariant(type, doc, source, &c, &dropout));
   } else if (encoder) {
     REMAT_RETURN_IF_ERROR(ParseEncoder(type, r, &c, &dropout));
   } else {
-    return r.Error("model_type", "unsupported value \"" + type +
-                                     "\", expected gpt2, llama, mistral, qwen2, bert, roberta "
-                                     "or distilbert (or write a model.json)");
+    const std::string accepted =
+        "expected gpt2, llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma2, gemma3, "
+        "gemma3_text, phi3, bert, roberta or distilbert (or write a model.json)";
+    if (internal::IsHfMixtureOfExperts(type)) {
+      return r.Error("model_type", "\"" + type +
+                                       "\" has mixture-of-experts blocks remat does not model "
+                                       "(it models mixtral's and qwen3_moe's); " +
+                                       accepted);
+    }
+    return r.Error("model_type", "unsupported value \"" + type + "\", " + accepted);
   }
-  REMAT_RETURN_IF_ERROR(IntAny(r, {"vocab_size"}, &c.vocab, true));
+  if (c.vocab == 0) REMAT_RETURN_IF_ERROR(IntAny(r, {"vocab_size"}, &c.vocab, true));
   if (c.ffn_hidden == 0) c.ffn_hidden = 4 * c.hidden;
   if (dropout >= 0) c.dropout = dropout;
   // Positions beyond what the model learned are meaningless: train at its maximum.
@@ -181,16 +195,19 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
   }
   std::string dtype;
   REMAT_RETURN_IF_ERROR(r.String("torch_dtype", &dtype, false));
+  if (dtype.empty()) REMAT_RETURN_IF_ERROR(r.String("dtype", &dtype, false));
   if (dtype == "bfloat16") c.precision = Precision::kAmpBf16;
   if (dtype == "float16") c.precision = Precision::kAmpFp16;
 
   // transformers runs these models with SDPA unless the config names another
-  // attention implementation.
-  c.attention = AttentionImpl::kSdpa;
+  // attention implementation; gemma2 with eager (Gemma2PreTrainedModel has
+  // no SDPA: it cannot soft-cap the scores).
+  c.attention = type == "gemma2" ? AttentionImpl::kEager : AttentionImpl::kSdpa;
   for (const char* key : {"attn_implementation", "_attn_implementation"}) {
     if (!doc.contains(key) || !doc[key].is_string()) continue;
     const std::string impl = doc[key].get<std::string>();
     if (impl == "eager") c.attention = AttentionImpl::kEager;
+    if (impl == "sdpa") c.attention = AttentionImpl::kSdpa;
     if (impl.rfind("flash_attention", 0) == 0) c.attention = AttentionImpl::kFlash;
   }
 

@@ -1,5 +1,7 @@
 #include "remat/model_config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
@@ -63,7 +65,21 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "texts_per_example",
                                              "num_labels",
                                              "pooler",
-                                             "merge_columns"};
+                                             "merge_columns",
+                                             "activation",
+                                             "qk_norm",
+                                             "gemma_norms",
+                                             "embedding_scale",
+                                             "attn_softcap",
+                                             "logit_softcap",
+                                             "fused_projections",
+                                             "sliding_window",
+                                             "layer_types",
+                                             "experts",
+                                             "experts_per_token",
+                                             "expert_ffn_hidden"};
+const std::vector<std::string> kActivations = {"silu", "gelu_tanh"};
+const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_attention"};
 
 // Generous limits: anything above is a typo, and keeps byte arithmetic far
 // from overflow (see checked_math.h for the rest). Published models have up
@@ -119,6 +135,37 @@ Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
   return Status::Ok();
 }
 
+// The llama family's variant fields (model_config.h).
+Status ParseVariantFields(const nlohmann::json& doc, const JsonObjectReader& r, ModelConfig* c) {
+  std::string activation = "silu";
+  REMAT_RETURN_IF_ERROR(r.Enum("activation", &activation, kActivations, false));
+  c->activation = FromName<Activation>(kActivations, activation);
+  REMAT_RETURN_IF_ERROR(r.Bool("qk_norm", &c->qk_norm, false));
+  REMAT_RETURN_IF_ERROR(r.Bool("gemma_norms", &c->gemma_norms, false));
+  REMAT_RETURN_IF_ERROR(r.Bool("embedding_scale", &c->embedding_scale, false));
+  REMAT_RETURN_IF_ERROR(r.Double("attn_softcap", &c->attn_softcap, false, 0.0, 1e30));
+  REMAT_RETURN_IF_ERROR(r.Double("logit_softcap", &c->logit_softcap, false, 0.0, 1e30));
+  REMAT_RETURN_IF_ERROR(r.Bool("fused_projections", &c->fused_projections, false));
+  REMAT_RETURN_IF_ERROR(r.Int("sliding_window", &c->sliding_window, false, 0, kMaxTokens));
+  REMAT_RETURN_IF_ERROR(r.Int("experts", &c->experts, false, 0, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Int("experts_per_token", &c->experts_per_token, false, 1, kMaxWidth));
+  REMAT_RETURN_IF_ERROR(r.Int("expert_ffn_hidden", &c->expert_ffn_hidden, false, 1, 16 * kMaxWidth));
+  if (!r.Has("layer_types") || doc["layer_types"].is_null()) return Status::Ok();
+  const nlohmann::json& types = doc["layer_types"];
+  if (!types.is_array()) {
+    return r.Error("layer_types", "expected an array of " + JoinAlternatives(kLayerTypes) +
+                                      ", one per block, got " + DescribeJsonValue(types));
+  }
+  for (const nlohmann::json& t : types) {
+    if (!t.is_string() || (t != kLayerTypes[0] && t != kLayerTypes[1])) {
+      return r.Error("layer_types", "expected " + JoinAlternatives(kLayerTypes) + ", got " +
+                                        DescribeJsonValue(t));
+    }
+    c->sliding_layers.push_back(t == kLayerTypes[1]);
+  }
+  return Status::Ok();
+}
+
 Status Bad(const std::string& source, const char* field, const std::string& what) {
   return Status::Invalid(source + ": field '" + field + "': " + what);
 }
@@ -153,6 +200,39 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
                    " is not hidden / heads = " + std::to_string(c.hidden / c.heads) +
                    ": only llama sets "
                    "its own head width");
+  }
+  if (!llama && HasLlamaVariant(c)) {
+    return Bad(source, "architecture",
+               "\"" + arch +
+                   "\" with a llama variant field (activation, qk_norm, gemma_norms, "
+                   "embedding_scale, attn_softcap, logit_softcap, fused_projections, "
+                   "sliding_window, layer_types, experts): expected \"llama\"");
+  }
+  if (!c.sliding_layers.empty() && static_cast<int64_t>(c.sliding_layers.size()) != c.layers) {
+    return Bad(source, "layer_types",
+               std::to_string(c.sliding_layers.size()) + " entries for " +
+                   std::to_string(c.layers) + " layers: expected one per block");
+  }
+  const bool slides =
+      std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end();
+  if (slides && c.sliding_window < 1) {
+    return Bad(source, "sliding_window",
+               "a sliding_attention layer needs a window: expected an integer >= 1");
+  }
+  if (c.experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.experts)) {
+    return Bad(source, "experts_per_token",
+               std::to_string(c.experts_per_token) + ": expected an integer in [1, experts = " +
+                   std::to_string(c.experts) + "] (the router's top-k)");
+  }
+  if (c.experts == 0 && (c.experts_per_token != 0 || c.expert_ffn_hidden != 0)) {
+    return Bad(source, c.experts_per_token != 0 ? "experts_per_token" : "expert_ffn_hidden",
+               "set without experts (a dense MLP); expected experts >= 1 or no such field");
+  }
+  if (c.attn_softcap > 0 && c.attention == AttentionImpl::kSdpa) {
+    return Bad(source, "attn_softcap",
+               "scaled_dot_product_attention has no soft-capping (transformers runs a "
+               "soft-capped model with eager or flash_attention_2); expected attention eager "
+               "or flash, or attn_softcap 0");
   }
   if (!bert && c.type_vocab != 0) {
     return Bad(source, "type_vocab",
@@ -216,6 +296,13 @@ const char* ToString(LrSchedule v) { return kLrSchedules[static_cast<int>(v)].c_
 const char* ToString(Head v) { return kHeads[static_cast<int>(v)].c_str(); }
 const char* ToString(Pooling v) { return kPoolings[static_cast<int>(v)].c_str(); }
 const char* ToString(Loss v) { return kLosses[static_cast<int>(v)].c_str(); }
+const char* ToString(Activation v) { return kActivations[static_cast<int>(v)].c_str(); }
+
+bool HasLlamaVariant(const ModelConfig& c) {
+  return c.activation != Activation::kSilu || c.qk_norm || c.gemma_norms || c.embedding_scale ||
+         c.attn_softcap > 0 || c.logit_softcap > 0 || c.fused_projections ||
+         c.sliding_window > 0 || !c.sliding_layers.empty() || c.experts > 0;
+}
 
 ModelConfig WithDefaults(const ModelConfig& config) {
   ModelConfig c = config;
@@ -367,6 +454,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   REMAT_RETURN_IF_ERROR(r.Bool("qkv_bias", &c.qkv_bias, false));
   REMAT_RETURN_IF_ERROR(r.Int("type_vocab", &c.type_vocab, false, 0, kMaxTokens));
   REMAT_RETURN_IF_ERROR(ParseHeadFields(r, &c));
+  REMAT_RETURN_IF_ERROR(ParseVariantFields(doc, r, &c));
   REMAT_RETURN_IF_ERROR(ParseLoraFields(doc, r, &c));
   if (c.ffn_hidden == 0) c.ffn_hidden = DefaultFfn(c.architecture, c.hidden);
   if (c.max_position == 0) c.max_position = c.seq_len;
@@ -453,6 +541,24 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
   j["pooler"] = d.pooler;
   if (d.loss == Loss::kMnrl) j["merge_columns"] = d.merge_columns;
+  // The llama variants, where set (a plain llama's file stays as it was).
+  if (d.activation != Activation::kSilu) j["activation"] = ToString(d.activation);
+  if (d.qk_norm) j["qk_norm"] = true;
+  if (d.gemma_norms) j["gemma_norms"] = true;
+  if (d.embedding_scale) j["embedding_scale"] = true;
+  if (d.attn_softcap > 0) j["attn_softcap"] = d.attn_softcap;
+  if (d.logit_softcap > 0) j["logit_softcap"] = d.logit_softcap;
+  if (d.fused_projections) j["fused_projections"] = true;
+  if (d.sliding_window > 0) j["sliding_window"] = d.sliding_window;
+  if (!d.sliding_layers.empty()) {
+    j["layer_types"] = nlohmann::ordered_json::array();
+    for (bool s : d.sliding_layers) j["layer_types"].push_back(kLayerTypes[s ? 1 : 0]);
+  }
+  if (d.experts > 0) {
+    j["experts"] = d.experts;
+    j["experts_per_token"] = d.experts_per_token;
+    if (d.expert_ffn_hidden > 0) j["expert_ffn_hidden"] = d.expert_ffn_hidden;
+  }
   LoraToJson(d, &j);
   return DumpDocument(j);
 }

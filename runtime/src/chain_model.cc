@@ -62,6 +62,12 @@ Status ModelSupports(const ModelConfig& config) {
                            "' can be planned (analytic) but not run (the runtime runs mlm, "
                            "pooling and classification on bert)");
   }
+  if (HasLlamaVariant(c)) {
+    return Status::Invalid(
+        "the runtime's llama has none of the variant fields (gemma2, gemma3, qwen3, phi3, experts: "
+        "activation, qk_norm, gemma_norms, embedding_scale, soft-capping, fused_projections, "
+        "sliding windows): such a model can be planned (analytic) but not run");
+  }
   if (c.architecture == Architecture::kLlama) {
     if (c.head_dim % 2 != 0) {
       return Status::Invalid("head_dim " + std::to_string(c.head_dim) +

@@ -30,7 +30,8 @@ LAYERS = [
         "planner/include/remat/caching_allocator.h", "planner/src/allocator/",
         "planner/src/analytic/",
         "planner/src/{model_config,hf_config,precision,input,profile,provenance,device_memory}.cc",
-        "planner/src/lora_config.{h,cc}", "planner/src/profile_json.h",
+        "planner/src/lora_config.{h,cc}", "planner/src/hf_families.{h,cc}",
+        "planner/src/profile_json.h",
     ]),
     ("schedule", [
         "planner/include/remat/{schedule,decisions,simulator,accumulation,runtime_api}.h",

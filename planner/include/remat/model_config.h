@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "remat/status.h"
 
@@ -19,7 +20,14 @@ enum class Architecture {
   kBert,   // encoder (bert, roberta, distilbert): post-LayerNorm, bidirectional,
            // learned positions and token types, GELU MLP
   kLlama,  // decoder (llama, mistral, qwen2): pre-RMSNorm, causal, rotary
-           // positions, SwiGLU MLP, grouped-query attention, no biases but qkv_bias
+           // positions, SwiGLU MLP, grouped-query attention, no biases but qkv_bias;
+           // with the variant fields of ModelConfig also gemma2, gemma3, qwen3, phi3
+};
+
+// The gated MLP's activation (llama family): act(gate) * up.
+enum class Activation {
+  kSilu,      // SwiGLU (llama, qwen, phi3)
+  kGeluTanh,  // GeGLU, gelu(approximate="tanh") (gemma's gelu_pytorch_tanh)
 };
 
 // What sits on top of the last block, and what the loss sees.
@@ -161,6 +169,27 @@ struct ModelConfig {
   int64_t type_vocab = -1;  // bert: token-type embedding rows (bert 2, roberta 1,
                             // distilbert 0); -1: default 1. Others: must be 0 or -1
 
+  // Variants of the llama family (llama only; docs/model-families.md). The
+  // defaults are llama's.
+  Activation activation = Activation::kSilu;
+  bool qk_norm = false;  // an RMSNorm over each query and key head (qwen3, gemma3)
+  // gemma: every RMSNorm as Gemma's (x * (1 + w) in fp32, cast back), and
+  // three more per block: on the attention's output, before and after the MLP.
+  bool gemma_norms = false;
+  bool embedding_scale = false;  // gemma: the embeddings times sqrt(hidden)
+  double attn_softcap = 0;       // cap * tanh(scores / cap) before the softmax; 0: off
+  double logit_softcap = 0;      // the same on the LM logits; 0: off
+  bool fused_projections = false;  // phi3: one qkv_proj and one gate_up_proj, split as views
+  int64_t sliding_window = 0;      // keys a sliding layer attends to; 0: none
+  // By block: true for a sliding-window layer (model.json "layer_types",
+  // "sliding_attention" / "full_attention"); empty: none slides.
+  std::vector<bool> sliding_layers;
+  // Mixture of experts (mixtral, qwen3_moe): every block's MLP is a router
+  // and `experts` gated MLPs, each token through `experts_per_token` of them.
+  int64_t experts = 0;            // 0: a dense MLP
+  int64_t experts_per_token = 0;  // the router's top-k; required with experts
+  int64_t expert_ffn_hidden = 0;  // each expert's inner width; 0: ffn_hidden
+
   // Head and loss.
   Head head = Head::kDefault;
   Pooling pooling = Pooling::kMean;  // pooling head only
@@ -233,6 +262,9 @@ const char* ToString(Gradients v);  // kDefault -> "default"
 const char* ToString(Optimizer v);
 const char* ToString(AttentionImpl v);
 const char* ToString(LrSchedule v);
+const char* ToString(Activation v);  // "silu", "gelu_tanh"
+// Whether `config` uses any variant field above (a llama the runtime cannot run).
+bool HasLlamaVariant(const ModelConfig& config);
 Result<Precision> ParsePrecision(std::string_view text);
 Result<AttentionImpl> ParseAttention(std::string_view text);
 // "q,v", "q_proj,v_proj", "all-linear", GPT-2's c_attn/c_proj/c_fc and BERT's

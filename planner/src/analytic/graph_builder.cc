@@ -293,7 +293,8 @@ SdpaBackend Builder::SdpaBackendFor(const T& q, const T& k, const T& v,
   call.dropout = c_.dropout;
   // transformers' use_gqa_in_sdpa: enable_gqa without a mask and with
   // head_dim <= 256; otherwise repeat_kv hands SDPA `heads` keys and values.
-  call.enable_gqa = shape.kv_heads != shape.heads && shape.head_dim <= 256;
+  call.has_mask = shape.masked;
+  call.enable_gqa = !shape.masked && shape.kv_heads != shape.heads && shape.head_dim <= 256;
   call.kv_heads = call.enable_gqa ? shape.kv_heads : shape.heads;
   call.requires_grad = Grad(q) || Grad(k) || Grad(v);
   return SelectSdpaBackend(device_.sdpa, call);
@@ -316,6 +317,15 @@ T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems,
   std::vector<T> saved = in;
   saved.push_back(ctx);
   saved.push_back(lse);
+  std::vector<T> outs = {ctx, lse};
+  if (shape.masked && c_.attention == AttentionImpl::kSdpa) {
+    // transformers' boolean mask (b, 1, s, s), which SDPA turns into one of
+    // the inputs' dtype per call (convert_boolean_attn_mask); the kernel
+    // keeps that for backward.
+    T mask = Tensor("attn_mask", Mul({b, s, s}), qc.elem_bytes, false);
+    outs.push_back(mask);
+    saved.push_back(mask);
+  }
   // FlashAttention-2's backward on CUDA (flash_api.cpp mha_bwd) allocates an
   // fp32 dq accumulator (b, s rounded to 128, a, d rounded to 32; 256 past
   // 192) and softmax_d (b, a, s rounded to 128), and with grouped keys and
@@ -328,7 +338,7 @@ T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems,
     bwd_workspace = Mul({b, s128, a, d_rounded, 4}) + Mul({b, a, s128, 4});
     if (shape.kv_heads != a) bwd_workspace += Mul({2, ctx_elems, qc.elem_bytes});
   }
-  Op("flash_attention", in, {ctx, lse}, saved, 2 * qk_flops, 2.5, 0, bwd_workspace, true);
+  Op("flash_attention", in, outs, saved, 2 * qk_flops, 2.5, 0, bwd_workspace, true);
   return ctx;
 }
 
@@ -356,6 +366,18 @@ T Builder::AttentionOps(const T& q, const T& k, const T& v, const AttentionShape
     backend = SdpaBackendFor(q, k, v, shape);
     out_->attention_backends[layer_] = SdpaBackendName(backend);
     if (backend == SdpaBackend::kMath) return SdpaMath(q, k, v, shape);
+  }
+  if (sdpa && shape.kv_heads > 1 && shape.kv_heads != a && (shape.masked || d > 256)) {
+    // transformers' use_gqa_in_sdpa is false (a mask, or d over 256):
+    // repeat_kv copies k and v to every query head, and the kernel keeps the
+    // copies (with one key/value head its reshape is a view: no copy).
+    T kr = Tensor("k_repeated", ctx_elems, k.elem_bytes);
+    Op("repeat_k", {k}, {kr}, {}, 0, 1.0, 0, 0, true);
+    T vr = Tensor("v_repeated", ctx_elems, v.elem_bytes);
+    Op("repeat_v", {v}, {vr}, {}, 0, 1.0, 0, 0, true);
+    AttentionShape repeated = shape;
+    repeated.kv_heads = a;
+    return FusedAttention(q, kr, vr, ctx_elems, qk_flops, repeated, backend);
   }
   if (c_.attention == AttentionImpl::kFlash || sdpa) {
     return FusedAttention(q, k, v, ctx_elems, qk_flops, shape, backend);
@@ -385,6 +407,15 @@ T Builder::AttentionOps(const T& q, const T& k, const T& v, const AttentionShape
   if (Grad(qc) && kc.id != qc.id) qk_saved.push_back(kc);
   if (kc.id == qc.id && Grad(qc)) qk_saved = {qc};
   Op("scores", qk, {sc}, qk_saved, qk_flops, 2.0, 0, 0, true);
+  if (shape.softcap > 0) {
+    // scores / cap, tanh (keeps its output), * cap: each a new tensor.
+    T div = Tensor("softcap_div", scores, sc.elem_bytes);
+    Op("softcap_div", {sc}, {div}, {}, static_cast<double>(scores), 1.0, 0, 0, true);
+    T th = Tensor("softcap_tanh", scores, sc.elem_bytes);
+    Op("softcap_tanh", {div}, {th}, {th}, 4.0 * scores, 1.0, 0, 0, true);
+    sc = Tensor("softcap_mul", scores, sc.elem_bytes);
+    Op("softcap_mul", {th}, {sc}, {}, static_cast<double>(scores), 1.0, 0, 0, true);
+  }
   T masked = Tensor("masked_scores", scores, dt_.matmul);
   Op("scale_mask", {sc}, {masked}, {}, 2.0 * scores, 1.0, 0, 0, true);
   // HF's eager llama upcasts the softmax.

@@ -57,6 +57,8 @@ struct AttentionShape {
   // HF llama: softmax(dtype=float32) then .to(query dtype); else the
   // softmax runs in the softmax dtype.
   bool softmax_fp32 = false;
+  double softcap = 0;   // eager: cap * tanh(scores / cap) before the mask; 0: off
+  bool masked = false;  // an explicit mask (a sliding window shorter than the sequence)
 };
 
 class Builder {

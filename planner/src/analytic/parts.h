@@ -12,6 +12,15 @@ namespace remat::analytic {
 T GptBlock(Builder& B, const T& x);    // pre-LayerNorm, fused qkv, GELU MLP
 T LlamaBlock(Builder& B, const T& x);  // pre-RMSNorm, GQA, rotary, SwiGLU
 
+// variant_blocks.cc: the llama variants (HasLlamaVariant) as transformers
+// runs them. `index`: the block's, for its layer type (sliding or full).
+T VariantBlock(Builder& B, const T& x, int64_t index);
+// The model's RMSNorm: Gemma's form under gemma_norms, else llama's.
+T VariantNorm(Builder& B, const std::string& name, const T& x, int64_t width);
+T ScaleEmbedding(Builder& B, const T& x);  // gemma: * sqrt(hidden)
+// cap * tanh(logits / cap); `cap` 0: the logits.
+T SoftCapLogits(Builder& B, const T& logits, double cap);
+
 // encoder_blocks.cc
 // Token ids -> embeddings: token (+ learned positions and token types for gpt
 // and bert; + LayerNorm for bert) and dropout. `after` (passes after the

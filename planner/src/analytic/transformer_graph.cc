@@ -35,6 +35,8 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
     B.Layer(prefix + "embedding", kEmbeddingKind);
     if (pass == 0) tokens = B.Tensor("tokens", all_tokens, 8, false);
     x = Embedding(B, tokens, pass > 0 ? &boundary : nullptr);
+    if (c.embedding_scale) x = ScaleEmbedding(B, x);
+    const bool variant = c.architecture == Architecture::kLlama && HasLlamaVariant(c);
 
     for (int64_t i = 0; i < c.layers; ++i) {
       B.Layer(prefix + "block" + std::to_string(i), kBlockKind);
@@ -46,18 +48,19 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
           x = BertBlock(B, x);
           break;
         case Architecture::kLlama:
-          x = LlamaBlock(B, x);
+          x = variant ? VariantBlock(B, x, i) : LlamaBlock(B, x);
           break;
       }
     }
 
     if (c.architecture != Architecture::kBert) {
       B.Layer(prefix + "final_norm", kNormKind);
-      x = c.architecture == Architecture::kLlama ? B.RmsNorm("norm", x, c.hidden)
+      x = c.architecture == Architecture::kLlama ? VariantNorm(B, "norm", x, c.hidden)
                                                  : B.LayerNorm("norm", x, c.hidden);
     }
     B.Layer(prefix + "head", kHeadKind);
     x = AddHead(B, x);
+    if (c.head == Head::kLm) x = SoftCapLogits(B, x, c.logit_softcap);
     if (pass + 1 < passes) {
       earlier_passes.push_back(x);
       boundary = B.Tensor("next_pass", 0, 8, false);
