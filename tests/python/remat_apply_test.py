@@ -80,14 +80,39 @@ class Case(unittest.TestCase):
     def blocks(self):
         return remat._blocks.find_blocks(self.model)[1]
 
-    def assertSameGradients(self, plan):
-        remat.apply(self.model, plan)
+    def assertSameGradients(self, plan, **options):
+        remat.apply(self.model, plan, **options)
         loss, grads = self.step(self.model)
         self.assertLessEqual(abs(loss - self.loss).item(), RELATIVE * abs(self.loss).item())
         for name, want in self.grads.items():
             scale = want.abs().max().item()
             error = (grads[name] - want).abs().max().item()
             self.assertLessEqual(error, RELATIVE * scale, f"{name}: {error} against {scale}")
+
+    def embedding_plan(self, **decisions):
+        """The 2-segment plan with the embedding starting the first segment
+        (block0 recomputed with it), its layers edited by `decisions`."""
+        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
+        change = dict({"embedding": "checkpoint", "block0": "recompute"}, **decisions)
+        for layer in plan["layers"]:
+            layer["decision"] = change.get(layer["name"], layer["decision"])
+        return plan
+
+    def test_a_checkpoint_on_the_embedding_gives_the_same_gradients(self):
+        self.assertSameGradients(self.embedding_plan())
+        remat.unapply(self.model)
+        self.assertSameGradients(self.embedding_plan(block0="checkpoint"))  # the embedding alone
+
+    def test_an_embedding_output_changed_before_block0_is_refused(self):
+        remat.apply(self.model, self.embedding_plan())
+        embedding = remat._blocks.find_embedding(self.model, remat._blocks.find_blocks(self.model)[0])
+        handle = embedding.register_forward_hook(lambda m, i, o: o * 1.0)
+        try:
+            with self.assertRaises(remat.InputError) as raised:
+                self.step(self.model)
+        finally:
+            handle.remove()
+        self.assertIn("not the embedding's output", str(raised.exception))
 
     def decisions(self, plan):
         return [(l["decision"], l.get("selective_option")) for l in plan.layers
@@ -267,7 +292,7 @@ class Llama(Case):
                                   {"op": "backward", "layer": 2},
                                   {"op": "recompute", "layer": 1, "save": "all"},
                                   {"op": "backward", "layer": 1}])
-        first = remat._segments.plan_segments(plan)[0][0]
+        first = remat._segments.plan_segments(plan)[0].segments[0]
         self.assertEqual([(c.kind, c.start, c.stop) for c in first.children],
                          [("checkpoint", 0, 1), ("keep", 1, 2)])
         self.assertEqual(self.mlp_calls(plan), [0, 1, 2, 3, 2, 3, 0, 1, 0])
@@ -278,7 +303,7 @@ class Llama(Case):
                                   {"op": "backward", "layer": 2},
                                   {"op": "backward", "layer": 1}])
         option = plan["profile"]["layers"][1]["selective"][0]["name"]
-        first = remat._segments.plan_segments(plan)[0][0]
+        first = remat._segments.plan_segments(plan)[0].segments[0]
         self.assertEqual([(c.kind, c.option) for c in first.children],
                          [("selective", tuple(option.split("+"))), ("keep", None)])
         self.assertSameGradients(plan)
@@ -349,21 +374,51 @@ class Llama(Case):
 
     def test_decisions_outside_the_blocks_run_as_keep_when_asked(self):
         # The optimal strategy's shape: the embedding starts a segment that
-        # block0 extends, the final norm is recomputed alone.
-        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
-        for layer in plan["layers"]:
-            change = {"embedding": "checkpoint", "block0": "recompute", "final_norm": "checkpoint"}
-            layer["decision"] = change.get(layer["name"], layer["decision"])
-        with self.assertRaises(remat.InputError):
+        # block0 extends (carried out), the final norm is recomputed alone
+        # (refused, or run as keep).
+        plan = self.embedding_plan(final_norm="checkpoint")
+        with self.assertRaises(remat.InputError) as raised:
             remat.apply(self.model, plan)
-        decisions, _ = remat._segments.block_decisions(plan, outside_blocks="keep")
-        self.assertEqual([d for d, _ in decisions], ["checkpoint", "recompute", "checkpoint", "recompute"])
+        self.assertIn("final_norm is 'checkpoint'", str(raised.exception))
+        (p,) = remat._segments.block_decisions(plan, outside_blocks="keep")
+        self.assertEqual(p.embedding, "checkpoint")
+        self.assertEqual([d for d, _ in p.decisions], ["recompute", "recompute", "checkpoint", "recompute"])
         remat.unapply(self.model)
         with self.assertRaises(remat.InputError):
             remat.apply(self.model, plan, outside_blocks="no")
-        remat.apply(self.model, plan, outside_blocks="keep")
-        loss, _ = self.step(self.model)
-        self.assertLessEqual(abs(loss - self.loss).item(), RELATIVE * abs(self.loss).item())
+        self.assertSameGradients(plan, outside_blocks="keep")
+
+    def test_a_multi_pass_plan_follows_each_pass(self):
+        # Two passes over the same modules (two forwards with grad per
+        # step): p1 checkpoints every block, p2 keeps them; p2 checkpoints
+        # the embedding with block0.
+        uniform = self.plan(strategy="uniform").json
+        plan = json.loads(json.dumps(uniform))
+        plan.pop("schedule", None)
+        layers = []
+        for prefix in ("p1", "p2"):
+            for layer in uniform["layers"]:
+                if layer["name"] != "loss":
+                    layers.append(dict(layer, name=f"{prefix}.{layer['name']}"))
+        for layer in layers:
+            if layer["name"].startswith("p2.block"):
+                layer["decision"] = "keep"
+        layers[len(layers) // 2]["decision"] = "checkpoint"  # p2.embedding
+        layers[len(layers) // 2 + 1]["decision"] = "recompute"  # p2.block0
+        plan["layers"] = layers + [uniform["layers"][-1]]
+        calls = []
+        handles = [b.mlp.register_forward_pre_hook(lambda m, a, n=n: calls.append(n))
+                   for n, b in enumerate(self.blocks())]
+        try:
+            remat.apply(self.model, plan)
+            self.model.zero_grad(set_to_none=True)
+            for _ in range(2):
+                self.model(input_ids=self.ids, labels=self.ids).loss.backward()
+        finally:
+            for handle in handles:
+                handle.remove()
+        # p1: forward, every block recomputed; p2: forward, block0 recomputed.
+        self.assertEqual(calls, [0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 0])
 
     def test_hf_gradient_checkpointing_on_is_refused(self):
         self.model.activation_checkpointing_enable()
