@@ -213,11 +213,14 @@ class Llama(Case):
             decisions = remat._selective.record(run, hidden, ("attention_core",), scopes)
         finally:
             scopes.remove()
-        kept = [name for name, keep in decisions if keep]
+        kept = [name for name, keep, _ in decisions if keep]
         self.assertNotIn("pow", kept)
         self.assertNotIn("mean", kept)
         self.assertFalse(any(n.startswith("_scaled_dot_product") for n in kept), kept)
-        self.assertEqual(decisions[-1], ("add", False))  # the output: the next block's input
+        # The output (the next block's input): recomputed, and read by
+        # nothing the recompute needs.
+        self.assertEqual(decisions[-1][:2], ("add", False))
+        self.assertIsNotNone(decisions[-1][2])
         self.assertEqual(kept.count("rsqrt"), 2)  # each norm's, for its backward
         self.assertEqual(kept.count("silu"), 1)  # the MLP's, outside the option
 
@@ -371,6 +374,44 @@ class Llama(Case):
         self.assertIn("use_cache=False", str(raised.exception))
         with torch.no_grad():  # inference with a cache: nothing is recomputed
             self.model(input_ids=self.ids, use_cache=True)
+
+    def bmm_calls_in_backward(self):
+        """The aten.bmm calls a step's backward makes."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        calls = []
+
+        class Count(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                calls.append(func.overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        self.model.zero_grad(set_to_none=True)
+        loss = self.model(input_ids=self.ids, labels=self.ids).loss
+        with Count():
+            loss.backward()
+        return calls.count("bmm")
+
+    def test_a_selective_recompute_skips_calls_nothing_recomputed_reads(self):
+        # Eager attention under norm_output: the post-attention norm is
+        # recomputed, the softmax and the attention output's copy are kept,
+        # so the q.kT and probabilities x v matmuls before the norm feed
+        # kept calls only: the recompute skips them, and the backward makes
+        # the plain backward's bmm calls (4 per block), no more.
+        plan = json.loads(json.dumps(self.plan(strategy="uniform").json))
+        for layer in plan["layers"]:
+            if layer["kind"] == "block":
+                layer.update(decision="selective", selective_option="norm_output")
+        config = self.model.config
+        attention = config._attn_implementation
+        config._attn_implementation = "eager"
+        try:
+            plain = self.bmm_calls_in_backward()
+            self.assertEqual(plain, 4 * len(self.blocks()))
+            remat.apply(self.model, plan)
+            self.assertEqual(self.bmm_calls_in_backward(), plain)
+        finally:
+            config._attn_implementation = attention
 
     def test_decisions_outside_the_blocks_run_as_keep_when_asked(self):
         # The optimal strategy's shape: the embedding starts a segment that
