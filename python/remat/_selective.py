@@ -36,6 +36,11 @@ in-place draw before a fused one is refused under dropout_mask. An op that
 changes memory from outside the block (its input, a buffer) is kept.
 The module scopes come from forward hooks on the MLP and norm modules,
 which fire again in the recording pass and the recompute.
+In the recompute, a recomputed call whose output nothing the recompute
+needs reads (eager attention's score ops before a kept softmax, when a
+later norm is recomputed) returns a meta-device stand-in instead of
+running (_unused_in_recompute, _skip_mode): SAC replays the forward in
+order, and would otherwise run it.
 """
 from ._blocks import mlp_of, norms_of
 from ._segments import _error
@@ -172,8 +177,10 @@ def _recorder(parts, scopes):
 
 
 def record(run, hidden, parts, scopes):
-    """The block's decisions, [(op name, keep)] per op call in the order the
-    forward makes them: `run(hidden)`, the block's own forward, once more
+    """The block's decisions, [(op name, keep, unused)] per op call in the
+    order the forward makes them (unused: the output's (shape, stride,
+    dtype) where the recompute may skip the call, _unused_in_recompute,
+    else None): `run(hidden)`, the block's own forward, once more
     with grad under a dispatch mode that logs each op call's outputs and
     saved-tensor hooks that log what autograd saves; the random state is
     restored after it and its outputs are dropped. Every output stays
