@@ -39,6 +39,34 @@ def find_blocks(model):
     return found[0]
 
 
+# Names of the module that turns token ids into the first block's input.
+EMBEDDING_NAMES = ("embeddings", "embed_tokens", "wte", "word_embeddings", "embed_in",
+                   "tok_embeddings")
+
+
+def _holds(parent, path):
+    return not parent or path.startswith(parent + ".")
+
+
+def find_embedding(model, blocks_path):
+    """The embedding module of the blocks at blocks_path (find_blocks): the
+    outermost module named as in EMBEDDING_NAMES whose parent also holds the
+    blocks (Llama's model.embed_tokens, BERT's embeddings, GPT-2's wte).
+    Raises InputError when there is none, or more than one."""
+    found = [(path, m) for path, m in model.named_modules()
+             if path.rpartition(".")[2] in EMBEDDING_NAMES
+             and _holds(path.rpartition(".")[0], blocks_path)]
+    found = [(path, m) for path, m in found
+             if not any(path.startswith(other + ".") for other, _ in found)]
+    if len(found) != 1:
+        names = ", ".join(p for p, _ in found) or "none"
+        raise InputError(
+            f"remat.apply: the plan checkpoints the embedding, and {type(model).__name__} has "
+            f"not one embedding module beside its blocks {blocks_path} (found: {names}; looked "
+            f"for {', '.join(EMBEDDING_NAMES)})", EXIT_BAD_INPUT)
+    return found[0][1]
+
+
 def mlp_of(block):
     """The block's MLP submodule (None when it has none by a known name)."""
     for name in MLP_NAMES:

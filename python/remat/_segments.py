@@ -5,7 +5,9 @@ final_norm, head, loss; a multi-pass job prefixes each pass's layers with
 "p1.", "p2." ...), each with its `decision`:
   keep        runs as the model wrote it;
   checkpoint  starts a recompute segment: only its input is kept, and the
-              following `recompute` blocks belong to the same segment;
+              following `recompute` blocks belong to the same segment (on
+              the embedding: the segment starts there, position -1, and
+              keeps the token ids);
   offload     a checkpoint whose kept input lives in host memory;
   selective   one block under a selective option (`selective_option`).
 The plan's `schedule` says what each segment's recompute keeps: a
@@ -39,13 +41,28 @@ def _error(message):
     return InputError("remat.apply: " + message, EXIT_BAD_INPUT)
 
 
+Pass = collections.namedtuple("Pass", "name embedding decisions layers segments")
+Pass.__doc__ = """One pass of the plan over the model's modules (a multi-pass job
+runs them once per pass: "p1", "p2", ...; a single pass is named None):
+embedding is its embedding layer's decision ("keep" or "checkpoint"),
+decisions a (decision, selective option or None) per block, layers the
+plan layer index per block, segments its Segments (plan_segments; None
+from block_decisions)."""
+
+
+def _prefix(name):
+    """("p1", "embedding") for "p1.embedding", (None, "head") for "head"."""
+    head, _, tail = name.rpartition(".")
+    return (head or None), tail
+
+
 def block_decisions(plan, outside_blocks="refuse"):
-    """([(decision, selective option or None)] per block, [plan layer index
-    per block]), from plan.json. Every pass of a multi-pass plan runs the
-    same modules, so their decisions must agree. A decision other than
-    `keep` on a layer outside the blocks is refused, or with
-    outside_blocks="keep" run as keep: a segment it started then starts at
-    its first block (which keeps its input, one hidden state more)."""
+    """[Pass] from plan.json, in the order of the plan's passes. A
+    `checkpoint` on the embedding starts a segment at it (its kept input is
+    the token ids). Another decision than `keep` on a layer outside the
+    blocks (an offloaded embedding, the final norm, the head) is refused, or
+    with outside_blocks="keep" run as keep: a segment it started then starts
+    at its first block (which keeps its input, one hidden state more)."""
     if outside_blocks not in ("refuse", "keep"):
         raise _error(f"outside_blocks is '{outside_blocks}'; accepted: 'refuse', 'keep'")
     passes = collections.OrderedDict()
@@ -54,28 +71,37 @@ def block_decisions(plan, outside_blocks="refuse"):
         name, decision = layer["name"], layer["decision"]
         match = _BLOCK.match(name)
         if not match:
+            prefix, base = _prefix(name)
+            if base == "embedding" and decision in ("keep", "checkpoint"):
+                entry = passes.setdefault(prefix, Pass(prefix, "keep", [], [], None))
+                if entry.decisions:
+                    raise _error(f"the plan's layer {name} comes after its pass's blocks")
+                passes[prefix] = entry._replace(embedding=decision)
+                outside_segment = False
+                continue
             if decision != "keep" and outside_blocks == "refuse":
                 raise _error(
                     f"the plan's layer {name} is '{decision}'; remat.apply carries out "
-                    "decisions on the transformer blocks only (plan with strategy uniform, "
-                    "segment, selective or manual, or pass outside_blocks='keep')")
+                    "decisions on the transformer blocks and a checkpoint on the embedding "
+                    "only (plan with strategy uniform, segment, selective or manual, or pass "
+                    "outside_blocks='keep')")
             outside_segment = decision in ("checkpoint", "offload", "recompute")
             continue
         if decision == "recompute" and outside_segment:
             decision = "checkpoint"
         outside_segment = False
-        entries = passes.setdefault(match.group(1), [])
-        if int(match.group(2)) != len(entries):
-            raise _error(f"the plan's layer {name} is out of order (block{len(entries)} expected)")
-        entries.append((decision, layer.get("selective_option"), layer["index"]))
-    if not passes:
+        entry = passes.setdefault(match.group(1), Pass(match.group(1), "keep", [], [], None))
+        if int(match.group(2)) != len(entry.decisions):
+            raise _error(f"the plan's layer {name} is out of order "
+                         f"(block{len(entry.decisions)} expected)")
+        entry.decisions.append((decision, layer.get("selective_option")))
+        entry.layers.append(layer["index"])
+    out = [p for p in passes.values() if p.decisions]
+    if not out:
         raise _error("the plan has no blocks (layers named block0, block1, ...)")
-    first_name, first = next(iter(passes.items()))
-    for name, entries in passes.items():
-        if [e[:2] for e in entries] != [e[:2] for e in first]:
-            raise _error(f"the plan's passes {first_name} and {name} decide differently for "
-                         "the same blocks; remat.apply gives each block module one decision")
-    return [e[:2] for e in first], [e[2] for e in first]
+    if any(len(p.decisions) != len(out[0].decisions) for p in out):
+        raise _error("the plan's passes have different numbers of blocks")
+    return out
 
 
 def _option_parts(option, block):
@@ -87,9 +113,10 @@ def _option_parts(option, block):
     return parts
 
 
-def segments(decisions):
-    """The blocks grouped into Segments, in order."""
-    out = []
+def segments(decisions, embedding="keep"):
+    """The blocks grouped into Segments, in order; with embedding
+    "checkpoint" the first starts at the embedding, position -1."""
+    out = [Segment("checkpoint", -1, 0, None, ())] if embedding == "checkpoint" else []
     for i, (decision, option) in enumerate(decisions):
         if decision == "recompute":
             if not out or out[-1].kind not in ("checkpoint", "offload") or out[-1].stop != i:
@@ -169,48 +196,59 @@ def schedule_tree(plan):
     return tree
 
 
-def _restrict(nodes, start, stop):
-    """nodes cut to the layers [start, stop), renumbered from start."""
+def _restrict(nodes, start, stop, base):
+    """nodes cut to the layers [start, stop), renumbered from base."""
     out = []
     for node in nodes:
         lo, hi = max(node.start, start), min(node.stop, stop)
         if lo >= hi:
             continue
-        children = tuple(_restrict(node.children, start, stop))
-        out.append(node._replace(start=lo - start, stop=hi - start, children=children))
+        children = tuple(_restrict(node.children, start, stop, base))
+        out.append(node._replace(start=lo - base, stop=hi - base, children=children))
     return out
 
 
 def plan_segments(plan, outside_blocks="refuse"):
-    """(Segments of the blocks, [plan layer index per block]): the layers'
-    decisions (block_decisions, segments), each checkpoint's and offload's
-    recompute as the schedule says where the schedule's top level is those
-    decisions. A schedule schedule_tree cannot read is refused when it is
-    multi-level, else the layers decide alone; a multi-pass plan whose
-    schedule recomputes inside a segment other than keeping everything is
-    refused."""
-    decisions, layer_indices = block_decisions(plan, outside_blocks)
-    flat = segments(decisions)
-    if not plan.get("schedule"):
-        return flat, layer_indices
-    first = layer_indices[0]
-    try:
-        tree = _parts(_restrict(schedule_tree(plan), first, first + len(layer_indices)))
-    except InputError:
-        if any(op.get("op") == "recompute" and op.get("save") == "none" for op in plan["schedule"]):
-            raise  # multi-level: the layers alone cannot say it
-        return flat, layer_indices
-    top = [(n.kind, n.start, n.stop, n.option) for n in tree]
+    """[Pass] with their segments: the layers' decisions (block_decisions,
+    segments), each checkpoint's and offload's recompute as the schedule
+    says where the schedule's top level is those decisions. A schedule
+    schedule_tree cannot read is refused when it is multi-level, else the
+    layers decide alone."""
+    passes = block_decisions(plan, outside_blocks)
+    tree = None
+    if plan.get("schedule"):
+        try:
+            tree = schedule_tree(plan)
+        except InputError:
+            if any(op.get("op") == "recompute" and op.get("save") == "none"
+                   for op in plan["schedule"]):
+                raise  # multi-level: the layers alone cannot say it
+    return [p._replace(segments=_pass_segments(p, tree)) for p in passes]
+
+
+def _pass_segments(p, tree):
+    flat = segments(p.decisions, p.embedding)
+    if tree is None:
+        return flat
+    first = p.layers[0]
+    start = first - 1 if p.embedding == "checkpoint" else first
+    nodes = _parts(_restrict(tree, start, first + len(p.layers), first))
+    top = [(n.kind, n.start, n.stop, n.option) for n in nodes]
     if top != [("checkpoint" if n.kind == "offload" else n.kind, n.start, n.stop, n.option)
                for n in flat]:
-        return flat, layer_indices  # layers edited by hand: they decide
-    passes = sum(1 for l in plan["layers"] if _BLOCK.match(l["name"])) // len(layer_indices)
-    if passes > 1 and any(c.kind != "keep" for n in tree for c in n.children):
-        raise _error("the plan's schedule recomputes inside the segments of a multi-pass plan "
-                     "(nested or selective), which remat.apply does not carry out; plan with "
-                     "strategy optimal-single, segment, uniform, selective or manual")
+        return flat  # layers edited by hand: they decide
+    if any(n.kind == "selective" and n.start < 0 for n in _nodes(nodes)):
+        raise _error("the plan's schedule recomputes the embedding selectively, which "
+                     "remat.apply does not carry out")
     return [f._replace(children=t.children) if f.kind in ("checkpoint", "offload") else f
-            for f, t in zip(flat, tree)], layer_indices
+            for f, t in zip(flat, nodes)]
+
+
+def _nodes(nodes):
+    """Every node of a Segment tree, parents first."""
+    for node in nodes:
+        yield node
+        yield from _nodes(node.children)
 
 
 def _parts(nodes):

@@ -36,6 +36,11 @@ in-place draw before a fused one is refused under dropout_mask. An op that
 changes memory from outside the block (its input, a buffer) is kept.
 The module scopes come from forward hooks on the MLP and norm modules,
 which fire again in the recording pass and the recompute.
+In the recompute, a recomputed call whose output nothing the recompute
+needs reads (eager attention's score ops before a kept softmax, when a
+later norm is recomputed) returns a meta-device stand-in instead of
+running (_unused_in_recompute, _skip_mode): SAC replays the forward in
+order, and would otherwise run it.
 """
 from ._blocks import mlp_of, norms_of
 from ._segments import _error
@@ -138,8 +143,9 @@ def _storage(tensor):
 
 def _recorder(parts, scopes):
     """A dispatch mode logging each op call as SAC sees it: (op, _classify's
-    kind, [_storage of each tensor output with memory]) in .calls; .held
-    keeps the outputs."""
+    kind, [_storage of each tensor output with memory], [_storage of each
+    tensor argument with memory], (shape, stride, dtype) of its output where
+    that is one tensor, else None) in .calls; .held keeps the outputs."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -159,15 +165,22 @@ def _recorder(parts, scopes):
             tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.held.extend(tensors)
             storages = [_storage(t) for t in tensors]
-            self.calls.append((func, kind, [s for s in storages if s is not None]))
+            inputs = [_storage(t) for t in tree_leaves((args, kwargs))
+                      if isinstance(t, torch.Tensor)]
+            meta = ((tuple(out.shape), out.stride(), out.dtype)
+                    if isinstance(out, torch.Tensor) else None)
+            self.calls.append((func, kind, [s for s in storages if s is not None],
+                               [s for s in inputs if s is not None], meta))
             return out
 
     return Recorder()
 
 
 def record(run, hidden, parts, scopes):
-    """The block's decisions, [(op name, keep)] per op call in the order the
-    forward makes them: `run(hidden)`, the block's own forward, once more
+    """The block's decisions, [(op name, keep, unused)] per op call in the
+    order the forward makes them (unused: the output's (shape, stride,
+    dtype) where the recompute may skip the call, _unused_in_recompute,
+    else None): `run(hidden)`, the block's own forward, once more
     with grad under a dispatch mode that logs each op call's outputs and
     saved-tensor hooks that log what autograd saves; the random state is
     restored after it and its outputs are dropped. Every output stays
@@ -198,7 +211,7 @@ def record(run, hidden, parts, scopes):
     recorder.held = []
     creator = {}  # storage -> index of the call that created it
     chains = []  # per call: the index deciding it
-    for index, (func, kind, storages) in enumerate(calls):
+    for index, (func, kind, storages, _, _) in enumerate(calls):
         known = [creator[s] for s in storages if s in creator]
         if kind == "view" or not storages:
             chains.append(None)
@@ -211,7 +224,7 @@ def record(run, hidden, parts, scopes):
                 creator[s] = index
             chains.append(index)
     keep = {}
-    for index, (func, kind, storages) in enumerate(calls):
+    for index, (func, kind, storages, _, _) in enumerate(calls):
         root = chains[index]
         if root is None or root < 0:
             continue
@@ -220,9 +233,10 @@ def record(run, hidden, parts, scopes):
         elif index == root:
             saved_here = any(s in autograd_saves for s in storages)
             keep.setdefault(root, saved_here and kind not in ("option", "redraw"))
+    kept = [root is not None and (root < 0 or keep[root]) for root in chains]
+    unused = _unused_in_recompute(calls, kept, autograd_saves)
     decisions, kept_draw = [], None
-    for index, (func, kind, storages) in enumerate(calls):
-        root = chains[index]
+    for index, (func, kind, storages, _, meta) in enumerate(calls):
         if kind == "redraw" and kept_draw is not None:
             raise _error(
                 f"selective option dropout_mask: this block draws in place ({kept_draw}, kept) "
@@ -230,31 +244,59 @@ def record(run, hidden, parts, scopes):
                 "other numbers; plan without dropout_mask for this model")
         if kind == "draw":
             kept_draw = _name(func)
-        if root is None:
-            decisions.append((_name(func), False))
-        else:
-            decisions.append((_name(func), root < 0 or keep[root]))
+        decisions.append((_name(func), kept[index], meta if unused[index] else None))
     return decisions
 
 
-def policy(parts, scopes, decisions=None):
+def _unused_in_recompute(calls, kept, autograd_saves):
+    """Per call: whether the recompute may skip it, its output standing in
+    for nothing. PyTorch's selective checkpoint replays the block's forward
+    in order, so a recomputed call runs there even where nothing needs its
+    output: eager attention's q.kT matmul, scaling and mask add before a
+    kept softmax (sequence-squared tensors) when a later norm is
+    recomputed. A recomputed call is needed when memory it writes is saved
+    by autograd or read by a needed call; kept calls come from the cache
+    and need nothing. Calls that draw, change memory in place, or return
+    other than one tensor are always run (their inputs needed)."""
+    needed = set(autograd_saves)
+    unused = [False] * len(calls)
+    for index in range(len(calls) - 1, -1, -1):
+        func, kind, storages, inputs, meta = calls[index]
+        if kept[index]:
+            continue
+        skippable = (meta is not None and storages and kind not in ("draw", "redraw")
+                     and not func._schema.is_mutable)
+        if skippable and not any(s in needed for s in storages):
+            unused[index] = True
+        else:
+            needed.update(inputs)
+    return unused
+
+
+def policy(parts, scopes, decisions=None, skip=None):
     """The SAC policy function for one checkpoint call of a block under
     option `parts`: decisions[i] (from record) for the i-th op call of the
     forward and of the recompute alike (a counter each); without decisions,
     or where the calls differ from the recorded ones, the rules alone, every
-    "other" op kept."""
+    "other" op kept. A recompute call record found unused is handed to
+    `skip` (_skip_mode: the op's output without memory), until the first
+    call that differs from the recorded ones."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     count = {False: 0, True: 0}
     cached_draws = []
+    diverged = [False]
 
     def decide(ctx, func, *args, **kwargs):
         index = count[ctx.is_recompute]
         count[ctx.is_recompute] += 1
         name = _name(func)
         if decisions is not None and index < len(decisions) and decisions[index][0] == name:
-            keep = decisions[index][1]
+            _, keep, unused = decisions[index]
+            if unused is not None and ctx.is_recompute and skip is not None and not diverged[0]:
+                skip.next = unused
         else:
+            diverged[0] = True
             kind = _classify(func, args, kwargs, parts, scopes)
             keep = kind in ("draw", "other")
             if kind == "draw":
@@ -269,9 +311,54 @@ def policy(parts, scopes, decisions=None):
     return decide
 
 
+def _skip_mode():
+    """A dispatch mode under SAC's recompute mode: the op call the policy
+    just marked (.next: its output's shape, stride, dtype) returns a tensor
+    of that shape and stride on the meta device (no memory) instead of
+    running. Only unused calls and views of them see it: the calls that
+    read their outputs are unused too, or kept (SAC's cache answers them
+    without running), so nothing computes with it; its strides are the
+    real ones so that composite ops (reshape, matmul) take the recorded
+    path."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Skip(TorchDispatchMode):
+        next = None
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            meta, self.next = self.next, None
+            if meta is None:
+                return func(*args, **(kwargs or {}))
+            shape, stride, dtype = meta
+            return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+
+    return Skip()
+
+
 def context_fn(parts, scopes, decisions=None):
-    """checkpoint's context_fn for the option: fresh counters per call."""
+    """checkpoint's context_fn for the option: fresh counters per call; the
+    recompute skips the calls record found unused (_skip_mode, entered
+    before SAC's mode so that SAC's call of the op reaches it), except
+    under torch.compile, which takes SAC's modes alone."""
+    import contextlib
+
+    import torch
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
-    return lambda: create_selective_checkpoint_contexts(
-        policy(parts, scopes, decisions), allow_cache_entry_mutation=True)
+    def contexts():
+        if torch.compiler.is_compiling():
+            return create_selective_checkpoint_contexts(
+                policy(parts, scopes, decisions), allow_cache_entry_mutation=True)
+        skip = _skip_mode()
+        forward, recompute = create_selective_checkpoint_contexts(
+            policy(parts, scopes, decisions, skip), allow_cache_entry_mutation=True)
+
+        @contextlib.contextmanager
+        def both():
+            with skip, recompute:
+                yield
+
+        return forward, both()
+
+    return contexts

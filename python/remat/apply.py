@@ -21,7 +21,20 @@ Each block's `forward` is replaced on the instance (the class is untouched):
   selective: checkpoint with a selective-checkpoint context_fn (_selective),
       from a recording pass of the block at its first forward with grad for
       an input shape;
-  keep: untouched.
+  keep: untouched;
+  checkpoint on the embedding (then `recompute` blocks): the embedding's
+      forward records its arguments and returns a placeholder (its
+      output's shape and dtype in one element of memory); the segment's
+      first block ignores it and its checkpoint runs the embedding, then
+      the blocks, so only the token ids are kept and the gradient reaches
+      the embedding's weights through the recompute. block0 must get the
+      placeholder itself (a model that changes the embedding's output
+      before the first block is refused at its first forward).
+A multi-pass plan (layers p1.block0.., p2.block0..: sentence-transformers
+running the same modules once per text column group) gives each pass its
+own forwards: the model's forwards with grad are its passes in turn,
+counted from the first after apply by a pre-hook on the embedding or
+block0.
 The plan's shape (micro-batch, sequence length, hidden size) is checked
 against the first block's input at the first forward with grad; a
 recomputed block given a KV cache is refused (train with use_cache=False).
@@ -30,9 +43,9 @@ import inspect
 import json
 import os
 
-from ._blocks import find_blocks
+from ._blocks import find_blocks, find_embedding
 from ._planner import EXIT_BAD_INPUT, InputError
-from ._segments import plan_segments
+from ._segments import _nodes, plan_segments
 from ._selective import Scopes, context_fn, record
 
 _STATE = "_remat_applied"
@@ -129,34 +142,46 @@ class _Selective:
                           context_fn=context_fn(self.parts, self.scopes, self.records[key]))
 
 
+def _first_tensor(args, kwargs):
+    import torch
+
+    return next((x for x in list(args) + list(kwargs.values()) if isinstance(x, torch.Tensor)),
+                None)
+
+
 class _Segment:
     """One recompute segment's blocks and the state between their calls.
     children: what its recompute runs (Segments, _segments), selectives:
-    a _Selective per selective child block."""
+    a _Selective per selective child block. A segment starting at the
+    embedding (seg.start -1) runs the embedding first, with the arguments
+    its _Embedding recorded in this forward (embedded)."""
 
-    def __init__(self, blocks, originals, seg, checker, selectives):
-        self.blocks, self.originals, self.start, self.kind = blocks, originals, seg.start, seg.kind
+    def __init__(self, blocks, originals, seg, checker, selectives, embedding=None):
+        self.blocks, self.originals, self.kind = blocks, originals, seg.kind
+        self.lo, self.start = seg.start, max(seg.start, 0)
         self.children, self.selectives = seg.children, selectives
-        self.checker = checker
+        self.checker, self.embedding = checker, embedding
+        self.embedded = None  # (args, kwargs, placeholder) of the embedding's call
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
 
-    def checkpointed(self, children, args, kwargs, offload=False):
+    def checkpointed(self, children, args, kwargs, call=None, offload=False):
         """The function a checkpoint over `children` runs: its first call is
         the forward, which keeps nothing, so a selective child runs there
         under a plain checkpoint (a selective one would cache its kept
         tensors until the recompute); later calls are recomputes, where it
-        runs selectively."""
+        runs selectively. call: the embedding's (args, kwargs), where the
+        children start at it (their input is then unused)."""
         calls = [0]
 
         def run(hidden):
             calls[0] += 1
             if offload:
                 hidden = hidden.to(self.device)
-            return self.run_children(children, hidden, args, kwargs, calls[0] > 1)
+            return self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
 
         return run
 
-    def run_children(self, children, hidden, args, kwargs, recompute):
+    def run_children(self, children, hidden, args, kwargs, recompute, call=None):
         """Each child in order: keep blocks as they are, selective blocks
         under their selective checkpoint (in a recompute), nested segments
         under a checkpoint of their own."""
@@ -166,12 +191,18 @@ class _Segment:
         for child in children:
             if child.kind == "keep":
                 for i in range(child.start, child.stop):
-                    a, k = _with_hidden(args, kwargs, hidden)
-                    output = self.originals[i - self.start](*a, **k)
+                    if i < 0:
+                        output = self.embedding(*call[0], **call[1])
+                    else:
+                        a, k = _with_hidden(args, kwargs, hidden)
+                        output = self.originals[i - self.start](*a, **k)
                     hidden = _hidden(output)
                 continue
             if child.kind == "selective":
                 output = self.selectives[child.start](hidden, args, kwargs, recompute)
+            elif child.start < 0:
+                output = checkpoint(self.checkpointed(child.children, args, kwargs, call),
+                                    _first_tensor(*call), use_reentrant=False)
             else:
                 output = checkpoint(self.checkpointed(child.children, args, kwargs), hidden,
                                     use_reentrant=False)
@@ -192,14 +223,23 @@ class _Segment:
 
         hidden = _input(args, kwargs)
         self.checker(self.start, hidden)
+        self.device = hidden.device
         if torch.is_grad_enabled():
             _refuse_cache(self.originals[0], self.start, args, kwargs)
-            self.device = hidden.device
-            start = hidden.to("cpu") if self.kind == "offload" else hidden
-            run = self.checkpointed(self.children, args, kwargs, self.kind == "offload")
+            call, start = None, hidden.to("cpu") if self.kind == "offload" else hidden
+            if self.lo < 0:
+                embedded, self.embedded = self.embedded, None
+                if embedded is None or hidden is not embedded[2]:
+                    raise InputError(
+                        "remat.apply: the plan checkpoints the embedding with block0, and "
+                        "block0's input is not the embedding's output as it returned it (the "
+                        "model changes it in between, or was given inputs_embeds); plan "
+                        "without a checkpoint on the embedding", EXIT_BAD_INPUT)
+                call = embedded[:2]
+                start = _first_tensor(*call)
+            run = self.checkpointed(self.children, args, kwargs, call, self.kind == "offload")
             output = checkpoint(run, start, use_reentrant=False)
         else:
-            self.device = hidden.device
             output = self.run_plain(hidden, args, kwargs)
         if len(self.originals) > 1:
             self.pending = (1, output, args, kwargs)
@@ -230,36 +270,83 @@ class _Segment:
         return forward
 
 
-class _Applied:
-    """What apply changed on a model: the blocks' own forwards (the instance
-    attribute when one was set, else None) and the hooks added."""
+class _Embedding:
+    """The embedding's forward in a pass whose first segment starts at it.
+    With grad, where the segment holds blocks (runner): records its
+    arguments on the runner and returns a placeholder, a tensor of its
+    output's shape and dtype in one element of memory, which the segment's
+    first block takes as its input and ignores (the checkpoint there runs
+    the embedding); computed without grad, the random state forked around
+    it, only for its shape. Where the segment is the embedding alone, its
+    output (block0's kept input) comes from a checkpoint of its own."""
 
-    def __init__(self, blocks):
-        self.blocks = blocks
-        self.saved = [b.__dict__["forward"] if "forward" in b.__dict__ else None for b in blocks]
-        self.scopes = []
-        self.checked = False
+    def __init__(self, original, runner):
+        self.original, self.runner = original, runner
+
+    def __call__(self, *args, **kwargs):
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        if not torch.is_grad_enabled():
+            return self.original(*args, **kwargs)
+        if self.runner is None:
+            return checkpoint(self.original, *args, use_reentrant=False, **kwargs)
+        ids = _first_tensor(args, kwargs)
+        device = ids.device if ids is not None else torch.device("cpu")
+        with torch.no_grad(), torch.random.fork_rng(
+                devices=[] if device.type == "cpu" else [device], device_type=device.type):
+            output = self.original(*args, **kwargs)
+        if not isinstance(output, torch.Tensor):
+            raise InputError(
+                f"remat.apply: the plan checkpoints the embedding, whose output is a "
+                f"{type(output).__name__}, not a tensor; plan without a checkpoint on the "
+                "embedding", EXIT_BAD_INPUT)
+        placeholder = output.new_zeros(()).expand(output.shape)
+        self.runner.embedded = (args, kwargs, placeholder)
+        return placeholder
+
+
+class _Applied:
+    """What apply changed on a model: the modules' own forwards (the
+    instance attribute when one was set, else None), the hooks added, and
+    the pass the model is in (a multi-pass plan's passes are the model's
+    forwards with grad, in turn)."""
+
+    def __init__(self, modules, passes):
+        self.modules = modules
+        self.saved = [m.__dict__["forward"] if "forward" in m.__dict__ else None for m in modules]
+        self.scopes, self.handles = [], []
+        self.checked = set()  # the passes whose input shape was checked
+        self.passes, self.current = passes, passes - 1
 
     def restore(self):
-        for block, forward in zip(self.blocks, self.saved):
+        for module, forward in zip(self.modules, self.saved):
             if forward is None:
-                block.__dict__.pop("forward", None)
+                module.__dict__.pop("forward", None)
             else:
-                block.forward = forward
+                module.forward = forward
         for scopes in self.scopes:
             scopes.remove()
+        for handle in self.handles:
+            handle.remove()
+
+    def next_pass(self, *_):
+        import torch
+
+        if torch.is_grad_enabled():
+            self.current = (self.current + 1) % self.passes
 
 
-def _shape_checker(state, plan, layer_indices):
+def _shape_checker(state, plan, layer_indices, which):
     profile = plan.get("profile", {})
     layers = profile.get("layers", [])
 
     def check(block, hidden):
         import torch
 
-        if state.checked or not torch.is_grad_enabled():
+        if which in state.checked or not torch.is_grad_enabled():
             return
-        state.checked = True
+        state.checked.add(which)
         index = layer_indices[block]
         if index >= len(layers) or "input_bytes" not in layers[index]:
             return
@@ -296,23 +383,34 @@ def _check_model(model, blocks, layer_indices, plan, check_parameters):
 
 def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     """Carries out `plan` (a remat.Plan, its .json dict or a plan.json path)
-    on `model`'s transformer blocks; returns the model. Raises
-    remat.InputError for a plan of another model (block count, parameter
-    count; shape at the first forward) or one it cannot carry out. Applying
-    again replaces the earlier application. outside_blocks="keep" runs a
-    decision on the embedding, final norm or head as keep instead of
+    on `model`'s transformer blocks (and embedding, where the plan
+    checkpoints it); returns the model. Raises remat.InputError for a plan
+    of another model (block count, parameter count; shape at the first
+    forward) or one it cannot carry out. Applying again replaces the
+    earlier application. outside_blocks="keep" runs a decision it cannot
+    carry out on the embedding, final norm or head as keep instead of
     refusing the plan (the peak then exceeds the prediction by what that
-    layer's decision saved)."""
+    layer's decision saved). A multi-pass plan (sentence-transformers'
+    passes p1, p2, ...) follows each pass's decisions in the model's
+    forwards with grad, counted in turn from the first after apply."""
     plan = _plan_json(plan)
-    parts, layer_indices = plan_segments(plan, outside_blocks)
-    _, blocks = find_blocks(model)
-    _check_model(model, blocks, layer_indices, plan, check_parameters)
+    passes = plan_segments(plan, outside_blocks)
+    path, blocks = find_blocks(model)
+    _check_model(model, blocks, passes[0].layers, plan, check_parameters)
+    embedding = (find_embedding(model, path)
+                 if any(p.embedding == "checkpoint" for p in passes) else None)
     unapply(model)
-    state = _Applied(list(blocks))
-    checker = _shape_checker(state, plan, layer_indices)
+    modules = list(blocks) + ([embedding] if embedding is not None else [])
+    state = _Applied(modules, len(passes))
     try:
-        for seg in parts:
-            _install(seg, blocks, state, checker)
+        forwards = [_pass_forwards(p, i, blocks, embedding, state, plan) for i, p in enumerate(passes)]
+        for module in modules:
+            chosen = [f.get(id(module)) for f in forwards]
+            if any(chosen):
+                module.forward = _dispatch(state, module.forward, chosen)
+        if len(passes) > 1:
+            entry = embedding if embedding is not None else blocks[0]
+            state.handles.append(entry.register_forward_pre_hook(state.next_pass))
     except Exception:
         state.restore()
         raise
@@ -320,26 +418,39 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     return model
 
 
-def _install(seg, blocks, state, checker):
-    if seg.kind == "keep":
-        return
-    members = [blocks[i] for i in range(seg.start, seg.stop)]
-    originals = [b.forward for b in members]
-    if seg.kind == "selective":
-        members[0].forward = _selective_forward(_selective(blocks, seg, state), checker)
-        return
-    selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
-                  if c.kind == "selective"}
-    runner = _Segment(members, originals, seg, checker, selectives)
-    members[0].forward = runner.first
-    for position, block in enumerate(members[1:], start=1):
-        block.forward = runner.later(position)
+def _dispatch(state, original, chosen):
+    """A forward running the current pass's choice (None: the original)."""
+    if len(chosen) == 1:
+        return chosen[0]
+    runs = [c or original for c in chosen]
+    return lambda *args, **kwargs: runs[state.current](*args, **kwargs)
 
 
-def _nodes(children):
-    for child in children:
-        yield child
-        yield from _nodes(child.children)
+def _pass_forwards(p, which, blocks, embedding, state, plan):
+    """{id(module): forward} for one Pass: the modules its segments change."""
+    checker = _shape_checker(state, plan, p.layers, which)
+    forwards = {}
+    for seg in p.segments:
+        if seg.kind == "keep":
+            continue
+        members = [blocks[i] for i in range(max(seg.start, 0), seg.stop)]
+        if seg.kind == "selective":
+            forwards[id(members[0])] = _selective_forward(_selective(blocks, seg, state), checker)
+            continue
+        original = embedding.forward if seg.start < 0 else None
+        if not members:  # the embedding alone: its output is block0's kept input
+            forwards[id(embedding)] = _Embedding(original, None)
+            continue
+        selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
+                      if c.kind == "selective"}
+        runner = _Segment(members, [b.forward for b in members], seg, checker, selectives,
+                          original)
+        if seg.start < 0:
+            forwards[id(embedding)] = _Embedding(original, runner)
+        forwards[id(members[0])] = runner.first
+        for position, block in enumerate(members[1:], start=1):
+            forwards[id(block)] = runner.later(position)
+    return forwards
 
 
 def _selective(blocks, seg, state):

@@ -80,14 +80,39 @@ class Case(unittest.TestCase):
     def blocks(self):
         return remat._blocks.find_blocks(self.model)[1]
 
-    def assertSameGradients(self, plan):
-        remat.apply(self.model, plan)
+    def assertSameGradients(self, plan, **options):
+        remat.apply(self.model, plan, **options)
         loss, grads = self.step(self.model)
         self.assertLessEqual(abs(loss - self.loss).item(), RELATIVE * abs(self.loss).item())
         for name, want in self.grads.items():
             scale = want.abs().max().item()
             error = (grads[name] - want).abs().max().item()
             self.assertLessEqual(error, RELATIVE * scale, f"{name}: {error} against {scale}")
+
+    def embedding_plan(self, **decisions):
+        """The 2-segment plan with the embedding starting the first segment
+        (block0 recomputed with it), its layers edited by `decisions`."""
+        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
+        change = dict({"embedding": "checkpoint", "block0": "recompute"}, **decisions)
+        for layer in plan["layers"]:
+            layer["decision"] = change.get(layer["name"], layer["decision"])
+        return plan
+
+    def test_a_checkpoint_on_the_embedding_gives_the_same_gradients(self):
+        self.assertSameGradients(self.embedding_plan())
+        remat.unapply(self.model)
+        self.assertSameGradients(self.embedding_plan(block0="checkpoint"))  # the embedding alone
+
+    def test_an_embedding_output_changed_before_block0_is_refused(self):
+        remat.apply(self.model, self.embedding_plan())
+        embedding = remat._blocks.find_embedding(self.model, remat._blocks.find_blocks(self.model)[0])
+        handle = embedding.register_forward_hook(lambda m, i, o: o * 1.0)
+        try:
+            with self.assertRaises(remat.InputError) as raised:
+                self.step(self.model)
+        finally:
+            handle.remove()
+        self.assertIn("not the embedding's output", str(raised.exception))
 
     def decisions(self, plan):
         return [(l["decision"], l.get("selective_option")) for l in plan.layers
@@ -188,11 +213,14 @@ class Llama(Case):
             decisions = remat._selective.record(run, hidden, ("attention_core",), scopes)
         finally:
             scopes.remove()
-        kept = [name for name, keep in decisions if keep]
+        kept = [name for name, keep, _ in decisions if keep]
         self.assertNotIn("pow", kept)
         self.assertNotIn("mean", kept)
         self.assertFalse(any(n.startswith("_scaled_dot_product") for n in kept), kept)
-        self.assertEqual(decisions[-1], ("add", False))  # the output: the next block's input
+        # The output (the next block's input): recomputed, and read by
+        # nothing the recompute needs.
+        self.assertEqual(decisions[-1][:2], ("add", False))
+        self.assertIsNotNone(decisions[-1][2])
         self.assertEqual(kept.count("rsqrt"), 2)  # each norm's, for its backward
         self.assertEqual(kept.count("silu"), 1)  # the MLP's, outside the option
 
@@ -267,7 +295,7 @@ class Llama(Case):
                                   {"op": "backward", "layer": 2},
                                   {"op": "recompute", "layer": 1, "save": "all"},
                                   {"op": "backward", "layer": 1}])
-        first = remat._segments.plan_segments(plan)[0][0]
+        first = remat._segments.plan_segments(plan)[0].segments[0]
         self.assertEqual([(c.kind, c.start, c.stop) for c in first.children],
                          [("checkpoint", 0, 1), ("keep", 1, 2)])
         self.assertEqual(self.mlp_calls(plan), [0, 1, 2, 3, 2, 3, 0, 1, 0])
@@ -278,7 +306,7 @@ class Llama(Case):
                                   {"op": "backward", "layer": 2},
                                   {"op": "backward", "layer": 1}])
         option = plan["profile"]["layers"][1]["selective"][0]["name"]
-        first = remat._segments.plan_segments(plan)[0][0]
+        first = remat._segments.plan_segments(plan)[0].segments[0]
         self.assertEqual([(c.kind, c.option) for c in first.children],
                          [("selective", tuple(option.split("+"))), ("keep", None)])
         self.assertSameGradients(plan)
@@ -347,23 +375,91 @@ class Llama(Case):
         with torch.no_grad():  # inference with a cache: nothing is recomputed
             self.model(input_ids=self.ids, use_cache=True)
 
+    def bmm_calls_in_backward(self):
+        """The aten.bmm calls a step's backward makes."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        calls = []
+
+        class Count(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                calls.append(func.overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        self.model.zero_grad(set_to_none=True)
+        loss = self.model(input_ids=self.ids, labels=self.ids).loss
+        with Count():
+            loss.backward()
+        return calls.count("bmm")
+
+    def test_a_selective_recompute_skips_calls_nothing_recomputed_reads(self):
+        # Eager attention under norm_output: the post-attention norm is
+        # recomputed, the softmax and the attention output's copy are kept,
+        # so the q.kT and probabilities x v matmuls before the norm feed
+        # kept calls only: the recompute skips them, and the backward makes
+        # the plain backward's bmm calls (4 per block), no more.
+        plan = json.loads(json.dumps(self.plan(strategy="uniform").json))
+        for layer in plan["layers"]:
+            if layer["kind"] == "block":
+                layer.update(decision="selective", selective_option="norm_output")
+        config = self.model.config
+        attention = config._attn_implementation
+        config._attn_implementation = "eager"
+        try:
+            plain = self.bmm_calls_in_backward()
+            self.assertEqual(plain, 4 * len(self.blocks()))
+            remat.apply(self.model, plan)
+            self.assertEqual(self.bmm_calls_in_backward(), plain)
+        finally:
+            config._attn_implementation = attention
+
     def test_decisions_outside_the_blocks_run_as_keep_when_asked(self):
         # The optimal strategy's shape: the embedding starts a segment that
-        # block0 extends, the final norm is recomputed alone.
-        plan = json.loads(json.dumps(self.plan(strategy="segment", segments=2).json))
-        for layer in plan["layers"]:
-            change = {"embedding": "checkpoint", "block0": "recompute", "final_norm": "checkpoint"}
-            layer["decision"] = change.get(layer["name"], layer["decision"])
-        with self.assertRaises(remat.InputError):
+        # block0 extends (carried out), the final norm is recomputed alone
+        # (refused, or run as keep).
+        plan = self.embedding_plan(final_norm="checkpoint")
+        with self.assertRaises(remat.InputError) as raised:
             remat.apply(self.model, plan)
-        decisions, _ = remat._segments.block_decisions(plan, outside_blocks="keep")
-        self.assertEqual([d for d, _ in decisions], ["checkpoint", "recompute", "checkpoint", "recompute"])
+        self.assertIn("final_norm is 'checkpoint'", str(raised.exception))
+        (p,) = remat._segments.block_decisions(plan, outside_blocks="keep")
+        self.assertEqual(p.embedding, "checkpoint")
+        self.assertEqual([d for d, _ in p.decisions], ["recompute", "recompute", "checkpoint", "recompute"])
         remat.unapply(self.model)
         with self.assertRaises(remat.InputError):
             remat.apply(self.model, plan, outside_blocks="no")
-        remat.apply(self.model, plan, outside_blocks="keep")
-        loss, _ = self.step(self.model)
-        self.assertLessEqual(abs(loss - self.loss).item(), RELATIVE * abs(self.loss).item())
+        self.assertSameGradients(plan, outside_blocks="keep")
+
+    def test_a_multi_pass_plan_follows_each_pass(self):
+        # Two passes over the same modules (two forwards with grad per
+        # step): p1 checkpoints every block, p2 keeps them; p2 checkpoints
+        # the embedding with block0.
+        uniform = self.plan(strategy="uniform").json
+        plan = json.loads(json.dumps(uniform))
+        plan.pop("schedule", None)
+        layers = []
+        for prefix in ("p1", "p2"):
+            for layer in uniform["layers"]:
+                if layer["name"] != "loss":
+                    layers.append(dict(layer, name=f"{prefix}.{layer['name']}"))
+        for layer in layers:
+            if layer["name"].startswith("p2.block"):
+                layer["decision"] = "keep"
+        layers[len(layers) // 2]["decision"] = "checkpoint"  # p2.embedding
+        layers[len(layers) // 2 + 1]["decision"] = "recompute"  # p2.block0
+        plan["layers"] = layers + [uniform["layers"][-1]]
+        calls = []
+        handles = [b.mlp.register_forward_pre_hook(lambda m, a, n=n: calls.append(n))
+                   for n, b in enumerate(self.blocks())]
+        try:
+            remat.apply(self.model, plan)
+            self.model.zero_grad(set_to_none=True)
+            for _ in range(2):
+                self.model(input_ids=self.ids, labels=self.ids).loss.backward()
+        finally:
+            for handle in handles:
+                handle.remove()
+        # p1: forward, every block recomputed; p2: forward, block0 recomputed.
+        self.assertEqual(calls, [0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 0])
 
     def test_hf_gradient_checkpointing_on_is_refused(self):
         self.model.activation_checkpointing_enable()

@@ -1,0 +1,61 @@
+"""One block of the end-to-end Llama (tests/python/remat_e2e_cells.py: hidden
+64, GQA, micro-batch 2 x 128) alone under remat's CPU meter: the bytes a
+forward leaves alive for the backward and the backward's peak above them,
+plain and inside a selective checkpoint per option (remat._selective, the
+option's recorded decisions). Prints one JSON line per run.
+
+  remat_block_kept.py eager|sdpa OPTION...   (e.g. attention_core norm_output)
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import remat_e2e_cells  # noqa: E402  (loads the meter before torch allocates)
+import remat_measure  # noqa: E402
+import torch  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+from remat import _selective  # noqa: E402
+
+
+def main():
+    meter = remat_measure.load()
+    kind = remat_e2e_cells.Llama({"attention": sys.argv[1]})
+    torch.manual_seed(0)
+    model = kind.build().train()
+    block = model.model.layers[0]
+    hidden = model.model.embed_tokens(kind.batch(0)).detach()
+    positions = torch.arange(kind.seq_len)[None]
+    rotary = model.model.rotary_emb(hidden, positions)
+    mask = torch.full((kind.seq_len, kind.seq_len), float("-inf")).triu(1).expand(
+        kind.micro_batch, 1, -1, -1).contiguous() if sys.argv[1] == "eager" else None
+
+    def run(h):
+        return block(h, attention_mask=mask, position_embeddings=rotary)
+
+    for option in [None] + sys.argv[2:]:
+        h = hidden.clone().requires_grad_()
+        scopes = parts = None
+        if option:
+            parts = tuple(option.split("+"))
+            scopes = _selective.Scopes(block, parts, 0)
+            decisions = _selective.record(run, h, parts, scopes)
+        before = meter.current_bytes()
+        if option:
+            out = checkpoint(run, h, use_reentrant=False,
+                             context_fn=_selective.context_fn(parts, scopes, decisions))
+        else:
+            out = run(h)
+        after = meter.current_bytes()
+        meter.reset_peak()
+        out.sum().backward()
+        print(json.dumps({"option": option or "plain", "forward_kept_bytes": after - before,
+                          "backward_peak_over_forward_bytes": meter.peak_bytes() - after}))
+        del out
+        if scopes:
+            scopes.remove()
+
+
+if __name__ == "__main__":
+    main()
