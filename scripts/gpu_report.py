@@ -2,7 +2,7 @@
 """Markdown report of a scripts/gpu_run.sh output folder: predicted vs
 measured peak and step time for every plan it trained on the GPU, and the
 device memory besides tensors (CUDA context, workspaces, the caching
-allocator's reserved above its rounded peak), written as a preset to
+allocator's measured reserved peak against its replay), written as a preset to
 OUT_DIR/profiles/h200-device.json in the units of
 planner/src/analytic/devices.cc.
 
@@ -44,11 +44,11 @@ def device_memory(out):
               f"right after init, before cuBLAS), workspaces: {measured['workspace_bytes']:,} B "
               f"({mib(measured['workspace_bytes'])}), on {measured['device']}, torch "
               f"{measured['torch']}, CUDA {measured['cuda']}.\n")
-    # Fragmentation: the measured reserved peak above the predicted one (the
-    # caching allocator's rounding of the simulated timeline, no fragmentation).
-    # cuBLAS's workspaces come from the caching allocator (measured as
-    # allocated bytes), so the measured reserved peak holds them: they are a
-    # term of their own in the planner and are taken out here.
+    # The measured reserved peak against the predicted one (the caching
+    # allocator replayed over the plan's steps). cuBLAS's workspaces come from
+    # the caching allocator (measured as allocated bytes), so the measured
+    # reserved peak holds them: they are a term of their own in the planner
+    # and are taken out here.
     workspaces = max(0, measured["workspace_bytes"]) if measured else 0
     rows = []
     for path in sorted(glob.glob(os.path.join(out, "runs", "*.json"))):
@@ -59,13 +59,13 @@ def device_memory(out):
         m = run.get("measured", {})
         if not m.get("reserved_peak_bytes"):
             continue
-        rounded = plan["predicted"]["reserved_peak_bytes"]
-        rows.append((name, plan["predicted"]["peak_bytes"], rounded, m["peak_bytes"],
+        replayed = plan["predicted"]["reserved_peak_bytes"]
+        rows.append((name, plan["predicted"]["peak_bytes"], replayed, m["peak_bytes"],
                      m["reserved_peak_bytes"],
-                     (m["reserved_peak_bytes"] - workspaces - rounded) / rounded))
+                     (m["reserved_peak_bytes"] - workspaces - replayed) / replayed))
     if rows:
-        print("| run | predicted allocated | predicted reserved (rounded) | measured allocated "
-              "| measured reserved | reserved - workspaces above predicted |")
+        print("| run | predicted allocated | predicted reserved (replayed) | measured allocated "
+              "| measured reserved | reserved - workspaces against predicted |")
         print("|---|---|---|---|---|---|")
         for name, pa, pr, ma, mr, frag in rows:
             print(f"| {name} | {gib(pa)} | {gib(pr)} | {gib(ma)} | {gib(mr)} | {100 * frag:+.2f}% |")
@@ -78,8 +78,6 @@ def device_memory(out):
         "source": "scripts/gpu_run.sh (" + (measured["device"] if measured else "?") + ")",
         "cuda_context_bytes": measured["cuda_context_bytes"] if measured else None,
         "workspace_bytes": max(0, measured["workspace_bytes"]) if measured else None,
-        # The largest excess over the runs: a preset that holds for all of them.
-        "fragmentation": round(max(0.0, max(r[5] for r in rows)), 4) if rows else None,
         "caching_allocator": True,
         "measured": measured,
         "runs": [dict(zip(["run", "predicted_allocated_bytes", "predicted_reserved_bytes",
@@ -94,7 +92,7 @@ def device_memory(out):
     print(f"Preset for planner/src/analytic/devices.cc, written to `{target}`:\n")
     print("```\n" + json.dumps({k: preset[k] for k in
                                 ("name", "cuda_context_bytes", "workspace_bytes",
-                                 "fragmentation", "caching_allocator")}) + "\n```\n")
+                                 "caching_allocator")}) + "\n```\n")
 
 
 def references(out):
