@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu_step.h"
 #include "gpt_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -183,10 +184,7 @@ TEST(ExecutorKeepsInput, PoolingHeadReleasesItsInputOnlyAfterABlockWithGrad) {
     EXPECT_EQ(producer_without_grad, !checkpoints.empty());
     Result<SimulationResult> sim = Simulate(*profile, s);
     ASSERT_TRUE(sim.ok()) << sim.status().message();
-    std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 3);
-    ModelOptimizer optimizer(Optimizer::kAdamW, model->parameters());
-    ScheduleExecutor executor(*model, &optimizer, CpuMeter(), 3);
-    Result<StepResult> r = executor.RunStep(s, model->MakeBatch(3, 0), 0);
+    Result<StepResult> r = testing::RunStepOnCpu(c, s);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_EQ(r->ops.size(), sim->timeline.size());
     const int64_t measured_base = r->ops[0].live_before,

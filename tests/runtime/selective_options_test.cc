@@ -9,13 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "chain_model.h"
+#include "cpu_step.h"
+#include "lora_tiny.h"
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "profiler.h"
 #include "remat/decisions.h"
 #include "remat/simulator.h"
 #include "schedule_executor.h"
-#include "lora_tiny.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {
@@ -117,10 +118,7 @@ void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
   const Schedule s = AllBlocksUnder(p, options);
   Result<SimulationResult> sim = Simulate(p, s);
   ASSERT_TRUE(sim.ok()) << sim.status().message();
-  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 3);
-  ModelOptimizer optimizer(Optimizer::kAdamW, model->parameters());
-  ScheduleExecutor executor(*model, &optimizer, CpuMeter(), 3);
-  Result<StepResult> r = executor.RunStep(s, model->MakeBatch(3, 0), 0);
+  Result<StepResult> r = testing::RunStepOnCpu(c, s);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->ops.size(), sim->timeline.size());
   const int64_t measured_base = r->ops[0].live_before,
