@@ -182,13 +182,11 @@ TEST(ExecutorKeepsInput, PoolingHeadReleasesItsInputOnlyAfterABlockWithGrad) {
       }
     }
     EXPECT_EQ(producer_without_grad, !checkpoints.empty());
-    Result<SimulationResult> sim = Simulate(*profile, s);
-    ASSERT_TRUE(sim.ok()) << sim.status().message();
-    Result<StepResult> r = testing::RunStepOnCpu(c, s);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    ASSERT_EQ(r->ops.size(), sim->timeline.size());
-    const int64_t measured_base = r->ops[0].live_before,
-                  simulated_base = sim->timeline[0].live_before;
+    testing::SimulatedAndRun both;
+    ASSERT_TRUE(testing::SimulateAndRunOnCpu(c, *profile, s, &both));
+    const SimulationResult* sim = &both.sim;
+    const StepResult* r = &both.run;
+    const int64_t measured_base = both.measured_base, simulated_base = both.simulated_base;
     for (size_t k = 0; k < s.ops.size(); ++k) {
       if (s.ops[k].kind != OpKind::kForward) continue;
       EXPECT_EQ(r->ops[k].live_after - measured_base, sim->timeline[k].live_after - simulated_base)

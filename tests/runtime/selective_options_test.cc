@@ -116,13 +116,11 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
 void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
                                    const std::vector<int>& options) {
   const Schedule s = AllBlocksUnder(p, options);
-  Result<SimulationResult> sim = Simulate(p, s);
-  ASSERT_TRUE(sim.ok()) << sim.status().message();
-  Result<StepResult> r = testing::RunStepOnCpu(c, s);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->ops.size(), sim->timeline.size());
-  const int64_t measured_base = r->ops[0].live_before,
-                simulated_base = sim->timeline[0].live_before;
+  testing::SimulatedAndRun both;
+  ASSERT_TRUE(testing::SimulateAndRunOnCpu(c, p, s, &both));
+  const SimulationResult* sim = &both.sim;
+  const StepResult* r = &both.run;
+  const int64_t measured_base = both.measured_base, simulated_base = both.simulated_base;
   std::vector<int> option_of(p.num_layers(), -1);
   for (const Op& op : s.ops) {
     if (op.kind == OpKind::kForward && op.save == SaveMode::kSelective) {
