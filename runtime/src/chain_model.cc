@@ -287,7 +287,22 @@ void ChainModel::PromoteGradients() const {
 }
 
 bool ChainModel::keeps_input(int layer) const {
-  return layer_kind(layer) != LayerKind::kLoss || config_.loss == Loss::kMnrl;
+  switch (layer_kind(layer)) {
+    case LayerKind::kLoss:
+      // cross_entropy's log_softmax keeps its output; mnrl's normalize its input.
+      return config_.loss == Loss::kMnrl;
+    case LayerKind::kHead:
+      // Mean pooling's masked sum keeps the mask; a frozen linear (LoRA's
+      // LM head, the MLM head's dense) keeps its weight. Neither head
+      // computes a parameter gradient, so it can run on its producer's
+      // graph. CLS pooling and classification keep theirs: the first token
+      // is a view of the input (a copy but for one text), the classifier trains.
+      if (config_.head == Head::kPooling) return config_.pooling != Pooling::kMean;
+      if (config_.head == Head::kClassification) return true;
+      return weights_train();
+    default:
+      return true;
+  }
 }
 
 bool ChainModel::persistent_gradients() const {

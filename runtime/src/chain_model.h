@@ -171,9 +171,12 @@ class ChainModel {
   int64_t quantized_bytes() const { return quantized_bytes_; }
   // Whether layer `layer`'s backward (or its producer's) needs its input:
   // false for the loss layer under cross_entropy (log_softmax keeps its
-  // output), true for mnrl (F.normalize keeps the embeddings) and every
-  // other layer. The planner's analytic profile says the same
-  // (LayerProfile::keeps_input).
+  // output; true for mnrl: F.normalize keeps the embeddings), for a mean
+  // pooling head (its masked sum keeps the mask) and for a head of frozen
+  // weights (LoRA's LM or MLM head: a frozen linear keeps its weight); true
+  // for every other layer. A layer answering false computes no parameter
+  // gradient, so the executor may run it on its producer's graph. The
+  // planner's analytic profile says the same (LayerProfile::keeps_input).
   bool keeps_input(int layer) const;
 
   // Bytes of the tensors the model keeps beside its weights, made once (the

@@ -95,9 +95,13 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
   if (saved.input_edge.is_valid()) {
     // Run on its producer's graph: stop at the producer's output and hand
     // its gradient on (this layer has no weights to accumulate into).
+    // Its output may itself have gone to a consumer run on this graph.
+    const torch::autograd::Edge from = saved.output.defined()
+                                           ? torch::autograd::impl::gradient_edge(saved.output)
+                                           : saved.output_edge;
     const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
     torch::autograd::variable_list grads =
-        engine.execute({torch::autograd::impl::gradient_edge(saved.output)}, {grad},
+        engine.execute({from}, {grad},
                        /*keep_graph=*/false, /*create_graph=*/false, /*accumulate_grad=*/false,
                        {saved.input_edge});
     return grads.at(0);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu_step.h"
 #include "gpt_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
@@ -147,6 +148,54 @@ TEST(ExecutorGradients, MeasuredTimelineIsTheSimulatedOne) {
     EXPECT_EQ(r->ops.back().live_after - measured_base,
               sim->timeline.back().live_after - simulated_base)
         << ToString(strategy);
+  }
+}
+
+// A mean pooling head does not keep its input: run on the last block's
+// graph, it lets the block's output go after its forward. After a
+// checkpointed last block (forward without grad) there is no graph to run
+// on, so the head keeps its input as a leaf until the schedule frees it; the
+// simulator releases it only where the executor can. Op by op the measured
+// forwards are the simulated ones from a measured profile, either way.
+TEST(ExecutorKeepsInput, PoolingHeadReleasesItsInputOnlyAfterABlockWithGrad) {
+  const ModelConfig c = testing::TinyBert(Head::kPooling);
+  ASSERT_EQ(c.pooling, Pooling::kMean);
+  MeasureOptions m;
+  m.warmup = 0;
+  m.repeats = 1;
+  Result<Profile> profile = MeasureProfile(c, m, Timing{}, CpuMeter());
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  std::vector<int> heads;
+  for (int i = 0; i < profile->num_layers(); ++i) {
+    if (profile->layers[i].kind == kHeadKind) heads.push_back(i);
+  }
+  ASSERT_FALSE(heads.empty());
+  for (int h : heads) EXPECT_FALSE(profile->layers[h].keeps_input) << h;
+  for (const std::vector<int>& checkpoints :
+       {std::vector<int>{}, std::vector<int>{static_cast<int>(c.layers) - 1}}) {
+    const Schedule s = testing::PlannerSchedule(*profile, Strategy::kManual, checkpoints);
+    // The head's producer runs without grad exactly when it is checkpointed.
+    bool producer_without_grad = false;
+    for (const Op& op : s.ops) {
+      if (op.kind == OpKind::kForward && op.layer == heads.back() - 1) {
+        producer_without_grad = op.save == SaveMode::kNone;
+      }
+    }
+    EXPECT_EQ(producer_without_grad, !checkpoints.empty());
+    testing::SimulatedAndRun both;
+    ASSERT_TRUE(testing::SimulateAndRunOnCpu(c, *profile, s, &both));
+    const SimulationResult* sim = &both.sim;
+    const StepResult* r = &both.run;
+    const int64_t measured_base = both.measured_base, simulated_base = both.simulated_base;
+    for (size_t k = 0; k < s.ops.size(); ++k) {
+      if (s.ops[k].kind != OpKind::kForward) continue;
+      EXPECT_EQ(r->ops[k].live_after - measured_base, sim->timeline[k].live_after - simulated_base)
+          << checkpoints.size() << " op " << k << " " << DescribeOp(s.ops[k]);
+      EXPECT_EQ(r->ops[k].peak - measured_base, sim->timeline[k].peak - simulated_base)
+          << checkpoints.size() << " op " << k << " " << DescribeOp(s.ops[k]);
+    }
+    EXPECT_EQ(r->peak_bytes - measured_base, sim->peak_bytes - simulated_base)
+        << checkpoints.size();
   }
 }
 

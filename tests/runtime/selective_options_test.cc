@@ -9,13 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "chain_model.h"
+#include "cpu_step.h"
+#include "lora_tiny.h"
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "profiler.h"
 #include "remat/decisions.h"
 #include "remat/simulator.h"
 #include "schedule_executor.h"
-#include "lora_tiny.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {
@@ -115,16 +116,11 @@ TEST_P(SelectiveOptions, EachOptionGivesTheGradientsOfNoCheckpointing) {
 void ExpectMeasuredPeakIsPredicted(const ModelConfig& c, const Profile& p,
                                    const std::vector<int>& options) {
   const Schedule s = AllBlocksUnder(p, options);
-  Result<SimulationResult> sim = Simulate(p, s);
-  ASSERT_TRUE(sim.ok()) << sim.status().message();
-  std::unique_ptr<ChainModel> model = MakeChainModel(c, at::Device(at::kCPU), 3);
-  ModelOptimizer optimizer(Optimizer::kAdamW, model->parameters());
-  ScheduleExecutor executor(*model, &optimizer, CpuMeter(), 3);
-  Result<StepResult> r = executor.RunStep(s, model->MakeBatch(3, 0), 0);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->ops.size(), sim->timeline.size());
-  const int64_t measured_base = r->ops[0].live_before,
-                simulated_base = sim->timeline[0].live_before;
+  testing::SimulatedAndRun both;
+  ASSERT_TRUE(testing::SimulateAndRunOnCpu(c, p, s, &both));
+  const SimulationResult* sim = &both.sim;
+  const StepResult* r = &both.run;
+  const int64_t measured_base = both.measured_base, simulated_base = both.simulated_base;
   std::vector<int> option_of(p.num_layers(), -1);
   for (const Op& op : s.ops) {
     if (op.kind == OpKind::kForward && op.save == SaveMode::kSelective) {

@@ -94,6 +94,26 @@ std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelC
   return by_layer;
 }
 
+// The parameter gradient elements each layer's ops compute (layers that
+// compute none are left out).
+std::map<std::string, int64_t> ComputedGradients(const OpGraph& g) {
+  std::map<std::string, int64_t> computed;
+  for (const OpInfo& op : g.ops()) {
+    if (op.gradient_elems > 0) computed[op.layer] += op.gradient_elems;
+  }
+  return computed;
+}
+
+// Whether a layer of `kind` may drop its input, as the runtime can
+// (ChainModel::keeps_input): the loss, and a head whose output is not a view
+// of its input (not CLS pooling's or classification's selected token).
+bool ReleasableInput(const ModelConfig& c, const std::string& kind) {
+  if (kind == kLossKind) return true;
+  if (kind != kHeadKind) return false;
+  if (c.head == Head::kPooling) return c.pooling == Pooling::kMean;
+  return c.head != Head::kClassification;
+}
+
 // The layers whose backward creates every parameter gradient its ops compute
 // (`created`: GradientParameters), so that each stays as .grad from its op on
 // rather than being a transient added into an existing one: not a later
@@ -101,8 +121,7 @@ std::map<std::string, int64_t> GradientParameters(const OpGraph& g, const ModelC
 // gradient its head created.
 std::set<std::string> CreatingLayers(const OpGraph& g,
                                      const std::map<std::string, int64_t>& created) {
-  std::map<std::string, int64_t> computed;
-  for (const OpInfo& op : g.ops()) computed[op.layer] += op.gradient_elems;
+  const std::map<std::string, int64_t> computed = ComputedGradients(g);
   std::set<std::string> out;
   for (const auto& [layer, elems] : computed) {
     const auto it = created.find(layer);
@@ -218,12 +237,19 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
     }
     p.static_memory.gradient_bytes = 0;
   }
-  // The loss does not keep its input when its kernels keep only what they
-  // compute (cross_entropy's log_softmax keeps its output): the logits then
-  // die after the loss's forward. Other layers' inputs may be held through
-  // views (a selected token), so only the loss is asked.
+  // A layer does not keep its input when no op of it or of its producer
+  // saves it (cross_entropy's log_softmax keeps its output; mean pooling
+  // keeps the mask; a frozen LM head keeps its weight): the input then dies
+  // after the layer's forward. Asked of the loss and of the heads that
+  // compute no parameter gradient and whose output is not a view of their
+  // input (ReleasableInput): other layers' inputs may be held through views
+  // (a selected token), and the runtime runs a layer that drops its input
+  // on its producer's graph, which accumulates no parameter gradient.
+  const std::map<std::string, int64_t> computed = ComputedGradients(tg.graph);
   for (LayerProfile& l : layers) {
-    if (l.kind == kLossKind) l.keeps_input = KeepsInput(tg.graph, l.name);
+    if (ReleasableInput(config, l.kind) && computed.count(l.name) == 0) {
+      l.keeps_input = KeepsInput(tg.graph, l.name);
+    }
     const auto backend = tg.attention_backends.find(l.name);
     if (backend != tg.attention_backends.end()) l.attention_backend = backend->second;
   }

@@ -310,5 +310,40 @@ TEST(Analytic, CrossEntropyDoesNotKeepTheLogitsMnrlKeepsTheEmbeddings) {
   EXPECT_FALSE(LayerNamed(*cls, "loss").keeps_input);
 }
 
+// A head whose ops save nothing of its input and compute no parameter
+// gradient lets it die after its forward: mean pooling (its masked sum
+// keeps the mask), a frozen LM head (keeps its weight). CLS pooling's first
+// token may be a view of its input, so that head keeps it.
+TEST(Analytic, MeanPoolingAndFrozenHeadsDoNotKeepTheirInput) {
+  ModelConfig bert = testing::Gpt2Shape(2);
+  bert.architecture = Architecture::kBert;
+  bert.head = Head::kPooling;
+  bert.loss = Loss::kMnrl;
+  bert.texts_per_example = 3;
+  for (Pooling pooling : {Pooling::kMean, Pooling::kCls}) {
+    bert.pooling = pooling;
+    Result<Profile> p = AnalyticProfile(bert, {});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    int heads = 0;
+    for (const LayerProfile& l : p->layers) {
+      if (l.kind != kHeadKind) continue;
+      ++heads;
+      EXPECT_EQ(l.keeps_input, pooling == Pooling::kCls) << l.name;
+    }
+    EXPECT_GT(heads, 0);
+  }
+
+  ModelConfig gpt = Gpt2Small();
+  for (int rank : {0, 8}) {
+    gpt.lora_rank = rank;
+    if (rank > 0) gpt.lora_targets = kLoraQ | kLoraV;
+    Result<Profile> p = AnalyticProfile(gpt, {});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    // Trained, the head's linear keeps its input for the weight's gradient.
+    EXPECT_EQ(LayerNamed(*p, "head").keeps_input, rank == 0);
+    EXPECT_TRUE(LayerNamed(*p, "final_norm").keeps_input);
+  }
+}
+
 }  // namespace
 }  // namespace remat
