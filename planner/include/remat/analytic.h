@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "remat/model_config.h"
+#include "remat/parallel.h"
 #include "remat/profile.h"
 #include "remat/status.h"
 
@@ -57,6 +58,9 @@ std::vector<std::string> DeviceNames();
 struct AnalyticOptions {
   DeviceSpec device;  // default: LookupDevice("a100")
   double tflops = 0;  // > 0: achieved TFLOP/s for every precision (overrides device)
+  // The ranks the job runs on: the profile describes one rank (its tensor-
+  // and sequence-parallel share of each block's activations).
+  Parallelism parallel;
 };
 
 // Parameter count from the shape (GPT-2 small: 124,439,808 with tied head):
