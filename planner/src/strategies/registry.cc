@@ -98,6 +98,81 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   return plan;
 }
 
+// A pipeline stage (layers with micro-batches in flight) holds, beside the
+// micro-batch a plan runs, the others' share of what the plan keeps through
+// its turn (Simulate's in_flight_bytes). The DP-based solvers account one
+// micro-batch in their slots: they solve the stage's profile without the
+// others, its model state raised by a reserve for them, and the plan is
+// simulated on the stage itself. The reserve starts at nothing and rises by
+// each plan's overshoot until a plan fits (a plan that keeps less also holds
+// less in flight), then is bisected for a faster plan that still fits.
+constexpr int kReserveRetries = 6;
+
+bool Pipelined(const Profile& profile) {
+  for (const LayerProfile& l : profile.layers) {
+    if (l.in_flight_microbatches > 1) return true;
+  }
+  return false;
+}
+
+Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
+                        const PlanOptions& options) {
+  const Strategy s = solver.strategy();
+  const bool dp = s == Strategy::kOptimal || s == Strategy::kOptimalSingle ||
+                  s == Strategy::kOffload;
+  if (!dp || options.budget_bytes <= 0 || !Pipelined(profile)) {
+    return SolveOnDevice(solver, profile, options);
+  }
+  Profile one = profile;
+  for (LayerProfile& l : one.layers) l.in_flight_microbatches = 1;
+  const DeviceMemoryTerms& terms = options.device_memory;
+  const int64_t tensor_budget =
+      terms.any() ? TensorBudget(options.budget_bytes, terms) : options.budget_bytes;
+  // The plan solved with `reserve` bytes set aside, on the stage.
+  auto at = [&](int64_t reserve) -> Result<Plan> {
+    Profile reserved = one;
+    reserved.static_memory.parameter_bytes += reserve;
+    REMAT_ASSIGN_OR_RETURN(Plan solved, SolveOnDevice(solver, reserved, options));
+    REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(profile, s, solved.parameter,
+                                                           solved.schedule, tensor_budget));
+    if (terms.any()) {
+      REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &plan));
+    }
+    return plan;
+  };
+  auto over = [&](const Plan& plan) {
+    const int64_t total = terms.any() ? plan.memory.total_bytes : plan.predicted.peak_bytes;
+    return total - options.budget_bytes;
+  };
+  REMAT_ASSIGN_OR_RETURN(Plan plan, at(0));
+  int64_t over_at = 0, reserve = 0;
+  const int64_t most = options.budget_bytes - profile.static_bytes();
+  for (int attempt = 0; !plan.fits; ++attempt) {
+    if (attempt == kReserveRetries || most <= 0) return plan;
+    over_at = reserve;
+    reserve = std::min(most, reserve + std::max<int64_t>(over(plan), 1));
+    REMAT_ASSIGN_OR_RETURN(Plan next, at(reserve));
+    if (!next.fits && next.predicted.peak_bytes >= plan.predicted.peak_bytes && reserve == most) {
+      return plan;  // nothing lower to find
+    }
+    plan = std::move(next);
+  }
+  // A faster plan may fit with less reserve.
+  int64_t fits_at = reserve;
+  const int64_t budget = options.budget_bytes;
+  for (int step = 0; step < kRefineSteps && fits_at - over_at > budget / 200; ++step) {
+    const int64_t mid = over_at + (fits_at - over_at) / 2;
+    REMAT_ASSIGN_OR_RETURN(Plan between, at(mid));
+    if (between.fits) {
+      fits_at = mid;
+      if (BetterPlan(between, plan)) plan = std::move(between);
+    } else {
+      over_at = mid;
+    }
+  }
+  return plan;
+}
+
 }  // namespace
 
 Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
@@ -112,14 +187,14 @@ Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
       return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
                              "' is not available in this build");
     }
-    REMAT_ASSIGN_OR_RETURN(set.chosen, SolveOnDevice(*solver, profile, options));
+    REMAT_ASSIGN_OR_RETURN(set.chosen, SolveStage(*solver, profile, options));
     set.candidates.push_back(set.chosen);
     return set;
   }
   set.auto_selected = true;
   for (Strategy s : SweepableStrategies()) {
     if (!AppliesTo(s, profile)) continue;
-    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveOnDevice(*FindSolver(s), profile, options));
+    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveStage(*FindSolver(s), profile, options));
     if (set.candidates.empty() || BetterPlan(plan, set.chosen)) set.chosen = plan;
     set.candidates.push_back(std::move(plan));
   }
