@@ -44,6 +44,24 @@ constexpr int kRoundingRetries = 4;
 // plan's excess can overshoot).
 constexpr int kRefineSteps = 3;
 
+// Up to kRefineSteps solves between a setting whose plan (`*plan`) fits and
+// one whose plan did not, halving the gap while `more(fits_at, over_at,
+// *plan)`; keeps the better fitting plan (BetterPlan) in `*plan`.
+template <typename More, typename Solve>
+Status Bisect(int64_t fits_at, int64_t over_at, More more, Solve solve, Plan* plan) {
+  for (int step = 0; step < kRefineSteps && more(fits_at, over_at, *plan); ++step) {
+    const int64_t mid = fits_at + (over_at - fits_at) / 2;
+    REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid));
+    if (between.fits) {
+      fits_at = mid;
+      if (BetterPlan(between, *plan)) *plan = std::move(between);
+    } else {
+      over_at = mid;
+    }
+  }
+  return Status::Ok();
+}
+
 // `solver`'s plan under `options`: as the solver makes it without device
 // memory terms; with terms, solved against the tensor budget and accounted
 // against the device budget (AccountPlanMemory). The solvers screen their
@@ -82,19 +100,16 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   // Not worth a solve: the plan fills the card to within 2%, or the tensor
   // budgets left to try are within 0.5% of the budget of each other.
   const int64_t budget = options.budget_bytes;
-  for (int step = 0; step < kRefineSteps && over_at - fits_at > budget / 200 &&
-                     plan.memory.total_bytes < budget - budget / 50;
-       ++step) {
-    const int64_t mid = fits_at + (over_at - fits_at) / 2;
-    bool fits_tensors = false;
-    REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid, &fits_tensors));
-    if (between.fits) {
-      fits_at = mid;
-      if (BetterPlan(between, plan)) plan = std::move(between);
-    } else {
-      over_at = mid;
-    }
-  }
+  REMAT_RETURN_IF_ERROR(Bisect(
+      fits_at, over_at,
+      [&](int64_t fits, int64_t over, const Plan& best) {
+        return over - fits > budget / 200 && best.memory.total_bytes < budget - budget / 50;
+      },
+      [&](int64_t mid) {
+        bool fits_tensors = false;
+        return solve(mid, &fits_tensors);
+      },
+      &plan));
   return plan;
 }
 
@@ -158,18 +173,11 @@ Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
     plan = std::move(next);
   }
   // A faster plan may fit with less reserve.
-  int64_t fits_at = reserve;
   const int64_t budget = options.budget_bytes;
-  for (int step = 0; step < kRefineSteps && fits_at - over_at > budget / 200; ++step) {
-    const int64_t mid = over_at + (fits_at - over_at) / 2;
-    REMAT_ASSIGN_OR_RETURN(Plan between, at(mid));
-    if (between.fits) {
-      fits_at = mid;
-      if (BetterPlan(between, plan)) plan = std::move(between);
-    } else {
-      over_at = mid;
-    }
-  }
+  REMAT_RETURN_IF_ERROR(Bisect(
+      reserve, over_at,
+      [&](int64_t fits, int64_t over, const Plan&) { return fits - over > budget / 200; }, at,
+      &plan));
   return plan;
 }
 
