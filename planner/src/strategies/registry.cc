@@ -116,11 +116,13 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
 // A pipeline stage (layers with micro-batches in flight) holds, beside the
 // micro-batch a plan runs, the others' share of what the plan keeps through
 // its turn (Simulate's in_flight_bytes). The DP-based solvers account one
-// micro-batch in their slots: they solve the stage's profile without the
-// others, its model state raised by a reserve for them, and the plan is
-// simulated on the stage itself. The reserve starts at nothing and rises by
-// each plan's overshoot until a plan fits (a plan that keeps less also holds
-// less in flight), then is bisected for a faster plan that still fits.
+// micro-batch in their slots and simulate their plans on the stage, lowering
+// the slots by a plan's overshoot (which lowers what every level keeps).
+// Beside that, they solve the stage's profile without the others, its model
+// state raised by a reserve for them, each plan simulated on the stage: the
+// reserve starts at nothing and rises by each plan's overshoot until a plan
+// fits (a plan that keeps less also holds less in flight), then is bisected
+// for a faster plan that still fits. The better of the two plans wins.
 constexpr int kReserveRetries = 6;
 
 bool Pipelined(const Profile& profile) {
@@ -159,16 +161,18 @@ Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
     const int64_t total = terms.any() ? plan.memory.total_bytes : plan.predicted.peak_bytes;
     return total - options.budget_bytes;
   };
+  REMAT_ASSIGN_OR_RETURN(Plan direct, SolveOnDevice(solver, profile, options));
+  auto better = [&](Plan plan) { return BetterPlan(direct, plan) ? direct : plan; };
   REMAT_ASSIGN_OR_RETURN(Plan plan, at(0));
   int64_t over_at = 0, reserve = 0;
   const int64_t most = options.budget_bytes - profile.static_bytes();
   for (int attempt = 0; !plan.fits; ++attempt) {
-    if (attempt == kReserveRetries || most <= 0) return plan;
+    if (attempt == kReserveRetries || most <= 0) return better(std::move(plan));
     over_at = reserve;
     reserve = std::min(most, reserve + std::max<int64_t>(over(plan), 1));
     REMAT_ASSIGN_OR_RETURN(Plan next, at(reserve));
     if (!next.fits && next.predicted.peak_bytes >= plan.predicted.peak_bytes && reserve == most) {
-      return plan;  // nothing lower to find
+      return better(std::move(plan));  // nothing lower to find
     }
     plan = std::move(next);
   }
@@ -178,7 +182,7 @@ Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
       reserve, over_at,
       [&](int64_t fits, int64_t over, const Plan&) { return fits - over > budget / 200; }, at,
       &plan));
-  return plan;
+  return better(std::move(plan));
 }
 
 }  // namespace

@@ -171,6 +171,48 @@ TEST(PipelineStage, SolversPlanTheStageWithinItsBudget) {
   }
 }
 
+// Near a stage's lowest peak the slots the DP is given hold one micro-batch
+// and it overshoots by the others' hold; lowering its slot count lowers
+// what every level keeps, where setting aside a reserve for the hold lets
+// it keep checkpoints that cost little in flight and save recomputation.
+// MakePlan takes the better: here the reserve's (GPT-2 small shape, 8
+// blocks, micro-batch 2, first of 4 stages, 16 micro-batches: 4 in flight).
+TEST(PipelineStage, AReserveForTheHoldPlansFasterNearTheLowestPeak) {
+  const Profile model = testing::GptChain(8, 2);
+  const Parallelism p = Pipeline(4);
+  const Profile stage =
+      StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory).value();
+  const int64_t low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
+  const int64_t keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
+  PlanOptions o;
+  o.budget_bytes = low + (keep - low) / 20;
+  for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {
+    o.strategy = s;
+    const Plan direct = FindSolver(s)->Solve(stage, o).value();
+    const Plan plan = Planned(stage, s, o.budget_bytes);
+    ASSERT_TRUE(direct.fits && plan.fits) << ToString(s);
+    EXPECT_LE(plan.predicted.peak_bytes, o.budget_bytes) << ToString(s);
+    EXPECT_LT(plan.predicted.step_ms, direct.predicted.step_ms) << ToString(s);
+  }
+}
+
+// A stage of one block beside the embedding, 8 in flight: the reserve
+// search finds nothing that fits, the DP's own search does.
+TEST(PipelineStage, TheDpsOwnSearchStandsWhereTheReserveFails) {
+  const Profile model = testing::GptChain(8, 2);
+  const Parallelism p = Pipeline(8);
+  const Profile stage =
+      StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory).value();
+  const int64_t low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
+  const int64_t keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
+  const int64_t budget = low + (keep - low) / 2;
+  for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {
+    const Plan plan = Planned(stage, s, budget);
+    EXPECT_TRUE(plan.fits) << ToString(s);
+    EXPECT_LE(plan.predicted.peak_bytes, budget) << ToString(s);
+  }
+}
+
 TEST(PipelineStage, ProfileJsonCarriesTheMicrobatchesInFlight) {
   Profile stage =
       StageProfile(testing::GptChain(4, 1), Pipeline(2), 0, {2, 2}, 4, StaticMemory{}).value();
