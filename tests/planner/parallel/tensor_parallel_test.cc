@@ -131,6 +131,26 @@ TEST(TensorParallel, LlamaSplitsItsKeyValueHeads) {
   EXPECT_EQ(split_block - replicated, (whole_block - replicated) / 4);
 }
 
+// With sequence parallelism too, every tensor a llama block keeps is split
+// (by heads, by the MLP's hidden size, or by tokens): a rank keeps exactly
+// 1/t of the single GPU's block, and its boundaries are 1/t of the tokens.
+TEST(TensorParallel, SequenceParallelLlamaBlockKeepsOneTth) {
+  ModelConfig c = testing::GptLayerShape(4096, 32, Precision::kBf16, AttentionImpl::kFlash);
+  c.architecture = Architecture::kLlama;
+  c.kv_heads = 8;
+  c.ffn_hidden = 14336;
+  AnalyticOptions o;
+  Result<Profile> whole = AnalyticProfile(c, o);
+  o.parallel.tensor = 4;
+  o.parallel.sequence = true;
+  Result<Profile> split = AnalyticProfile(c, o);
+  ASSERT_TRUE(whole.ok() && split.ok()) << split.status().message();
+  const LayerProfile& w = testing::FirstBlock(*whole);
+  const LayerProfile& r = testing::FirstBlock(*split);
+  EXPECT_EQ(r.activation_bytes * 4, w.activation_bytes);
+  EXPECT_EQ(r.input_bytes * 4, w.input_bytes);
+}
+
 TEST(TensorParallel, RefusesADegreeThatDoesNotDivideTheHeads) {
   AnalyticOptions o;
   o.parallel.tensor = 5;
