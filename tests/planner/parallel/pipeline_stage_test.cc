@@ -177,15 +177,27 @@ TEST(PipelineStage, SolversPlanTheStageWithinItsBudget) {
 // it keep checkpoints that cost little in flight and save recomputation.
 // MakePlan takes the better: here the reserve's (GPT-2 small shape, 8
 // blocks, micro-batch 2, first of 4 stages, 16 micro-batches: 4 in flight).
+// The first of `stages` stages of an 8-block GPT-2-small-shaped chain at
+// micro-batch 2, 16 micro-batches a step; the peaks of its optimal
+// lowest-peak plan and of keeping everything.
+struct FirstStage {
+  explicit FirstStage(int64_t stages) {
+    const Profile model = testing::GptChain(8, 2);
+    const Parallelism p = Pipeline(stages);
+    stage = StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory)
+                .value();
+    low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
+    keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
+  }
+  Profile stage;
+  int64_t low = 0, keep = 0;
+};
+
 TEST(PipelineStage, AReserveForTheHoldPlansFasterNearTheLowestPeak) {
-  const Profile model = testing::GptChain(8, 2);
-  const Parallelism p = Pipeline(4);
-  const Profile stage =
-      StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory).value();
-  const int64_t low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
-  const int64_t keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
+  const FirstStage first(4);
+  const Profile& stage = first.stage;
   PlanOptions o;
-  o.budget_bytes = low + (keep - low) / 20;
+  o.budget_bytes = first.low + (first.keep - first.low) / 20;
   for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {
     o.strategy = s;
     const Plan direct = FindSolver(s)->Solve(stage, o).value();
@@ -199,15 +211,10 @@ TEST(PipelineStage, AReserveForTheHoldPlansFasterNearTheLowestPeak) {
 // A stage of one block beside the embedding, 8 in flight: the reserve
 // search finds nothing that fits, the DP's own search does.
 TEST(PipelineStage, TheDpsOwnSearchStandsWhereTheReserveFails) {
-  const Profile model = testing::GptChain(8, 2);
-  const Parallelism p = Pipeline(8);
-  const Profile stage =
-      StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory).value();
-  const int64_t low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
-  const int64_t keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
-  const int64_t budget = low + (keep - low) / 2;
+  const FirstStage first(8);
+  const int64_t budget = first.low + (first.keep - first.low) / 2;
   for (Strategy s : {Strategy::kOptimal, Strategy::kOptimalSingle}) {
-    const Plan plan = Planned(stage, s, budget);
+    const Plan plan = Planned(first.stage, s, budget);
     EXPECT_TRUE(plan.fits) << ToString(s);
     EXPECT_LE(plan.predicted.peak_bytes, budget) << ToString(s);
   }
