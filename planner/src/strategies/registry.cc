@@ -43,12 +43,21 @@ constexpr int kRoundingRetries = 4;
 // allocated ones differ from plan to plan: lowering the tensor budget by one
 // plan's excess can overshoot).
 constexpr int kRefineSteps = 3;
+// Where the retries found no fitting plan but the strategy's least-memory
+// plan fits, the bisection starts from that plan, over a wider range.
+constexpr int kSearchSteps = 8;
 
 // `solver`'s plan under `options`: as the solver makes it without device
 // memory terms; with terms, solved against the tensor budget and accounted
 // against the device budget (AccountPlanMemory). The solvers screen their
 // candidates by allocated bytes; only the plan each returns is replayed
-// through the allocator model.
+// through the allocator model. When the retries find no plan that fits, or
+// the solver finds none within the tensor budget (its search is not
+// monotone in the budget either: optimal-single's offload DP), the
+// strategy's least-memory plan (solved at a tensor budget of 1 byte)
+// decides whether one exists: a fit found at one budget is found at every
+// larger one. With none, the plan of the last retry is returned (fits
+// false).
 Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
                            const PlanOptions& options) {
   const DeviceMemoryTerms& terms = options.device_memory;
@@ -66,13 +75,24 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   };
   int64_t over_at = tensors.budget_bytes;  // a tensor budget whose plan did not fit
   Plan plan;
+  int steps = kRefineSteps;
+  const bool has_least_plan =
+      solver.strategy() != Strategy::kNone && solver.strategy() != Strategy::kManual;
   for (int attempt = 0;; ++attempt) {
     bool fits_tensors = false;
     REMAT_ASSIGN_OR_RETURN(plan, solve(tensors.budget_bytes, &fits_tensors));
     if (plan.fits && attempt > 0) break;
-    if (plan.fits || !fits_tensors || options.budget_bytes <= 0 || attempt == kRoundingRetries ||
-        tensors.budget_bytes <= 1) {
-      return plan;
+    if (plan.fits || options.budget_bytes <= 0) return plan;
+    if (!fits_tensors || attempt == kRoundingRetries || tensors.budget_bytes <= 1) {
+      // A strategy with one plan (none, manual) has nothing less to offer.
+      if (!has_least_plan) return plan;
+      bool least_fits_tensors = false;
+      REMAT_ASSIGN_OR_RETURN(Plan least, solve(1, &least_fits_tensors));
+      if (!least.fits) return plan;
+      plan = std::move(least);
+      tensors.budget_bytes = plan.predicted.peak_bytes;
+      steps = kSearchSteps;
+      break;
     }
     over_at = tensors.budget_bytes;
     const int64_t over = plan.memory.total_bytes - options.budget_bytes;
@@ -82,7 +102,7 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   // Not worth a solve: the plan fills the card to within 2%, or the tensor
   // budgets left to try are within 0.5% of the budget of each other.
   const int64_t budget = options.budget_bytes;
-  for (int step = 0; step < kRefineSteps && over_at - fits_at > budget / 200 &&
+  for (int step = 0; step < steps && over_at - fits_at > budget / 200 &&
                      plan.memory.total_bytes < budget - budget / 50;
        ++step) {
     const int64_t mid = fits_at + (over_at - fits_at) / 2;
