@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_map>
 
 namespace remat {
 namespace {
@@ -30,11 +29,11 @@ struct PendingRelease {
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
 
-// Whether `tensors` (may be null) are the allocations behind `bytes`
-// (TensorSizes): more than one, adding up to it.
-bool SplitsInto(const TensorSizes* tensors, int64_t bytes) {
-  return tensors != nullptr && tensors->size() > 1 &&
-         std::accumulate(tensors->begin(), tensors->end(), int64_t{0}) == bytes;
+// Whether `tensors` (may be null) and then `extra` bytes (0: none) are the
+// allocations behind `bytes` (TensorSizes): more than one, adding up to it.
+bool SplitsInto(const TensorSizes* tensors, int64_t extra, int64_t bytes) {
+  return tensors != nullptr && tensors->size() + (extra > 0 ? 1 : 0) > 1 &&
+         std::accumulate(tensors->begin(), tensors->end(), extra) == bytes;
 }
 
 // The allocator requests of a replay, each under an id: the tensors by Key,
@@ -54,7 +53,8 @@ class Requests {
         events_(events),
         tensors_(3 * (num_layers + 1)),
         layers_(num_layers),
-        ids_(tensors_ + 3 * layers_ + 4) {}
+        ids_(tensors_ + 3 * layers_ + 4),
+        split_(events != nullptr ? ids_ : 0, nullptr) {}
 
   int64_t SkipId(int layer) const { return tensors_ + layer; }
   int64_t SkipGradId(int layer) const { return tensors_ + layers_ + layer; }
@@ -66,37 +66,38 @@ class Requests {
   void Add(int64_t id, int64_t bytes, const TensorSizes* tensors = nullptr) {
     tally_.Add(bytes);
     if (events_ == nullptr || bytes <= 0) return;
-    if (!SplitsInto(tensors, bytes)) {
+    if (!SplitsInto(tensors, 0, bytes)) {
       events_->push_back(AllocEvent::Alloc(id, bytes));
       return;
     }
-    AllocPieces(id, *tensors);
+    AllocPieces(id, *tensors, 0);
     split_[id] = tensors;
   }
   void Remove(int64_t id, int64_t bytes) {
     tally_.Remove(bytes);
     if (events_ == nullptr || bytes <= 0) return;
-    const auto split = split_.find(id);
-    if (split == split_.end()) {
+    if (split_[id] == nullptr) {
       events_->push_back(AllocEvent::Free(id));
       return;
     }
-    FreePieces(id, *split->second);
-    split_.erase(split);
+    FreePieces(id, *split_[id], 0);
+    split_[id] = nullptr;
   }
   // Reserved with the op's workspace live on top, which is freed again, and
   // less `released`: bytes autograd let go before the op's peak, which a
   // caching allocator keeps reserved (`models_allocator`) and no allocator
   // model does.
-  // `tensors` (may be null): the allocations behind the workspace.
-  int64_t ReservedWithWorkspace(int64_t bytes, int64_t released, const TensorSizes* tensors) {
+  // `tensors` (may be null) and then `extra` bytes (0: none): the
+  // allocations behind the workspace.
+  int64_t ReservedWithWorkspace(int64_t bytes, int64_t released, const TensorSizes* tensors,
+                                int64_t extra) {
     ReservedTally with = tally_;
     with.Add(bytes);
     if (!models_allocator_) with.Remove(released);
     if (events_ != nullptr && bytes > 0) {
-      if (SplitsInto(tensors, bytes)) {
-        AllocPieces(WorkspaceId(), *tensors);
-        FreePieces(WorkspaceId(), *tensors);
+      if (SplitsInto(tensors, extra, bytes)) {
+        AllocPieces(WorkspaceId(), *tensors, extra);
+        FreePieces(WorkspaceId(), *tensors, extra);
       } else {
         events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
         events_->push_back(AllocEvent::Free(WorkspaceId()));
@@ -105,16 +106,17 @@ class Requests {
     return with.reserved();
   }
   int64_t reserved() const { return tally_.reserved(); }
-  // Whether the requests are recorded as events.
-  bool records() const { return events_ != nullptr; }
 
  private:
-  void AllocPieces(int64_t id, const TensorSizes& tensors) {
+  // The j-th of `tensors` under id + j * ids_, then `extra` (if any).
+  void AllocPieces(int64_t id, const TensorSizes& tensors, int64_t extra) {
     for (size_t j = 0; j < tensors.size(); ++j) {
       if (tensors[j] > 0) events_->push_back(AllocEvent::Alloc(id + j * ids_, tensors[j]));
     }
+    if (extra > 0) events_->push_back(AllocEvent::Alloc(id + tensors.size() * ids_, extra));
   }
-  void FreePieces(int64_t id, const TensorSizes& tensors) {
+  void FreePieces(int64_t id, const TensorSizes& tensors, int64_t extra) {
+    if (extra > 0) events_->push_back(AllocEvent::Free(id + tensors.size() * ids_));
     for (size_t j = tensors.size(); j-- > 0;) {
       if (tensors[j] > 0) events_->push_back(AllocEvent::Free(id + j * ids_));
     }
@@ -126,9 +128,9 @@ class Requests {
   int64_t tensors_;
   int64_t layers_;
   int64_t ids_;  // ids of whole requests; a request's j-th tensor is id + j * ids_
-  // Requests recorded as tensors, by id: the profile's lists, which outlive
-  // the replay.
-  std::unordered_map<int64_t, const TensorSizes*> split_;
+  // By id, the profile's list a live request was recorded as (it outlives
+  // the replay); null: one allocation. Sized only when recording.
+  std::vector<const TensorSizes*> split_;
 };
 
 int64_t TensorBytes(const Profile& p, TensorRef t, const Op& writer) {
@@ -227,18 +229,16 @@ class Replay {
         workspace = op.save == SaveMode::kNone        ? l.nograd_workspace_bytes()
                     : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
                                                       : l.forward_workspace_bytes;
-        if (tally_.records()) {
-          workspace_tensors_ = op.save == SaveMode::kNone ? l.tensors.nograd_workspace
-                               : op.save == SaveMode::kSelective &&
-                                       l.selective[op.option].forward_workspace_bytes >= 0
-                                   ? l.selective[op.option].forward_workspace_tensors
-                                   : l.tensors.forward_workspace;
-        }
+        workspace_tensors_ =
+            op.save == SaveMode::kNone ? &l.tensors.nograd_workspace
+            : op.save == SaveMode::kSelective && l.selective[op.option].forward_workspace_bytes >= 0
+                ? &l.selective[op.option].forward_workspace_tensors
+                : &l.tensors.forward_workspace;
         // A recompute makes the side output again, a transient (its
         // first forward's is what the loss read).
         if (op.kind == OpKind::kRecompute && l.skip_bytes > 0) {
           workspace += l.skip_bytes;
-          if (tally_.records()) workspace_tensors_.push_back(l.skip_bytes);
+          workspace_extra_ = l.skip_bytes;
         }
         peak[MemoryCategory::kWorkspace] += workspace;
         ms = l.forward_ms;
@@ -257,17 +257,13 @@ class Replay {
         // the backward adds the new ones into them through transients.
         int64_t ws =
             grads_[op.layer] ? l.accumulating_workspace_bytes() : l.backward_workspace_bytes;
-        if (tally_.records()) {
-          workspace_tensors_ = grads_[op.layer] && l.accumulate_workspace_bytes >= 0
-                                   ? l.tensors.accumulate_workspace
-                                   : l.tensors.backward_workspace;
-        }
+        workspace_tensors_ = grads_[op.layer] && l.accumulate_workspace_bytes >= 0
+                                 ? &l.tensors.accumulate_workspace
+                                 : &l.tensors.backward_workspace;
         double extra = 0;
         if (a.option >= 0) {
           ws += l.selective[a.option].recompute_workspace_bytes;
-          if (tally_.records()) {
-            workspace_tensors_.push_back(l.selective[a.option].recompute_workspace_bytes);
-          }
+          workspace_extra_ = l.selective[a.option].recompute_workspace_bytes;
           extra = l.selective[a.option].extra_recompute_ms;
         }
         CreateGradients(op.layer);
@@ -354,9 +350,11 @@ class Replay {
     pt->at_peak = peak;
     pt->peak = peak.total();
     if (op.kind != OpKind::kFree) {
-      pt->reserved = tally_.ReservedWithWorkspace(workspace, released, &workspace_tensors_);
+      pt->reserved =
+          tally_.ReservedWithWorkspace(workspace, released, workspace_tensors_, workspace_extra_);
     }
-    workspace_tensors_.clear();
+    workspace_tensors_ = nullptr;
+    workspace_extra_ = 0;
     // After the op's peak: the input it does not keep, and the gradients the
     // optimizer step frees (zero_grad sets them to None).
     if (release_x_ >= 0) {
@@ -557,8 +555,12 @@ class Replay {
   int64_t release_a_at_peak_ = 0;     // its bytes at that peak
   MemoryByCategory cat_;
   Requests tally_;
-  TensorSizes workspace_tensors_;  // the running op's workspace as tensors
-  int64_t host_bytes_ = 0;         // offloaded tensors in host memory
+  // The running op's workspace as tensors: a list of the profile's (may be
+  // null), then one more (a recompute's side output, a selective backward's
+  // recompute workspace; 0: none).
+  const TensorSizes* workspace_tensors_ = nullptr;
+  int64_t workspace_extra_ = 0;
+  int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
   // Overlapped link: when each direction's queue frees, when each tensor's
   // copy out ends and its copy back is ready (by Key), and what the copies
@@ -693,6 +695,7 @@ Result<std::vector<AllocEvent>> AllocationEvents(const Profile& profile, const S
                                                  bool gradients_at_start) {
   REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph, ValidatedGraph(profile, schedule));
   std::vector<AllocEvent> events;
+  events.reserve(8 * schedule.ops.size());
   Replay replay(profile, schedule, *graph, nullptr, gradients_at_start, &events);
   SimulationResult scratch;
   TimelinePoint pt;
