@@ -47,6 +47,15 @@ constexpr int kRefineSteps = 3;
 // plan fits, the bisection starts from that plan, over a wider range.
 constexpr int kSearchSteps = 8;
 
+// Whether two schedules run the same ops.
+bool SameOps(const Schedule& a, const Schedule& b) {
+  return std::equal(a.ops.begin(), a.ops.end(), b.ops.begin(), b.ops.end(),
+                    [](const Op& x, const Op& y) {
+                      return x.kind == y.kind && x.layer == y.layer && x.save == y.save &&
+                             x.option == y.option && x.tensor == y.tensor;
+                    });
+}
+
 // `solver`'s plan under `options`: as the solver makes it without device
 // memory terms; with terms, solved against the tensor budget and accounted
 // against the device budget (AccountPlanMemory). The solvers screen their
@@ -86,8 +95,12 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
     if (!fits_tensors || attempt == kRoundingRetries || tensors.budget_bytes <= 1) {
       // A strategy with one plan (none, manual) has nothing less to offer.
       if (!has_least_plan) return plan;
-      bool least_fits_tensors = false;
-      REMAT_ASSIGN_OR_RETURN(Plan least, solve(1, &least_fits_tensors));
+      // Most solvers return their least-memory plan when nothing fits
+      // their tensor budget: that one was replayed already.
+      tensors.budget_bytes = 1;
+      REMAT_ASSIGN_OR_RETURN(Plan least, solver.Solve(profile, tensors));
+      if (SameOps(least.schedule, plan.schedule)) return plan;
+      REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &least));
       if (!least.fits) return plan;
       plan = std::move(least);
       tensors.budget_bytes = plan.predicted.peak_bytes;
