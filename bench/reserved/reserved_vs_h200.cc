@@ -16,7 +16,8 @@
 // allocates them through the caching allocator; the measured profile holds
 // them in its static memory). Prints one row per cell and the ratios
 // replayed / measured, then the measured allocated peak and the analytic
-// replay's against it (what of the reserved error is the allocated one). Usage, from the repository root:
+// replay's against it (what of the reserved error is the allocated one). Usage, from the repository
+// root:
 //   build/bin/reserved_vs_h200
 #include <cstdio>
 #include <fstream>
@@ -36,32 +37,33 @@ namespace {
 
 using namespace remat;
 
+// A model of the sweep: its committed measured profile and its model.json.
+struct SweepModel {
+  const char* profile;
+  const char* model;
+};
+const SweepModel kGpt2 = {"profiles/fixtures/h200-gpt2.measured.json",
+                          "bench/fidelity/models/h200-gpt2.json"};
+const SweepModel kGpt2Medium = {"profiles/fixtures/h200-gpt2-medium.measured.json",
+                                "bench/fidelity/models/h200-gpt2-medium.json"};
+
 struct Cell {
-  const char* run;      // the run's name in h200.json
-  const char* profile;  // the committed measured profile
-  const char* model;    // the same job as a model.json
+  const char* run;  // the run's name in h200.json
+  const SweepModel* job;
   Strategy strategy;
   int every;           // uniform's k
   const char* budget;  // the sweep's budget, as the report prints it
 };
 
 const Cell kCells[] = {
-    {"h200-gpt2-none", "profiles/fixtures/h200-gpt2.measured.json",
-     "bench/fidelity/models/h200-gpt2.json", Strategy::kNone, 0, ""},
-    {"h200-gpt2-b45", "profiles/fixtures/h200-gpt2.measured.json",
-     "bench/fidelity/models/h200-gpt2.json", Strategy::kUniform, 3, ""},
-    {"h200-gpt2-b60", "profiles/fixtures/h200-gpt2.measured.json",
-     "bench/fidelity/models/h200-gpt2.json", Strategy::kOptimalSingle, 0, "6.64GiB"},
-    {"h200-gpt2-b80", "profiles/fixtures/h200-gpt2.measured.json",
-     "bench/fidelity/models/h200-gpt2.json", Strategy::kOptimalSingle, 0, "8.85GiB"},
-    {"h200-gpt2-medium-none", "profiles/fixtures/h200-gpt2-medium.measured.json",
-     "bench/fidelity/models/h200-gpt2-medium.json", Strategy::kNone, 0, ""},
-    {"h200-gpt2-medium-b45", "profiles/fixtures/h200-gpt2-medium.measured.json",
-     "bench/fidelity/models/h200-gpt2-medium.json", Strategy::kOptimalSingle, 0, "11.57GiB"},
-    {"h200-gpt2-medium-b60", "profiles/fixtures/h200-gpt2-medium.measured.json",
-     "bench/fidelity/models/h200-gpt2-medium.json", Strategy::kOptimalSingle, 0, "15.42GiB"},
-    {"h200-gpt2-medium-b80", "profiles/fixtures/h200-gpt2-medium.measured.json",
-     "bench/fidelity/models/h200-gpt2-medium.json", Strategy::kOptimalSingle, 0, "20.57GiB"},
+    {"h200-gpt2-none", &kGpt2, Strategy::kNone, 0, ""},
+    {"h200-gpt2-b45", &kGpt2, Strategy::kUniform, 3, ""},
+    {"h200-gpt2-b60", &kGpt2, Strategy::kOptimalSingle, 0, "6.64GiB"},
+    {"h200-gpt2-b80", &kGpt2, Strategy::kOptimalSingle, 0, "8.85GiB"},
+    {"h200-gpt2-medium-none", &kGpt2Medium, Strategy::kNone, 0, ""},
+    {"h200-gpt2-medium-b45", &kGpt2Medium, Strategy::kOptimalSingle, 0, "11.57GiB"},
+    {"h200-gpt2-medium-b60", &kGpt2Medium, Strategy::kOptimalSingle, 0, "15.42GiB"},
+    {"h200-gpt2-medium-b80", &kGpt2Medium, Strategy::kOptimalSingle, 0, "20.57GiB"},
 };
 
 Result<std::string> ReadFile(const std::string& path) {
@@ -106,8 +108,8 @@ Status Run() {
       measured_allocated = r.at("measured_allocated_bytes").get<int64_t>();
     }
     if (measured == 0) return Status::Invalid(std::string("h200.json has no run ") + c.run);
-    REMAT_ASSIGN_OR_RETURN(const std::string profile_text, ReadFile(c.profile));
-    REMAT_ASSIGN_OR_RETURN(const Profile fixture, ParseProfile(profile_text, c.profile));
+    REMAT_ASSIGN_OR_RETURN(const std::string profile_text, ReadFile(c.job->profile));
+    REMAT_ASSIGN_OR_RETURN(const Profile fixture, ParseProfile(profile_text, c.job->profile));
     PlanOptions o;
     o.strategy = c.strategy;
     o.every = c.every;
@@ -117,13 +119,14 @@ Status Run() {
     }
     REMAT_ASSIGN_OR_RETURN(const PlanSet set, MakePlan(fixture, o));
     const Plan& plan = set.chosen;
-    REMAT_ASSIGN_OR_RETURN(const std::string model_text, ReadFile(c.model));
-    REMAT_ASSIGN_OR_RETURN(const ModelConfig config, ParseModelConfig(model_text, c.model));
+    REMAT_ASSIGN_OR_RETURN(const std::string model_text, ReadFile(c.job->model));
+    REMAT_ASSIGN_OR_RETURN(const ModelConfig config, ParseModelConfig(model_text, c.job->model));
     AnalyticOptions ao;
     REMAT_ASSIGN_OR_RETURN(ao.device, LookupDevice("h200"));
     REMAT_ASSIGN_OR_RETURN(const Profile analytic, AnalyticProfile(config, ao));
     if (analytic.num_layers() != fixture.num_layers()) {
-      return Status::Invalid(std::string(c.model) + ": its chain differs from " + c.profile);
+      return Status::Invalid(std::string(c.job->model) + ": its chain differs from " +
+                             c.job->profile);
     }
     REMAT_ASSIGN_OR_RETURN(const TrainingStepReplay from_fixture,
                            ReplayTrainingSteps(fixture, plan.schedule, {}));
