@@ -1,5 +1,6 @@
 // planner train --plan plan.json [--steps N] [--memory-limit SIZE] [--json]
 //               [--report report.html] [--trace trace.json] model.json
+#include <cstdlib>
 #include <ostream>
 
 #include "commands.h"
@@ -64,6 +65,31 @@ Result<TrainRequest> ReadRequest(const Args& args) {
   return request;
 }
 
+// The caching allocator's settings a CUDA run takes from its plan: the
+// plan's reserved peak was replayed with the job's alloc_conf (planner
+// --alloc-conf), so the run sets PYTORCH_CUDA_ALLOC_CONF to it in this
+// process before the runtime loads, where LibTorch reads it. A setting the
+// environment holds already (PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF)
+// is the user's and is kept; when it differs from the plan's, a note on
+// `err` says so. A CPU run, or a plan without one, changes nothing.
+void SetPlanAllocConf(const TrainRequest& request, std::ostream& err) {
+  if (request.options.device.rfind("cuda", 0) != 0 || !request.plan.job.has_value() ||
+      !request.plan.job->alloc_conf.has_value()) {
+    return;
+  }
+  const std::string& planned = *request.plan.job->alloc_conf;
+  for (const char* name : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
+    const char* set = std::getenv(name);
+    if (set == nullptr) continue;
+    if (planned != set) {
+      err << "planner: note: " << name << "=" << set << " from the environment is used; the plan "
+          << request.plan_path << " was made with \"" << planned << "\"\n";
+    }
+    return;
+  }
+  setenv("PYTORCH_CUDA_ALLOC_CONF", planned.c_str(), 1);
+}
+
 }  // namespace
 
 Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
@@ -84,6 +110,7 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(Job job, PlansJob(std::move(input), request, typed));
   REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
   REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
+  SetPlanAllocConf(request, *env.err);
   REMAT_ASSIGN_OR_RETURN(Runtime * runtime, GetRuntime(env, "train"));
 
   const bool json = args.Has("json");

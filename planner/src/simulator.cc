@@ -1,6 +1,7 @@
 #include "remat/simulator.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace remat {
 namespace {
@@ -28,12 +29,22 @@ struct PendingRelease {
 
 int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
 
+// Whether `tensors` (may be null) and then `extra` bytes (0: none) are the
+// allocations behind `bytes` (TensorSizes): more than one, adding up to it.
+bool SplitsInto(const TensorSizes* tensors, int64_t extra, int64_t bytes) {
+  return tensors != nullptr && tensors->size() + (extra > 0 ? 1 : 0) > 1 &&
+         std::accumulate(tensors->begin(), tensors->end(), extra) == bytes;
+}
+
 // The allocator requests of a replay, each under an id: the tensors by Key,
 // then per layer its side output, the side output's gradient and its
 // parameter gradients, then the three model-state parts, then the one
 // workspace of the op running. Tallies the reserved bytes and, when asked,
 // records the requests as allocation events (empty requests allocate
-// nothing: none is recorded).
+// nothing: none is recorded). A request the profile knows as tensors
+// (TensorSizes) is recorded as one allocation each, the j-th under its id
+// plus j times the count of ids, and freed tensor by tensor, last made
+// first; the tally sees the whole request, as without them.
 class Requests {
  public:
   Requests(int num_layers, const CachingAllocatorModel* allocator, std::vector<AllocEvent>* events)
@@ -41,7 +52,9 @@ class Requests {
         models_allocator_(allocator != nullptr),
         events_(events),
         tensors_(3 * (num_layers + 1)),
-        layers_(num_layers) {}
+        layers_(num_layers),
+        ids_(tensors_ + 3 * layers_ + 4),
+        split_(events != nullptr ? ids_ : 0, nullptr) {}
 
   int64_t SkipId(int layer) const { return tensors_ + layer; }
   int64_t SkipGradId(int layer) const { return tensors_ + layers_ + layer; }
@@ -51,36 +64,75 @@ class Requests {
   // The other micro-batches a pipeline stage holds in flight.
   int64_t InFlightId() const { return tensors_ + 3 * layers_ + 4; }
 
-  void Add(int64_t id, int64_t bytes) {
+  // `tensors` (may be null): the allocations behind `bytes`.
+  void Add(int64_t id, int64_t bytes, const TensorSizes* tensors = nullptr) {
     tally_.Add(bytes);
-    if (events_ != nullptr && bytes > 0) events_->push_back(AllocEvent::Alloc(id, bytes));
+    if (events_ == nullptr || bytes <= 0) return;
+    if (!SplitsInto(tensors, 0, bytes)) {
+      events_->push_back(AllocEvent::Alloc(id, bytes));
+      return;
+    }
+    AllocPieces(id, *tensors, 0);
+    split_[id] = tensors;
   }
   void Remove(int64_t id, int64_t bytes) {
     tally_.Remove(bytes);
-    if (events_ != nullptr && bytes > 0) events_->push_back(AllocEvent::Free(id));
+    if (events_ == nullptr || bytes <= 0) return;
+    if (split_[id] == nullptr) {
+      events_->push_back(AllocEvent::Free(id));
+      return;
+    }
+    FreePieces(id, *split_[id], 0);
+    split_[id] = nullptr;
   }
   // Reserved with the op's workspace live on top, which is freed again, and
   // less `released`: bytes autograd let go before the op's peak, which a
   // caching allocator keeps reserved (`models_allocator`) and no allocator
   // model does.
-  int64_t ReservedWithWorkspace(int64_t bytes, int64_t released) {
+  // `tensors` (may be null) and then `extra` bytes (0: none): the
+  // allocations behind the workspace.
+  int64_t ReservedWithWorkspace(int64_t bytes, int64_t released, const TensorSizes* tensors,
+                                int64_t extra) {
     ReservedTally with = tally_;
     with.Add(bytes);
     if (!models_allocator_) with.Remove(released);
     if (events_ != nullptr && bytes > 0) {
-      events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
-      events_->push_back(AllocEvent::Free(WorkspaceId()));
+      if (SplitsInto(tensors, extra, bytes)) {
+        AllocPieces(WorkspaceId(), *tensors, extra);
+        FreePieces(WorkspaceId(), *tensors, extra);
+      } else {
+        events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
+        events_->push_back(AllocEvent::Free(WorkspaceId()));
+      }
     }
     return with.reserved();
   }
   int64_t reserved() const { return tally_.reserved(); }
 
  private:
+  // The j-th of `tensors` under id + j * ids_, then `extra` (if any).
+  void AllocPieces(int64_t id, const TensorSizes& tensors, int64_t extra) {
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      if (tensors[j] > 0) events_->push_back(AllocEvent::Alloc(id + j * ids_, tensors[j]));
+    }
+    if (extra > 0) events_->push_back(AllocEvent::Alloc(id + tensors.size() * ids_, extra));
+  }
+  void FreePieces(int64_t id, const TensorSizes& tensors, int64_t extra) {
+    if (extra > 0) events_->push_back(AllocEvent::Free(id + tensors.size() * ids_));
+    for (size_t j = tensors.size(); j-- > 0;) {
+      if (tensors[j] > 0) events_->push_back(AllocEvent::Free(id + j * ids_));
+    }
+  }
+
   ReservedTally tally_;
   bool models_allocator_;
   std::vector<AllocEvent>* events_;
   int64_t tensors_;
   int64_t layers_;
+  int64_t ids_;  // ids of whole requests; a request's j-th tensor is id + j * ids_
+  // By id, the profile's list a live request was recorded as (it outlives
+  // the replay); null: one allocation. Sized only when recording.
+  std::vector<const TensorSizes*> split_;
 };
 
 int64_t TensorBytes(const Profile& p, TensorRef t, const Op& writer) {
@@ -171,7 +223,7 @@ class Replay {
           lt = {true, TensorBytes(p_, t, op), c, op.save == SaveMode::kSelective ? op.option : -1,
                 op.save != SaveMode::kNone};
           cat_[c] += lt.bytes;
-          tally_.Add(Key(t, L), lt.bytes);
+          tally_.Add(Key(t, L), lt.bytes, SavedTensors(t, lt.option));
         }
         WriteSkips(op);
         if (releases_input_[i] && op.layer > 0 &&
@@ -183,9 +235,17 @@ class Replay {
         workspace = op.save == SaveMode::kNone        ? l.nograd_workspace_bytes()
                     : op.save == SaveMode::kSelective ? l.forward_workspace_for(op.option)
                                                       : l.forward_workspace_bytes;
+        workspace_tensors_ =
+            op.save == SaveMode::kNone ? &l.tensors.nograd_workspace
+            : op.save == SaveMode::kSelective && l.selective[op.option].forward_workspace_bytes >= 0
+                ? &l.selective[op.option].forward_workspace_tensors
+                : &l.tensors.forward_workspace;
         // A recompute makes the side output again, a transient (its
         // first forward's is what the loss read).
-        if (op.kind == OpKind::kRecompute) workspace += l.skip_bytes;
+        if (op.kind == OpKind::kRecompute && l.skip_bytes > 0) {
+          workspace += l.skip_bytes;
+          workspace_extra_ = l.skip_bytes;
+        }
         peak[MemoryCategory::kWorkspace] += workspace;
         ms = l.forward_ms;
         if (op.kind == OpKind::kForward) {
@@ -203,9 +263,13 @@ class Replay {
         // the backward adds the new ones into them through transients.
         int64_t ws =
             grads_[op.layer] ? l.accumulating_workspace_bytes() : l.backward_workspace_bytes;
+        workspace_tensors_ = grads_[op.layer] && l.accumulate_workspace_bytes >= 0
+                                 ? &l.tensors.accumulate_workspace
+                                 : &l.tensors.backward_workspace;
         double extra = 0;
         if (a.option >= 0) {
           ws += l.selective[a.option].recompute_workspace_bytes;
+          workspace_extra_ = l.selective[a.option].recompute_workspace_bytes;
           extra = l.selective[a.option].extra_recompute_ms;
         }
         CreateGradients(op.layer);
@@ -267,7 +331,7 @@ class Replay {
         const bool out = op.kind == OpKind::kOffload;
         if (!out) {
           cat_[lt.category] += lt.bytes;
-          tally_.Add(Key(op.tensor, L), lt.bytes);
+          tally_.Add(Key(op.tensor, L), lt.bytes, SavedTensors(op.tensor, lt.option));
         }
         peak = cat_;
         ms = p_.host_link.CopyMs(lt.bytes);
@@ -292,8 +356,11 @@ class Replay {
     pt->at_peak = peak;
     pt->peak = peak.total();
     if (op.kind != OpKind::kFree) {
-      pt->reserved = tally_.ReservedWithWorkspace(workspace, released);
+      pt->reserved =
+          tally_.ReservedWithWorkspace(workspace, released, workspace_tensors_, workspace_extra_);
     }
+    workspace_tensors_ = nullptr;
+    workspace_extra_ = 0;
     // After the op's peak: the input it does not keep, and the gradients the
     // optimizer step frees (zero_grad sets them to None).
     if (release_x_ >= 0) {
@@ -419,7 +486,7 @@ class Replay {
       DropPending(key, true);  // its device bytes were never released
     } else {
       cat_[lt.category] += lt.bytes;
-      tally_.Add(key, lt.bytes);
+      tally_.Add(key, lt.bytes, SavedTensors(op.tensor, lt.option));
     }
     lt.on_host = false;
     lt.leaving = false;
@@ -453,12 +520,19 @@ class Replay {
   const Profile& p_;
   const Schedule& s_;
   const ChainGraph& graph_;
+  // The tensors of a[i] saved under `option` (-1: the full save); null for
+  // other tensors, one allocation each.
+  const TensorSizes* SavedTensors(TensorRef t, int option) const {
+    if (t.kind != TensorKind::kA) return nullptr;
+    const LayerProfile& l = p_.layers[t.index];
+    return option >= 0 ? &l.selective[option].saved_tensors : &l.tensors.saved;
+  }
   void CreateGradients(int layer) {
     const int64_t bytes = p_.layers[layer].gradient_bytes;
     if (grads_[layer] || bytes == 0) return;
     grads_[layer] = true;
     cat_[MemoryCategory::kParameterGrads] += bytes;
-    tally_.Add(tally_.GradientsId(layer), bytes);
+    tally_.Add(tally_.GradientsId(layer), bytes, &p_.layers[layer].tensors.gradients);
   }
   // A tensor released after the op's peak: its bytes leave, its entry stays
   // live (its free frees nothing).
@@ -487,6 +561,11 @@ class Replay {
   int64_t release_a_at_peak_ = 0;     // its bytes at that peak
   MemoryByCategory cat_;
   Requests tally_;
+  // The running op's workspace as tensors: a list of the profile's (may be
+  // null), then one more (a recompute's side output, a selective backward's
+  // recompute workspace; 0: none).
+  const TensorSizes* workspace_tensors_ = nullptr;
+  int64_t workspace_extra_ = 0;
   int64_t host_bytes_ = 0;  // offloaded tensors in host memory
   double time_ms_ = 0;
   // Overlapped link: when each direction's queue frees, when each tensor's
@@ -657,6 +736,7 @@ Result<std::vector<AllocEvent>> AllocationEvents(const Profile& profile, const S
                                                  bool gradients_at_start) {
   REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph, ValidatedGraph(profile, schedule));
   std::vector<AllocEvent> events;
+  events.reserve(8 * schedule.ops.size());
   Replay replay(profile, schedule, *graph, nullptr, gradients_at_start, &events,
                 InFlightBytes(profile, schedule, *graph));
   SimulationResult scratch;

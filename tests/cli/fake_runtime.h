@@ -7,6 +7,7 @@
 #ifndef REMAT_TESTS_CLI_FAKE_RUNTIME_H_
 #define REMAT_TESTS_CLI_FAKE_RUNTIME_H_
 
+#include <cstdlib>
 #include <string>
 
 #include "remat/analytic.h"
@@ -34,6 +35,8 @@ class FakeRuntime : public Runtime {
     last_grad_accumulation = config.grad_accumulation;
     last_micro_batch = config.micro_batch;
     last_config = config;
+    const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+    last_alloc_conf = conf == nullptr ? "(unset)" : conf;
     REMAT_ASSIGN_OR_RETURN(const Profile p, AnalyticProfile(config, AnalyticOptions{}));
     REMAT_ASSIGN_OR_RETURN(const SimulationResult sim, Simulate(p, schedule));
     if (options.memory_limit_bytes > 0 && sim.peak_bytes > options.memory_limit_bytes) {
@@ -62,6 +65,8 @@ class FakeRuntime : public Runtime {
   int64_t last_micro_batch = 0;        // of the last Train call
   ModelConfig last_config;             // of the last Train call
   MeasureOptions last_measure;
+  // PYTORCH_CUDA_ALLOC_CONF as the last Train call saw it ("(unset)").
+  std::string last_alloc_conf;
 
  private:
   static Status OutOfMemory(const SimulationResult& sim, const Schedule& schedule, int64_t limit) {

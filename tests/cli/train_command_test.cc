@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -61,6 +62,33 @@ TEST_F(FakeTrain, RunsThePlanAndReportsPredictedAgainstMeasured) {
   EXPECT_NE(c.out.find("(uniform), 3 steps on cpu"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("step    3"), std::string::npos) << c.out;
   EXPECT_TRUE(c.err.empty()) << c.err;
+}
+
+// A CUDA run sets PYTORCH_CUDA_ALLOC_CONF to the plan's --alloc-conf before
+// the runtime loads; a CPU run leaves it alone; one the environment holds
+// already is kept, with a note when it differs from the plan's.
+TEST_F(FakeTrain, ACudaRunTakesThePlansAllocatorSettings) {
+  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  unsetenv("PYTORCH_ALLOC_CONF");
+  const std::string conf = "expandable_segments:True";
+  const std::string plan =
+      PlanFile({"--strategy", "uniform", "--every", "2", "--device", "h200", "--alloc-conf", conf},
+               "conf.json");
+  Captured c = Run({"train", "--plan", plan, "--steps", "1", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_alloc_conf, "(unset)");
+  c = Run({"train", "--plan", plan, "--steps", "1", "--runtime-device", "cuda", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_alloc_conf, conf);
+  EXPECT_TRUE(c.err.empty()) << c.err;
+  setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64", 1);
+  c = Run({"train", "--plan", plan, "--steps", "1", "--runtime-device", "cuda", model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(runtime_.last_alloc_conf, "max_split_size_mb:64");
+  EXPECT_NE(c.err.find("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64 from the environment"),
+            std::string::npos)
+      << c.err;
+  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
 }
 
 TEST_F(FakeTrain, JsonReportCarriesTheComparison) {

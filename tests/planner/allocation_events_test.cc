@@ -9,6 +9,7 @@
 #include "remat/caching_allocator.h"
 #include "remat/decisions.h"
 #include "remat/simulator.h"
+#include "testing/gpt_chain.h"
 
 namespace remat {
 namespace {
@@ -111,6 +112,58 @@ TEST(AllocationEvents, ReplayThroughTheAllocatorModel) {
   const auto r = ReplayAllocations(*events, AllocatorOptions{}, limit);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->oom.has_value());
+}
+
+// An analytic profile knows its layers' tensors (LayerTensors): the events
+// allocate them one by one, many more requests than one per layer, and their
+// live bytes peak where the per-layer requests' do, at the simulator's peak
+// over both kinds of micro-step of an accumulating update, and end with the
+// same bytes live, for plans keeping, checkpointing, recomputing and
+// selecting.
+TEST(AllocationEvents, TensorByTensorKeepsTheSimulatorsTotals) {
+  Profile p = testing::GptChain(3, 2);
+  p.grad_accumulation = 2;
+  Profile whole = p;
+  for (LayerProfile& l : whole.layers) {
+    l.tensors = LayerTensors{};
+    for (SelectiveOption& o : l.selective) {
+      o.saved_tensors.clear();
+      o.forward_workspace_tensors.clear();
+    }
+  }
+  const std::vector<int> blocks = BlockLayers(p);
+  std::vector<LayerDecision> mixed(p.num_layers(), LayerDecision::kKeep);
+  mixed[blocks[0]] = LayerDecision::kCheckpoint;
+  mixed[blocks[1]] = LayerDecision::kRecompute;
+  std::vector<LayerDecision> selective(p.num_layers(), LayerDecision::kKeep);
+  std::vector<int> options(p.num_layers(), -1);
+  for (int b : blocks) {
+    selective[b] = LayerDecision::kSelective;
+    options[b] = 2;  // attention_core+mlp_activation
+  }
+  const std::vector<std::pair<std::vector<LayerDecision>, std::vector<int>>> plans = {
+      {std::vector<LayerDecision>(p.num_layers(), LayerDecision::kKeep), {}},
+      {mixed, {}},
+      {selective, options}};
+  for (const auto& [decisions, opts] : plans) {
+    const Schedule s = *BuildSingleLevelSchedule(p, decisions, opts);
+    int64_t peak = 0;
+    for (bool later : {false, true}) {
+      const auto events = AllocationEvents(p, s, later);
+      const auto per_layer = AllocationEvents(whole, s, later);
+      ASSERT_TRUE(events.ok()) << events.status().message();
+      ASSERT_TRUE(per_layer.ok());
+      EXPECT_GT(events->size(), 2 * per_layer->size());
+      const Live live = LiveBytes(*events);
+      const Live layer_live = LiveBytes(*per_layer);
+      const int64_t step_peak = *std::max_element(live.timeline.begin(), live.timeline.end());
+      EXPECT_EQ(step_peak,
+                *std::max_element(layer_live.timeline.begin(), layer_live.timeline.end()));
+      EXPECT_EQ(live.timeline.back(), layer_live.timeline.back());
+      peak = std::max(peak, step_peak);
+    }
+    EXPECT_EQ(peak, Simulate(p, s).value().peak_bytes);
+  }
 }
 
 TEST(AllocationEvents, AScheduleForAnotherModelIsAnError) {

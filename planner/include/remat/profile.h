@@ -44,6 +44,14 @@ inline constexpr char kDropoutMaskOption[] = "dropout_mask";
 inline constexpr char kAllWithDropoutOption[] =
     "attention_core+mlp_activation+norm_output+dropout_mask";
 
+// The tensors behind one of a layer's figures, as PyTorch allocates them:
+// each entry one allocation, in the order they are made. Only the caching
+// allocator's replay reads them (AllocationEvents, simulator.h), and only
+// where a list's sum equals its figure; empty, or a sum that differs, means
+// one request for the whole figure. Analytic profiles fill them from the op
+// graph; measured profiles and profile JSON have per-layer sizes only.
+using TensorSizes = std::vector<int64_t>;
+
 // An alternative way to run a layer's forward with grad that keeps less:
 // e.g. "attention_core" keeps Q, K, V but not the s x s softmax/dropout
 // tensors, and recomputes them during the layer's backward.
@@ -58,6 +66,20 @@ struct SelectiveOption {
   // so this can exceed the layer's forward_workspace_bytes. -1: the same as
   // the layer's.
   int64_t forward_workspace_bytes = -1;
+  // The tensors of activation_bytes less the layer's output, in forward
+  // order, and of the forward's workspace (TensorSizes).
+  TensorSizes saved_tensors;
+  TensorSizes forward_workspace_tensors;
+};
+
+// A layer's figures as tensors (TensorSizes), for the allocator replay.
+struct LayerTensors {
+  TensorSizes saved;                 // activation_bytes - output_bytes, forward order
+  TensorSizes forward_workspace;     // forward_workspace_bytes: live at the forward's peak
+  TensorSizes nograd_workspace;      // nograd_workspace_bytes()
+  TensorSizes backward_workspace;    // max(backward_workspace_bytes, 0)
+  TensorSizes accumulate_workspace;  // max(accumulating_workspace_bytes(), 0)
+  TensorSizes gradients;             // gradient_bytes, one per parameter, backward order
 };
 
 struct LayerProfile {
@@ -136,6 +158,8 @@ struct LayerProfile {
   // input x[i] and saved a[i]), beside the micro-batch it runs. 1: a single
   // rank.
   int64_t in_flight_microbatches = 1;
+  // The tensors behind the figures above (TensorSizes; not in profile JSON).
+  LayerTensors tensors;
 
   // Forward workspace under a save mode: option -1 is the full forward.
   int64_t forward_workspace_for(int option) const {

@@ -114,6 +114,20 @@ bool ReleasableInput(const ModelConfig& c, const std::string& kind) {
   return c.head != Head::kClassification;
 }
 
+// The parameter gradients layer `layer`'s backward creates, one per op that
+// trains weights (its weight and bias together), in backward order, at
+// `per` bytes a parameter (LayerTensors::gradients; the replay checks the
+// sum against the layer's gradient_bytes, which a tied weight moves).
+TensorSizes GradientTensors(const OpGraph& g, const std::string& layer, int64_t per) {
+  TensorSizes out;
+  for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
+    if (it->layer == layer && it->trainable && it->parameters > 0) {
+      out.push_back(it->parameters * per);
+    }
+  }
+  return out;
+}
+
 // The layers whose backward creates every parameter gradient its ops compute
 // (`created`: GradientParameters), so that each stays as .grad from its op on
 // rather than being a transient added into an existing one: not a later
@@ -235,6 +249,7 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
     for (LayerProfile& l : layers) {
       const auto it = params.find(l.name);
       if (it != params.end()) l.gradient_bytes = it->second * per;
+      l.tensors.gradients = GradientTensors(tg.graph, l.name, per);
     }
     p.static_memory.gradient_bytes = 0;
   }

@@ -11,7 +11,21 @@
 
 namespace remat::analytic {
 
-int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept) {
+TensorSizes FitTensors(const TensorSizes& tensors, int64_t total) {
+  TensorSizes out;
+  int64_t left = std::max<int64_t>(total, 0);
+  for (int64_t bytes : tensors) {
+    if (left == 0) break;
+    const int64_t take = std::min(bytes, left);
+    if (take > 0) out.push_back(take);
+    left -= take;
+  }
+  if (left > 0) out.push_back(left);
+  return out;
+}
+
+int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept,
+                      TensorSizes* at_peak) {
   std::set<int> in_group(ops.begin(), ops.end());
   std::map<int, int> holders;  // tensor -> ops of the group that hold it
   for (int o : ops) {
@@ -35,7 +49,16 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
       }
       remaining[t] = escapes ? -1 : n;  // -1: needed after the group
     }
-    peak = std::max(peak, live + op.forward_workspace);
+    if (live + op.forward_workspace > peak) {
+      peak = live + op.forward_workspace;
+      if (at_peak != nullptr) {
+        at_peak->clear();
+        for (int t : live_set) {
+          if (!kept.count(t)) at_peak->push_back(g.tensors()[t].bytes);
+        }
+        if (op.forward_workspace > 0) at_peak->push_back(op.forward_workspace);
+      }
+    }
     // Free produced tensors whose last in-group consumer was this op.
     auto try_free = [&](int t) {
       auto it = remaining.find(t);
@@ -240,9 +263,29 @@ struct BackwardRun {
 // input gradient the layer hands on, the gradients of the skips it reads
 // (`side_inputs`; the simulator counts those) and the parameter gradients
 // it creates (the simulator counts them from the layer's start).
+// `at_peak` (may be null) receives the tensors made in the backward that
+// are live at its peak, but the input's and side inputs' gradients: the
+// activation gradients in the order of their tensors, then the peak op's
+// transients (its workspace, its parameter-gradient transient) or the
+// recompute's forward peak.
 int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output,
-                          const std::set<int>& side_inputs, const BackwardRun& run) {
+                          const std::set<int>& side_inputs, const BackwardRun& run,
+                          TensorSizes* at_peak = nullptr) {
   const auto& tensors = g.tensors();
+  // Records the live gradients and `transients` when `now` is a new peak.
+  auto note_peak = [&](const std::set<int>& grads, int64_t now, const TensorSizes& transients,
+                       int64_t* peak) {
+    if (now <= *peak) return;
+    *peak = now;
+    if (at_peak == nullptr) return;
+    at_peak->clear();
+    for (int t : grads) {
+      if (t != input && !side_inputs.count(t)) at_peak->push_back(tensors[t].bytes);
+    }
+    for (int64_t b : transients) {
+      if (b > 0) at_peak->push_back(b);
+    }
+  };
   std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
   for (int op : ops) {
     for (int t : g.ops()[op].saved) {
@@ -302,7 +345,8 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       for (int t : op.saved) saves_dropped = saves_dropped || dropped.count(t) > 0;
       if (recomputed[i] || !(in_part || (!part.holds_output && saves_dropped))) continue;
       recomputed[i] = true;
-      peak = std::max(peak, live + created + ReplayForward(g, part.ops, dropped));
+      const int64_t remade = ReplayForward(g, part.ops, dropped);
+      note_peak(grads, live + created + remade, {remade}, &peak);
       for (int t : dropped) {
         live += tensors[t].bytes;
         if (part.holds_output) continue;
@@ -342,7 +386,8 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
     } else {
       transient += op.gradient_bytes;
     }
-    peak = std::max(peak, live + created + transient);
+    note_peak(grads, live + created + transient,
+              {op.backward_workspace, run.creates_gradients ? 0 : op.gradient_bytes}, &peak);
     const auto host = fused_host.find(*it);
     for (int t : op.outputs) {
       if (!grads.erase(t)) continue;
@@ -385,11 +430,12 @@ using LayerBackward = std::function<int64_t(const BackwardRun&)>;
 // A selective option: the tensors of `saved` that `parts` make (and only
 // they read, for a part that holds its output) are dropped and recomputed in
 // backward from the parts' kept inputs. Empty when a part drops nothing.
-// `full`: how the layer's full backward runs (whether it creates gradients).
+// `full`: how the layer's full backward runs (whether it creates gradients);
+// `output`: the layer's output, kept but not one of saved_tensors.
 std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeModel& time,
                                                const std::vector<int>& ops,
-                                               const std::set<int>& saved, int64_t activation_bytes,
-                                               const std::string& name,
+                                               const std::set<int>& saved, int output,
+                                               int64_t activation_bytes, const std::string& name,
                                                const std::vector<RecomputePart>& parts,
                                                const BackwardRun& full,
                                                const LayerBackward& backward) {
@@ -461,8 +507,13 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
   opt.recompute_workspace_bytes = std::max<int64_t>(0, backward(run) - backward(full));
   // The forward under this option keeps everything but what is dropped:
   // those become transients of the forward (the parts run without grad).
+  TensorSizes at_peak;
   opt.forward_workspace_bytes =
-      std::max<int64_t>(0, ReplayForward(g, ops, kept) - opt.activation_bytes);
+      std::max<int64_t>(0, ReplayForward(g, ops, kept, &at_peak) - opt.activation_bytes);
+  opt.forward_workspace_tensors = FitTensors(at_peak, opt.forward_workspace_bytes);
+  for (int t : kept) {
+    if (t != output) opt.saved_tensors.push_back(tensors[t].bytes);
+  }
   return opt;
 }
 
@@ -516,8 +567,8 @@ std::vector<RecomputePart> DropoutParts(const OpGraph& g, const std::vector<int>
 // past core+mlp (all three) without doubling the solvers' keep modes.
 std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeModel& time,
                                               const std::vector<int>& ops,
-                                              const std::set<int>& saved, int64_t activation_bytes,
-                                              const BackwardRun& full,
+                                              const std::set<int>& saved, int output,
+                                              int64_t activation_bytes, const BackwardRun& full,
                                               const LayerBackward& backward) {
   RecomputePart core{{}, true}, mlp{{}, false};
   mlp.fused = true;
@@ -532,8 +583,8 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
     for (const RecomputePart& p : parts) {
       if (p.ops.empty()) return;
     }
-    if (auto o =
-            RecomputeOption(g, time, ops, saved, activation_bytes, name, parts, full, backward)) {
+    if (auto o = RecomputeOption(g, time, ops, saved, output, activation_bytes, name, parts, full,
+                                 backward)) {
       out.push_back(std::move(*o));
     }
   };
@@ -588,26 +639,38 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
   std::set<int> kept = saved, kept_nograd = {output};
   kept.insert(skips.begin(), skips.end());
   kept_nograd.insert(skips.begin(), skips.end());
-  l.forward_workspace_bytes =
-      std::max<int64_t>(0, ReplayForward(g, ops, kept) - l.activation_bytes - l.skip_bytes);
-  l.forward_nograd_workspace_bytes =
-      std::max<int64_t>(0, ReplayForward(g, ops, kept_nograd) - l.output_bytes - l.skip_bytes);
+  for (int t : saved) {
+    if (t != output) l.tensors.saved.push_back(tensors[t].bytes);
+  }
+  TensorSizes at_peak;
+  l.forward_workspace_bytes = std::max<int64_t>(
+      0, ReplayForward(g, ops, kept, &at_peak) - l.activation_bytes - l.skip_bytes);
+  l.tensors.forward_workspace = FitTensors(at_peak, l.forward_workspace_bytes);
+  l.forward_nograd_workspace_bytes = std::max<int64_t>(
+      0, ReplayForward(g, ops, kept_nograd, &at_peak) - l.output_bytes - l.skip_bytes);
+  l.tensors.nograd_workspace = FitTensors(at_peak, l.forward_nograd_workspace_bytes);
   const LayerBackward backward = [&](const BackwardRun& run) {
     return BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], run);
   };
   BackwardRun full;
   full.creates_gradients = creating.count(l.name) > 0;
-  l.backward_workspace_bytes = backward(full);
+  at_peak.clear();
+  l.backward_workspace_bytes =
+      BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], full, &at_peak);
+  l.tensors.backward_workspace = FitTensors(at_peak, l.backward_workspace_bytes);
   if (full.creates_gradients) {
     // Micro-batches 2..K add into the gradients the first one created.
     BackwardRun accumulating;
-    l.accumulate_workspace_bytes = backward(accumulating);
+    at_peak.clear();
+    l.accumulate_workspace_bytes =
+        BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], accumulating, &at_peak);
+    l.tensors.accumulate_workspace = FitTensors(at_peak, l.accumulate_workspace_bytes);
   }
   for (int op : ops) {
     l.forward_ms += time.ForwardMillis(g.ops()[op]);
     l.backward_ms += time.Millis(g.ops()[op].backward_flops, g.ops()[op].backward_bytes);
   }
-  l.selective = SelectiveOptions(g, time, ops, saved, l.activation_bytes, full, backward);
+  l.selective = SelectiveOptions(g, time, ops, saved, output, l.activation_bytes, full, backward);
   return l;
 }
 

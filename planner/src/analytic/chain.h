@@ -36,7 +36,16 @@ struct OpTimeModel {
 // workspace. Tensors in `kept` stay live; others are freed once every
 // consumer and every op holding them (OpInfo::held) has run (and none is
 // outside `ops`).
-int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept);
+// `at_peak` (may be null) receives the sizes of the tensors live at that
+// peak that are not kept, in the order they were made, and the peak op's
+// forward workspace: the transients behind the peak.
+int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::set<int>& kept,
+                      TensorSizes* at_peak = nullptr);
+
+// The first tensors of `tensors`, the last one cut, that add up to `total`,
+// with one more of the rest when they add up to less: a figure as the
+// allocations behind it (LayerTensors). Empty for a total <= 0.
+TensorSizes FitTensors(const TensorSizes& tensors, int64_t total);
 
 // Groups the graph's ops by layer tag, orders the groups (a Boost topological
 // sort of the contracted graph) and checks they form a chain: each boundary is
@@ -73,7 +82,11 @@ int64_t ReplayForward(const OpGraph& g, const std::vector<int>& ops, const std::
 //                     in that dropout's backward; then all four (the core's
 //                     dropout is the core's there). Their
 //                     recompute workspace is what the recomputes, replayed
-//                     where the backward reaches them, add to its peak.
+//                     where the backward reaches them, add to its peak;
+//   tensors           the figures above as the tensors behind them
+//                     (LayerTensors): the saved set's tensors exactly, each
+//                     workspace as the transients live at its peak
+//                     (FitTensors).
 // `kinds` maps a layer tag to its kind (embedding/block/...).
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& graph, const OpTimeModel& time,

@@ -43,13 +43,25 @@ constexpr int kRoundingRetries = 4;
 // allocated ones differ from plan to plan: lowering the tensor budget by one
 // plan's excess can overshoot).
 constexpr int kRefineSteps = 3;
+// Where the retries found no fitting plan but the strategy's least-memory
+// plan fits, the bisection starts from that plan, over a wider range.
+constexpr int kSearchSteps = 8;
 
-// Up to kRefineSteps solves between a setting whose plan (`*plan`) fits and
+// Whether two schedules run the same ops.
+bool SameOps(const Schedule& a, const Schedule& b) {
+  return std::equal(a.ops.begin(), a.ops.end(), b.ops.begin(), b.ops.end(),
+                    [](const Op& x, const Op& y) {
+                      return x.kind == y.kind && x.layer == y.layer && x.save == y.save &&
+                             x.option == y.option && x.tensor == y.tensor;
+                    });
+}
+
+// Up to `steps` solves between a setting whose plan (`*plan`) fits and
 // one whose plan did not, halving the gap while `more(fits_at, over_at,
 // *plan)`; keeps the better fitting plan (BetterPlan) in `*plan`.
 template <typename More, typename Solve>
-Status Bisect(int64_t fits_at, int64_t over_at, More more, Solve solve, Plan* plan) {
-  for (int step = 0; step < kRefineSteps && more(fits_at, over_at, *plan); ++step) {
+Status Bisect(int steps, int64_t fits_at, int64_t over_at, More more, Solve solve, Plan* plan) {
+  for (int step = 0; step < steps && more(fits_at, over_at, *plan); ++step) {
     const int64_t mid = fits_at + (over_at - fits_at) / 2;
     REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid));
     if (between.fits) {
@@ -66,7 +78,13 @@ Status Bisect(int64_t fits_at, int64_t over_at, More more, Solve solve, Plan* pl
 // memory terms; with terms, solved against the tensor budget and accounted
 // against the device budget (AccountPlanMemory). The solvers screen their
 // candidates by allocated bytes; only the plan each returns is replayed
-// through the allocator model.
+// through the allocator model. When the retries find no plan that fits, or
+// the solver finds none within the tensor budget (its search is not
+// monotone in the budget either: optimal-single's offload DP), the
+// strategy's least-memory plan (solved at a tensor budget of 1 byte)
+// decides whether one exists: a fit found at one budget is found at every
+// larger one. With none, the plan of the last retry is returned (fits
+// false).
 Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
                            const PlanOptions& options) {
   const DeviceMemoryTerms& terms = options.device_memory;
@@ -84,13 +102,28 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   };
   int64_t over_at = tensors.budget_bytes;  // a tensor budget whose plan did not fit
   Plan plan;
+  int steps = kRefineSteps;
+  const bool has_least_plan =
+      solver.strategy() != Strategy::kNone && solver.strategy() != Strategy::kManual;
   for (int attempt = 0;; ++attempt) {
     bool fits_tensors = false;
     REMAT_ASSIGN_OR_RETURN(plan, solve(tensors.budget_bytes, &fits_tensors));
     if (plan.fits && attempt > 0) break;
-    if (plan.fits || !fits_tensors || options.budget_bytes <= 0 || attempt == kRoundingRetries ||
-        tensors.budget_bytes <= 1) {
-      return plan;
+    if (plan.fits || options.budget_bytes <= 0) return plan;
+    if (!fits_tensors || attempt == kRoundingRetries || tensors.budget_bytes <= 1) {
+      // A strategy with one plan (none, manual) has nothing less to offer.
+      if (!has_least_plan) return plan;
+      // Most solvers return their least-memory plan when nothing fits
+      // their tensor budget: that one was replayed already.
+      tensors.budget_bytes = 1;
+      REMAT_ASSIGN_OR_RETURN(Plan least, solver.Solve(profile, tensors));
+      if (SameOps(least.schedule, plan.schedule)) return plan;
+      REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &least));
+      if (!least.fits) return plan;
+      plan = std::move(least);
+      tensors.budget_bytes = plan.predicted.peak_bytes;
+      steps = kSearchSteps;
+      break;
     }
     over_at = tensors.budget_bytes;
     const int64_t over = plan.memory.total_bytes - options.budget_bytes;
@@ -101,7 +134,7 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   // budgets left to try are within 0.5% of the budget of each other.
   const int64_t budget = options.budget_bytes;
   REMAT_RETURN_IF_ERROR(Bisect(
-      fits_at, over_at,
+      steps, fits_at, over_at,
       [&](int64_t fits, int64_t over, const Plan& best) {
         return over - fits > budget / 200 && best.memory.total_bytes < budget - budget / 50;
       },
@@ -179,7 +212,7 @@ Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
   // A faster plan may fit with less reserve.
   const int64_t budget = options.budget_bytes;
   REMAT_RETURN_IF_ERROR(Bisect(
-      reserve, over_at,
+      kRefineSteps,       reserve, over_at,
       [&](int64_t fits, int64_t over, const Plan&) { return fits - over > budget / 200; }, at,
       &plan));
   return better(std::move(plan));

@@ -114,3 +114,43 @@ TEST(PlanOnDeviceBudget, SelectiveFindsItsFastestFittingSetting) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// Fitting is monotone in the budget: for each strategy, once a plan fits the
+// card at a budget it fits at every larger one (the least-memory plan of the
+// strategy decides when the retries overshoot), and a fitting plan's device
+// total is within its budget. Budgets from 30% to 130% of the
+// no-checkpointing device total in 4% steps, on two GPT shapes.
+TEST(PlanOnDeviceBudget, AFitFoundAtABudgetIsFoundAtEveryLargerOne) {
+  const DeviceMemoryTerms h200 = ResolveDeviceMemory("h200", {}).value();
+  for (const Profile& p : {testing::GptChain(6, 4), testing::GptChain(12, 16)}) {
+    PlanOptions none;
+    none.strategy = Strategy::kNone;
+    none.device_memory = h200;
+    const int64_t none_total = MakePlan(p, none).value().chosen.memory.total_bytes;
+    for (Strategy s :
+         {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective, Strategy::kOptimalSingle}) {
+      int64_t first_fit = -1;
+      for (int pct = 30; pct <= 130; pct += 4) {
+        PlanOptions o;
+        o.strategy = s;
+        o.budget_bytes = none_total * pct / 100;
+        o.device_memory = h200;
+        const Plan plan = MakePlan(p, o).value().chosen;
+        const std::string where = p.model + " " + ToString(s) + " at " + std::to_string(pct) + "%";
+        if (plan.fits) {
+          EXPECT_LE(plan.memory.total_bytes, o.budget_bytes) << where;
+          if (first_fit < 0) first_fit = pct;
+        } else {
+          EXPECT_LT(first_fit, 0) << where << " does not fit, but " << first_fit << "% did";
+        }
+      }
+      EXPECT_GE(first_fit, 0) << p.model << " " << ToString(s);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat
