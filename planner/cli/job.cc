@@ -17,7 +17,8 @@ std::vector<FlagSpec> JobFlags() {
       {"attention", "A", "override attention: eager, flash, sdpa (config.json's default)"},
       {"lora-rank", "R", "LoRA adapters of rank R on frozen weights (0: full fine-tuning)"},
       {"lora-targets", "LIST",
-       "LoRA targets: q,k,v,o,gate,up,down or all-linear (HF module names too); default q,v"},
+       "LoRA targets: q,k,v,o,gate,up,down,router or all-linear (HF module names too); default "
+       "q,v"},
       {"lora-dropout", "P", "PEFT's lora_dropout of the adapters' input, in [0, 1); default 0"},
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
       {"gradients", "G",
