@@ -113,6 +113,9 @@ enum class AttentionImpl {
   kSdpa,
 };
 
+// ModelConfig::loss_chunks: chosen from the vocabulary and hidden size.
+constexpr int64_t kLossChunksAuto = -1;
+
 // LoRA / QLoRA (PEFT's LoraConfig, bitsandbytes' 4-bit quantization).
 // Projections an adapter can target, as bits of ModelConfig::lora_targets.
 // A fused module is one adapter: GPT-2's c_attn and Phi-3's qkv_proj for
@@ -214,6 +217,14 @@ struct ModelConfig {
   // * micro_batch texts; false (earlier versions, or column merging
   // disabled): one pass per column of micro_batch texts.
   bool merge_columns = true;
+  // The LM head and its cross-entropy computed over this many chunks of the
+  // tokens (fused linear cross-entropy, as Liger-Kernel's): each chunk's
+  // logits and their gradient exist one chunk at a time, the gradients of
+  // the head's input and weight are made in the forward. 0: off (one
+  // logits tensor); kLossChunksAuto: ceil(vocab / hidden) chunks, at most
+  // one a token (Liger-Kernel's chunk size). Decoders' lm head with the
+  // cross-entropy loss only.
+  int64_t loss_chunks = 0;
 
   // LoRA / QLoRA (README "LoRA and QLoRA"). lora_rank 0: full fine-tuning.
   int64_t lora_rank = 0;      // r of every adapter; the base weights are frozen
