@@ -145,7 +145,7 @@ const std::vector<std::string> kJobKeys = {
     "name",       "seq_len",      "micro_batch",       "grad_accumulation", "precision",
     "grad_dtype", "optimizer",    "attention",         "dropout",           "head",
     "pooling",    "loss",         "texts_per_example", "num_labels",        "pooler",
-    "gradients",  "merge_columns"};
+    "gradients",  "merge_columns", "loss_chunks"};
 
 }  // namespace
 

@@ -112,6 +112,12 @@ TEST(ChunkedLoss, ModelJsonFieldAndItsChecks) {
   c = ParseModelConfig(base + R"(, "loss_chunks": "auto"})", "m.json");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->loss_chunks, 32);
+  // A config.json's "remat" block sets it as model.json does.
+  c = ParseHfConfig(R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
+                        "remat": {"loss_chunks": 4}})",
+                    "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->loss_chunks, 4);
   // Without the field the file is written as it was.
   c = ParseModelConfig(base + "}", "m.json");
   ASSERT_TRUE(c.ok());
