@@ -10,6 +10,7 @@
 #include "remat/analytic.h"
 #include "remat/model_config.h"
 #include "remat/profile.h"
+#include "testing/cpu_kept.h"
 #include "testing/hf_config.h"
 
 namespace remat {
@@ -108,18 +109,7 @@ TEST(LoraFamilies, RefusesTargetsPeftRefuses) {
           .ok());
 }
 
-int64_t Kept(const ModelConfig& c) {
-  AnalyticOptions o;
-  o.device = *LookupDevice("cpu");
-  Result<Profile> p = AnalyticProfile(c, o);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  if (!p.ok()) return -1;
-  for (const LayerProfile& l : p->layers) {
-    if (l.name == "block0") return l.activation_bytes;
-  }
-  ADD_FAILURE() << "no block0";
-  return -1;
-}
+int64_t Kept(const ModelConfig& c) { return testing::KeptOnCpu(c, "block0"); }
 
 // In fp32 a stack of experts folds W + B @ A in one baddbmm: the grouped
 // GEMM keeps the folded weight (E x out x in) and its input, the routed
