@@ -206,8 +206,8 @@ Status internal::ValidateLora(const ModelConfig& c, const std::string& source) {
   const uint32_t gate_up = c.lora_targets & (kLoraGate | kLoraUp);
   if (c.experts > 0 && gate_up != 0 && gate_up != (kLoraGate | kLoraUp)) {
     return bad("lora_targets",
-               std::string(gate_up == kLoraGate ? "gate" : "up") +
-                   " without " + (gate_up == kLoraGate ? "up" : "gate") +
+               std::string(gate_up == kLoraGate ? "gate" : "up") + " without " +
+                   (gate_up == kLoraGate ? "up" : "gate") +
                    ": the experts' gate and up projections are one parameter (gate_up_proj), "
                    "adapted together or not at all, as PEFT requires (accepted: gate,up or "
                    "gate_up_proj; PEFT's \"gate\" of a mixture of experts is its router: "

@@ -128,8 +128,8 @@ Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
     std::string text;
     if (r.String("loss_chunks", &text, false).ok()) {
       if (text != "auto") {
-        return r.Error("loss_chunks", "expected a number of chunks (1 or more) or \"auto\", got \"" +
-                                          text + "\"");
+        return r.Error("loss_chunks",
+                       "expected a number of chunks (1 or more) or \"auto\", got \"" + text + "\"");
       }
       c->loss_chunks = kLossChunksAuto;
     } else {
@@ -340,7 +340,8 @@ namespace {
 // tokens over ceil(vocab / hidden), rounded up to a power of two.
 int64_t AutoLossChunks(const ModelConfig& c) {
   const int64_t tokens = std::max<int64_t>(1, c.micro_batch * c.seq_len);
-  const int64_t factor = std::max<int64_t>(1, (c.vocab + c.hidden - 1) / std::max<int64_t>(1, c.hidden));
+  const int64_t factor =
+      std::max<int64_t>(1, (c.vocab + c.hidden - 1) / std::max<int64_t>(1, c.hidden));
   const int64_t want = (tokens + factor - 1) / factor;
   int64_t size = 1;
   while (size < want) size *= 2;

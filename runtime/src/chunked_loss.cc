@@ -32,7 +32,7 @@ struct ChunkedLinearCrossEntropy : torch::autograd::Function<ChunkedLinearCrossE
       const at::Tensor xi = xc.narrow(0, start, m);
       const at::Tensor index = targets.narrow(0, start, m).clamp_min(0).unsqueeze(1);
       const at::Tensor keep = valid.narrow(0, start, m).unsqueeze(1).to(at::kFloat);
-      at::Tensor g = at::mm(xi, w.t());               // the chunk's logits
+      at::Tensor g = at::mm(xi, w.t());  // the chunk's logits
       if (g.scalar_type() != at::kFloat) g = g.to(at::kFloat);
       // loss = log(sum(exp(l - max))) + max - l[target]; the gradient
       // softmax - one_hot made in place in the fp32 logits.

@@ -253,9 +253,9 @@ TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
     EXPECT_TRUE(r.out.empty()) << c.says;
   }
   const Captured help = RunCli({"plan", "--help"});
-  for (const char* flag : {"--head", "--pooling", "--loss", "--texts-per-example", "--num-labels",
-                           "--optimizer", "--grad-dtype", "--dropout", "--merge-columns",
-                           "--chunked-loss"}) {
+  for (const char* flag :
+       {"--head", "--pooling", "--loss", "--texts-per-example", "--num-labels", "--optimizer",
+        "--grad-dtype", "--dropout", "--merge-columns", "--chunked-loss"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }

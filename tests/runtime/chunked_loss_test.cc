@@ -44,8 +44,8 @@ TEST(ChunkedLoss, EqualsCrossEntropyOfTheLinearInFloat64) {
   targets[3] = -100;  // ignored, as F.cross_entropy ignores it
   // The reference: F.cross_entropy of the whole logits, in float64.
   const at::Tensor xr = x0.clone().requires_grad_(true), wr = w0.clone().requires_grad_(true);
-  const at::Tensor ref = at::cross_entropy_loss(at::linear(xr, wr), targets, {},
-                                                at::Reduction::Mean, -100);
+  const at::Tensor ref =
+      at::cross_entropy_loss(at::linear(xr, wr), targets, {}, at::Reduction::Mean, -100);
   ref.backward();
   for (int64_t chunks : {1, 4, 5, 37, 100}) {
     SCOPED_TRACE(chunks);
@@ -80,8 +80,8 @@ std::vector<at::Tensor> Gradients(const ModelConfig& c, double* loss) {
   model->AllocateGradients();
   ScheduleExecutor executor(*model, nullptr, CpuMeter(), 7);
   const Profile p = testing::AnalyticOf(c);
-  Result<StepResult> r = executor.RunStep(testing::PlannerSchedule(p, Strategy::kNone),
-                                          model->MakeBatch(7, 3), 3);
+  Result<StepResult> r =
+      executor.RunStep(testing::PlannerSchedule(p, Strategy::kNone), model->MakeBatch(7, 3), 3);
   EXPECT_TRUE(r.ok()) << r.status().message();
   *loss = r.ok() ? r->loss : 0;
   std::vector<at::Tensor> grads;

@@ -1,5 +1,5 @@
-// What a layer of a model keeps from forward to backward in the analytic
-// model on the CPU (the CPU's dtypes), for the tests that compare one job
+// A model's analytic profile on the CPU (the CPU's dtypes) and what a layer
+// keeps from forward to backward there, for the tests that compare one job
 // field against the job without it.
 #ifndef REMAT_TESTS_TESTING_CPU_KEPT_H_
 #define REMAT_TESTS_TESTING_CPU_KEPT_H_
@@ -15,15 +15,21 @@
 
 namespace remat::testing {
 
-// Activation bytes of `layer` ("block0", "head", ...); -1 and a test
-// failure where the profile fails or has no such layer.
-inline int64_t KeptOnCpu(const ModelConfig& c, const std::string& layer) {
+// The analytic profile of `c` on the CPU; empty, with a test failure, where
+// it fails.
+inline Profile ProfileOnCpu(const ModelConfig& c) {
   AnalyticOptions o;
   o.device = *LookupDevice("cpu");
   Result<Profile> p = AnalyticProfile(c, o);
   EXPECT_TRUE(p.ok()) << p.status().message();
-  if (!p.ok()) return -1;
-  for (const LayerProfile& l : p->layers) {
+  return p.ok() ? *p : Profile{};
+}
+
+// Activation bytes of `layer` ("block0", "head", ...); -1 and a test
+// failure where the profile fails or has no such layer.
+inline int64_t KeptOnCpu(const ModelConfig& c, const std::string& layer) {
+  const Profile p = ProfileOnCpu(c);
+  for (const LayerProfile& l : p.layers) {
     if (l.name == layer) return l.activation_bytes;
   }
   ADD_FAILURE() << "no layer " << layer;

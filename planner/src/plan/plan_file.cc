@@ -71,11 +71,10 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
     return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(object));
   }
   JsonObjectReader r(object, where);
-  REMAT_RETURN_IF_ERROR(
-      r.NoUnknownKeys({"precision", "attention", "head", "pooling", "loss", "texts_per_example",
-                       "num_labels", "merge_columns", "loss_chunks", "optimizer", "grad_dtype", "gradients",
-                       "dropout", "lora_rank", "lora_targets", "lora_dropout", "quantization",
-                       "alloc_conf"}));
+  REMAT_RETURN_IF_ERROR(r.NoUnknownKeys(
+      {"precision", "attention", "head", "pooling", "loss", "texts_per_example", "num_labels",
+       "merge_columns", "loss_chunks", "optimizer", "grad_dtype", "gradients", "dropout",
+       "lora_rank", "lora_targets", "lora_dropout", "quantization", "alloc_conf"}));
   PlannedJob j;
   REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
   REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));

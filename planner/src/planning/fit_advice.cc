@@ -55,8 +55,7 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
 // Auto's plans for the job's model changed by `change`, if the chosen one
 // fits.
 template <typename Change>
-std::optional<PlanSet> FittingPlansWith(const Job& job, const PlanOptions& options,
-                                        Change change) {
+std::optional<PlanSet> FittingPlansWith(const Job& job, const PlanOptions& options, Change change) {
   ModelConfig c = job.config();
   change(&c);
   if (!ValidateModelConfig(c, job.path).ok()) return std::nullopt;

@@ -14,6 +14,7 @@
 #include "remat/job.h"
 #include "remat/planning.h"
 #include "remat/profile.h"
+#include "testing/cpu_kept.h"
 
 namespace remat {
 namespace {
@@ -45,13 +46,7 @@ const LayerProfile& Layer(const Profile& p, const std::string& name) {
   return p.layers.front();
 }
 
-Profile Cpu(const ModelConfig& c) {
-  AnalyticOptions o;
-  o.device = *LookupDevice("cpu");
-  Result<Profile> p = AnalyticProfile(c, o);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  return p.ok() ? *p : Profile{};
-}
+Profile Cpu(const ModelConfig& c) { return testing::ProfileOnCpu(c); }
 
 // fp32, 8 chunks of 8 rows: the head keeps the input's gradient (n x h)
 // and its loss; through its forward it holds the weight's gradient (V x h)
@@ -78,8 +73,7 @@ TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
 TEST(ChunkedLoss, AutocastCastsOnceAndKeepsTheChunkInFp32) {
   const LayerProfile& head = Layer(Cpu(Llama(Precision::kAmpBf16, 8)), "head");
   const int64_t chunk = std::max(8 * kV * 6, 8 * kV * 2 + kV * kH * 2);
-  EXPECT_EQ(head.forward_workspace_bytes,
-            kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
+  EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
 }
 
 TEST(ChunkedLoss, AutoIsLigerKernelsChunkSize) {
@@ -125,7 +119,8 @@ TEST(ChunkedLoss, ModelJsonFieldAndItsChecks) {
   for (const auto& [json, message] : std::vector<std::pair<std::string, std::string>>{
            {base + R"(, "loss_chunks": 0})", "expected an integer in [1"},
            {base + R"(, "loss_chunks": "some"})", "or \"auto\", got \"some\""},
-           {base + R"(, "loss_chunks": 4, "head": "classification"})", "head is \"classification\""},
+           {base + R"(, "loss_chunks": 4, "head": "classification"})",
+            "head is \"classification\""},
            {base + R"(, "loss_chunks": 4, "logit_softcap": 30})", "does not soft-cap"}}) {
     Result<ModelConfig> bad = ParseModelConfig(json, "m.json");
     ASSERT_FALSE(bad.ok()) << json;
