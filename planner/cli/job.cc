@@ -17,7 +17,8 @@ std::vector<FlagSpec> JobFlags() {
       {"attention", "A", "override attention: eager, flash, sdpa (config.json's default)"},
       {"lora-rank", "R", "LoRA adapters of rank R on frozen weights (0: full fine-tuning)"},
       {"lora-targets", "LIST",
-       "LoRA targets: q,k,v,o,gate,up,down or all-linear (HF module names too); default q,v"},
+       "LoRA targets: q,k,v,o,gate,up,down,router or all-linear (HF module names too); default "
+       "q,v"},
       {"lora-dropout", "P", "PEFT's lora_dropout of the adapters' input, in [0, 1); default 0"},
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
       {"gradients", "G",
@@ -33,6 +34,9 @@ std::vector<FlagSpec> JobFlags() {
       {"num-labels", "N", "classification head: labels, default 2"},
       {"merge-columns", "B",
        "mnrl: true (default) runs the columns after the anchors as one pass, false one each"},
+      {"chunked-loss", "N",
+       "lm head and cross-entropy over N chunks of tokens (fused linear cross-entropy), or "
+       "auto; 0: off"},
   };
   for (const FlagSpec& f : HostLinkFlags()) flags.push_back(f);
   return flags;
@@ -115,6 +119,19 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
       return Status::Invalid("option --merge-columns: expected true or false, got '" + v + "'");
     }
     o.merge_columns = v == "true";
+  }
+  if (args.Has("chunked-loss")) {
+    const std::string v = args.Get("chunked-loss");
+    if (v == "auto") {
+      o.loss_chunks = kLossChunksAuto;
+    } else {
+      const Result<int64_t> n = args.GetInt("chunked-loss", 0, 0, 1 << 24);
+      if (!n.ok()) {
+        return Status::Invalid("option --chunked-loss: expected a number of chunks in [0, " +
+                               std::to_string(1 << 24) + "] (0: off) or auto, got '" + v + "'");
+      }
+      o.loss_chunks = *n;
+    }
   }
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {

@@ -142,10 +142,10 @@ Status ParseEncoder(const std::string& type, const JsonObjectReader& r, ModelCon
 
 // Model.json fields a "remat" object may set: the training job and the head.
 const std::vector<std::string> kJobKeys = {
-    "name",       "seq_len",      "micro_batch",       "grad_accumulation", "precision",
-    "grad_dtype", "optimizer",    "attention",         "dropout",           "head",
-    "pooling",    "loss",         "texts_per_example", "num_labels",        "pooler",
-    "gradients",  "merge_columns"};
+    "name",       "seq_len",       "micro_batch",       "grad_accumulation", "precision",
+    "grad_dtype", "optimizer",     "attention",         "dropout",           "head",
+    "pooling",    "loss",          "texts_per_example", "num_labels",        "pooler",
+    "gradients",  "merge_columns", "loss_chunks"};
 
 }  // namespace
 

@@ -9,10 +9,13 @@ using internal::JoinAlternatives;
 using internal::JsonObjectReader;
 namespace {
 
-// Target names and HF module names (llama, GPT-2, BERT) with their bits. A
-// GPT-2 or BERT name matches what PEFT's suffix match finds: "c_proj" is
-// both attn.c_proj and mlp.c_proj, "dense" is BERT's attention output,
-// intermediate and output dense layers.
+// Target names and HF module names (llama and its variants, GPT-2, BERT,
+// Phi-3, Mixtral's experts) with their bits. A GPT-2 or BERT name matches
+// what PEFT's suffix match finds: "c_proj" is both attn.c_proj and
+// mlp.c_proj, "dense" is BERT's attention output, intermediate and output
+// dense layers. Mixtral's w1, w3, w2 are the names PEFT converts to its
+// experts' gate_up_proj and down_proj; PEFT's "gate" there is the router,
+// "router" here ("gate" is the gate projection of every family).
 struct TargetName {
   const char* name;
   uint32_t bits;
@@ -40,8 +43,14 @@ const TargetName kTargetNames[] = {
     {"key", kLoraK},
     {"value", kLoraV},
     {"dense", kLoraO | kLoraUp | kLoraDown},
+    {"qkv_proj", kLoraQ | kLoraK | kLoraV},
+    {"gate_up_proj", kLoraGate | kLoraUp},
+    {"w1", kLoraGate},
+    {"w3", kLoraUp},
+    {"w2", kLoraDown},
+    {"router", kLoraRouter},
 };
-const char* const kCanonical[] = {"q", "k", "v", "o", "gate", "up", "down"};
+const char* const kCanonical[] = {"q", "k", "v", "o", "gate", "up", "down", "router"};
 
 const std::vector<std::string> kLoraDtypes = {"default", "fp32", "bf16", "fp16"};
 const std::vector<std::string> kQuantizations = {"none", "nf4"};
@@ -96,8 +105,9 @@ Result<uint32_t> ParseLoraTargets(std::string_view text) {
 }
 
 std::string LoraTargetsToString(uint32_t targets) {
+  if (targets == kLoraAllLinear) return "all-linear";
   std::string s;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < 8; ++i) {
     if (targets & (1u << i)) s += (s.empty() ? "" : ",") + std::string(kCanonical[i]);
   }
   return s;
@@ -189,6 +199,19 @@ Status internal::ValidateLora(const ModelConfig& c, const std::string& source) {
     return bad("lora_targets", std::string("gate: ") + ToString(c.architecture) +
                                    " has no gate projection (accepted: q, k, v, o, up, down, "
                                    "all-linear)");
+  }
+  if ((c.lora_targets & kLoraRouter) && c.lora_targets != kLoraAllLinear && c.experts == 0) {
+    return bad("lora_targets", "router: a dense model has no router (mixtures of experts only)");
+  }
+  const uint32_t gate_up = c.lora_targets & (kLoraGate | kLoraUp);
+  if (c.experts > 0 && gate_up != 0 && gate_up != (kLoraGate | kLoraUp)) {
+    return bad("lora_targets",
+               std::string(gate_up == kLoraGate ? "gate" : "up") + " without " +
+                   (gate_up == kLoraGate ? "up" : "gate") +
+                   ": the experts' gate and up projections are one parameter (gate_up_proj), "
+                   "adapted together or not at all, as PEFT requires (accepted: gate,up or "
+                   "gate_up_proj; PEFT's \"gate\" of a mixture of experts is its router: "
+                   "router)");
   }
   if (c.double_quant && c.quantization != Quantization::kNf4) {
     return bad("double_quant", "true: double quantization needs quantization \"nf4\"");

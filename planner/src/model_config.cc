@@ -66,6 +66,7 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "num_labels",
                                              "pooler",
                                              "merge_columns",
+                                             "loss_chunks",
                                              "activation",
                                              "qk_norm",
                                              "gemma_norms",
@@ -123,6 +124,18 @@ Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
   REMAT_RETURN_IF_ERROR(r.Int("num_labels", &c->num_labels, false, 1, kMaxTokens));
   REMAT_RETURN_IF_ERROR(r.Bool("pooler", &c->pooler, false));
   REMAT_RETURN_IF_ERROR(r.Bool("merge_columns", &c->merge_columns, false));
+  if (r.Has("loss_chunks")) {
+    std::string text;
+    if (r.String("loss_chunks", &text, false).ok()) {
+      if (text != "auto") {
+        return r.Error("loss_chunks",
+                       "expected a number of chunks (1 or more) or \"auto\", got \"" + text + "\"");
+      }
+      c->loss_chunks = kLossChunksAuto;
+    } else {
+      REMAT_RETURN_IF_ERROR(r.Int("loss_chunks", &c->loss_chunks, false, 1, kMaxTokens));
+    }
+  }
   const Head resolved = WithDefaults(*c).head;
   if (r.Has("pooling") && resolved != Head::kPooling) {
     return r.Error("pooling",
@@ -276,6 +289,23 @@ Status ValidateShapeAndHead(const ModelConfig& c, const std::string& source) {
   if (c.pooler && !bert) {
     return Bad(source, "pooler", "true: only bert has a pooler (" + arch + " has none)");
   }
+  if (c.loss_chunks != 0) {
+    if (c.loss_chunks != kLossChunksAuto && (c.loss_chunks < 1 || c.loss_chunks > kMaxTokens)) {
+      return Bad(source, "loss_chunks",
+                 "expected an integer in [1, " + std::to_string(kMaxTokens) +
+                     "] or \"auto\", got " + std::to_string(c.loss_chunks));
+    }
+    if (c.head != Head::kLm) {
+      return Bad(source, "loss_chunks",
+                 "the chunked loss is the lm head's cross-entropy (head is \"" + head +
+                     "\"); expected head lm or no loss_chunks");
+    }
+    if (c.logit_softcap > 0) {
+      return Bad(source, "loss_chunks",
+                 "the chunked loss does not soft-cap its logits (logit_softcap is set); "
+                 "expected logit_softcap 0 or no loss_chunks");
+    }
+  }
   if (c.pooler && c.head == Head::kClassification) {
     return Bad(source, "pooler",
                "true: the classification head's dense layer is the pooler "
@@ -304,6 +334,22 @@ bool HasLlamaVariant(const ModelConfig& c) {
          c.sliding_window > 0 || !c.sliding_layers.empty() || c.experts > 0;
 }
 
+namespace {
+
+// Liger-Kernel's chunk size (LigerFusedLinearCrossEntropyFunction): the
+// tokens over ceil(vocab / hidden), rounded up to a power of two.
+int64_t AutoLossChunks(const ModelConfig& c) {
+  const int64_t tokens = std::max<int64_t>(1, c.micro_batch * c.seq_len);
+  const int64_t factor =
+      std::max<int64_t>(1, (c.vocab + c.hidden - 1) / std::max<int64_t>(1, c.hidden));
+  const int64_t want = (tokens + factor - 1) / factor;
+  int64_t size = 1;
+  while (size < want) size *= 2;
+  return (tokens + size - 1) / size;
+}
+
+}  // namespace
+
 ModelConfig WithDefaults(const ModelConfig& config) {
   ModelConfig c = config;
   const bool bert = c.architecture == Architecture::kBert;
@@ -317,6 +363,7 @@ ModelConfig WithDefaults(const ModelConfig& config) {
   if (c.texts_per_example == 0) c.texts_per_example = c.loss == Loss::kMnrl ? 2 : 1;
   if (c.num_labels == 0) c.num_labels = 2;
   if (c.lora_rank > 0 && c.lora_targets == 0) c.lora_targets = kLoraQ | kLoraV;
+  if (c.loss_chunks == kLossChunksAuto) c.loss_chunks = AutoLossChunks(c);
   return c;
 }
 
@@ -541,6 +588,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
   j["pooler"] = d.pooler;
   if (d.loss == Loss::kMnrl) j["merge_columns"] = d.merge_columns;
+  if (c.loss_chunks == kLossChunksAuto) j["loss_chunks"] = "auto";
+  if (c.loss_chunks > 0) j["loss_chunks"] = c.loss_chunks;
   // The llama variants, where set (a plain llama's file stays as it was).
   if (d.activation != Activation::kSilu) j["activation"] = ToString(d.activation);
   if (d.qk_norm) j["qk_norm"] = true;

@@ -42,6 +42,7 @@ recomputed block given a KV cache is refused (train with use_cache=False).
 import inspect
 import json
 import os
+import sys
 
 from ._blocks import find_blocks, find_embedding
 from ._planner import EXIT_BAD_INPUT, InputError
@@ -394,6 +395,12 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     passes p1, p2, ...) follows each pass's decisions in the model's
     forwards with grad, counted in turn from the first after apply."""
     plan = _plan_json(plan)
+    chunks = (plan.get("job") or {}).get("loss_chunks")
+    if chunks:
+        print(f"remat.apply: the plan computes the loss over {chunks} chunks of tokens "
+              "(--chunked-loss); apply carries out its checkpointing only, the model's own "
+              "loss runs whole, and the peak exceeds the plan's by what chunking saves",
+              file=sys.stderr)
     passes = plan_segments(plan, outside_blocks)
     path, blocks = find_blocks(model)
     _check_model(model, blocks, passes[0].layers, plan, check_parameters)

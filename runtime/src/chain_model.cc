@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "attention.h"
+#include "chunked_loss.h"
 #include "dropout_regenerate.h"
 #include "encoder_model.h"
 #include "gpt_model.h"
@@ -187,6 +188,12 @@ at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor&
                                const DropoutSeeds& seeds,
                                const std::vector<at::Tensor>& skips) const {
   if (!skips.empty()) return ForwardLoss(x, skips, batch);
+  if (config_.loss_chunks > 0 && layer_kind(layer) == LayerKind::kHead) {
+    const at::Tensor rows = x.reshape({-1, config_.hidden});
+    return ChunkedLmLoss(rows, LmHeadWeight(), batch[1].reshape({rows.size(0)}),
+                         config_.loss_chunks);
+  }
+  if (config_.loss_chunks > 0 && layer_kind(layer) == LayerKind::kLoss) return x.view_as(x);
   if (layer_kind(layer) != LayerKind::kBlock) return ForwardLayer(layer, x, batch, seeds);
   // Separate statements: the prologue's outputs are released before the
   // epilogue runs (what a forward without grad holds).

@@ -27,7 +27,9 @@
 //
 // The pieces every architecture shares (weight initialization, dropout
 // seeding, eager attention, head splitting, the cross-entropy loss, the
-// synthetic batches) live here, written once.
+// synthetic batches) live here, written once. With a chunked loss
+// (ModelConfig::loss_chunks, chunked_loss.h) the "head" layer computes the
+// loss over chunks of its tokens and the "loss" layer passes it on.
 #ifndef REMAT_RUNTIME_SRC_CHAIN_MODEL_H_
 #define REMAT_RUNTIME_SRC_CHAIN_MODEL_H_
 
@@ -214,6 +216,9 @@ class ChainModel {
 
   // The token embedding's weight (vocab x hidden).
   virtual const at::Tensor& TokenEmbedding() const = 0;
+  // The lm head's weight (vocab x hidden; the token embedding's when tied),
+  // for the chunked loss (decoders).
+  virtual const at::Tensor& LmHeadWeight() const { return TokenEmbedding(); }
 
   // The forward of a layer that is not a block.
   virtual at::Tensor ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,

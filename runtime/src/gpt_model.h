@@ -40,6 +40,7 @@ class GptModel final : public ChainModel {
 
  private:
   const at::Tensor& TokenEmbedding() const override { return wte_; }
+  const at::Tensor& LmHeadWeight() const override { return lm_head_.defined() ? lm_head_ : wte_; }
   struct Block {
     at::Tensor ln1_w, ln1_b;
     Projection qkv, proj;

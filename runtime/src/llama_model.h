@@ -47,6 +47,7 @@ class LlamaModel final : public ChainModel {
 
  private:
   const at::Tensor& TokenEmbedding() const override { return embed_; }
+  const at::Tensor& LmHeadWeight() const override { return lm_head_.defined() ? lm_head_ : embed_; }
   struct Block {
     at::Tensor rms1;
     Projection q, k, v, o;  // q, k, v biases undefined without qkv_bias

@@ -237,6 +237,11 @@ TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
       {{"--merge-columns", "yes", config}, "option --merge-columns: expected true or false"},
       {{"--pooling", "cls", config}, "only the pooling head pools (head is mlm)"},
       {{"--head", "pooling", "--texts-per-example", "3", profile}, "is a profile"},
+      {{"--chunked-loss", "some", config},
+       "option --chunked-loss: expected a number of chunks in [0, 16777216] (0: off) or auto, "
+       "got 'some'"},
+      {{"--chunked-loss", "4", config}, "field 'loss_chunks': the chunked loss is the lm head's"},
+      {{"--chunked-loss", "auto", profile}, "is a profile"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--budget", "80GiB"};
@@ -248,8 +253,9 @@ TEST(Cli, BadJobFlagValuesNameTheFlagTheValueAndWhatIsAccepted) {
     EXPECT_TRUE(r.out.empty()) << c.says;
   }
   const Captured help = RunCli({"plan", "--help"});
-  for (const char* flag : {"--head", "--pooling", "--loss", "--texts-per-example", "--num-labels",
-                           "--optimizer", "--grad-dtype", "--dropout", "--merge-columns"}) {
+  for (const char* flag :
+       {"--head", "--pooling", "--loss", "--texts-per-example", "--num-labels", "--optimizer",
+        "--grad-dtype", "--dropout", "--merge-columns", "--chunked-loss"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }

@@ -8,6 +8,8 @@ off: a recompute runs the same ops on the same inputs in the same order, so
 the gradients with a plan applied equal the plain model's up to rounding
 (1e-6 relative, far below any real difference).
 """
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -137,6 +139,15 @@ class Llama(Case):
         plan = self.plan(strategy="uniform")
         self.assertEqual({d for d, _ in self.decisions(plan)}, {"checkpoint"})
         self.assertSameGradients(plan)
+
+    def test_a_chunked_loss_plan_says_apply_does_not_chunk_the_loss(self):
+        plan = json.loads(json.dumps(self.plan(strategy="uniform").json))
+        plan["job"]["loss_chunks"] = 4
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertSameGradients(plan)
+        self.assertIn("remat.apply: the plan computes the loss over 4 chunks", err.getvalue())
+        self.assertIn("apply carries out its checkpointing only", err.getvalue())
 
     def test_segments_recompute_their_blocks_once_more(self):
         plan = self.plan(strategy="segment", segments=2)

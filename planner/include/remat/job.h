@@ -44,6 +44,7 @@ struct JobOverrides {
   std::optional<int64_t> texts_per_example;  // mnrl: 2 pairs, 3 triplets
   std::optional<int64_t> num_labels;         // classification head only
   std::optional<bool> merge_columns;         // mnrl: the columns after the anchors in one pass
+  std::optional<int64_t> loss_chunks;        // chunked cross-entropy (ModelConfig::loss_chunks)
   // Micro-batches per optimizer step: changes no size or time of a
   // micro-step, so it applies to profiles too.
   std::optional<int64_t> grad_accumulation;
@@ -52,7 +53,8 @@ struct JobOverrides {
   bool any_model_field() const {
     return micro_batch || seq_len || precision || attention || lora_rank || lora_targets ||
            lora_dropout || quantization || gradients || optimizer || grad_dtype || dropout ||
-           head || pooling || loss || texts_per_example || num_labels || merge_columns;
+           head || pooling || loss || texts_per_example || num_labels || merge_columns ||
+           loss_chunks;
   }
   bool any() const { return any_model_field() || device || tflops; }
 };

@@ -113,18 +113,25 @@ enum class AttentionImpl {
   kSdpa,
 };
 
+// ModelConfig::loss_chunks: chosen from the vocabulary and hidden size.
+constexpr int64_t kLossChunksAuto = -1;
+
 // LoRA / QLoRA (PEFT's LoraConfig, bitsandbytes' 4-bit quantization).
 // Projections an adapter can target, as bits of ModelConfig::lora_targets.
-// GPT-2's fused c_attn is one module: q, k or v puts one adapter (out 3h) on it.
+// A fused module is one adapter: GPT-2's c_attn and Phi-3's qkv_proj for
+// any of q, k, v; Phi-3's gate_up_proj for gate or up. In a mixture of
+// experts gate, up and down are the experts' stacked parameters (PEFT's
+// target_parameters; gate and up together, one fused gate_up_proj).
 enum LoraTarget : uint32_t {
   kLoraQ = 1,
   kLoraK = 2,
   kLoraV = 4,
   kLoraO = 8,
-  kLoraGate = 16,  // llama only
-  kLoraUp = 32,    // llama up_proj, gpt c_fc, bert intermediate.dense
-  kLoraDown = 64,  // llama down_proj, gpt mlp.c_proj, bert output.dense
-  kLoraAllLinear = 127,
+  kLoraGate = 16,  // llama gate_proj, phi3 gate_up_proj, experts' gate (Mixtral w1)
+  kLoraUp = 32,    // llama up_proj, gpt c_fc, bert intermediate.dense, experts' up (w3)
+  kLoraDown = 64,  // llama down_proj, gpt mlp.c_proj, bert output.dense, experts' down (w2)
+  kLoraRouter = 128,  // a mixture of experts' router (PEFT's "gate" of Mixtral, Qwen3-MoE)
+  kLoraAllLinear = 255,
 };
 // The dtype of the adapters' weights (and so of their gradients and
 // optimizer state, as torch.optim keeps them); default: the model's.
@@ -210,6 +217,14 @@ struct ModelConfig {
   // * micro_batch texts; false (earlier versions, or column merging
   // disabled): one pass per column of micro_batch texts.
   bool merge_columns = true;
+  // The LM head and its cross-entropy computed over this many chunks of the
+  // tokens (fused linear cross-entropy, as Liger-Kernel's): each chunk's
+  // logits and their gradient exist one chunk at a time, the gradients of
+  // the head's input and weight are made in the forward. 0: off (one
+  // logits tensor); kLossChunksAuto: ceil(vocab / hidden) chunks, at most
+  // one a token (Liger-Kernel's chunk size). Decoders' lm head with the
+  // cross-entropy loss only.
+  int64_t loss_chunks = 0;
 
   // LoRA / QLoRA (README "LoRA and QLoRA"). lora_rank 0: full fine-tuning.
   int64_t lora_rank = 0;      // r of every adapter; the base weights are frozen

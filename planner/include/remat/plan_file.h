@@ -21,7 +21,7 @@ namespace remat {
 // Names and values are model.json's, each resolved (never "default"); a
 // field that does not apply to the job is left out (pooling: the pooling
 // head only; num_labels: the classification head only; lora_targets: a
-// LoRA rank above 0).
+// LoRA rank above 0; loss_chunks: a chunked loss).
 struct PlannedJob {
   std::optional<Precision> precision;
   std::optional<AttentionImpl> attention;
@@ -31,6 +31,7 @@ struct PlannedJob {
   std::optional<int64_t> texts_per_example;
   std::optional<int64_t> num_labels;
   std::optional<bool> merge_columns;
+  std::optional<int64_t> loss_chunks;  // chunked cross-entropy: with chunks only
   std::optional<Optimizer> optimizer;
   std::optional<GradDtype> grad_dtype;
   std::optional<Gradients> gradients;

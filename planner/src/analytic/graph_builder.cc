@@ -249,6 +249,19 @@ T Builder::Projection(const std::string& name, const T& x, int64_t in, int64_t o
   return sum;
 }
 
+T Builder::FoldedWeight(const std::string& name, int64_t count, int64_t in, int64_t outf,
+                        int64_t rank) {
+  in_adapter_ = true;
+  const int64_t elems = Mul({count, in, outf});
+  T w = Tensor(name + ".lora_weight", elems, dt_.param);
+  std::vector<T> outs = {w};
+  if (count == 1 || dt_.param < 4) outs.push_back(Tensor(name + ".lora_delta", elems, dt_.param));
+  Op(name + ".lora_fold", {}, outs, {}, 2.0 * static_cast<double>(elems) * rank, 2.0,
+     Mul({count, rank, in + outf}));
+  in_adapter_ = false;
+  return w;
+}
+
 T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
   T y = Tensor(name, x.elems, dt_.stream);
   // native_layer_norm keeps its input and, per row, the mean and rstd: fp32

@@ -158,6 +158,15 @@ class Builder {
   T Projection(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
                uint32_t target, Split split = Split::kNone);
 
+  // PEFT's adapter on a weight parameter (target_parameters: a mixture of
+  // experts' router and stacked experts), `count` matrices of outf x in,
+  // each with rank-`rank` factors (lora_A count*rank x in, lora_B outf x
+  // count*rank; trainable adapter parameters): the parametrized weight
+  // W + alpha/r * B @ A, a new tensor in the weights' dtype that its matmul
+  // keeps for backward. A stack of 32-bit experts folds it in one baddbmm;
+  // otherwise (the router, 16-bit weights) the delta is a transient first.
+  T FoldedWeight(const std::string& name, int64_t count, int64_t in, int64_t outf, int64_t rank);
+
   // LayerNorm (fused: keeps its input and the mean and rstd of each row, fp32
   // on CUDA, the input's dtype on CPU).
   T LayerNorm(const std::string& name, const T& x, int64_t width);

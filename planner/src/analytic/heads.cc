@@ -110,6 +110,46 @@ T Mnrl(Builder& B, const std::vector<T>& reps) {
   return CrossEntropy(B, scaled, b, /*made_targets=*/true);
 }
 
+// The LM head and its cross-entropy over ModelConfig::loss_chunks chunks
+// of the n tokens (fused linear cross-entropy), as the runtime's
+// ChunkedLmLoss runs it, one op: x (n x h) in; the mean loss and the
+// gradient of x out, the gradient kept (scaled by the loss's gradient in
+// backward, a new n x h tensor). Through the forward: the weight and x cast
+// to the matmul dtype once (16-bit under autocast), the weight's gradient
+// accumulated (in the weight's dtype; the head's backward hands it over as
+// the parameter's gradient), and one chunk of m = ceil(n / chunks) rows at
+// a time: its logits (m x V, matmul dtype), their fp32 copy (not with fp32
+// logits), in which the gradient softmax - one_hot is made in place, that
+// gradient cast to the matmul dtype (not in fp32), and, where the weight's
+// dtype is not the matmul dtype, the chunk's weight gradient before it is
+// added (V x h). Nothing of size n x V exists.
+T ChunkedLmLoss(Builder& B, const T& x) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, V = c.vocab, n = B.tokens();
+  const int64_t chunks = std::min(c.loss_chunks, n), m = (n + chunks - 1) / chunks;
+  const int mdt = B.dt().matmul, param = B.dt().param;
+  const bool trains = B.WeightsTrain();
+  T loss = B.Tensor("loss", 1, 4);
+  T grad_x = B.Tensor("chunked_loss.input_grad", x.elems, x.elem_bytes);
+  const int64_t chunk_logits = B.Mul({m, V});
+  int64_t chunk_peak = B.Mul({chunk_logits, mdt + (mdt != 4 ? 4 : 0)});
+  if (trains && param != mdt) {
+    chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, mdt}) + B.Mul({V, h, mdt}));
+  }
+  int64_t workspace = chunk_peak;
+  if (param != mdt) workspace += B.Mul({V, h, mdt});
+  if (x.elem_bytes != mdt) workspace += B.Mul({n, h, mdt});
+  if (trains) workspace += B.Mul({V, h, param});
+  const double nvh = static_cast<double>(n) * V * h;
+  const double flops = (trains ? 6.0 : 4.0) * nvh + 8.0 * static_cast<double>(n) * V;
+  const double backward = static_cast<double>(x.elems + (trains ? V * h : 0));
+  const bool tied = c.tie_embeddings;
+  B.Op("chunked_lm_loss", {x}, {loss, grad_x}, {grad_x}, flops, backward / flops,
+       tied ? 0 : B.Mul({V, h}), 0, false, true, tied && trains ? B.Mul({V, h}) : 0);
+  B.HoldInLastOp({}, workspace);
+  return loss;
+}
+
 }  // namespace
 
 bool TiedHead(const ModelConfig& c) {
@@ -143,6 +183,7 @@ T AddHead(Builder& B, const T& x) {
     case Head::kDefault:
       break;
   }
+  if (c.loss_chunks > 0) return ChunkedLmLoss(B, x);
   // Vocab-parallel under tensor parallelism: each rank's logits are its
   // share of the vocabulary, and so are the loss's log-probabilities.
   return B.Linear("lm_head", x, h, V, false, c.tie_embeddings, true, Split::kColumn);
@@ -154,6 +195,11 @@ T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
     std::vector<T> reps = earlier_passes;
     reps.push_back(out);
     return Mnrl(B, reps);
+  }
+  if (c.loss_chunks > 0) {  // the head made the loss: its gradient passes through
+    T loss = B.Tensor("loss", 1, 4);
+    B.Op("loss", {out}, {loss}, {}, 1.0, 1.0);
+    return loss;
   }
   const bool classes = c.head == Head::kClassification;
   return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes);

@@ -20,6 +20,7 @@ std::string TensorSplitError(const ModelConfig& c, const TensorSplit& split) {
     return at + "modeled for gpt and llama decoders (llama, mistral, qwen2) with an lm head";
   }
   if (c.lora_rank > 0) return at + "not modeled with LoRA adapters";
+  if (c.loss_chunks != 0) return at + "not modeled with a chunked loss (--chunked-loss)";
   const auto divides = [&](const char* what, int64_t n) -> std::string {
     if (n % t == 0) return "";
     return at + "it must divide " + what + " (" + std::to_string(n) + ")";

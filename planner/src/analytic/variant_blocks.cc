@@ -72,15 +72,46 @@ T GatedProduct(Builder& B, const T& gate_src, int64_t rows, int64_t f,
 // A linear over stacked expert weights (E x outf x in) through
 // transformers' grouped_mm: keeps its input for the weights' gradient.
 // torch._grouped_mm is on no autocast list: it runs in its input's dtype
-// (measured on CPU: amp_bf16 experts compute in fp32).
-T GroupedLinear(Builder& B, const std::string& name, const T& x, int64_t in, int64_t outf) {
+// (measured on CPU: amp_bf16 experts compute in fp32). `targeted`: LoRA
+// adapts the stack (FoldedWeight of rank `rank`), whose folded weight the
+// GEMM keeps with its input.
+T GroupedLinear(Builder& B, const std::string& name, const T& x, int64_t in, int64_t outf,
+                bool targeted = false, int64_t rank = 0) {
   const ModelConfig& c = B.config();
   const int64_t rows = x.elems / in;
+  std::vector<T> inputs = {x}, saved;
+  if (targeted) {
+    const T w = B.FoldedWeight(name, c.experts, in, outf, rank);
+    inputs.push_back(w);
+    saved = {x, w};
+  } else if (B.WeightsTrain()) {
+    saved.push_back(x);
+  }
   T y = B.Tensor(name, B.Mul({rows, outf}), x.elem_bytes);
-  std::vector<T> saved;
-  if (B.WeightsTrain()) saved.push_back(x);
-  B.Op(name, {x}, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
+  B.Op(name, inputs, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
   return y;
+}
+
+// The router's logits, x (n x h) -> n x E; under LoRA targeting the router
+// an F.linear of x and the folded weight, which keeps both.
+T RouterLogits(Builder& B, const T& y) {
+  const ModelConfig& c = B.config();
+  const int64_t h = c.hidden, E = c.experts;
+  if (c.lora_rank == 0 || (c.lora_targets & kLoraRouter) == 0) {
+    return B.Linear("router", y, h, E, false);
+  }
+  const T w = B.FoldedWeight("router", 1, h, E, c.lora_rank);
+  const T x = B.MatmulInput(y);
+  std::vector<T> inputs = {x, w}, saved = {x, w};
+  if (B.dt().autocast) {  // the weight's 16-bit copy, kept in its place
+    T cast = B.Tensor("router.weight_cast", w.elems, B.dt().matmul);
+    B.Op("router.weight_cast", {w}, {cast}, {}, static_cast<double>(w.elems), 1.0);
+    inputs[1] = saved[1] = cast;
+  }
+  const int64_t rows = y.elems / h;
+  T logits = B.Tensor("router", B.Mul({rows, E}), B.dt().matmul);
+  B.Op("router", inputs, {logits}, saved, 2.0 * rows * h * E, 2.0, B.Mul({h, E}));
+  return logits;
 }
 
 // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock with transformers' default
@@ -100,7 +131,7 @@ T ExpertsMlp(Builder& B, const T& y) {
   const int64_t f = c.expert_ffn_hidden > 0 ? c.expert_ffn_hidden : c.ffn_hidden;
   const int64_t n = y.elems / h, S = B.Mul({n, k});
   const double sd = static_cast<double>(S);
-  T logits = B.Linear("router", y, h, E, false);
+  T logits = RouterLogits(B, y);
   T probs = B.Tensor("router_probs", B.Mul({n, E}), 4);
   B.Op("router_softmax", {logits}, {probs}, {probs}, 5.0 * static_cast<double>(probs.elems), 1.0);
   T top = B.Tensor("router_top_k", S, 4);
@@ -113,9 +144,13 @@ T ExpertsMlp(Builder& B, const T& y) {
   B.Op("dispatch", {y, top_index}, {gathered, rows_index, perm}, {rows_index}, sd * h, 1.0);
   T weights = B.Tensor("dispatch_weights", S, top.elem_bytes);
   B.Op("dispatch_weights", {top, perm}, {weights}, {perm}, sd, 1.0);
-  T gate_up = GroupedLinear(B, "experts_gate_up", gathered, h, 2 * f);
+  // LoRA on the experts: PEFT adapts the fused gate_up_proj with twice the
+  // rank (one r for each of the two projections it fuses).
+  const uint32_t targets = c.lora_rank > 0 ? c.lora_targets : 0;
+  T gate_up = GroupedLinear(B, "experts_gate_up", gathered, h, 2 * f,
+                            (targets & (kLoraGate | kLoraUp)) != 0, 2 * c.lora_rank);
   T prod = GatedProduct(B, gate_up, S, f, [&] { return gate_up; });
-  T down = GroupedLinear(B, "experts_down", prod, f, h);
+  T down = GroupedLinear(B, "experts_down", prod, f, h, (targets & kLoraDown) != 0, c.lora_rank);
   T weighted = B.Tensor("combine_weights", down.elems, std::max(down.elem_bytes, weights.elem_bytes));
   B.Op("combine_weights", {down, weights}, {weighted}, {down, weights}, sd * h, 2.0);
   T inv_perm = B.Tensor("combine_perm", S, 8, false);

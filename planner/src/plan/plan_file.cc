@@ -23,6 +23,7 @@ PlannedJob PlannedJobOf(const ModelConfig& config) {
   j.texts_per_example = c.texts_per_example;
   if (c.head == Head::kClassification) j.num_labels = c.num_labels;
   j.merge_columns = c.merge_columns;
+  if (c.loss_chunks > 0) j.loss_chunks = c.loss_chunks;
   j.optimizer = c.optimizer;
   // The dtype GradientBytes resolves: fp32, or the precision's 16-bit type.
   const bool fp16 = c.precision == Precision::kFp16 || c.precision == Precision::kMixedFp16 ||
@@ -70,11 +71,10 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
     return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(object));
   }
   JsonObjectReader r(object, where);
-  REMAT_RETURN_IF_ERROR(
-      r.NoUnknownKeys({"precision", "attention", "head", "pooling", "loss", "texts_per_example",
-                       "num_labels", "merge_columns", "optimizer", "grad_dtype", "gradients",
-                       "dropout", "lora_rank", "lora_targets", "lora_dropout", "quantization",
-                       "alloc_conf"}));
+  REMAT_RETURN_IF_ERROR(r.NoUnknownKeys(
+      {"precision", "attention", "head", "pooling", "loss", "texts_per_example", "num_labels",
+       "merge_columns", "loss_chunks", "optimizer", "grad_dtype", "gradients", "dropout",
+       "lora_rank", "lora_targets", "lora_dropout", "quantization", "alloc_conf"}));
   PlannedJob j;
   REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
   REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));
@@ -88,6 +88,7 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
     REMAT_RETURN_IF_ERROR(r.Bool("merge_columns", &merge, false));
     j.merge_columns = merge;
   }
+  REMAT_RETURN_IF_ERROR(JobInt(r, "loss_chunks", 1, 1 << 24, &j.loss_chunks));
   REMAT_RETURN_IF_ERROR(JobName(r, "optimizer", ParseOptimizer, &j.optimizer));
   REMAT_RETURN_IF_ERROR(JobName(r, "grad_dtype", ParseGradDtype, &j.grad_dtype));
   REMAT_RETURN_IF_ERROR(JobName(r, "gradients", ParseGradients, &j.gradients));

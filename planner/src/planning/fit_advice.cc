@@ -1,5 +1,6 @@
 // When nothing fits: the lowest peak reached, and the micro-batch that would
 // fit (keeping the global batch with gradient accumulation where it can).
+#include <algorithm>
 #include <optional>
 
 #include "remat/planning.h"
@@ -51,9 +52,10 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
   return text;
 }
 
-// Auto's plan for the job's model changed by `change`, if one fits.
+// Auto's plans for the job's model changed by `change`, if the chosen one
+// fits.
 template <typename Change>
-std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, Change change) {
+std::optional<PlanSet> FittingPlansWith(const Job& job, const PlanOptions& options, Change change) {
   ModelConfig c = job.config();
   change(&c);
   if (!ValidateModelConfig(c, job.path).ok()) return std::nullopt;
@@ -64,7 +66,22 @@ std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, 
   auto_options.strategy = Strategy::kAuto;
   Result<PlanSet> s = MakePlan(*profile, auto_options);
   if (!s.ok() || !s->chosen.fits) return std::nullopt;
-  return s->chosen;
+  return std::move(*s);
+}
+
+// Auto's plan for the job's model changed by `change`, if one fits.
+template <typename Change>
+std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, Change change) {
+  std::optional<PlanSet> s = FittingPlansWith(job, options, change);
+  if (!s) return std::nullopt;
+  return std::move(s->chosen);
+}
+
+// The lowest peak of any strategy's plan in `s`.
+int64_t LowestPeak(const PlanSet& s) {
+  int64_t lowest = s.chosen.memory.total_bytes;
+  for (const Plan& c : s.candidates) lowest = std::min(lowest, c.memory.total_bytes);
+  return lowest;
 }
 
 std::string Fits(const std::string& what, const Plan& plan) {
@@ -130,6 +147,25 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
   return text;
 }
 
+// The LM head's logits (tokens x vocab, with their gradient and the fp32
+// copies of the loss) are often the step's largest tensors: the job's model
+// with the chunked loss (ModelConfig::loss_chunks, Liger-Kernel's chunk
+// size), planned, and what its lowest peak saves against `peak_bytes`, the
+// job's. Empty where the job has no lm head, chunks its loss already, or
+// the plan does not fit.
+std::string ChunkedLossAdvice(const Job& job, const PlanOptions& options, int64_t peak_bytes) {
+  const ModelConfig c = WithDefaults(job.config());
+  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0) return "";
+  ModelConfig auto_chunks = c;
+  auto_chunks.loss_chunks = kLossChunksAuto;
+  const int64_t chunks = WithDefaults(auto_chunks).loss_chunks;
+  std::optional<PlanSet> plans =
+      FittingPlansWith(job, options, [&](ModelConfig* m) { m->loss_chunks = chunks; });
+  if (!plans) return "";
+  return "; " + Fits("--chunked-loss " + std::to_string(chunks), plans->chosen) +
+         ": chunked loss saves " + FormatBytes(peak_bytes - LowestPeak(*plans));
+}
+
 }  // namespace
 
 FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search) {
@@ -158,6 +194,7 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& opt
                  FormatBytes(a.model_state_bytes) + ": " + StateAdvice(job, options);
     return a;
   }
+  if (c != nullptr) a.message += ChunkedLossAdvice(job, options, a.lowest_peak_bytes);
   if (c == nullptr || !search) {
     a.message += "; a budget of at least " + FormatBytes(a.lowest_peak_bytes) + " would fit";
     return a;

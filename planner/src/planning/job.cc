@@ -31,6 +31,7 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
   if (o.loss) c->loss = *o.loss;
   if (o.texts_per_example) c->texts_per_example = *o.texts_per_example;
   if (o.merge_columns) c->merge_columns = *o.merge_columns;
+  if (o.loss_chunks) c->loss_chunks = *o.loss_chunks;
   const Head head = WithDefaults(*c).head;
   if (o.pooling) {
     if (head != Head::kPooling) {

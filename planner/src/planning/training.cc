@@ -68,6 +68,7 @@ Status TakePlannedJob(const LoadedPlan& plan, const std::string& source, JobOver
   REMAT_RETURN_IF_ERROR(TakePlanned("num-labels", j.num_labels, &typed->num_labels, source));
   REMAT_RETURN_IF_ERROR(
       TakePlanned("merge-columns", j.merge_columns, &typed->merge_columns, source));
+  REMAT_RETURN_IF_ERROR(TakePlanned("chunked-loss", j.loss_chunks, &typed->loss_chunks, source));
   REMAT_RETURN_IF_ERROR(TakePlanned("optimizer", j.optimizer, &typed->optimizer, source));
   REMAT_RETURN_IF_ERROR(TakePlanned("grad-dtype", j.grad_dtype, &typed->grad_dtype, source));
   REMAT_RETURN_IF_ERROR(TakePlanned("gradients", j.gradients, &typed->gradients, source));

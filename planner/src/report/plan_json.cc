@@ -109,6 +109,7 @@ nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
   if (p.texts_per_example) j["texts_per_example"] = *p.texts_per_example;
   if (p.num_labels) j["num_labels"] = *p.num_labels;
   if (p.merge_columns) j["merge_columns"] = *p.merge_columns;
+  if (p.loss_chunks) j["loss_chunks"] = *p.loss_chunks;
   if (p.optimizer) j["optimizer"] = ToString(*p.optimizer);
   if (p.grad_dtype) j["grad_dtype"] = ToString(*p.grad_dtype);
   if (p.gradients) j["gradients"] = ToString(*p.gradients);

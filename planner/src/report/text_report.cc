@@ -121,6 +121,8 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
       << ToString(c.precision) << ", " << ToString(c.optimizer) << ", " << ToString(c.attention)
       << " attention" << SdpaKernel(c, p) << ", dropout " << c.dropout;
     if (c.grad_accumulation > 1) o << ", grad_accumulation " << c.grad_accumulation;
+    const int64_t chunks = WithDefaults(c).loss_chunks;
+    if (chunks > 0) o << ", loss in " << chunks << " chunks";
     o << "\n";
   } else if (p.micro_batch > 0) {
     o << "  job              seq_len " << p.seq_len << ", micro_batch " << p.micro_batch;

@@ -11,6 +11,7 @@
 #include "remat/analytic.h"
 #include "remat/input.h"
 #include "remat/profile.h"
+#include "testing/cpu_kept.h"
 #include "testing/hf_config.h"
 
 namespace remat {
@@ -216,16 +217,7 @@ ModelConfig Small(AttentionImpl attention) {
 }
 
 int64_t Kept(const ModelConfig& c, const std::string& layer) {
-  AnalyticOptions o;
-  o.device = *LookupDevice("cpu");
-  Result<Profile> p = AnalyticProfile(c, o);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  if (!p.ok()) return -1;
-  for (const LayerProfile& l : p->layers) {
-    if (l.name == layer) return l.activation_bytes;
-  }
-  ADD_FAILURE() << "no layer " << layer;
-  return -1;
+  return testing::KeptOnCpu(c, layer);
 }
 
 // Each variant field against the block without it, per token in fp32.

@@ -1,0 +1,164 @@
+// The chunked (fused linear) cross-entropy in the analytic model
+// (heads.cc ChunkedLmLoss, ModelConfig::loss_chunks): what the head and the
+// loss keep and allocate, the model.json field and its checks, Liger-Kernel's
+// automatic chunk count, and the no-fit advice that plans it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "remat/analytic.h"
+#include "remat/input.h"
+#include "remat/job.h"
+#include "remat/planning.h"
+#include "remat/profile.h"
+#include "testing/cpu_kept.h"
+
+namespace remat {
+namespace {
+
+constexpr int64_t kH = 64, kV = 4096, kS = 32, kB = 2, kTokens = kS * kB;
+
+ModelConfig Llama(Precision precision, int64_t chunks) {
+  ModelConfig c;
+  c.name = "llama";
+  c.architecture = Architecture::kLlama;
+  c.layers = 2;
+  c.hidden = kH;
+  c.heads = 4;
+  c.ffn_hidden = 128;
+  c.vocab = kV;
+  c.seq_len = kS;
+  c.micro_batch = kB;
+  c.dropout = 0;
+  c.precision = precision;
+  c.loss_chunks = chunks;
+  return c;
+}
+
+const LayerProfile& Layer(const Profile& p, const std::string& name) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.name == name) return l;
+  }
+  ADD_FAILURE() << "no layer " << name;
+  return p.layers.front();
+}
+
+Profile Cpu(const ModelConfig& c) { return testing::ProfileOnCpu(c); }
+
+// fp32, 8 chunks of 8 rows: the head keeps the input's gradient (n x h)
+// and its loss; through its forward it holds the weight's gradient (V x h)
+// and one chunk's logits, in which the gradient is made in place (8 x V).
+// The loss keeps nothing of the logits: the plain head keeps x for the
+// weight's gradient and the loss the log-probabilities (n x V).
+TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
+  const Profile plain = Cpu(Llama(Precision::kFp32, 0)), chunked = Cpu(Llama(Precision::kFp32, 8));
+  const LayerProfile& head = Layer(chunked, "head");
+  EXPECT_EQ(head.output_bytes, 4);
+  EXPECT_EQ(head.activation_bytes, 4 + kTokens * kH * 4);
+  EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 4 + 8 * kV * 4);
+  EXPECT_EQ(Layer(chunked, "loss").activation_bytes, 4);
+  EXPECT_EQ(Layer(plain, "loss").activation_bytes, 4 + kTokens * kV * 4);
+  // The weight's gradient is still the head's parameter gradient.
+  EXPECT_EQ(head.gradient_bytes, Layer(plain, "head").gradient_bytes);
+  EXPECT_EQ(chunked.parameters, plain.parameters);
+}
+
+// amp_bf16: x and the fp32 weight cast to bf16 once; a chunk's bf16 logits
+// and their fp32 copy live together, as do the fp32 gradient and its bf16
+// cast (6 bytes an element); the bf16 weight gradient of a chunk (V x h x
+// 2) is added into the fp32 one.
+TEST(ChunkedLoss, AutocastCastsOnceAndKeepsTheChunkInFp32) {
+  const LayerProfile& head = Layer(Cpu(Llama(Precision::kAmpBf16, 8)), "head");
+  const int64_t chunk = std::max(8 * kV * 6, 8 * kV * 2 + kV * kH * 2);
+  EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
+}
+
+TEST(ChunkedLoss, AutoIsLigerKernelsChunkSize) {
+  // ceil(4096 / 64) = 64; 64 tokens / 64 = 1 row a chunk: 64 chunks.
+  ModelConfig c = Llama(Precision::kFp32, kLossChunksAuto);
+  EXPECT_EQ(WithDefaults(c).loss_chunks, 64);
+  // 2048 tokens, vocab 128256 over 4096: factor 32, 64 rows a chunk.
+  c.seq_len = 1024;
+  c.hidden = 4096;
+  c.vocab = 128256;
+  EXPECT_EQ(WithDefaults(c).loss_chunks, 32);
+  // 100 tokens over factor 64: 2 rows, rounded up to a power of two.
+  c = Llama(Precision::kFp32, kLossChunksAuto);
+  c.seq_len = 50;
+  EXPECT_EQ(WithDefaults(c).loss_chunks, 50);
+}
+
+TEST(ChunkedLoss, ModelJsonFieldAndItsChecks) {
+  const std::string base =
+      R"({"architecture": "llama", "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128,
+          "vocab": 4096, "seq_len": 32)";
+  Result<ModelConfig> c = ParseModelConfig(base + R"(, "loss_chunks": 8})", "m.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->loss_chunks, 8);
+  Result<ModelConfig> again = ParseModelConfig(ModelConfigToJson(*c), "again.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->loss_chunks, 8);
+  // "auto" resolves with the file's other defaults (32 tokens over
+  // ceil(4096 / 64) = 64: one row a chunk).
+  c = ParseModelConfig(base + R"(, "loss_chunks": "auto"})", "m.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->loss_chunks, 32);
+  // A config.json's "remat" block sets it as model.json does.
+  c = ParseHfConfig(R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
+                        "remat": {"loss_chunks": 4}})",
+                    "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->loss_chunks, 4);
+  // Without the field the file is written as it was.
+  c = ParseModelConfig(base + "}", "m.json");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(ModelConfigToJson(*c).find("loss_chunks"), std::string::npos);
+  for (const auto& [json, message] : std::vector<std::pair<std::string, std::string>>{
+           {base + R"(, "loss_chunks": 0})", "expected an integer in [1"},
+           {base + R"(, "loss_chunks": "some"})", "or \"auto\", got \"some\""},
+           {base + R"(, "loss_chunks": 4, "head": "classification"})",
+            "head is \"classification\""},
+           {base + R"(, "loss_chunks": 4, "logit_softcap": 30})", "does not soft-cap"}}) {
+    Result<ModelConfig> bad = ParseModelConfig(json, "m.json");
+    ASSERT_FALSE(bad.ok()) << json;
+    EXPECT_NE(bad.status().message().find("m.json: field 'loss_chunks'"), std::string::npos)
+        << bad.status().message();
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status().message();
+  }
+}
+
+// A budget between the chunked and the plain job's lowest peaks: the advice
+// plans the chunked loss and says what it saves.
+TEST(ChunkedLoss, FitAdvicePlansTheChunkedLoss) {
+  Result<PlannerInput> in = ParsePlannerInput(
+      R"({"architecture": "llama", "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128,
+          "vocab": 32768, "seq_len": 256, "micro_batch": 2, "dropout": 0})",
+      "m.json");
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<Job> job = MakeJob(*in, {});
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  JobOverrides chunked_overrides;
+  chunked_overrides.loss_chunks = kLossChunksAuto;
+  Result<Job> chunked = MakeJob(*in, chunked_overrides);
+  ASSERT_TRUE(chunked.ok()) << chunked.status().message();
+  PlanOptions o;
+  o.strategy = Strategy::kAuto;
+  Result<PlanSet> best = MakePlan(chunked->profile, o);
+  ASSERT_TRUE(best.ok());
+  o.budget_bytes = best->chosen.memory.total_bytes + 1024;
+  Result<PlanSet> plans = MakePlan(job->profile, o);
+  ASSERT_TRUE(plans.ok());
+  ASSERT_FALSE(plans->chosen.fits);
+  const FitAdvice a = AdviseFit(*job, *plans, o, false);
+  EXPECT_NE(a.message.find("; --chunked-loss "), std::string::npos) << a.message;
+  EXPECT_NE(a.message.find(": chunked loss saves "), std::string::npos) << a.message;
+  // A job that chunks its loss already is not told to.
+  const FitAdvice again = AdviseFit(*chunked, *MakePlan(chunked->profile, o), o, false);
+  EXPECT_EQ(again.message.find("chunked loss"), std::string::npos) << again.message;
+}
+
+}  // namespace
+}  // namespace remat
