@@ -69,7 +69,7 @@ def run(spec, out_dir, rank, meter):
     engine = _train_engines.ENGINES[job.engine](model, job, device)
     data_rank = rank // job.tensor
     vocab = model.config.vocab_size
-    losses, gradients = [], None
+    losses = []
 
     def train_step(step):
         batch = _train_job.global_batch(step, job.global_batch, job.seq_len, vocab)
@@ -103,12 +103,13 @@ def run(spec, out_dir, rank, meter):
             measured = {"peak_bytes": peak, "baseline_bytes": baseline,
                         "step_peak_bytes": peak - baseline, "meter": "torch.cuda"}
         if step == 0 and spec.get("gradients"):
-            gradients = engine.full_gradients()
+            gradients = engine.full_gradients()  # a collective: every rank
+            if rank == 0:
+                torch.save({n: g.cpu() for n, g in gradients.items()}, spec["gradients"])
+            del gradients  # not held through the metered step
         engine.step()
         engine.syncs.end_step()
         losses.append(loss)
-    if gradients is not None and rank == 0:
-        torch.save({n: g.cpu() for n, g in gradients.items()}, spec["gradients"])
     predicted, source = job.predicted(rank)
     result = {"rank": rank, "world": job.nproc, "engine": job.engine,
               "backend": backend, "device": device.type,

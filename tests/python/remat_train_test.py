@@ -167,6 +167,22 @@ class TrainTest(unittest.TestCase):
             self.assertEqual(proc.stdout, "")
             print(f"\n{fail}: {last} ({seconds:.1f} s)")
 
+    def test_text_report_lists_each_rank(self):
+        from remat import _train_cli, _train_job
+
+        job = _train_job.Job("ddp", 2, self.plans["every1"], self.config)
+        ranks = [{"rank": r, "backend": "gloo", "device": "cpu",
+                  "predicted": {"peak_bytes": 1000, "source": "per_rank"},
+                  "measured": {"peak_bytes": 1020 + r, "meter": "remat_cpu_meter"},
+                  "gradient_syncs": [{"unit": "bucket", "units": 1, "total": 1, "per_unit": [1],
+                                      "in_non_final_micro_batches": 0}]} for r in range(2)]
+        lines = _train_cli._text(job, ranks).splitlines()
+        self.assertIn("ddp on 2 ranks (gloo, cpu)", lines[0])
+        self.assertEqual(lines[2].split(), ["0", "1,000", "B", "1,020", "B", "+2.00%", "1", "x",
+                                            "bucket,", "1", "each"])
+        self.assertEqual(lines[3].split()[5], "+2.10%")
+        self.assertEqual(len(lines), 4)  # per-rank predictions: no note
+
     def test_bad_input_exits_2_with_one_line(self):
         other = os.path.join(self.tmp.name, "wider.json")
         with open(other, "w") as f:
