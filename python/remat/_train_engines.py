@@ -48,18 +48,44 @@ def _loss(module, ids):
     return module(input_ids=ids, labels=ids).loss
 
 
-class Ddp:
+class _TorchEngine:
+    """What the PyTorch engines share: each micro-batch's loss divided by
+    K, backward under the engine's no-sync mechanism (sync_context), and
+    torch's AdamW over the model's (sharded) parameters."""
+
+    def _init(self, model, job):
+        import torch
+
+        self.model, self.k = model, job.grad_accumulation
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+
+    def sync_context(self, last):
+        """The context a micro-batch's forward and backward run in: the
+        engine's no-sync where not `last`."""
+        return contextlib.nullcontext()
+
+    def micro(self, ids, last):
+        self.syncs.last = last
+        with self.sync_context(last):
+            loss = _loss(self.wrapped, ids) / self.k
+            loss.backward()
+        return loss.item() * self.k
+
+    def step(self):
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+class Ddp(_TorchEngine):
     """DistributedDataParallel (bucket_cap_mb from the plan); a comm hook
     counts each bucket's all-reduce and runs PyTorch's default one;
     no_sync() on the non-final micro-batches."""
 
     def __init__(self, model, job, device):
-        import torch
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         from torch.nn.parallel import DistributedDataParallel
 
-        self.model, self.k = model, job.grad_accumulation
-        self.ddp = DistributedDataParallel(
+        self.ddp = self.wrapped = DistributedDataParallel(
             model, device_ids=[device] if device.type == "cuda" else None,
             bucket_cap_mb=job.bucket_cap_mb)
         self.syncs = SyncCounter("bucket")
@@ -69,18 +95,10 @@ class Ddp:
             return default_hooks.allreduce_hook(None, bucket)
 
         self.ddp.register_comm_hook(None, hook)
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+        self._init(model, job)
 
-    def micro(self, ids, last):
-        self.syncs.last = last
-        with contextlib.nullcontext() if last else self.ddp.no_sync():
-            loss = _loss(self.ddp, ids) / self.k
-            loss.backward()
-        return loss.item() * self.k
-
-    def step(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+    def sync_context(self, last):
+        return contextlib.nullcontext() if last else self.ddp.no_sync()
 
     def full_gradients(self):
         return {n: p.grad.detach().clone() for n, p in self.model.named_parameters()
@@ -108,7 +126,7 @@ def block_groups(model, plan):
     return [[blocks[i] for i in g] for g in groups]
 
 
-class Fsdp2:
+class Fsdp2(_TorchEngine):
     """torch.distributed.fsdp.fully_shard per decoder block (per recompute
     segment where one spans blocks, block_groups) then the root, with the
     plan's reshard_after_forward; set_all_reduce_hook counts each module's
@@ -116,11 +134,10 @@ class Fsdp2:
     micro-batches."""
 
     def __init__(self, model, job, device):
-        import torch
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
-        self.model, self.k = model, job.grad_accumulation
+        self.wrapped = model
         mesh = init_device_mesh(device.type, (job.nproc,))
         self.syncs = SyncCounter("module")
         groups = block_groups(model, job.plan)
@@ -131,18 +148,11 @@ class Fsdp2:
         self.groups = len(groups) + 1
         for i, module in enumerate([g[0] for g in groups] + [model]):
             module.set_all_reduce_hook(lambda _, key=i: self.syncs.count(key))
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+        self._init(model, job)
 
-    def micro(self, ids, last):
-        self.syncs.last = last
+    def sync_context(self, last):
         self.model.set_requires_gradient_sync(last)
-        loss = _loss(self.model, ids) / self.k
-        loss.backward()
-        return loss.item() * self.k
-
-    def step(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        return contextlib.nullcontext()
 
     def full_gradients(self):
         return {n: p.grad.full_tensor().detach() for n, p in self.model.named_parameters()
@@ -215,7 +225,7 @@ TP_PLAN = {"self_attn.q_proj": "col", "self_attn.k_proj": "col", "self_attn.v_pr
            "mlp.down_proj": "row"}
 
 
-class TensorParallel:
+class TensorParallel(_TorchEngine):
     """torch.distributed.tensor.parallel.parallelize_module on each decoder
     block: ColwiseParallel on q, k, v, gate and up, RowwiseParallel on o
     and down, over a DeviceMesh of every rank; the embedding, norms and
@@ -224,14 +234,13 @@ class TensorParallel:
     same gradient on every rank), so nothing synchronizes gradients."""
 
     def __init__(self, model, job, device):
-        import torch
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                        parallelize_module)
 
         from ._blocks import find_blocks
 
-        self.model, self.k = model, job.grad_accumulation
+        self.wrapped = model
         mesh = init_device_mesh(device.type, (job.nproc,))
         styles = {"col": ColwiseParallel, "row": RowwiseParallel}
         for block in find_blocks(model)[1]:
@@ -245,17 +254,7 @@ class TensorParallel:
                                  "gate/up/down projections)", EXIT_BAD_INPUT)
             parallelize_module(block, mesh, {n: styles[s]() for n, s in TP_PLAN.items()})
         self.syncs = SyncCounter("none")
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-
-    def micro(self, ids, last):
-        self.syncs.last = last
-        loss = _loss(self.model, ids) / self.k
-        loss.backward()
-        return loss.item() * self.k
-
-    def step(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self._init(model, job)
 
     def full_gradients(self):
         from torch.distributed.tensor import DTensor
