@@ -183,6 +183,58 @@ class TrainTest(unittest.TestCase):
         self.assertEqual(lines[3].split()[5], "+2.10%")
         self.assertEqual(len(lines), 4)  # per-rank predictions: no note
 
+    def plan_with(self, name, parallel=None, per_rank=None):
+        with open(self.plans["every1"]) as f:
+            plan = json.load(f)
+        if parallel is not None:
+            plan["job"]["parallel"] = dict(dict(gpus=2, data="ddp", tensor=1, sequence=False,
+                                                pipeline=1, bucket_cap_mb=25,
+                                                reshard_after_forward=True), **parallel)
+        if per_rank is not None:
+            plan["predicted"]["per_rank"] = per_rank
+        path = os.path.join(self.tmp.name, name + ".plan.json")
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        return path
+
+    def test_engine_against_the_plans_parallel_settings(self):
+        from remat import InputError, _train_job
+
+        cases = [
+            ("ddp", {"data": "fsdp2"}, "--engine ddp cannot run a plan made for data "
+                                       "parallelism 'fsdp2'"),
+            ("fsdp2", {"gpus": 4}, "the plan is for 4 GPUs"),
+            ("ddp", {"pipeline": 2}, "the plan has 2 pipeline stages"),
+            ("tp", {"data": "none", "tensor": 2, "sequence": True}, "sequence parallelism"),
+            ("tp", {"data": "none"}, "the plan's tensor-parallel degree is 1"),
+            ("deepspeed", {"data": "zero3"}, None),
+            ("fsdp2", {"data": "hsdp"}, "parallelism 'hsdp'"),
+        ]
+        for engine, parallel, says in cases:
+            path = self.plan_with(engine, parallel)
+            if says is None:
+                self.assertEqual(_train_job.Job(engine, 2, path, self.config).zero, 3)
+                continue
+            with self.assertRaises(InputError) as e:
+                _train_job.Job(engine, 2, path, self.config)
+            self.assertIn(says, str(e.exception))
+            self.assertEqual(e.exception.exit_code, 2)
+        with self.assertRaises(InputError) as e:
+            _train_job.Job("deepspeed", 2, self.plan_with("z", {"data": "zero3"}), self.config,
+                           zero=2)
+        self.assertIn("--zero 2: the plan is for ZeRO-3", str(e.exception))
+
+    def test_predicted_peak_is_the_ranks_own(self):
+        from remat import _train_job
+
+        per_rank = [{"rank": 0, "ranks": [0, 2], "peak_bytes": 100},
+                    {"rank": 1, "ranks": [1, 3], "peak_bytes": 200}]
+        job = _train_job.Job("ddp", 2, self.plan_with("per-rank", {}, per_rank), self.config)
+        self.assertEqual(job.predicted(0), (100, "per_rank"))
+        self.assertEqual(job.predicted(3), (200, "per_rank"))
+        plain = _train_job.Job("ddp", 2, self.plans["every1"], self.config)
+        self.assertEqual(plain.predicted(1), (plain.plan["predicted"]["peak_bytes"], "peak"))
+
     def test_bad_input_exits_2_with_one_line(self):
         other = os.path.join(self.tmp.name, "wider.json")
         with open(other, "w") as f:
