@@ -67,34 +67,41 @@ def _launch(job, spec_path, out_dir):
 
 
 def _first_failure(error, out_dir):
-    """The failed rank that reported first (its own .error file), else the
-    first the launcher saw; with its exit code and message."""
-    reported = []
-    for rank in error.failures:
+    """(rank, exit code, message) of the run's failure: a rank that died
+    without a word (os._exit, a signal other than the launcher's SIGTERM)
+    is the cause the others' collective errors point at; else the rank
+    whose error came first, naming the ranks the launcher then stopped
+    without an error of their own (a rank that hung)."""
+    reported, stopped = [], []
+    for rank, failure in sorted(error.failures.items()):
         path = os.path.join(out_dir, f"rank{rank}.error")
         if os.path.exists(path):
             with open(path) as f:
-                reported.append((os.path.getmtime(path), rank, json.load(f)))
-    killed = [(r, f) for r, f in error.failures.items()
-              if not os.path.exists(os.path.join(out_dir, f"rank{r}.error"))]
-    # A rank that died without a word (killed, os._exit) is the cause the
-    # others' collective errors point at.
-    for rank, failure in sorted(killed, key=lambda x: x[1].timestamp):
+                report = json.load(f)
+            reported.append((report.get("time", 0.0), rank, report))
+            continue
         code = failure.exitcode
+        if code == -signal.SIGTERM:
+            stopped.append(rank)
+            continue
         how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                else f"exited with code {code}")
         return rank, EXIT_INTERNAL, f"rank {rank} {how} without reporting an error"
-    if reported:
-        _, rank, report = min(reported)
-        code = report.get("exit_code", EXIT_INTERNAL)
-        message = report.get("message", "")
-        if message.startswith("remat train: "):
-            message = message[len("remat train: "):]
-        if code == EXIT_BAD_INPUT:  # the input, not the rank: every rank refuses it
-            return rank, code, message
-        return rank, code, f"rank {rank} failed: {message}"
-    rank, failure = error.get_first_failure()
-    return rank, EXIT_INTERNAL, f"rank {rank} failed (exit code {failure.exitcode})"
+    if not reported:
+        rank, failure = error.get_first_failure()
+        return rank, EXIT_INTERNAL, f"rank {rank} failed (exit code {failure.exitcode})"
+    _, rank, report = min(reported)
+    code = report.get("exit_code", EXIT_INTERNAL)
+    message = report.get("message", "")
+    if message.startswith("remat train: "):
+        message = message[len("remat train: "):]
+    if code == EXIT_BAD_INPUT:  # the input, not the rank: every rank refuses it
+        return rank, code, message
+    if stopped:
+        message += (f"; rank{'s' if len(stopped) > 1 else ''} "
+                    f"{', '.join(map(str, stopped))} reported no error and "
+                    f"{'were' if len(stopped) > 1 else 'was'} stopped")
+    return rank, code, f"rank {rank} failed: {message}"
 
 
 def _percent(measured, predicted):

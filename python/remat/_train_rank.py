@@ -9,14 +9,16 @@ global batch and writes OUT_DIR/rank<r>.json: its predicted and measured
 peak (the last step: bytes in use before it plus its peak, as
 tests/python/remat_e2e_cells.py meters a step), the gradient
 synchronizations counted per step and the losses. A failure writes
-OUT_DIR/rank<r>.error ({"message", "exit_code"}) and exits non-zero.
+OUT_DIR/rank<r>.error ({"message", "exit_code", "time"}) and exits non-zero.
 
-REMAT_TRAIN_FAIL="<rank>:<step>:<micro>[:exit]" makes that rank raise (or,
-with ":exit", os._exit(3)) before that micro-batch: the failure path's test.
+REMAT_TRAIN_FAIL="<rank>:<step>:<micro>[:exit|:hang]" makes that rank
+raise (with ":exit" os._exit(3), with ":hang" sleep an hour) before that
+micro-batch: the failure paths' test.
 """
 import json
 import os
 import sys
+import time
 
 
 def _meter():
@@ -35,6 +37,8 @@ def _fail_here(rank, step, micro):
     if [int(x) for x in parts[:3]] == [rank, step, micro]:
         if parts[3:] == ["exit"]:
             os._exit(3)
+        if parts[3:] == ["hang"]:
+            time.sleep(3600)
         raise RuntimeError(f"REMAT_TRAIN_FAIL: rank {rank} fails at step {step}, micro-batch "
                            f"{micro}")
 
@@ -140,7 +144,7 @@ def main():
         message = e.message if isinstance(e, Error) else f"{type(e).__name__}: {e}"
         with open(os.path.join(out_dir, f"rank{rank}.error"), "w") as f:
             json.dump({"message": message.splitlines()[0] if message else type(e).__name__,
-                       "exit_code": code}, f)
+                       "exit_code": code, "time": time.time()}, f)
         if isinstance(e, Error):
             sys.exit(code)
         raise

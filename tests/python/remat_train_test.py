@@ -18,8 +18,8 @@ Llama (4 layers, hidden 64, fp32, CPU):
     micro-batch (their engine refuses no_sync), counted as such;
   - each rank's measured peak printed beside the plan's prediction, and
     asserted within 3% where the plan predicts that rank (per_rank);
-  - a rank that raises, and one that exits without a word, end the run
-    in bounded time with one line naming the rank;
+  - a rank that raises, one that exits without a word and one that hangs
+    end the run in bounded time with one line naming the rank;
   - bad input (nproc not dividing the global batch, tp not dividing the
     heads, a plan for another model) exits 2 with one line.
 
@@ -156,14 +156,22 @@ class TrainTest(unittest.TestCase):
                     self.assertGreater(step["total"], step["in_non_final_micro_batches"], step)
 
     def test_failing_rank_is_named(self):
+        # A rank that raises, one that exits without a word, and one that
+        # hangs (an hour's sleep): the last ends at the other rank's
+        # 10 s collective timeout, well inside HANG_BOUND_S.
+        hang_bound_s = 300
         for fail, says in (("1:1:0", "rank 1 failed: RuntimeError: REMAT_TRAIN_FAIL"),
-                           ("1:1:1:exit", "rank 1 exited with code 3 without reporting")):
-            proc, seconds = run_train(["--engine", "ddp", "--nproc", "2", "--timeout", "30",
+                           ("1:1:1:exit", "rank 1 exited with code 3 without reporting"),
+                           ("1:1:0:hang", "rank 0 failed: RuntimeError: ")):
+            proc, seconds = run_train(["--engine", "ddp", "--nproc", "2", "--timeout", "10",
                                        "--plan", self.plans["every1"], self.config],
                                       env={"REMAT_TRAIN_FAIL": fail})
             self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
             last = proc.stderr.strip().splitlines()[-1]
             self.assertTrue(last.startswith("remat train: " + says), last)
+            if fail.endswith("hang"):
+                self.assertTrue(last.endswith("rank 1 reported no error and was stopped"), last)
+                self.assertLess(seconds, hang_bound_s)
             self.assertEqual(proc.stdout, "")
             print(f"\n{fail}: {last} ({seconds:.1f} s)")
 
