@@ -253,6 +253,15 @@ class TensorParallel(_TorchEngine):
                                  f"{', '.join(missing)} (it splits Llama-style q/k/v/o and "
                                  "gate/up/down projections)", EXIT_BAD_INPUT)
             parallelize_module(block, mesh, {n: styles[s]() for n, s in TP_PLAN.items()})
+        # Vocabulary-parallel embedding and head (Megatron's, torchtitan's
+        # plan): the embedding's rows split, its output summed to every
+        # rank; the head's columns split, the logits gathered for the loss.
+        embedding, head = model.get_input_embeddings(), model.get_output_embeddings()
+        if embedding is not None and head is not None and embedding.weight is not head.weight:
+            from torch.distributed.tensor import Replicate
+
+            parallelize_module(embedding, mesh, RowwiseParallel(input_layouts=Replicate()))
+            parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()))
         self.syncs = SyncCounter("none")
         self._init(model, job)
 

@@ -160,7 +160,8 @@ class Job:
     def _check_batch(self, global_batch):
         per_rank = self.micro_batch * self.grad_accumulation
         self.global_batch = per_rank * self.data_ranks
-        planned = (self.parallel or {}).get("global_batch")
+        searched = self.plan.get("global_batch")  # planner --global-batch
+        planned = searched.get("global_batch") if isinstance(searched, dict) else None
         want = global_batch or planned
         if want is None:
             return
@@ -177,8 +178,12 @@ class Job:
         """(peak_bytes, source): the plan's per-rank prediction for `rank`
         ('per_rank'), else its worst rank's / single process's ('peak')."""
         predicted = self.plan.get("predicted", {})
-        for entry in predicted.get("per_rank") or []:
-            if entry.get("rank") == rank or rank in (entry.get("ranks") or []):
+        entries = predicted.get("per_rank") or []
+        for entry in entries:
+            # An entry is one distinct rank ("rank") and how many ranks
+            # hold the same ("ranks"): one entry of all ranks stands for each.
+            if entry.get("rank") == rank or (len(entries) == 1 and
+                                             entry.get("ranks") == self.nproc):
                 return int(entry["peak_bytes"]), "per_rank"
         return int(predicted.get("peak_bytes", 0)), "peak"
 
