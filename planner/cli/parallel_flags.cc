@@ -71,8 +71,9 @@ Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
   }
   if (args.Has("bucket-cap-mb")) {
     if (p.data != DataParallel::kDdp) {
-      return Status::Invalid("option --bucket-cap-mb is DDP's: it needs --ddp (or --gpus 2+ "
-                             "without --zero or --fsdp)");
+      return Status::Invalid(
+          "option --bucket-cap-mb is DDP's: it needs --ddp (or --gpus 2+ "
+          "without --zero or --fsdp)");
     }
     REMAT_ASSIGN_OR_RETURN(p.bucket_cap_mb, args.GetDouble("bucket-cap-mb", 25, 1e-3, 1e6));
   }

@@ -23,6 +23,9 @@ constexpr double kMaxMs = 1e12;  // 30 years: anything above is a broken file
 // non-negative value is a measurement (a microsecond layer on a busy
 // machine can report 50); the cap only keeps sums finite.
 constexpr double kMaxSpread = 1e6;
+// Micro-batches a pipeline stage can hold in flight (a step's micro-batches
+// times the virtual stages bound it; far beyond any real schedule).
+constexpr int64_t kMaxInFlight = 1'000'000;
 
 // The same range ParseProfile accepts, so that every valid profile (an
 // analytic one included) can be written and read back.
@@ -74,6 +77,8 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
       r.Int("accumulate_workspace_bytes", &out->accumulate_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Bool("keeps_input", &out->keeps_input, false));
   REMAT_RETURN_IF_ERROR(r.Double("time_spread", &out->time_spread, false, 0, kMaxSpread));
+  REMAT_RETURN_IF_ERROR(r.Int("in_flight_microbatches", &out->in_flight_microbatches, false, 1,
+                              kMaxInFlight));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
     if (!s.is_array()) {
@@ -145,6 +150,10 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              ") is smaller than 'output_bytes' (" + std::to_string(l.output_bytes) +
                              "); activation_bytes includes the layer's output");
     }
+    if (l.in_flight_microbatches < 1 || l.in_flight_microbatches > kMaxInFlight) {
+      return Status::Invalid(where + ": field 'in_flight_microbatches': must be in [1, 1000000], " +
+                             "got " + std::to_string(l.in_flight_microbatches));
+    }
     if (!(l.time_spread >= 0 && l.time_spread <= kMaxSpread)) {
       return Status::Invalid(where + ": field 'time_spread': must be in [0, 1e6], got " +
                              std::to_string(l.time_spread));
@@ -181,6 +190,9 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
              std::max<int64_t>({0, l.backward_workspace_bytes, l.accumulate_workspace_bytes}) +
              std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
+    // The other micro-batches in flight hold at most the layer's input and
+    // what it keeps each.
+    total += (CheckedInt(l.input_bytes) + kept) * (l.in_flight_microbatches - 1);
     if (!total.ok()) {
       return Status::Invalid(where + ": byte counts add up past 4 EiB; not a real profile");
     }
@@ -306,6 +318,7 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
     }
     if (!l.keeps_input) lj["keeps_input"] = false;
     if (l.time_spread > 0) lj["time_spread"] = l.time_spread;
+    if (l.in_flight_microbatches != 1) lj["in_flight_microbatches"] = l.in_flight_microbatches;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
       for (const SelectiveOption& o : l.selective) {

@@ -48,6 +48,8 @@ class Requests {
   int64_t GradientsId(int layer) const { return tensors_ + 2 * layers_ + layer; }
   int64_t ModelStateId(int part) const { return tensors_ + 3 * layers_ + part; }
   int64_t WorkspaceId() const { return tensors_ + 3 * layers_ + 3; }
+  // The other micro-batches a pipeline stage holds in flight.
+  int64_t InFlightId() const { return tensors_ + 3 * layers_ + 4; }
 
   void Add(int64_t id, int64_t bytes) {
     tally_.Add(bytes);
@@ -111,9 +113,11 @@ class Replay {
   // `gradients_at_start`: the parameter gradients created in backward exist
   // before the first op (micro-batches 2..K of an update).
   // `events` (may be null) receives the allocator requests (Requests).
+  // `in_flight_bytes`: what the other micro-batches of a pipeline stage
+  // hold (InFlightBytes), live from the start to the end.
   Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
          const CachingAllocatorModel* allocator, bool gradients_at_start,
-         std::vector<AllocEvent>* events = nullptr)
+         std::vector<AllocEvent>* events = nullptr, int64_t in_flight_bytes = 0)
       : p_(p), s_(s), graph_(g), tally_(p.num_layers(), allocator, events) {
     const int L = p.num_layers();
     live_.resize(3 * (L + 1));
@@ -139,6 +143,8 @@ class Replay {
     x0 = {true, p.layers[0].input_bytes, MemoryCategory::kActivations, -1};
     cat_[MemoryCategory::kActivations] += x0.bytes;
     tally_.Add(Key({TensorKind::kX, 0}, L), x0.bytes);
+    cat_[MemoryCategory::kActivations] += in_flight_bytes;
+    tally_.Add(tally_.InFlightId(), in_flight_bytes);
   }
 
   // Executes op `i`; fills the point. `pending_` holds the op's writes and
@@ -538,17 +544,51 @@ std::vector<bool> InputReleasingOps(const Schedule& schedule,
 
 namespace {
 
+// What the other micro-batches a pipeline stage has in flight hold
+// (LayerProfile::in_flight_microbatches): for each layer, (in flight - 1)
+// times what one micro-batch holds of it at its forward-to-backward turn
+// (before the schedule's first backward) under the schedule: the layer's
+// input x[i] and saved a[i], where on the device. The stage's output
+// x[L] is not held: the stage sends it on and frees it (Megatron's
+// deallocate_output_tensor); the one micro-batch's stands for the buffer
+// its gradient is received into. 0 without in-flight micro-batches.
+int64_t InFlightBytes(const Profile& profile, const Schedule& schedule, const ChainGraph& graph) {
+  const int L = profile.num_layers();
+  bool pipelined = false;
+  for (const LayerProfile& l : profile.layers) pipelined = pipelined || l.in_flight_microbatches > 1;
+  if (!pipelined) return 0;
+  Replay replay(profile, schedule, graph, nullptr, false);
+  SimulationResult scratch;
+  TimelinePoint pt;
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    if (schedule.ops[i].kind == OpKind::kBackward) break;
+    replay.Step(static_cast<int>(i), &pt, &scratch);
+  }
+  int64_t bytes = 0;
+  for (int i = 0; i < L; ++i) {
+    const int64_t others = profile.layers[i].in_flight_microbatches - 1;
+    for (TensorKind kind : {TensorKind::kX, TensorKind::kA}) {
+      const LiveTensor& lt = replay.live()[Key({kind, i}, L)];
+      if (lt.live && (!lt.on_host || lt.leaving)) bytes += others * lt.bytes;
+    }
+  }
+  return bytes;
+}
+
 // One micro-step: replays the schedule, with the parameter gradients created
 // in backward existing from the start or not.
 SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& schedule,
                                    const ChainGraph& graph, const CachingAllocatorModel* allocator,
-                                   bool gradients_at_start, SimulationDetail detail) {
+                                   bool gradients_at_start, SimulationDetail detail,
+                                   int64_t in_flight_bytes) {
   const bool full = detail == SimulationDetail::kFull;
   SimulationResult r;
   r.static_bytes = profile.static_bytes();
+  r.in_flight_bytes = in_flight_bytes;
   if (full) r.timeline.resize(schedule.ops.size());
   {
-    Replay replay(profile, schedule, graph, allocator, gradients_at_start);
+    Replay replay(profile, schedule, graph, allocator, gradients_at_start, nullptr,
+                  in_flight_bytes);
     TimelinePoint point;  // without a timeline
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
       TimelinePoint& pt = full ? r.timeline[i] : point;
@@ -562,7 +602,7 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
     }
     replay.Finish();
     if (schedule.ops.empty()) {
-      r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes;
+      r.peak_bytes = profile.static_bytes() + profile.layers[0].input_bytes + in_flight_bytes;
       if (gradients_at_start) {
         r.peak_bytes += profile.total_gradient_bytes() - profile.static_memory.gradient_bytes;
       }
@@ -575,7 +615,8 @@ SimulationResult SimulateMicroStep(const Profile& profile, const Schedule& sched
   // Attribute the live tensors at the peak to layers: replay up to the peak op.
   r.layer_bytes_at_peak.assign(profile.num_layers(), 0);
   if (r.peak_op >= 0) {
-    Replay replay(profile, schedule, graph, allocator, gradients_at_start);
+    Replay replay(profile, schedule, graph, allocator, gradients_at_start, nullptr,
+                  in_flight_bytes);
     SimulationResult scratch;
     TimelinePoint pt;
     for (int i = 0; i <= r.peak_op; ++i) replay.Step(i, &pt, &scratch);
@@ -616,7 +657,8 @@ Result<std::vector<AllocEvent>> AllocationEvents(const Profile& profile, const S
                                                  bool gradients_at_start) {
   REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph, ValidatedGraph(profile, schedule));
   std::vector<AllocEvent> events;
-  Replay replay(profile, schedule, *graph, nullptr, gradients_at_start, &events);
+  Replay replay(profile, schedule, *graph, nullptr, gradients_at_start, &events,
+                InFlightBytes(profile, schedule, *graph));
   SimulationResult scratch;
   TimelinePoint pt;
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
@@ -631,12 +673,15 @@ Result<SimulationResult> Simulate(const Profile& profile, const Schedule& schedu
   REMAT_ASSIGN_OR_RETURN(const ChainGraph* graph_ptr, ValidatedGraph(profile, schedule));
   const ChainGraph& graph = *graph_ptr;
   const bool created = profile.total_gradient_bytes() > profile.static_memory.gradient_bytes;
+  const int64_t in_flight = InFlightBytes(profile, schedule, graph);
   if (profile.grad_accumulation <= 1 || !created) {
-    return SimulateMicroStep(profile, schedule, graph, allocator, false, detail);
+    return SimulateMicroStep(profile, schedule, graph, allocator, false, detail, in_flight);
   }
   // Micro-batch 1 creates the gradients; 2..K start with them.
-  SimulationResult first = SimulateMicroStep(profile, schedule, graph, allocator, false, detail);
-  SimulationResult later = SimulateMicroStep(profile, schedule, graph, allocator, true, detail);
+  SimulationResult first =
+      SimulateMicroStep(profile, schedule, graph, allocator, false, detail, in_flight);
+  SimulationResult later =
+      SimulateMicroStep(profile, schedule, graph, allocator, true, detail, in_flight);
   SimulationResult& chosen = first.peak_bytes > later.peak_bytes ? first : later;
   chosen.reserved_peak_bytes = std::max(first.reserved_peak_bytes, later.reserved_peak_bytes);
   return std::move(chosen);

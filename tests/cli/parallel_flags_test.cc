@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -54,7 +53,8 @@ TEST(ParallelFlags, AProfileIsOneRankAlready) {
   ExpectRefused({"--budget", "24GB", "--gpus", "2", "--tp", "2", profile},
                 "--tp, --sp and --pp change its activations");
   const nlohmann::json one = PlanJson({"--budget", "24GB", profile});
-  const nlohmann::json zero2 = PlanJson({"--budget", "24GB", "--gpus", "2", "--zero", "2", profile});
+  const nlohmann::json zero2 =
+      PlanJson({"--budget", "24GB", "--gpus", "2", "--zero", "2", profile});
   EXPECT_LT(zero2["predicted"]["static_bytes"].get<int64_t>(),
             one["predicted"]["static_bytes"].get<int64_t>());
   EXPECT_EQ(zero2["job"]["parallel"]["data"], "zero2");
@@ -108,8 +108,8 @@ TEST(ParallelFlags, PipelineStagesAreRanksOfTheirOwn) {
   EXPECT_EQ(ranks[1]["stage"], 1);
   EXPECT_EQ(ranks[1]["rank"], 2);  // tensor first, then data, then pipeline
   EXPECT_EQ(ranks[0]["ranks"], 2);
-  const int64_t worst = std::max(ranks[0]["peak_bytes"].get<int64_t>(),
-                                 ranks[1]["peak_bytes"].get<int64_t>());
+  const int64_t worst =
+      std::max(ranks[0]["peak_bytes"].get<int64_t>(), ranks[1]["peak_bytes"].get<int64_t>());
   EXPECT_EQ(j["predicted"]["peak_bytes"].get<int64_t>(), worst);
 }
 

@@ -108,6 +108,16 @@ def megatron_flags(text):
     return flags
 
 
+def torchtitan_job(test, text, directory):
+    """torchtitan's JobConfig of the TOML `text`, each of its keys checked read as written."""
+    job = TorchtitanConfigManager().parse_args(
+        ["--job.config_file", written(directory, "job.toml", text)])
+    for section, values in tomllib.loads(text).items():
+        for key, value in values.items():
+            test.assertEqual(getattr(getattr(job, section), key), value, f"[{section}] {key}")
+    return job
+
+
 def command(*args):
     r = subprocess.run([PLANNER, *args], capture_output=True, text=True)
     return r.returncode, r.stdout, r.stderr
@@ -192,12 +202,7 @@ class Export(unittest.TestCase):
         for name, text, micro_batch, accumulation in cases("torchtitan",
                                                            "export-torchtitan.toml"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
-                job = TorchtitanConfigManager().parse_args(
-                    ["--job.config_file", written(tmp, "job.toml", text)])
-                for section, values in tomllib.loads(text).items():
-                    for key, value in values.items():
-                        self.assertEqual(getattr(getattr(job, section), key), value,
-                                         f"[{section}] {key}")
+                job = torchtitan_job(self, text, tmp)
                 self.assertEqual(job.training.local_batch_size, micro_batch)
                 self.assertEqual(job.training.global_batch_size, micro_batch * accumulation)
                 self.assertIn(job.activation_checkpoint.mode, ("none", "full", "selective"))
@@ -259,12 +264,7 @@ class ParallelExport(unittest.TestCase):
                 ({"gpus": 4, "ddp": True}, (4, 1, 1, 1))):
             with self.subTest(options=options), tempfile.TemporaryDirectory() as tmp:
                 text = str(remat.plan(GPT2, budget="24GB", **options).export("torchtitan"))
-                job = TorchtitanConfigManager().parse_args(
-                    ["--job.config_file", written(tmp, "job.toml", text)])
-                for section, values in tomllib.loads(text).items():
-                    for key, value in values.items():
-                        self.assertEqual(getattr(getattr(job, section), key), value,
-                                         f"[{section}] {key}")
+                job = torchtitan_job(self, text, tmp)
                 p = job.parallelism
                 self.assertEqual((p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
                                   p.tensor_parallel_degree, p.pipeline_parallel_degree), degrees)

@@ -59,7 +59,15 @@ struct AnalyticOptions {
   DeviceSpec device;  // default: LookupDevice("a100")
   double tflops = 0;  // > 0: achieved TFLOP/s for every precision (overrides device)
   // The ranks the job runs on: the profile describes one rank (its tensor-
-  // and sequence-parallel share of each block's activations).
+  // and sequence-parallel share of each block's activations, workspaces and
+  // times: Megatron's column- and row-parallel projections, vocab-parallel
+  // embedding, head and loss; docs/tensor-pipeline-parallel.md). Only
+  // `tensor` and `sequence` are read here; parameters, static memory and
+  // the layers' gradient_bytes stay the whole model's (the model state a
+  // rank holds is the caller's to split). AnalyticProfile fails when the
+  // degree does not divide the heads, kv_heads, ffn_hidden (and seq_len
+  // under sequence parallelism), or for a model the split is not modeled
+  // for (gpt and llama decoders with an lm head, without LoRA).
   Parallelism parallel;
 };
 

@@ -128,6 +128,15 @@ struct LayerProfile {
   // transient.
   int64_t skip_bytes = 0;
 
+  // Micro-batches whose forward of this layer has run and whose backward
+  // has not at the peak of a pipeline stage, this one's included (1F1B
+  // stage s of p: min(p - s, M); remat/pipeline.h). Above 1, Simulate holds
+  // the other micro-batches' share of the layer, what one micro-batch keeps
+  // of it through its forward-to-backward turn under the schedule (its
+  // input x[i] and saved a[i]), beside the micro-batch it runs. 1: a single
+  // rank.
+  int64_t in_flight_microbatches = 1;
+
   // Forward workspace under a save mode: option -1 is the full forward.
   int64_t forward_workspace_for(int option) const {
     if (option >= 0 && selective[option].forward_workspace_bytes >= 0) {

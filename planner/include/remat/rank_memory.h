@@ -26,8 +26,8 @@ struct MemoryTerm {
 // One copy of the model state of a rank's layers, before data parallelism
 // divides it (the ZeRO paper's 2Ψ + 2Ψ + KΨ for mixed precision with Adam).
 struct ReplicaState {
-  int64_t weight_bytes = 0;    // every weight the layers hold, frozen ones and buffers included
-  int64_t gradient_bytes = 0;  // the trained weights' gradients, in the gradient dtype
+  int64_t weight_bytes = 0;     // every weight the layers hold, frozen ones and buffers included
+  int64_t gradient_bytes = 0;   // the trained weights' gradients, in the gradient dtype
   int64_t optimizer_bytes = 0;  // master weights and moments of the trained weights
   int64_t master_weight_bytes = 0;  // of optimizer_bytes: the fp32 master weights (mixed_*)
   // For the engines that gather weights per block (FSDP2, ZeRO-3): the
@@ -58,8 +58,8 @@ struct RankModelState {
   // The rank keeps 1/gradient_divisor of each gradient (1: all of it).
   int64_t gradient_divisor = 1;
   int64_t total() const {
-    return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes +
-           unsharded_bytes + reduce_scatter_bytes;
+    return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
+           reduce_scatter_bytes;
   }
   // The terms by name, those above 0 only beyond the first three.
   std::vector<MemoryTerm> terms() const;

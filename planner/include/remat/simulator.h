@@ -41,6 +41,11 @@
 // the host bytes when its copy ends, and the first compute op reading the
 // tensor starts no earlier than that end. Only those stalls are transfer_ms;
 // link_busy_ms is all copy time.
+// Pipeline stages: where layers have in_flight_microbatches k > 1, the step
+// holds beside the one micro-batch it runs (k - 1) times what that
+// micro-batch keeps of each such layer at its turn from forward to backward
+// under the schedule (its inputs and saved tensors; not the stage's
+// output, which is sent on and freed), from the first op to the last.
 // Every figure the planner reports comes from here.
 #ifndef REMAT_SIMULATOR_H_
 #define REMAT_SIMULATOR_H_
@@ -96,6 +101,10 @@ struct SimulationResult {
   int peak_op = -1;                   // op index reaching peak_bytes (first one)
   int64_t static_bytes = 0;           // model state, live throughout
   int64_t activation_peak_bytes = 0;  // peak_bytes - static_bytes
+  // A pipeline stage's other micro-batches in flight: what they hold
+  // (LayerProfile::in_flight_microbatches), live through the whole step and
+  // counted as activations in every figure. 0 on a single rank.
+  int64_t in_flight_bytes = 0;
   MemoryByCategory at_peak;           // composition of the peak
   // Max over timeline of reserved: the allocator-rounded peak (== peak_bytes
   // without an allocator model; never below it).

@@ -165,7 +165,8 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   KernelDevice kernels;
   kernels.cpu = device.name == "cpu";
   kernels.sdpa = SdpaDeviceFor(device.name);
-  REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels));
+  const analytic::TensorSplit split{options.parallel.tensor, options.parallel.sequence};
+  REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels, split));
   const bool fp32 = ConventionOf(config.precision).activation_bytes == 4;
   double tflops = fp32 ? device.tflops_fp32 : device.tflops_16bit;
   double efficiency = device.efficiency;

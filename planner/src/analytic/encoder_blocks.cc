@@ -17,13 +17,19 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   // `old + new` (InputBuffer::accumulate; the head's gradient is a view of
   // its mm's output, which it does not add into in place), before
   // AccumulateGrad takes the sum: a second V x h transient.
-  const int64_t tied_sum = TiedHead(c) ? B.Mul({V, h, B.dt().param}) : 0;
+  // Vocab-parallel (TensorSplit): each rank looks up its rows of the
+  // vocabulary and the ranks reduce the sum (scatter it under sequence
+  // parallelism); the tied gradient sum is of its rows.
+  const int64_t t = B.split().ranks;
+  const int64_t tied_sum = TiedHead(c) ? B.Mul({(V + t - 1) / t, h, B.dt().param}) : 0;
   B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}), tied_sum);
+  x = B.ScatterSequence("wte", x);
   if (c.architecture == Architecture::kLlama) return x;
   // Learned positions (and token types) broadcast over the batch. RoBERTa's
   // position offset (padding_idx + 1) only sizes its table: max_position rows.
   const bool bert = c.architecture == Architecture::kBert;
-  T pos = B.Tensor("position_embeddings", B.Mul({c.seq_len, h}), stream);
+  const int64_t positions = B.split().sequence ? c.seq_len / t : c.seq_len;
+  T pos = B.Tensor("position_embeddings", B.Mul({positions, h}), stream);
   const int64_t rows = c.max_position + (bert ? c.type_vocab : 0);
   B.Op("wpe", {}, {pos}, {}, 0, 1.0, B.Mul({rows, h}));
   x = B.Add("add_positions", x, pos);

@@ -16,8 +16,9 @@ Dtypes DtypesFor(Precision p) {
   return {a, a, a, a, c.weight_bytes, false};
 }
 
-Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out)
-    : c_(c), device_(device), dt_(DtypesFor(c.precision)), out_(out) {
+Builder::Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out,
+                 const TensorSplit& split)
+    : c_(c), device_(device), dt_(DtypesFor(c.precision)), out_(out), split_(split) {
   sequences_ = Mul({c.micro_batch, c.texts_per_example});
   tokens_ = Mul({c.seq_len, sequences_});
   // CPU autocast's policy, unlike CUDA's, has no fp32 entry for softmax: it
@@ -153,27 +154,36 @@ T Builder::MatmulInput(const T& x, bool core) {
 }
 
 T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
-                  bool tied, bool trainable) {
+                  bool tied, bool trainable, Split split) {
+  // One tensor-parallel rank's share of the weight: in / t rows, or outf / t
+  // columns (a vocabulary that t does not divide is padded, as Megatron's).
+  const int64_t t = split == Split::kNone ? 1 : split_.ranks;
+  const int64_t in_rank = split == Split::kRow ? in / t : in;
+  const int64_t out_rank = split == Split::kColumn ? (outf + t - 1) / t : outf;
   const T xin = MatmulInput(x);
+  // Sequence-parallel: the matmul reads the gathered tokens; the shard is
+  // what it keeps.
+  const T xmm = split == Split::kColumn ? GatherSequence(xin) : xin;
   const bool train_w = trainable && WeightsTrain();
-  const bool x_grad = Grad(xin);
+  const bool x_grad = Grad(xmm);
   // QLoRA: bitsandbytes quantizes every linear of the blocks (not the
   // embeddings, the head or the adapters).
   const bool quantized =
       c_.quantization == Quantization::kNf4 && kind_ == kBlockKind && !in_adapter_ && !tied;
   const int64_t weight = tied ? 0 : Mul({in, outf});
   const int64_t params = weight + (bias ? outf : 0);
-  const int64_t rows = x.elems / in;
+  const int64_t rows = xmm.elems / in_rank;
   // Adapters without autocast compute in their own dtype (PEFT casts x).
   const int out_bytes = in_adapter_ && !dt_.autocast ? lora_bytes_ : dt_.matmul;
-  T y = Tensor(name, Mul({rows, outf}), out_bytes, trainable);
+  T y = Tensor(name, Mul({rows, out_rank}), out_bytes, trainable);
   // x is kept for the weight's gradient only; W (or its cast) for x's.
   std::vector<T> saved;
   if (train_w) saved.push_back(xin);
   std::vector<T> outs = {y};
-  double flops = 2.0 * rows * in * outf;
+  double flops = 2.0 * rows * in_rank * out_rank;
   // The weight's gradient is the op's gradient_bytes (Op), a tied one's too.
-  int64_t bwd_workspace = 0;
+  // A gathered input is gathered again in backward for the weight's.
+  int64_t bwd_workspace = xmm.id != xin.id && train_w ? Mul({xmm.elems, xmm.elem_bytes}) : 0;
   if (quantized) {
     // Dequantized per call in the compute dtype: a transient of the forward
     // (and of a recompute), again in backward for the input gradient.
@@ -191,19 +201,37 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
   } else if (dt_.autocast) {
     // The 16-bit copy of the weight is kept for backward too (x's gradient
     // needs it; autocast caches a trained weight's cast for the forward).
-    T w = Tensor(name + ".weight_cast", Mul({in, outf}), dt_.matmul, false);
+    T w = Tensor(name + ".weight_cast", Mul({in_rank, out_rank}), dt_.matmul, false);
     outs.push_back(w);
     if (x_grad || train_w) saved.push_back(w);
   }
   const double bwd_factor = (train_w ? 1.0 : 0.0) + (x_grad ? 1.0 : 0.0);
-  Op(name, {xin}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable,
+  Op(name, {xmm}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable,
      tied && train_w ? Mul({in, outf}) : 0);
+  return split == Split::kRow ? ScatterSequence(name, y) : y;
+}
+
+T Builder::GatherSequence(const T& x) {
+  if (!split_.sequence || split_.ranks == 1) return x;
+  auto it = gathers_.find(x.id);
+  if (it != gathers_.end()) return it->second;
+  const std::string name = "all_gather" + std::to_string(gathers_.size() + 1);
+  T y = Tensor(name, Mul({x.elems, split_.ranks}), x.elem_bytes);
+  Op(name, {x}, {y}, {}, 0, 1.0);
+  gathers_[x.id] = y;
   return y;
 }
 
+T Builder::ScatterSequence(const std::string& name, const T& y) {
+  if (!split_.sequence || split_.ranks == 1) return y;
+  T shard = Tensor(name + ".reduce_scatter", y.elems / split_.ranks, y.elem_bytes);
+  Op(name + ".reduce_scatter", {y}, {shard}, {}, 0, 1.0);
+  return shard;
+}
+
 T Builder::Projection(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
-                      uint32_t target) {
-  T y = Linear(name, x, in, outf, bias);
+                      uint32_t target, Split split) {
+  T y = Linear(name, x, in, outf, bias, false, true, split);
   if (c_.lora_rank == 0 || (c_.lora_targets & target) == 0) return y;
   in_adapter_ = true;
   T xa = Dropout(name + ".lora_dropout", x, false, c_.lora_dropout);
@@ -302,7 +330,7 @@ SdpaBackend Builder::SdpaBackendFor(const T& q, const T& k, const T& v,
 
 T Builder::FusedAttention(const T& q, const T& k, const T& v, int64_t ctx_elems, double qk_flops,
                           const AttentionShape& shape, SdpaBackend backend) {
-  const int64_t s = c_.seq_len, b = sequences_, a = c_.heads;
+  const int64_t s = c_.seq_len, b = sequences_, a = shape.heads;
   const T qc = MatmulInput(q, true), kc = MatmulInput(k, true), vc = MatmulInput(v, true);
   T ctx = Tensor("context", ctx_elems, dt_.matmul);
   // The softmax statistics backward needs: one fp32 logsumexp per row of

@@ -61,16 +61,25 @@ struct AttentionShape {
   bool masked = false;  // an explicit mask (a sliding window shorter than the sequence)
 };
 
+// How a linear's weight is split over the tensor-parallel ranks
+// (TensorSplit): not at all, by output columns (its output is split), or by
+// input rows (its input is split, its output reduced over the ranks).
+enum class Split { kNone, kColumn, kRow };
+
 class Builder {
  public:
   // `c` has its defaults resolved (WithDefaults) and outlives the builder.
-  Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out);
+  Builder(const ModelConfig& c, const KernelDevice& device, TransformerGraph* out,
+          const TensorSplit& split = {});
 
   bool overflow() const { return overflow_; }
   const ModelConfig& config() const { return c_; }
   const Dtypes& dt() const { return dt_; }
   int64_t sequences() const { return sequences_; }  // micro_batch * texts_per_example
   int64_t tokens() const { return tokens_; }        // seq_len * sequences
+  const TensorSplit& split() const { return split_; }
+  // Query and key/value heads of one tensor-parallel rank.
+  int64_t RankHeads(int64_t heads) const { return heads / split_.ranks; }
 
   // Starts forward pass `pass` (0-based) of TextPasses(config) > 1: from
   // here on sequences() and tokens() count that pass's texts (PassSequences),
@@ -126,16 +135,28 @@ class Builder {
 
   // x (rows x in) -> rows x outf. `tied`: the weight belongs to another op.
   // `trainable` false: a frozen layer whose output the loss never reaches
-  // (keeps nothing, no backward).
+  // (keeps nothing, no backward). `in` and `outf` are the whole weight's;
+  // `split` says which of them a tensor-parallel rank holds a share of
+  // (TensorSplit): x then holds in / t columns (kRow), the output outf / t
+  // (kColumn). Parameters counted are the whole weight's.
   T Linear(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
-           bool tied = false, bool trainable = true);
+           bool tied = false, bool trainable = true, Split split = Split::kNone);
+
+  // The tokens a sequence-parallel rank holds of `x` made whole for a
+  // column-parallel linear: an all-gather (once per tensor), its output a
+  // transient of the linears that read it. `x` itself when not sequence-
+  // parallel.
+  T GatherSequence(const T& x);
+  // A row-parallel linear's reduced output under sequence parallelism: a
+  // reduce-scatter to this rank's tokens. `y` itself otherwise.
+  T ScatterSequence(const std::string& name, const T& y);
 
   // A linear of a block that LoRA can target (`target`: LoraTarget bits, any
   // of which selects it): the frozen base, nf4-quantized under QLoRA, plus,
   // when targeted, PEFT's adapter: dropout(x) (lora_dropout > 0), A (r x in),
   // B (outf x r), * alpha/r, added to the base's output.
   T Projection(const std::string& name, const T& x, int64_t in, int64_t outf, bool bias,
-               uint32_t target);
+               uint32_t target, Split split = Split::kNone);
 
   // LayerNorm (fused: keeps its input and the mean and rstd of each row, fp32
   // on CUDA, the input's dtype on CPU).
@@ -206,6 +227,8 @@ class Builder {
   CheckedInt quantized_params_{0};
   CheckedInt quantized_bytes_{0};
   std::map<int, T> casts_;
+  std::map<int, T> gathers_;  // GatherSequence, by the shard's tensor id
+  TensorSplit split_;
   std::vector<bool> records_;    // by op index: the op has a backward (an autograd node)
   std::string kind_;             // of the current layer
   bool in_adapter_ = false;      // building a LoRA adapter's ops

@@ -143,7 +143,9 @@ T AddHead(Builder& B, const T& x) {
     case Head::kDefault:
       break;
   }
-  return B.Linear("lm_head", x, h, V, false, c.tie_embeddings);
+  // Vocab-parallel under tensor parallelism: each rank's logits are its
+  // share of the vocabulary, and so are the loss's log-probabilities.
+  return B.Linear("lm_head", x, h, V, false, c.tie_embeddings, true, Split::kColumn);
 }
 
 T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {

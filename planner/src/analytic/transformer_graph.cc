@@ -9,11 +9,38 @@
 
 namespace remat::analytic {
 
+std::string TensorSplitError(const ModelConfig& c, const TensorSplit& split) {
+  const int64_t t = split.ranks;
+  if (t < 1) return "the tensor-parallel degree must be at least 1, got " + std::to_string(t);
+  if (t == 1) return "";
+  const std::string at = "tensor parallelism over " + std::to_string(t) + " ranks: ";
+  const bool variant = c.architecture == Architecture::kLlama && HasLlamaVariant(c);
+  if (c.architecture == Architecture::kBert || variant || c.head != Head::kLm ||
+      TextPasses(c) > 1) {
+    return at + "modeled for gpt and llama decoders (llama, mistral, qwen2) with an lm head";
+  }
+  if (c.lora_rank > 0) return at + "not modeled with LoRA adapters";
+  const auto divides = [&](const char* what, int64_t n) -> std::string {
+    if (n % t == 0) return "";
+    return at + "it must divide " + what + " (" + std::to_string(n) + ")";
+  };
+  for (const std::string& e :
+       {divides("heads", c.heads), divides("kv_heads", c.kv_heads),
+        divides("ffn_hidden", c.ffn_hidden),
+        split.sequence ? divides("seq_len under sequence parallelism", c.seq_len) : ""}) {
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
 Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
-                                               const KernelDevice& device) {
+                                               const KernelDevice& device,
+                                               const TensorSplit& split) {
   const ModelConfig c = WithDefaults(config);
+  const std::string split_error = TensorSplitError(c, split);
+  if (!split_error.empty()) return Status::Invalid(c.name + ": " + split_error);
   TransformerGraph out;
-  Builder B(c, device, &out);
+  Builder B(c, device, &out, split);
 
   // The batch, the chain's x[0]: token ids and targets (next tokens, MLM
   // labels, a class label in each text's first column; unused by mnrl),

@@ -49,11 +49,35 @@ struct KernelDevice {
   SdpaDevice sdpa = SdpaDeviceFor("a100");
 };
 
+// Megatron-style tensor parallelism over `ranks` GPUs (Shoeybi et al. 2019;
+// Korthikanti et al. 2022): the graph is one rank's. Column-parallel
+// projections (qkv, q/k/v, fc1, gate/up, the vocab-parallel LM head) make
+// 1/ranks of their outputs, so the attention heads, key/value heads, the MLP's
+// hidden size and the logits split; row-parallel ones (the attention output,
+// fc2, down) read the split and all-reduce their output. The norms, the
+// residual stream and its dropouts stay whole on every rank unless
+// `sequence`: then they hold 1/ranks of the tokens, a column-parallel
+// projection all-gathers its input (keeping the rank's shard for backward,
+// where it gathers again) and a row-parallel one reduce-scatters its output.
+// Parameter counts stay the model's (the weights' split is the caller's).
+struct TensorSplit {
+  int64_t ranks = 1;
+  bool sequence = false;
+};
+
 // Layers: "embedding", "block0".."block{L-1}", "final_norm" (gpt, llama),
 // "head" and "loss". Defaults of `config` need not be resolved. Fails if a
-// byte count would overflow 64 bits.
+// byte count would overflow 64 bits, or for a split the model does not
+// allow (TensorSplitError).
 Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
-                                               const KernelDevice& device = {});
+                                               const KernelDevice& device = {},
+                                               const TensorSplit& split = {});
+
+// Why `config` (defaults resolved) cannot be split so, or "" if it can: the
+// degree must divide the heads, key/value heads and MLP hidden size, and
+// the sequence under sequence parallelism; the split is modeled for gpt and
+// llama decoders (not their variants) with an lm head, without LoRA.
+std::string TensorSplitError(const ModelConfig& config, const TensorSplit& split);
 
 }  // namespace remat::analytic
 

@@ -65,9 +65,8 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
       s.gradient_bytes = CeilDiv(r.gradient_bytes, n);
       s.gradient_divisor = n;
       if (n > 1) {
-        s.unsharded_bytes = p.reshard_after_forward
-                                ? r.root_weight_bytes + 2 * r.block_weight_bytes
-                                : r.weight_bytes;
+        s.unsharded_bytes = p.reshard_after_forward ? r.root_weight_bytes + 2 * r.block_weight_bytes
+                                                    : r.weight_bytes;
         // The block's unsharded gradients (param_dtype, as its weights) and
         // the reduce-scatter input (reduce_dtype).
         s.reduce_scatter_bytes = r.block_weight_bytes + r.block_gradient_bytes;

@@ -1,7 +1,7 @@
 // The parallel settings checked against a model, and their names.
-#include "remat/parallel.h"
-
 #include <algorithm>
+
+#include "remat/parallel.h"
 
 namespace remat {
 
@@ -49,9 +49,9 @@ const char* ToString(PipelineSchedule s) {
 }
 
 Result<DataParallel> ParseDataParallel(std::string_view name) {
-  for (DataParallel d : {DataParallel::kNone, DataParallel::kDdp, DataParallel::kZero0,
-                         DataParallel::kZero1, DataParallel::kZero2, DataParallel::kZero3,
-                         DataParallel::kFsdp2, DataParallel::kHsdp}) {
+  for (DataParallel d :
+       {DataParallel::kNone, DataParallel::kDdp, DataParallel::kZero0, DataParallel::kZero1,
+        DataParallel::kZero2, DataParallel::kZero3, DataParallel::kFsdp2, DataParallel::kHsdp}) {
     if (name == ToString(d)) return d;
   }
   return Status::Invalid("unknown data parallelism '" + std::string(name) +
@@ -72,10 +72,9 @@ Status ValidateParallelism(const Parallelism& p, const ModelConfig& config,
     return Status::Invalid(where + "gpus, tensor, pipeline and virtual stages must be at least 1");
   }
   if (p.gpus % (p.tensor * p.pipeline) != 0) {
-    return Status::Invalid(where + "--gpus " + std::to_string(p.gpus) +
-                           " is not a multiple of --tp x --pp = " +
-                           std::to_string(p.tensor * p.pipeline) +
-                           " (gpus = data ranks x tensor x pipeline)");
+    return Status::Invalid(
+        where + "--gpus " + std::to_string(p.gpus) + " is not a multiple of --tp x --pp = " +
+        std::to_string(p.tensor * p.pipeline) + " (gpus = data ranks x tensor x pipeline)");
   }
   const ModelConfig c = WithDefaults(config);
   if (c.heads % p.tensor != 0 || c.kv_heads % p.tensor != 0) {
@@ -91,12 +90,11 @@ Status ValidateParallelism(const Parallelism& p, const ModelConfig& config,
   }
   const int64_t chunks = p.pipeline * p.virtual_stages;
   if (chunks > c.layers) {
-    return Status::Invalid(where + "--pp " + std::to_string(p.pipeline) +
-                           (p.virtual_stages > 1
-                                ? " x --virtual-stages " + std::to_string(p.virtual_stages)
-                                : std::string()) +
-                           " is more pipeline stages than the model's " +
-                           std::to_string(c.layers) + " blocks");
+    return Status::Invalid(
+        where + "--pp " + std::to_string(p.pipeline) +
+        (p.virtual_stages > 1 ? " x --virtual-stages " + std::to_string(p.virtual_stages)
+                              : std::string()) +
+        " is more pipeline stages than the model's " + std::to_string(c.layers) + " blocks");
   }
   if (p.virtual_stages > 1 && p.schedule != PipelineSchedule::kInterleaved) {
     return Status::Invalid(where + "--virtual-stages needs --pp-schedule interleaved");

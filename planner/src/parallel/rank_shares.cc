@@ -110,8 +110,7 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     r.weight_bytes = Scaled(model.weight_bytes, held);
     r.gradient_bytes = Scaled(model.gradient_bytes, trained);
     r.optimizer_bytes = Scaled(model.optimizer_bytes, trained);
-    r.master_weight_bytes =
-        config.optimizer == Optimizer::kNone ? 0 : share.trainable * master_per;
+    r.master_weight_bytes = config.optimizer == Optimizer::kNone ? 0 : share.trainable * master_per;
     r.block_weight_bytes = Scaled(model.weight_bytes, Ratio(share.block_parameters, all));
     r.block_gradient_bytes =
         Scaled(model.gradient_bytes, Ratio(share.block_trainable, all_trained));

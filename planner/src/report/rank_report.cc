@@ -30,10 +30,10 @@ std::string DescribeParallelism(const Parallelism& p) {
       break;
   }
   std::string s = std::to_string(p.gpus) + " GPU" + (p.gpus == 1 ? "" : "s") + ": " +
-                  std::to_string(p.data_ranks()) + " data rank" +
-                  (p.data_ranks() == 1 ? "" : "s") + " (" + data + "), tensor " +
-                  std::to_string(p.tensor) + (p.sequence ? " with sequence parallelism" : "") +
-                  ", pipeline " + std::to_string(p.pipeline);
+                  std::to_string(p.data_ranks()) + " data rank" + (p.data_ranks() == 1 ? "" : "s") +
+                  " (" + data + "), tensor " + std::to_string(p.tensor) +
+                  (p.sequence ? " with sequence parallelism" : "") + ", pipeline " +
+                  std::to_string(p.pipeline);
   if (p.pipeline > 1) {
     s += std::string(" (") + ToString(p.schedule);
     if (p.virtual_stages > 1) s += ", " + std::to_string(p.virtual_stages) + " virtual stages";
@@ -111,9 +111,9 @@ std::string FormatRanksMarkdown(const ReportContext& ctx) {
   if (ctx.ranks == nullptr || ctx.ranks->empty()) return "";
   const std::vector<RankPlan>& ranks = *ctx.ranks;
   std::ostringstream o;
-  o << "\n## Ranks\n\n" << DescribeParallelism(ctx.parallel) << ". The worst rank, "
-    << RankName(ranks[ctx.worst_rank]) << ", holds at its peak: " << TermList(ranks[ctx.worst_rank])
-    << ".\n\n";
+  o << "\n## Ranks\n\n"
+    << DescribeParallelism(ctx.parallel) << ". The worst rank, " << RankName(ranks[ctx.worst_rank])
+    << ", holds at its peak: " << TermList(ranks[ctx.worst_rank]) << ".\n\n";
   o << "| rank | ranks alike | stage | peak | model state | plan | fits |\n";
   o << "|---:|---:|---:|---:|---:|---|---|\n";
   for (const RankPlan& r : ranks) {

@@ -44,6 +44,24 @@ constexpr int kRoundingRetries = 4;
 // plan's excess can overshoot).
 constexpr int kRefineSteps = 3;
 
+// Up to kRefineSteps solves between a setting whose plan (`*plan`) fits and
+// one whose plan did not, halving the gap while `more(fits_at, over_at,
+// *plan)`; keeps the better fitting plan (BetterPlan) in `*plan`.
+template <typename More, typename Solve>
+Status Bisect(int64_t fits_at, int64_t over_at, More more, Solve solve, Plan* plan) {
+  for (int step = 0; step < kRefineSteps && more(fits_at, over_at, *plan); ++step) {
+    const int64_t mid = fits_at + (over_at - fits_at) / 2;
+    REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid));
+    if (between.fits) {
+      fits_at = mid;
+      if (BetterPlan(between, *plan)) *plan = std::move(between);
+    } else {
+      over_at = mid;
+    }
+  }
+  return Status::Ok();
+}
+
 // `solver`'s plan under `options`: as the solver makes it without device
 // memory terms; with terms, solved against the tensor budget and accounted
 // against the device budget (AccountPlanMemory). The solvers screen their
@@ -82,20 +100,89 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   // Not worth a solve: the plan fills the card to within 2%, or the tensor
   // budgets left to try are within 0.5% of the budget of each other.
   const int64_t budget = options.budget_bytes;
-  for (int step = 0; step < kRefineSteps && over_at - fits_at > budget / 200 &&
-                     plan.memory.total_bytes < budget - budget / 50;
-       ++step) {
-    const int64_t mid = fits_at + (over_at - fits_at) / 2;
-    bool fits_tensors = false;
-    REMAT_ASSIGN_OR_RETURN(Plan between, solve(mid, &fits_tensors));
-    if (between.fits) {
-      fits_at = mid;
-      if (BetterPlan(between, plan)) plan = std::move(between);
-    } else {
-      over_at = mid;
-    }
-  }
+  REMAT_RETURN_IF_ERROR(Bisect(
+      fits_at, over_at,
+      [&](int64_t fits, int64_t over, const Plan& best) {
+        return over - fits > budget / 200 && best.memory.total_bytes < budget - budget / 50;
+      },
+      [&](int64_t mid) {
+        bool fits_tensors = false;
+        return solve(mid, &fits_tensors);
+      },
+      &plan));
   return plan;
+}
+
+// A pipeline stage (layers with micro-batches in flight) holds, beside the
+// micro-batch a plan runs, the others' share of what the plan keeps through
+// its turn (Simulate's in_flight_bytes). The DP-based solvers account one
+// micro-batch in their slots and simulate their plans on the stage, lowering
+// the slots by a plan's overshoot (which lowers what every level keeps).
+// Beside that, they solve the stage's profile without the others, its model
+// state raised by a reserve for them, each plan simulated on the stage: the
+// reserve starts at nothing and rises by each plan's overshoot until a plan
+// fits (a plan that keeps less also holds less in flight), then is bisected
+// for a faster plan that still fits. The better of the two plans wins.
+constexpr int kReserveRetries = 6;
+
+bool Pipelined(const Profile& profile) {
+  for (const LayerProfile& l : profile.layers) {
+    if (l.in_flight_microbatches > 1) return true;
+  }
+  return false;
+}
+
+Result<Plan> SolveStage(const StrategySolver& solver, const Profile& profile,
+                        const PlanOptions& options) {
+  const Strategy s = solver.strategy();
+  const bool dp = s == Strategy::kOptimal || s == Strategy::kOptimalSingle ||
+                  s == Strategy::kOffload;
+  if (!dp || options.budget_bytes <= 0 || !Pipelined(profile)) {
+    return SolveOnDevice(solver, profile, options);
+  }
+  Profile one = profile;
+  for (LayerProfile& l : one.layers) l.in_flight_microbatches = 1;
+  const DeviceMemoryTerms& terms = options.device_memory;
+  const int64_t tensor_budget =
+      terms.any() ? TensorBudget(options.budget_bytes, terms) : options.budget_bytes;
+  // The plan solved with `reserve` bytes set aside, on the stage.
+  auto at = [&](int64_t reserve) -> Result<Plan> {
+    Profile reserved = one;
+    reserved.static_memory.parameter_bytes += reserve;
+    REMAT_ASSIGN_OR_RETURN(Plan solved, SolveOnDevice(solver, reserved, options));
+    REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(profile, s, solved.parameter,
+                                                           solved.schedule, tensor_budget));
+    if (terms.any()) {
+      REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &plan));
+    }
+    return plan;
+  };
+  auto over = [&](const Plan& plan) {
+    const int64_t total = terms.any() ? plan.memory.total_bytes : plan.predicted.peak_bytes;
+    return total - options.budget_bytes;
+  };
+  REMAT_ASSIGN_OR_RETURN(Plan direct, SolveOnDevice(solver, profile, options));
+  auto better = [&](Plan plan) { return BetterPlan(direct, plan) ? direct : plan; };
+  REMAT_ASSIGN_OR_RETURN(Plan plan, at(0));
+  int64_t over_at = 0, reserve = 0;
+  const int64_t most = options.budget_bytes - profile.static_bytes();
+  for (int attempt = 0; !plan.fits; ++attempt) {
+    if (attempt == kReserveRetries || most <= 0) return better(std::move(plan));
+    over_at = reserve;
+    reserve = std::min(most, reserve + std::max<int64_t>(over(plan), 1));
+    REMAT_ASSIGN_OR_RETURN(Plan next, at(reserve));
+    if (!next.fits && next.predicted.peak_bytes >= plan.predicted.peak_bytes && reserve == most) {
+      return better(std::move(plan));  // nothing lower to find
+    }
+    plan = std::move(next);
+  }
+  // A faster plan may fit with less reserve.
+  const int64_t budget = options.budget_bytes;
+  REMAT_RETURN_IF_ERROR(Bisect(
+      reserve, over_at,
+      [&](int64_t fits, int64_t over, const Plan&) { return fits - over > budget / 200; }, at,
+      &plan));
+  return better(std::move(plan));
 }
 
 }  // namespace
@@ -112,14 +199,14 @@ Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
       return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
                              "' is not available in this build");
     }
-    REMAT_ASSIGN_OR_RETURN(set.chosen, SolveOnDevice(*solver, profile, options));
+    REMAT_ASSIGN_OR_RETURN(set.chosen, SolveStage(*solver, profile, options));
     set.candidates.push_back(set.chosen);
     return set;
   }
   set.auto_selected = true;
   for (Strategy s : SweepableStrategies()) {
     if (!AppliesTo(s, profile)) continue;
-    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveOnDevice(*FindSolver(s), profile, options));
+    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveStage(*FindSolver(s), profile, options));
     if (set.candidates.empty() || BetterPlan(plan, set.chosen)) set.chosen = plan;
     set.candidates.push_back(std::move(plan));
   }

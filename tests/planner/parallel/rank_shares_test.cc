@@ -23,8 +23,8 @@ ModelConfig Gpt2Small() {
 // attn c_proj 768 x 768, c_fc 768 x 3072, mlp c_proj 3072 x 768); ln_f.
 constexpr int64_t kEmbedding = (50257 + 1024) * 768;
 constexpr int64_t kNorms = 2 * 1536;
-constexpr int64_t kLinears = (768 * 2304 + 2304) + (768 * 768 + 768) + (768 * 3072 + 3072) +
-                             (3072 * 768 + 768);
+constexpr int64_t kLinears =
+    (768 * 2304 + 2304) + (768 * 768 + 768) + (768 * 3072 + 3072) + (3072 * 768 + 768);
 constexpr int64_t kBlock = kNorms + kLinears;
 
 TEST(RankShares, OneRankHoldsTheModel) {
