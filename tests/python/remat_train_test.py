@@ -56,9 +56,6 @@ KNOWN_MISSES = {
     "fsdp2": "each 2-block recompute segment is one fully_shard group (remat.apply computes "
              "its blocks in one call, so their weights are gathered together); the planner "
              "counts one block's unsharded weights and gradients in flight",
-    "tp": "the planner counts one process's activations on each rank; ColwiseParallel and "
-          "RowwiseParallel split the blocks' q, k, v, attention and MLP activations over the "
-          "ranks",
     "zero1": "DeepSpeed allocates its whole reduce bucket (reduce_bucket_size, 6,553,600 fp32 "
              "elements here: 26,214,400 B) whatever the model's size",
     "zero2": "DeepSpeed allocates its whole reduce bucket (reduce_bucket_size, 6,553,600 fp32 "
