@@ -1,6 +1,7 @@
 #include "job.h"
 
 #include "host_link_flags.h"
+#include "parallel_flags.h"
 
 namespace remat::cli {
 
@@ -39,6 +40,7 @@ std::vector<FlagSpec> JobFlags() {
        "auto; 0: off"},
   };
   for (const FlagSpec& f : HostLinkFlags()) flags.push_back(f);
+  for (const FlagSpec& f : ParallelFlags()) flags.push_back(f);
   return flags;
 }
 
@@ -133,6 +135,7 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
       o.loss_chunks = *n;
     }
   }
+  REMAT_ASSIGN_OR_RETURN(o.parallel, ParseParallelFlags(args));
   if (args.Has("device")) o.device = args.Get("device");
   if (args.Has("tflops")) {
     REMAT_ASSIGN_OR_RETURN(o.tflops, args.GetDouble("tflops", 0, 1e-6, 1e9));
@@ -144,6 +147,7 @@ Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
   REMAT_ASSIGN_OR_RETURN(const JobOverrides overrides, ParseJobOverrides(args));
   REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(path, overrides));
   REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
+  for (RankMemory& r : job.ranks) r.profile.host_link = job.profile.host_link;
   return job;
 }
 

@@ -184,7 +184,11 @@ Result<std::string> Render(Format format, const PlanningResult& result, const Pr
     case Format::kJson:
       return PlanToJson(result.plans, profile, context);
     case Format::kMarkdown:
-      return MarkdownSummary(result.plans, profile, context, nullptr, command);
+    {
+      REMAT_ASSIGN_OR_RETURN(std::string md,
+                             MarkdownSummary(result.plans, profile, context, nullptr, command));
+      return md + FormatRanksMarkdown(context);
+    }
     case Format::kText:
       break;
   }
@@ -226,8 +230,12 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
   // --global-batch plans another micro-batch: the reports are about that job.
   const Job& planned = result.batch_job ? *result.batch_job : job;
-  const Profile& profile = planned.profile;
+  const Profile& profile = result.profile_of(planned);
   ReportContext context = ReportContextOf(planned);
+  if (!result.ranks.empty()) {
+    context.ranks = &result.ranks;
+    context.worst_rank = result.worst_rank;
+  }
   if (result.batch) context.batch = &*result.batch;
   if (result.advice) context.note = "NO PLAN FITS: " + result.advice->message;
   if (args.Has("o")) {

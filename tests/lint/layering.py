@@ -28,7 +28,7 @@ LAYERS = [
     ("model", [
         "planner/include/remat/{model_config,precision,input,analytic,profile,provenance,device_memory}.h",
         "planner/include/remat/caching_allocator.h", "planner/src/allocator/",
-        "planner/include/remat/{parallel,pipeline}.h", "planner/src/parallel/",
+        "planner/include/remat/{parallel,pipeline,rank_memory}.h", "planner/src/parallel/",
         "planner/src/analytic/",
         "planner/src/{model_config,hf_config,precision,input,profile,provenance,device_memory}.cc",
         "planner/src/lora_config.{h,cc}", "planner/src/hf_families.{h,cc}",

@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import tomllib
 import unittest
+from unittest import mock
 
 import remat
 
@@ -105,6 +106,16 @@ def megatron_flags(text):
     if isinstance(flags.get("recompute_modules"), str):  # nargs='*'
         flags["recompute_modules"] = [flags["recompute_modules"]]
     return flags
+
+
+def torchtitan_job(test, text, directory):
+    """torchtitan's JobConfig of the TOML `text`, each of its keys checked read as written."""
+    job = TorchtitanConfigManager().parse_args(
+        ["--job.config_file", written(directory, "job.toml", text)])
+    for section, values in tomllib.loads(text).items():
+        for key, value in values.items():
+            test.assertEqual(getattr(getattr(job, section), key), value, f"[{section}] {key}")
+    return job
 
 
 def command(*args):
@@ -191,17 +202,72 @@ class Export(unittest.TestCase):
         for name, text, micro_batch, accumulation in cases("torchtitan",
                                                            "export-torchtitan.toml"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
-                job = TorchtitanConfigManager().parse_args(
-                    ["--job.config_file", written(tmp, "job.toml", text)])
-                for section, values in tomllib.loads(text).items():
-                    for key, value in values.items():
-                        self.assertEqual(getattr(getattr(job, section), key), value,
-                                         f"[{section}] {key}")
+                job = torchtitan_job(self, text, tmp)
                 self.assertEqual(job.training.local_batch_size, micro_batch)
                 self.assertEqual(job.training.global_batch_size, micro_batch * accumulation)
                 self.assertIn(job.activation_checkpoint.mode, ("none", "full", "selective"))
                 if job.activation_checkpoint.mode == "selective":
                     self.assertTrue(job.activation_checkpoint.selective_ac_option.isdigit())
+
+
+class _DataParallelGroup:
+    """The one thing DeepSpeedConfig asks a model-parallel unit: the data ranks."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def get_data_parallel_world_size(self):
+        return self.size
+
+
+class ParallelExport(unittest.TestCase):
+    """Exports of plans for several ranks, read by the engines' parsers."""
+
+    @unittest.skipIf(deepspeed_config is None, "deepspeed is not installed")
+    def test_deepspeed_zero_stage_and_batch_over_the_data_ranks(self):
+        for options, stage in (({"zero": 1}, 1), ({"zero": 2}, 2), ({"zero": 3}, 3),
+                               ({"fsdp": "full_shard"}, 3), ({"ddp": True}, 0)):
+            with self.subTest(options=options), tempfile.TemporaryDirectory() as tmp:
+                plan = remat.plan(GPT2, budget="24GB", gpus=8, grad_accumulation=2, **options)
+                text = str(plan.export("deepspeed"))
+                with mock.patch.object(deepspeed_config.dist, "get_rank", lambda: 0):
+                    ds = deepspeed_config.DeepSpeedConfig(written(tmp, "ds.json", text),
+                                                          mpu=_DataParallelGroup(8))
+                self.assertEqual(ds.world_size, 8)
+                self.assertEqual(ds.zero_optimization_stage, stage)
+                self.assertEqual(ds.train_batch_size, plan.micro_batch * 2 * 8)
+
+    @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
+    def test_megatron_parallel_sizes_are_megatron_core_config(self):
+        from megatron.core.optimizer.optimizer_config import OptimizerConfig
+        plan = remat.plan(GPT2, budget="24GB", gpus=16, tp=4, sp=True, pp=2, zero=1,
+                          grad_accumulation=4)
+        flags = megatron_flags(str(plan.export("megatron")))
+        self.assertIs(flags.pop("use_distributed_optimizer"), True)
+        self.assertTrue(OptimizerConfig(use_distributed_optimizer=True).use_distributed_optimizer)
+        batches = megatron_batches.ConstantNumMicroBatchesCalculator(
+            flags.pop("global_batch_size"), flags.pop("micro_batch_size"),
+            data_parallel_size=2, decrease_batch_size_if_needed=False, rank=0)
+        self.assertEqual(batches.get(), 4)
+        # Megatron-LM sets pipeline_dtype from --bf16 / --fp16 (arguments.py).
+        import torch
+        config = TransformerConfig(**GPT2_SHAPE, **flags, pipeline_dtype=torch.bfloat16)
+        self.assertEqual(config.tensor_model_parallel_size, 4)
+        self.assertEqual(config.pipeline_model_parallel_size, 2)
+        self.assertTrue(config.sequence_parallel)
+
+    @unittest.skipIf(TorchtitanConfigManager is None, "torchtitan is not installed")
+    def test_torchtitan_parallelism_is_a_job_config(self):
+        for options, degrees in (
+                ({"gpus": 8, "fsdp": "hybrid_shard", "shard_group": 4}, (2, 4, 1, 1)),
+                ({"gpus": 8, "tp": 2, "pp": 2, "fsdp": "shard_grad_op"}, (1, 2, 2, 2)),
+                ({"gpus": 4, "ddp": True}, (4, 1, 1, 1))):
+            with self.subTest(options=options), tempfile.TemporaryDirectory() as tmp:
+                text = str(remat.plan(GPT2, budget="24GB", **options).export("torchtitan"))
+                job = torchtitan_job(self, text, tmp)
+                p = job.parallelism
+                self.assertEqual((p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
+                                  p.tensor_parallel_degree, p.pipeline_parallel_degree), degrees)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,16 @@ class Plan(unittest.TestCase):
         self.assertEqual(plan.json, json.loads(out))
         self.assertEqual("planner: " + plan.message, err.strip())
 
+    def test_parallel_options_plan_every_rank(self):
+        plan = remat.plan(GPT2, budget="24GB", gpus=8, fsdp="full_shard", global_batch=256)
+        self.assertEqual(plan.json["job"]["parallel"]["data"], "fsdp2")
+        ranks = plan.json["predicted"]["per_rank"]
+        self.assertEqual([(r["rank"], r["ranks"]) for r in ranks], [(0, 8)])
+        self.assertEqual(plan.micro_batch * plan.grad_accumulation * 8, 256)
+        with self.assertRaises(remat.InputError) as raised:
+            remat.plan(GPT2, budget="24GB", gpus=8, zero=2, fsdp="full_shard")
+        self.assertIn("--ddp, --zero and --fsdp", raised.exception.message)
+
     def test_save_writes_a_plan_that_train_reads_back(self):
         plan = remat.plan(GPT2, budget="24GB")
         with tempfile.TemporaryDirectory() as d:

@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "remat/analytic.h"
 #include "remat/input.h"
 #include "remat/model_config.h"
+#include "remat/parallel.h"
 #include "remat/profile.h"
+#include "remat/rank_memory.h"
 #include "remat/status.h"
 
 namespace remat {
@@ -48,6 +51,10 @@ struct JobOverrides {
   // Micro-batches per optimizer step: changes no size or time of a
   // micro-step, so it applies to profiles too.
   std::optional<int64_t> grad_accumulation;
+  // The ranks the job runs on (--gpus, --ddp, --zero, --fsdp, --tp, --pp,
+  // ...): the job's profile is then one rank's. On a profile input only the
+  // data-parallel division of the model state applies.
+  std::optional<Parallelism> parallel;
   std::optional<std::string> device;  // analytic times: "h200", "a100" (default), ...
   std::optional<double> tflops;       // analytic times: achieved TFLOP/s, > 0
   bool any_model_field() const {
@@ -67,8 +74,14 @@ struct Job {
   ModelConfig model;
   AnalyticOptions analytic;
   // Analytic for model inputs, as read for profiles. Its grad_accumulation
-  // (micro-batches per optimizer step) is the job's.
+  // (micro-batches per optimizer step) is the job's. A distributed job's is
+  // the profile of its rank with the most model state (ranks).
   Profile profile;
+  // A distributed job (analytic.parallel.distributed()): each distinct rank
+  // with its profile and model state, one per pipeline stage. Empty on one
+  // GPU.
+  std::vector<RankMemory> ranks;
+  const Parallelism& parallel() const { return analytic.parallel; }
   bool has_config() const { return kind != PlannerInput::Kind::kProfile; }
   const ModelConfig& config() const { return model; }
   int64_t grad_accumulation() const { return profile.grad_accumulation; }
@@ -84,6 +97,12 @@ Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides);
 // The job's model with another micro-batch (and, when `grad_accumulation`
 // > 0, another accumulation): its analytic profile. Fails for profile inputs.
 Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation = 0);
+
+// The job on the ranks `p` describes: its model's profile and ranks made
+// again under `p`, or, for a profile input planned on one GPU, its profile
+// divided as data parallelism divides it. Fails as MakeJob does for `p`,
+// and for a profile input whose ranks are set already.
+Result<Job> WithParallel(const Job& job, const Parallelism& p);
 
 }  // namespace remat
 

@@ -8,6 +8,11 @@
 #define REMAT_PARALLEL_H_
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "remat/model_config.h"
+#include "remat/status.h"
 
 namespace remat {
 
@@ -15,6 +20,7 @@ namespace remat {
 enum class DataParallel {
   kNone,    // one data-parallel rank
   kDdp,     // DistributedDataParallel: everything replicated, gradient buckets
+  kZero0,   // DeepSpeed ZeRO stage 0: everything replicated, DeepSpeed's own all-reduce
   kZero1,   // optimizer state sharded (DeepSpeed ZeRO-1, Megatron's distributed optimizer)
   kZero2,   // optimizer state and gradients sharded
   kZero3,   // optimizer state, gradients and weights sharded (DeepSpeed ZeRO-3)
@@ -40,8 +46,39 @@ struct Parallelism {
   int64_t shard_group = 0;            // HSDP: ranks that shard one replica (0: gpus per node, 8)
 
   int64_t data_ranks() const { return gpus / (tensor * pipeline); }
-  bool distributed() const { return gpus > 1; }
+  // The ranks one copy of the model state is sharded over: the data ranks,
+  // or HSDP's shard group (1 where nothing is sharded).
+  int64_t shard_ranks() const;
+  bool distributed() const {
+    return gpus > 1 || data != DataParallel::kNone || tensor > 1 || sequence || pipeline > 1;
+  }
 };
+
+// "none", "ddp", "zero0".."zero3", "fsdp2", "hsdp".
+const char* ToString(DataParallel d);
+// "1f1b", "interleaved".
+const char* ToString(PipelineSchedule s);
+// The names ToString prints; the error lists them.
+Result<DataParallel> ParseDataParallel(std::string_view name);
+Result<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
+
+// Why `p` cannot run `config` (a model.json / config.json with its defaults
+// resolved or not): gpus not a multiple of tensor x pipeline, the tensor
+// degree not dividing the attention heads or the key/value heads, more
+// stages than blocks, virtual stages without the interleaved schedule, a
+// shard group not dividing the data ranks. `source` prefixes the message.
+// Pipeline stages may hold unequal numbers of blocks (PipelineBlocks).
+Status ValidateParallelism(const Parallelism& p, const ModelConfig& config,
+                           const std::string& source);
+
+// The blocks of pipeline stage `stage` of `p` stages over `blocks`: the
+// first `blocks % p` stages hold one block more (torchtitan's split of an
+// uneven count). Returns [first, end).
+struct BlockRange {
+  int64_t first = 0;
+  int64_t end = 0;
+};
+BlockRange PipelineBlocks(int64_t blocks, int64_t stages, int64_t stage);
 
 }  // namespace remat
 

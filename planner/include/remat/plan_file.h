@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "remat/model_config.h"
+#include "remat/parallel.h"
 #include "remat/plan.h"
 #include "remat/profile.h"
 #include "remat/schedule.h"
@@ -43,6 +44,9 @@ struct PlannedJob {
   // PYTORCH_CUDA_ALLOC_CONF the plan's reserved peak was replayed with
   // (planner --alloc-conf): what a run should set to match it.
   std::optional<std::string> alloc_conf;
+  // The ranks a distributed job runs on (its profile is one rank's); absent
+  // on one GPU.
+  std::optional<Parallelism> parallel;
 };
 
 // The job fields of `config` (a model.json / config.json with its overrides

@@ -60,10 +60,12 @@ struct BatchSearch {
   int chosen = -1;  // index in weighed: least update_ms among fitting plans; -1 if none fits
 };
 
-// Weighs every micro-batch b dividing `global_batch` (K = global_batch / b)
-// with the plan `options` asks for at the budget and chooses the least
-// predicted time per optimizer step. Fails for profile inputs (their
-// micro-batch is measured) and global_batch < 1.
+// Weighs every micro-batch b dividing the examples of one data rank
+// (global_batch / data ranks; K = that / b) with the plan `options` asks
+// for at the budget, every distinct rank planned (a micro-batch fits when
+// each rank's plan does), and chooses the least predicted time per
+// optimizer step. Fails for profile inputs (their micro-batch is measured),
+// global_batch < 1, and a global batch the data ranks do not divide.
 Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const PlanOptions& options);
 
 // One way to make the job fit: auto's plan at another micro-batch.
@@ -89,8 +91,38 @@ struct FitAdvice {
   std::string message;  // one line: all of the above, for people
 };
 
+// One kind of rank of a distributed job and its plans.
+struct RankPlan {
+  RankMemory memory;  // which ranks, their profile and model state terms
+  PlanSet plans;      // the request's plans for that profile
+};
+
+// Plans every distinct rank of `job` (job.ranks; a single-GPU job: its
+// profile as one rank) with `options`.
+Result<std::vector<RankPlan>> PlanRanks(const Job& job, const PlanOptions& options);
+
+// The rank to report: the first that does not fit, else the highest device
+// peak. Requires a non-empty list.
+int WorstRank(const std::vector<RankPlan>& ranks);
+
+// The worst rank's plans, with chosen.fits true only when every rank's
+// chosen plan fits.
+PlanSet WorstRankPlans(const std::vector<RankPlan>& ranks);
+
 struct PlanningResult {
+  // The chosen plan and the others; for a distributed job the worst rank's
+  // (WorstRank), fitting only when every rank's plan fits.
   PlanSet plans;
+  // A distributed job: every distinct rank's plans, and the index of the
+  // one `plans` is (its profile is the one the reports describe). Empty on
+  // one GPU.
+  std::vector<RankPlan> ranks;
+  int worst_rank = -1;
+  // The profile `plans` was made for: the worst rank's, or `planned`'s
+  // (the job planned: batch_job or the job given).
+  const Profile& profile_of(const Job& planned) const {
+    return ranks.empty() ? planned.profile : ranks[worst_rank].memory.profile;
+  }
   // With a global batch: the search, and the job at its chosen micro-batch
   // and accumulation (at micro-batch 1 when none fits), which `plans` and
   // `advice` are about.

@@ -7,16 +7,20 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "remat/job.h"
 #include "remat/model_config.h"
+#include "remat/parallel.h"
 #include "remat/plan.h"
+#include "remat/rank_memory.h"
 #include "remat/profile.h"
 #include "remat/status.h"
 
 namespace remat {
 
 struct BatchSearch;  // remat/planning.h
+struct RankPlan;     // remat/planning.h
 
 // What the report says about where the plan came from: the render options
 // besides the result itself.
@@ -29,7 +33,28 @@ struct ReportContext {
   std::string note;  // extra line (e.g. a suggestion), may be empty
   // --global-batch: the table weighed, written to plan.json; null otherwise.
   const BatchSearch* batch = nullptr;
+  // The ranks the job runs on (distributed() false: one GPU).
+  Parallelism parallel;
+  // A distributed job's planned ranks (PlanningResult::ranks) and the one
+  // the plan describes; null on one GPU.
+  const std::vector<RankPlan>* ranks = nullptr;
+  int worst_rank = -1;
 };
+
+// The parallel settings in words: "8 GPUs: 8 data ranks (FSDP2 full_shard),
+// tensor 1, pipeline 1".
+std::string DescribeParallelism(const Parallelism& p);
+
+// What a rank's peak holds, by name: its model-state terms (parameters,
+// gradients at the peak, optimizer, ddp_buckets, fsdp_unsharded,
+// reduce_scatter) and "activations", the rest of the peak (activations,
+// their gradients, workspaces). They add up to the plan's peak_bytes.
+std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank);
+
+// The text and Markdown sections on the ranks (ctx.ranks set): the worst
+// rank's terms, then one line per distinct rank. "" without ranks.
+std::string FormatRanksText(const ReportContext& ctx);
+std::string FormatRanksMarkdown(const ReportContext& ctx);
 
 // The context of `job`'s reports: its input path and kind, its config (model
 // inputs) and accumulation; no note and no batch table.

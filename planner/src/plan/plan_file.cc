@@ -65,6 +65,38 @@ Status JobInt(const JsonObjectReader& r, const char* key, int64_t min, int64_t m
   return Status::Ok();
 }
 
+// plan.json's job.parallel object (Parallelism).
+Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::string& where) {
+  if (!object.is_object()) {
+    return Status::Invalid(where + ": expected an object, got " + DescribeJsonValue(object));
+  }
+  JsonObjectReader r(object, where);
+  REMAT_RETURN_IF_ERROR(r.NoUnknownKeys({"gpus", "data", "data_ranks", "shard_ranks", "tensor",
+                                         "sequence", "pipeline", "schedule", "virtual_stages",
+                                         "bucket_cap_mb", "reshard_after_forward",
+                                         "shard_group"}));
+  Parallelism p;
+  REMAT_RETURN_IF_ERROR(r.Int("gpus", &p.gpus, true, 1, 1 << 20));
+  std::optional<DataParallel> data;
+  REMAT_RETURN_IF_ERROR(JobName(r, "data", ParseDataParallel, &data));
+  if (data) p.data = *data;
+  REMAT_RETURN_IF_ERROR(r.Int("tensor", &p.tensor, false, 1, 1 << 12));
+  REMAT_RETURN_IF_ERROR(r.Bool("sequence", &p.sequence, false));
+  REMAT_RETURN_IF_ERROR(r.Int("pipeline", &p.pipeline, false, 1, 1 << 12));
+  std::optional<PipelineSchedule> schedule;
+  REMAT_RETURN_IF_ERROR(JobName(r, "schedule", ParsePipelineSchedule, &schedule));
+  if (schedule) p.schedule = *schedule;
+  REMAT_RETURN_IF_ERROR(r.Int("virtual_stages", &p.virtual_stages, false, 1, 1 << 12));
+  REMAT_RETURN_IF_ERROR(r.Double("bucket_cap_mb", &p.bucket_cap_mb, false, 1e-3, 1e6));
+  REMAT_RETURN_IF_ERROR(r.Bool("reshard_after_forward", &p.reshard_after_forward, false));
+  REMAT_RETURN_IF_ERROR(r.Int("shard_group", &p.shard_group, false, 0, 1 << 20));
+  if (p.gpus % (p.tensor * p.pipeline) != 0) {
+    return Status::Invalid(where + ": gpus " + std::to_string(p.gpus) +
+                           " is not a multiple of tensor x pipeline");
+  }
+  return p;
+}
+
 // plan.json's "job" object (PlannedJob).
 Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::string& where) {
   if (!object.is_object()) {
@@ -74,7 +106,7 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
   REMAT_RETURN_IF_ERROR(r.NoUnknownKeys(
       {"precision", "attention", "head", "pooling", "loss", "texts_per_example", "num_labels",
        "merge_columns", "loss_chunks", "optimizer", "grad_dtype", "gradients", "dropout",
-       "lora_rank", "lora_targets", "lora_dropout", "quantization", "alloc_conf"}));
+       "lora_rank", "lora_targets", "lora_dropout", "quantization", "alloc_conf", "parallel"}));
   PlannedJob j;
   REMAT_RETURN_IF_ERROR(JobName(r, "precision", ParsePrecision, &j.precision));
   REMAT_RETURN_IF_ERROR(JobName(r, "attention", ParseAttention, &j.attention));
@@ -111,6 +143,9 @@ Result<PlannedJob> ParsePlannedJob(const nlohmann::json& object, const std::stri
     Result<AllocatorOptions> parsed = ParseAllocConf(conf);
     if (!parsed.ok()) return parsed.status().WithPrefix(where + ": field 'alloc_conf'");
     j.alloc_conf = conf;
+  }
+  if (r.Has("parallel")) {
+    REMAT_ASSIGN_OR_RETURN(j.parallel, ParseParallel(object["parallel"], where + ": parallel"));
   }
   return j;
 }

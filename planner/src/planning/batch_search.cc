@@ -16,20 +16,34 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
                            " is a profile: its micro-batch is measured, so a global batch "
                            "cannot choose another; plan its model.json or config.json");
   }
+  // Each data rank takes global_batch / data ranks examples per step.
+  const int64_t data_ranks = job.parallel().data_ranks();
+  if (global_batch % data_ranks != 0) {
+    return Status::Invalid("the global batch of " + std::to_string(global_batch) +
+                           " examples is not a multiple of the " + std::to_string(data_ranks) +
+                           " data ranks (gpus / (tp x pp)): each rank takes an equal share");
+  }
+  const int64_t per_rank = global_batch / data_ranks;
   BatchSearch search;
   search.global_batch = global_batch;
   std::vector<int64_t> divisors;
-  for (int64_t b = 1; b <= global_batch / b; ++b) {
-    if (global_batch % b != 0) continue;
+  for (int64_t b = 1; b <= per_rank / b; ++b) {
+    if (per_rank % b != 0) continue;
     divisors.push_back(b);
-    if (b != global_batch / b) divisors.push_back(global_batch / b);
+    if (b != per_rank / b) divisors.push_back(per_rank / b);
   }
   std::sort(divisors.begin(), divisors.end());
   for (size_t i = 0; i < divisors.size(); ++i) {
     const int64_t b = divisors[i];
-    const int64_t k = global_batch / b;
+    const int64_t k = per_rank / b;
     REMAT_ASSIGN_OR_RETURN(const Job at, WithMicroBatch(job, b, k));
-    REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(at.profile, options));
+    PlanSet plans;
+    if (at.ranks.size() > 1) {
+      REMAT_ASSIGN_OR_RETURN(const std::vector<RankPlan> ranks, PlanRanks(at, options));
+      plans = WorstRankPlans(ranks);
+    } else {
+      REMAT_ASSIGN_OR_RETURN(plans, MakePlan(at.profile, options));
+    }
     BatchCandidate c;
     c.micro_batch = b;
     c.grad_accumulation = k;

@@ -11,14 +11,48 @@ namespace remat {
 namespace {
 
 // Auto's plan for `job` at micro-batch `mb`, if one fits.
+// Auto's plan of `job` (its worst rank's, distributed), if every rank fits.
+std::optional<Plan> FittingPlan(const Job& job, const PlanOptions& options) {
+  PlanOptions auto_options = options;
+  auto_options.strategy = Strategy::kAuto;
+  Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
+  if (!ranks.ok()) return std::nullopt;
+  const PlanSet s = WorstRankPlans(*ranks);
+  if (!s.chosen.fits) return std::nullopt;
+  return s.chosen;
+}
+
 std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const PlanOptions& options) {
   Result<Job> other = WithMicroBatch(job, mb);
   if (!other.ok()) return std::nullopt;
-  PlanOptions auto_options = options;
-  auto_options.strategy = Strategy::kAuto;
-  Result<PlanSet> s = MakePlan(other->profile, auto_options);
-  if (!s.ok() || !s->chosen.fits) return std::nullopt;
-  return s->chosen;
+  return FittingPlan(*other, options);
+}
+
+// The fewest data ranks (2, 4, 8) over which FSDP2's full_shard makes the
+// job fit, the tensor and pipeline degrees kept: "fits with --fsdp
+// full_shard on 2 GPUs (auto, peak ...)"; "" when none up to 8 does (or the
+// job shards over as many already); nullopt when the job cannot be
+// sharded so (a profile whose model state is divided already).
+std::optional<std::string> ShardingAdvice(const Job& job, const PlanOptions& options) {
+  const Parallelism& now = job.parallel();
+  const bool sharded = now.data == DataParallel::kFsdp2 || now.data == DataParallel::kZero3;
+  for (int64_t data : {2, 4, 8}) {
+    if (sharded && now.reshard_after_forward && data <= now.data_ranks()) continue;
+    Parallelism p = now;
+    p.data = DataParallel::kFsdp2;
+    p.reshard_after_forward = true;
+    p.shard_group = 0;
+    p.gpus = data * now.tensor * now.pipeline;
+    Result<Job> other = WithParallel(job, p);
+    if (!other.ok()) return std::nullopt;
+    std::optional<Plan> plan = FittingPlan(*other, options);
+    if (plan) {
+      return "fits with --fsdp full_shard on " + std::to_string(p.gpus) + " GPUs (" +
+             ToString(plan->strategy) + ", peak " + FormatBytes(plan->memory.total_bytes) +
+             " per GPU)";
+    }
+  }
+  return "";
 }
 
 // Every tensor grows with the micro-batch, so whether a plan fits is
@@ -56,17 +90,21 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
 // fits.
 template <typename Change>
 std::optional<PlanSet> FittingPlansWith(const Job& job, const PlanOptions& options, Change change) {
-  ModelConfig c = job.config();
-  change(&c);
-  if (!ValidateModelConfig(c, job.path).ok()) return std::nullopt;
-  Result<Profile> profile = AnalyticProfile(c, job.analytic);
-  if (!profile.ok() || profile->model_state_bytes() >= options.budget_bytes) return std::nullopt;
-  profile->host_link = job.profile.host_link;  // --host-link, not the model's
+  Job changed = job;
+  change(&changed.model);
+  if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
+  // The profile (and a distributed job's ranks) made again; --host-link kept.
+  Result<Job> other = WithParallel(changed, job.parallel());
+  if (!other.ok() || other->profile.model_state_bytes() >= options.budget_bytes) {
+    return std::nullopt;
+  }
   PlanOptions auto_options = options;
   auto_options.strategy = Strategy::kAuto;
-  Result<PlanSet> s = MakePlan(*profile, auto_options);
-  if (!s.ok() || !s->chosen.fits) return std::nullopt;
-  return std::move(*s);
+  Result<std::vector<RankPlan>> ranks = PlanRanks(*other, auto_options);
+  if (!ranks.ok()) return std::nullopt;
+  PlanSet s = WorstRankPlans(*ranks);
+  if (!s.chosen.fits) return std::nullopt;
+  return s;
 }
 
 // Auto's plan for the job's model changed by `change`, if one fits.
@@ -91,7 +129,7 @@ std::string Fits(const std::string& what, const Plan& plan) {
 
 // What shrinks the model state enough to fit, each planned at the job's
 // micro-batch: other precision conventions and optimizers, never the ones
-// the job already uses. Sharding (which remat does not plan) last.
+// the job already uses; sharding the model state over more GPUs last.
 std::string StateAdvice(const Job& job, const PlanOptions& options) {
   std::string text;
   auto add = [&](const std::string& o) { text += (text.empty() ? "" : "; ") + o; };
@@ -138,11 +176,17 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
       if (plan) add(Fits(std::string("optimizer ") + ToString(o), *plan));
     }
   }
-  if (!job.has_config()) {
-    add("a profile's precision and optimizer are measured: shard the model state across devices");
+  const std::optional<std::string> sharding = ShardingAdvice(job, options);
+  if (sharding && !sharding->empty()) {
+    add(text.empty() ? *sharding : "or " + *sharding);
+  } else if (!job.has_config()) {
+    add(sharding ? "a profile's precision and optimizer are measured, and not even --fsdp "
+                   "full_shard on 8 GPUs fits"
+                 : "a profile's precision and optimizer are measured: shard the model state "
+                   "across more devices");
   } else {
-    add(text.empty() ? "no other precision or optimizer fits: shard the model state across devices"
-                     : "or shard the model state across devices");
+    add(text.empty() ? "no other precision or optimizer fits, nor --fsdp full_shard on 8 GPUs"
+                     : "not even --fsdp full_shard on 8 GPUs fits as it is");
   }
   return text;
 }
@@ -215,7 +259,9 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& opt
   std::optional<Plan> divisor_plan =
       divisor == largest ? largest_plan : FittingPlanAt(job, divisor, options);
   if (divisor_plan) a.suggestions.push_back({divisor, global / divisor, *divisor_plan});
-  for (const FitSuggestion& s : a.suggestions) a.message += "; " + Describe(s, global);
+  // The global batch over every data rank, as --global-batch counts it.
+  const int64_t all_ranks = global * job.parallel().data_ranks();
+  for (const FitSuggestion& s : a.suggestions) a.message += "; " + Describe(s, all_ranks);
   return a;
 }
 

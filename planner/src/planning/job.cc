@@ -65,6 +65,52 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
   return ValidateModelConfig(*c, source);
 }
 
+// The ranks of a distributed job from its profile, and the profile of the
+// rank with the most model state as the job's.
+Status ApplyParallel(Job* job) {
+  const Parallelism& p = job->analytic.parallel;
+  if (!p.distributed()) return Status::Ok();
+  if (job->has_config()) {
+    REMAT_ASSIGN_OR_RETURN(job->ranks, RankMemories(job->model, job->profile, p));
+  } else {
+    job->ranks = {ProfileRankMemory(job->profile, p)};
+  }
+  const RankMemory* most = &job->ranks.front();
+  for (const RankMemory& r : job->ranks) {
+    if (r.profile.model_state_bytes() > most->profile.model_state_bytes()) most = &r;
+  }
+  job->profile = most->profile;
+  return Status::Ok();
+}
+
+// Why the parallel settings cannot apply to a profile: it is one rank
+// already, so tensor, sequence and pipeline parallelism would change its
+// measured sizes; data parallelism divides its model state, and the
+// engines that gather weights per block need each layer's gradient bytes
+// to tell the blocks' share.
+Status CheckProfileParallel(const Parallelism& p, const Profile& profile,
+                            const std::string& path) {
+  if (p.tensor > 1 || p.sequence || p.pipeline > 1) {
+    return Status::Invalid(path +
+                           " is a profile (one rank's measured sizes): --tp, --sp and --pp "
+                           "change its activations; profile the rank you plan for, or plan "
+                           "the model.json / config.json");
+  }
+  const bool per_block = p.data == DataParallel::kZero3 || p.data == DataParallel::kFsdp2 ||
+                         p.data == DataParallel::kHsdp;
+  int64_t created = 0;
+  for (const LayerProfile& l : profile.layers) created += l.gradient_bytes;
+  if (per_block && created == 0 && p.shard_ranks() > 1) {
+    return Status::Invalid(path + ": --" +
+                           (p.data == DataParallel::kZero3 ? std::string("zero 3")
+                                                           : std::string("fsdp")) +
+                           " gathers weights block by block, and this profile's layers give "
+                           "no gradient_bytes to size a block by; use --ddp or --zero 0..2, "
+                           "or plan the model.json / config.json");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
@@ -91,17 +137,47 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
     }
     job.profile = std::move(input.profile);
     if (overrides.grad_accumulation) job.profile.grad_accumulation = *overrides.grad_accumulation;
+    if (overrides.parallel) {
+      REMAT_RETURN_IF_ERROR(CheckProfileParallel(*overrides.parallel, job.profile, path));
+      job.analytic.parallel = *overrides.parallel;
+      REMAT_RETURN_IF_ERROR(ApplyParallel(&job));
+    }
     return job;
   }
   job.model = std::move(input.config);
   REMAT_RETURN_IF_ERROR(ApplyOverrides(overrides, job.kind, &job.model, path));
+  if (overrides.parallel) {
+    REMAT_RETURN_IF_ERROR(ValidateParallelism(*overrides.parallel, job.model, path));
+    job.analytic.parallel = *overrides.parallel;
+  }
   REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(job.model, job.analytic));
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&job));
   return job;
 }
 
 Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
   REMAT_ASSIGN_OR_RETURN(PlannerInput input, LoadPlannerInput(path));
   return MakeJob(std::move(input), overrides);
+}
+
+Result<Job> WithParallel(const Job& job, const Parallelism& p) {
+  Job other = job;
+  other.analytic.parallel = p;
+  other.ranks.clear();
+  if (!job.has_config()) {
+    if (!job.ranks.empty()) {
+      return Status::Invalid(job.path + ": the profile's model state is divided already");
+    }
+    REMAT_RETURN_IF_ERROR(CheckProfileParallel(p, job.profile, job.path));
+    REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
+    return other;
+  }
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, other.model, job.path));
+  REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.model, other.analytic));
+  other.profile.host_link = job.profile.host_link;
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
+  for (RankMemory& r : other.ranks) r.profile.host_link = job.profile.host_link;
+  return other;
 }
 
 Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation) {
@@ -113,7 +189,9 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
   if (grad_accumulation > 0) other.model.grad_accumulation = grad_accumulation;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.model, job.path));
   REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.model, other.analytic));
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
   other.profile.host_link = job.profile.host_link;  // --host-link, not the model's
+  for (RankMemory& r : other.ranks) r.profile.host_link = job.profile.host_link;
   return other;
 }
 

@@ -20,16 +20,23 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
                            WithMicroBatch(job, pick.micro_batch, pick.grad_accumulation));
     planned = &*result.batch_job;
   }
-  REMAT_ASSIGN_OR_RETURN(result.plans, MakePlan(planned->profile, request.options));
+  if (planned->ranks.empty()) {
+    REMAT_ASSIGN_OR_RETURN(result.plans, MakePlan(planned->profile, request.options));
+  } else {
+    REMAT_ASSIGN_OR_RETURN(result.ranks, PlanRanks(*planned, request.options));
+    result.worst_rank = WorstRank(result.ranks);
+    result.plans = WorstRankPlans(result.ranks);
+  }
   if (!result.plans.chosen.fits) {
     // With a global batch, smaller micro-batches were weighed already.
     const bool search = request.suggest_fit && !result.batch;
     result.advice = AdviseFit(*planned, result.plans, request.options, search);
     if (result.batch) {
-      result.advice->message = "no micro-batch of the global batch of " +
-                               std::to_string(request.global_batch) +
-                               " fits, not even 1 with grad_accumulation " +
-                               std::to_string(request.global_batch) + ": " + result.advice->message;
+      result.advice->message =
+          "no micro-batch of the global batch of " + std::to_string(request.global_batch) +
+          " fits, not even 1 with grad_accumulation " +
+          std::to_string(request.global_batch / job.parallel().data_ranks()) + ": " +
+          result.advice->message;
     }
   }
   if (planned->grad_accumulation() > kManyMicroBatches) {

@@ -46,6 +46,12 @@ Status TakePlanned(const char* flag, const std::optional<T>& planned, std::optio
   return Status::Ok();
 }
 
+// "8 GPUs (fsdp2, tensor 1, pipeline 1)".
+std::string DescribeRanks(const Parallelism& p) {
+  return std::to_string(p.gpus) + " GPUs (" + ToString(p.data) + ", tensor " +
+         std::to_string(p.tensor) + ", pipeline " + std::to_string(p.pipeline) + ")";
+}
+
 std::optional<int64_t> Known(int64_t v) { return v > 0 ? std::optional<int64_t>(v) : std::nullopt; }
 
 // The plan's recorded job fields taken into `typed`.
@@ -82,6 +88,18 @@ Status TakePlannedJob(const LoadedPlan& plan, const std::string& source, JobOver
 }  // namespace
 
 Result<Job> PlansJob(PlannerInput input, const TrainRequest& request, JobOverrides typed) {
+  // One process runs here: a plan for several ranks runs on their engine.
+  const bool planned_ranks = request.plan.job && request.plan.job->parallel &&
+                             request.plan.job->parallel->distributed();
+  if (planned_ranks || (typed.parallel && typed.parallel->distributed())) {
+    const std::string what =
+        planned_ranks ? request.plan_path + " was made for " +
+                            DescribeRanks(*request.plan.job->parallel)
+                      : std::string("the parallel flags ask for several ranks");
+    return Status::Invalid(what +
+                           "; planner train runs one process: run the plan on its engine "
+                           "(python -m remat train --engine ddp|fsdp2|deepspeed|tp --nproc N)");
+  }
   if (input.kind != PlannerInput::Kind::kProfile) {
     REMAT_RETURN_IF_ERROR(TakePlannedJob(request.plan, request.plan_path, &typed));
   }

@@ -43,6 +43,32 @@ bool MixedPrecision(const ReportContext& ctx) {
          p == Precision::kMixedFp16;
 }
 
+// Examples per optimizer step over every data rank.
+int64_t GlobalBatch(const Profile& profile, const ReportContext& ctx) {
+  return profile.micro_batch * ctx.grad_accumulation * ctx.parallel.data_ranks();
+}
+
+bool Sharded(DataParallel d) {
+  return d == DataParallel::kFsdp2 || d == DataParallel::kHsdp || d == DataParallel::kZero3;
+}
+
+// DeepSpeed's ZeRO stage for the data parallelism (FSDP2 shards as stage 3
+// does; DDP replicates as stage 0).
+int ZeroStage(const Parallelism& p) {
+  switch (p.data) {
+    case DataParallel::kZero1:
+      return 1;
+    case DataParallel::kZero2:
+      return 2;
+    case DataParallel::kZero3:
+    case DataParallel::kFsdp2:
+    case DataParallel::kHsdp:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
 std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
   Json j;
   if (profile.micro_batch > 0) j["per_device_train_batch_size"] = profile.micro_batch;
@@ -58,6 +84,10 @@ std::string DeepSpeed(const EnginePlan& e, const Profile& profile, const ReportC
   Json j;
   if (profile.micro_batch > 0) j["train_micro_batch_size_per_gpu"] = profile.micro_batch;
   j["gradient_accumulation_steps"] = ctx.grad_accumulation;
+  if (ctx.parallel.distributed()) {
+    if (profile.micro_batch > 0) j["train_batch_size"] = GlobalBatch(profile, ctx);
+    j["zero_optimization"] = {{"stage", ZeroStage(ctx.parallel)}};
+  }
   const Half half = HalfOf(ctx);
   if (half != Half::kNone) j[half == Half::kBf16 ? "bf16" : "fp16"] = {{"enabled", true}};
   if (e.shape == EngineShape::kChunks) {
@@ -77,9 +107,25 @@ std::string Megatron(const EnginePlan& e, const Profile& profile, const ReportCo
   std::ostringstream out;
   if (profile.micro_batch > 0) {
     out << "--micro-batch-size " << profile.micro_batch << " --global-batch-size "
-        << profile.micro_batch * ctx.grad_accumulation;
+        << GlobalBatch(profile, ctx);
   }
   auto flag = [&out](const std::string& f) { out << (out.tellp() > 0 ? " " : "") << f; };
+  const Parallelism& par = ctx.parallel;
+  if (par.distributed()) {
+    flag("--tensor-model-parallel-size " + std::to_string(par.tensor) +
+         " --pipeline-model-parallel-size " + std::to_string(par.pipeline));
+    if (par.virtual_stages > 1) {
+      flag("--num-virtual-stages-per-pipeline-rank " + std::to_string(par.virtual_stages));
+    }
+    if (par.sequence) flag("--sequence-parallel");
+    if (par.data == DataParallel::kZero1 || par.data == DataParallel::kZero2) {
+      flag("--use-distributed-optimizer");
+    }
+    // HSDP's replicas have no Megatron flag: its FSDP shards over every data rank.
+    if (par.data == DataParallel::kFsdp2 || par.data == DataParallel::kZero3) {
+      flag("--use-torch-fsdp2");
+    }
+  }
   switch (e.shape) {
     case EngineShape::kChunks:
       flag("--recompute-granularity full --recompute-method uniform --recompute-num-layers " +
@@ -106,12 +152,34 @@ std::string Torchtitan(const EnginePlan& e, const Profile& profile, const Report
   out << "[training]\n";
   if (profile.micro_batch > 0) {
     out << "local_batch_size = " << profile.micro_batch << "\n"
-        << "global_batch_size = " << profile.micro_batch * ctx.grad_accumulation << "\n";
+        << "global_batch_size = " << GlobalBatch(profile, ctx) << "\n";
   }
   // torchtitan's mixed precision is bfloat16 (its default) or float32.
   if (ctx.has_config && HalfOf(ctx) != Half::kFp16) {
     out << "mixed_precision_param = \"" << (HalfOf(ctx) == Half::kBf16 ? "bfloat16" : "float32")
         << "\"\n";
+  }
+  const Parallelism& par = ctx.parallel;
+  if (par.distributed()) {
+    // FSDP shards over data_parallel_shard_degree ranks and replicates over
+    // data_parallel_replicate_degree (HSDP: both; DDP and ZeRO-0..2, which
+    // torchtitan runs as replicas: replicate only).
+    const int64_t shard = Sharded(par.data) ? par.shard_ranks() : 1;
+    out << "\n[parallelism]\n"
+        << "data_parallel_replicate_degree = " << par.data_ranks() / shard << "\n"
+        << "data_parallel_shard_degree = " << shard << "\n"
+        << "tensor_parallel_degree = " << par.tensor << "\n"
+        << "pipeline_parallel_degree = " << par.pipeline << "\n";
+    if (Sharded(par.data)) {
+      out << "fsdp_reshard_after_forward = \"" << (par.reshard_after_forward ? "default" : "never")
+          << "\"\n";
+    }
+    if (par.pipeline > 1) {
+      out << "pipeline_parallel_schedule = \""
+          << (par.schedule == PipelineSchedule::kInterleaved ? "Interleaved1F1B" : "1F1B")
+          << "\"\n"
+          << "pipeline_parallel_microbatch_size = " << profile.micro_batch << "\n";
+    }
   }
   out << "\n[activation_checkpoint]\n";
   switch (e.shape) {
@@ -148,11 +216,37 @@ std::vector<int> CheckpointedBlockList(const Plan& plan, const Profile& profile)
   return list;
 }
 
-std::string PyTorch(const EnginePlan& e, const Profile& profile) {
+// How the model is wrapped for its data ranks, after the plan is applied.
+void DataParallelSnippet(std::ostringstream& out, const Parallelism& p) {
+  const std::string launch = "torchrun --nproc-per-node " + std::to_string(p.gpus);
+  if (p.data == DataParallel::kFsdp2 || p.data == DataParallel::kHsdp) {
+    out << "\n# FSDP2 on the " << p.data_ranks() << " data ranks (" << launch
+        << "): each block, then the root.\n"
+        << "from torch.distributed.device_mesh import init_device_mesh\n"
+        << "from torch.distributed.fsdp import fully_shard\n";
+    if (p.data == DataParallel::kHsdp) {
+      out << "mesh = init_device_mesh(\"cuda\", (" << p.data_ranks() / p.shard_ranks() << ", "
+          << p.shard_ranks() << "), mesh_dim_names=(\"replicate\", \"shard\"))\n";
+    } else {
+      out << "mesh = init_device_mesh(\"cuda\", (" << p.data_ranks() << ",))\n";
+    }
+    out << "for block in model.model.layers:  # GPT-2: model.transformer.h\n"
+        << "    fully_shard(block, mesh=mesh, reshard_after_forward="
+        << (p.reshard_after_forward ? "True" : "False") << ")\n"
+        << "fully_shard(model, mesh=mesh)\n";
+  } else if (p.data == DataParallel::kDdp) {
+    out << "\n# DDP on the " << p.data_ranks() << " data ranks (" << launch << ").\n"
+        << "from torch.nn.parallel import DistributedDataParallel\n"
+        << "model = DistributedDataParallel(model, bucket_cap_mb=" << p.bucket_cap_mb << ")\n";
+  }
+}
+
+std::string PyTorch(const EnginePlan& e, const Profile& profile, const ReportContext& ctx) {
   std::ostringstream out;
   out << "# The plan: save it with -o plan.json on the same command line.\n"
       << "import remat\n"
       << "remat.apply(model, \"plan.json\")\n";
+  if (ctx.parallel.distributed()) DataParallelSnippet(out, ctx.parallel);
   const std::vector<int> list = CheckpointedBlockList(e.plan, profile);
   if (list.empty()) return out.str();
   out << "\n# Or, without remat: the same blocks checkpointed by PyTorch's wrapper.\n"
@@ -213,7 +307,7 @@ std::string RenderExport(const EnginePlan& e, const Profile& profile, const Repo
     case Engine::kPytorch:
       break;
   }
-  return PyTorch(e, profile);
+  return PyTorch(e, profile, ctx);
 }
 
 std::string ExportNote(const EnginePlan& e, const Plan& asked) {

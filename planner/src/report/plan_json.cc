@@ -97,6 +97,24 @@ nlohmann::ordered_json PlanSummaryJson(const Plan& p) {
   return j;
 }
 
+// job.parallel: the ranks the plan was made for (ParseParallel reads it).
+nlohmann::ordered_json ParallelJson(const Parallelism& p) {
+  nlohmann::ordered_json j;
+  j["gpus"] = p.gpus;
+  j["data"] = ToString(p.data);
+  j["data_ranks"] = p.data_ranks();
+  j["shard_ranks"] = p.shard_ranks();
+  j["tensor"] = p.tensor;
+  j["sequence"] = p.sequence;
+  j["pipeline"] = p.pipeline;
+  j["schedule"] = ToString(p.schedule);
+  j["virtual_stages"] = p.virtual_stages;
+  j["bucket_cap_mb"] = p.bucket_cap_mb;
+  j["reshard_after_forward"] = p.reshard_after_forward;
+  j["shard_group"] = p.shard_group;
+  return j;
+}
+
 // The job's fields as planned, under model.json's names (PlannedJob,
 // remat/plan_file.h, reads them back).
 nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
@@ -119,7 +137,31 @@ nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
   if (p.lora_dropout) j["lora_dropout"] = *p.lora_dropout;
   if (p.quantization) j["quantization"] = ToString(*p.quantization);
   if (p.alloc_conf) j["alloc_conf"] = *p.alloc_conf;
+  if (p.parallel) j["parallel"] = ParallelJson(*p.parallel);
   return j;
+}
+
+// The distinct ranks, each with its peak and what the peak holds.
+nlohmann::ordered_json PerRankJson(const std::vector<RankPlan>& ranks) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const RankPlan& r : ranks) {
+    const Plan& p = r.plans.chosen;
+    nlohmann::ordered_json j;
+    j["rank"] = r.memory.rank;
+    j["ranks"] = r.memory.ranks;
+    j["stage"] = r.memory.stage;
+    j["fits"] = p.fits;
+    j["peak_bytes"] = p.predicted.peak_bytes;
+    j["device_peak_bytes"] = p.memory.total_bytes;
+    j["static_bytes"] = p.predicted.static_bytes;
+    j["strategy"] = ToString(p.strategy);
+    j["parameter"] = p.parameter;
+    nlohmann::ordered_json terms = nlohmann::ordered_json::object();
+    for (const MemoryTerm& t : RankTermsAtPeak(r)) terms[t.name] = t.bytes;
+    j["terms"] = terms;
+    out.push_back(j);
+  }
+  return out;
 }
 
 // --global-batch: every (b, K, plan) weighed, the chosen one marked.
@@ -167,13 +209,17 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
-  if (ctx.has_config) {
-    PlannedJob job = PlannedJobOf(ctx.config);
+  if (ctx.has_config || ctx.parallel.distributed()) {
+    PlannedJob job = ctx.has_config ? PlannedJobOf(ctx.config) : PlannedJob{};
     if (!plan.terms.alloc_conf_text.empty()) job.alloc_conf = plan.terms.alloc_conf_text;
+    if (ctx.parallel.distributed()) job.parallel = ctx.parallel;
     j["job"] = PlannedJobJson(job);
   }
   j["predicted"] =
       PredictedJson(plan, PredictUpdate(profile, plan.predicted, ctx.grad_accumulation));
+  if (ctx.ranks != nullptr && !ctx.ranks->empty()) {
+    j["predicted"]["per_rank"] = PerRankJson(*ctx.ranks);
+  }
   j["device_memory"] = DeviceMemoryJson(plan);
   j["baseline"] = PlanSummaryJson(plans.baseline);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();

@@ -275,6 +275,7 @@ ReportContext ReportContextOf(const Job& job) {
   ctx.has_config = job.has_config();
   if (ctx.has_config) ctx.config = job.config();
   ctx.grad_accumulation = job.grad_accumulation();
+  ctx.parallel = job.parallel();
   return ctx;
 }
 
@@ -324,6 +325,7 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportC
   Baseline(o, plans);
   ChosenPlan(o, plans, p, ctx.grad_accumulation);
   MemoryAtPeak(o, plans.chosen.predicted, p);
+  o << FormatRanksText(ctx);
   LayerTable(o, plans.chosen, p);
   StrategyTable(o, plans);
   if (!ctx.note.empty()) o << ctx.note << "\n";

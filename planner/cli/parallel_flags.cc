@@ -1,0 +1,94 @@
+#include "parallel_flags.h"
+
+#include <string>
+
+namespace remat::cli {
+
+std::vector<FlagSpec> ParallelFlags() {
+  return {
+      {"gpus", "N", "GPUs the job runs on: data ranks x --tp x --pp (default 1)"},
+      {"ddp", "", "DistributedDataParallel: the model state replicated (the default on --gpus 2+)"},
+      {"zero", "S", "DeepSpeed ZeRO stage 0, 1, 2 or 3 (1: Megatron's distributed optimizer)"},
+      {"fsdp", "MODE",
+       "PyTorch FSDP2 fully_shard: full_shard, shard_grad_op (reshard_after_forward False), "
+       "hybrid_shard (HSDP), no_shard (DDP)"},
+      {"shard-group", "N", "hybrid_shard: ranks one replica is sharded over (default 8)"},
+      {"bucket-cap-mb", "X", "DDP's bucket_cap_mb (default 25)"},
+      {"tp", "N", "tensor-parallel degree (divides the attention and key/value heads)"},
+      {"sp", "", "sequence parallelism over the tensor-parallel group"},
+      {"pp", "N", "pipeline-parallel stages"},
+      {"pp-schedule", "S", "pipeline schedule: 1f1b (default), interleaved"},
+      {"virtual-stages", "N", "interleaved schedule: model chunks per pipeline rank"},
+  };
+}
+
+Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
+  bool any = false;
+  for (const FlagSpec& f : ParallelFlags()) any = any || args.Has(f.name);
+  if (!any) return std::optional<Parallelism>();
+  Parallelism p;
+  REMAT_ASSIGN_OR_RETURN(p.gpus, args.GetInt("gpus", 1, 1, 1 << 20));
+  REMAT_ASSIGN_OR_RETURN(p.tensor, args.GetInt("tp", 1, 1, 1 << 12));
+  REMAT_ASSIGN_OR_RETURN(p.pipeline, args.GetInt("pp", 1, 1, 1 << 12));
+  REMAT_ASSIGN_OR_RETURN(p.virtual_stages, args.GetInt("virtual-stages", 1, 1, 1 << 12));
+  p.sequence = args.Has("sp");
+  const int data_flags = args.Has("ddp") + args.Has("zero") + args.Has("fsdp");
+  if (data_flags > 1) {
+    return Status::Invalid(
+        "options --ddp, --zero and --fsdp each choose the data-parallel engine: give one");
+  }
+  if (args.Has("ddp")) p.data = DataParallel::kDdp;
+  if (args.Has("zero")) {
+    REMAT_ASSIGN_OR_RETURN(const int64_t stage, args.GetInt("zero", 0, 0, 3));
+    static constexpr DataParallel kStages[] = {DataParallel::kZero0, DataParallel::kZero1,
+                                               DataParallel::kZero2, DataParallel::kZero3};
+    p.data = kStages[stage];
+  }
+  if (args.Has("fsdp")) {
+    const std::string mode = args.Get("fsdp");
+    if (mode == "full_shard") {
+      p.data = DataParallel::kFsdp2;
+    } else if (mode == "shard_grad_op") {
+      p.data = DataParallel::kFsdp2;
+      p.reshard_after_forward = false;
+    } else if (mode == "hybrid_shard") {
+      p.data = DataParallel::kHsdp;
+    } else if (mode == "no_shard") {
+      p.data = DataParallel::kDdp;
+    } else {
+      return Status::Invalid("option --fsdp: unknown mode '" + mode +
+                             "'; accepted: full_shard, shard_grad_op, hybrid_shard, no_shard");
+    }
+  }
+  if (p.data == DataParallel::kNone && p.gpus / (p.tensor * p.pipeline) > 1) {
+    p.data = DataParallel::kDdp;
+  }
+  if (args.Has("shard-group")) {
+    if (p.data != DataParallel::kHsdp) {
+      return Status::Invalid("option --shard-group applies to --fsdp hybrid_shard only");
+    }
+    REMAT_ASSIGN_OR_RETURN(p.shard_group, args.GetInt("shard-group", 0, 1, 1 << 20));
+  }
+  if (args.Has("bucket-cap-mb")) {
+    if (p.data != DataParallel::kDdp) {
+      return Status::Invalid(
+          "option --bucket-cap-mb is DDP's: it needs --ddp (or --gpus 2+ "
+          "without --zero or --fsdp)");
+    }
+    REMAT_ASSIGN_OR_RETURN(p.bucket_cap_mb, args.GetDouble("bucket-cap-mb", 25, 1e-3, 1e6));
+  }
+  if (args.Has("pp-schedule")) {
+    const std::string s = args.Get("pp-schedule");
+    if (s == "1f1b") {
+      p.schedule = PipelineSchedule::k1F1B;
+    } else if (s == "interleaved") {
+      p.schedule = PipelineSchedule::kInterleaved;
+    } else {
+      return Status::Invalid("option --pp-schedule: unknown schedule '" + s +
+                             "'; accepted: 1f1b, interleaved");
+    }
+  }
+  return std::optional<Parallelism>(p);
+}
+
+}  // namespace remat::cli

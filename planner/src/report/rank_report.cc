@@ -1,0 +1,129 @@
+// A distributed job's ranks in the reports: what each rank's peak holds.
+#include <sstream>
+
+#include "remat/planning.h"
+#include "remat/report.h"
+#include "remat/units.h"
+
+namespace remat {
+
+std::string DescribeParallelism(const Parallelism& p) {
+  std::string data = ToString(p.data);
+  switch (p.data) {
+    case DataParallel::kDdp:
+      data = "DDP";
+      break;
+    case DataParallel::kFsdp2:
+      data = p.reshard_after_forward ? "FSDP2 full_shard" : "FSDP2 shard_grad_op";
+      break;
+    case DataParallel::kHsdp:
+      data = "HSDP, sharded over " + std::to_string(p.shard_ranks());
+      break;
+    case DataParallel::kZero0:
+    case DataParallel::kZero1:
+    case DataParallel::kZero2:
+    case DataParallel::kZero3:
+      data = "ZeRO-" + std::string(ToString(p.data)).substr(4);
+      break;
+    case DataParallel::kNone:
+      data = "no data parallelism";
+      break;
+  }
+  std::string s = std::to_string(p.gpus) + " GPU" + (p.gpus == 1 ? "" : "s") + ": " +
+                  std::to_string(p.data_ranks()) + " data rank" + (p.data_ranks() == 1 ? "" : "s") +
+                  " (" + data + "), tensor " + std::to_string(p.tensor) +
+                  (p.sequence ? " with sequence parallelism" : "") + ", pipeline " +
+                  std::to_string(p.pipeline);
+  if (p.pipeline > 1) {
+    s += std::string(" (") + ToString(p.schedule);
+    if (p.virtual_stages > 1) s += ", " + std::to_string(p.virtual_stages) + " virtual stages";
+    s += ")";
+  }
+  return s;
+}
+
+std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
+  const RankModelState& s = rank.memory.state;
+  const SimulationResult& r = rank.plans.chosen.predicted;
+  const StaticMemory& st = rank.memory.profile.static_memory;
+  // The persistent gradients (a shard, or Megatron's buffers) and those
+  // backward had created by the peak.
+  const int64_t persistent = st.gradient_bytes - s.ddp_bucket_bytes;
+  const int64_t gradients = persistent + r.at_peak[MemoryCategory::kParameterGrads];
+  // The reduce buffers are live when the peak is a block's backward.
+  const Plan& plan = rank.plans.chosen;
+  const Profile& profile = rank.memory.profile;
+  bool in_block_backward = false;
+  if (r.peak_op >= 0 && r.peak_op < static_cast<int>(plan.schedule.ops.size())) {
+    const Op& op = plan.schedule.ops[r.peak_op];
+    in_block_backward = op.kind == OpKind::kBackward && op.layer >= 0 &&
+                        profile.layers[op.layer].kind == kBlockKind;
+  }
+  std::vector<MemoryTerm> terms;
+  int64_t sum = 0;
+  for (MemoryTerm t : s.terms()) {
+    if (t.name == "gradients") t.bytes = gradients;
+    if (t.name == "reduce_scatter" && !in_block_backward) t.bytes = 0;
+    sum += t.bytes;
+    terms.push_back(t);
+  }
+  terms.push_back({"activations", r.peak_bytes - sum});
+  return terms;
+}
+
+namespace {
+
+std::string RankName(const RankPlan& r) {
+  return "rank " + std::to_string(r.memory.rank) + " (stage " + std::to_string(r.memory.stage) +
+         ", " + std::to_string(r.memory.ranks) + " rank" + (r.memory.ranks == 1 ? "" : "s") +
+         " alike)";
+}
+
+std::string TermList(const RankPlan& r) {
+  std::string s;
+  for (const MemoryTerm& t : RankTermsAtPeak(r)) {
+    s += (s.empty() ? "" : ", ") + t.name + " " + FormatBytes(t.bytes);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string FormatRanksText(const ReportContext& ctx) {
+  if (ctx.ranks == nullptr || ctx.ranks->empty()) return "";
+  const std::vector<RankPlan>& ranks = *ctx.ranks;
+  std::ostringstream o;
+  o << "Ranks: " << DescribeParallelism(ctx.parallel) << "\n";
+  o << "  worst            " << RankName(ranks[ctx.worst_rank]) << ": "
+    << TermList(ranks[ctx.worst_rank]) << "\n";
+  for (const RankPlan& r : ranks) {
+    const Plan& p = r.plans.chosen;
+    o << "  " << RankName(r) << ": peak " << FormatBytes(p.memory.total_bytes) << ", model state "
+      << FormatBytes(p.predicted.static_bytes) << ", " << ToString(p.strategy)
+      << (p.parameter.empty() ? "" : " (" + p.parameter + ")") << (p.fits ? "" : ", DOES NOT FIT")
+      << "\n";
+  }
+  o << "\n";
+  return o.str();
+}
+
+std::string FormatRanksMarkdown(const ReportContext& ctx) {
+  if (ctx.ranks == nullptr || ctx.ranks->empty()) return "";
+  const std::vector<RankPlan>& ranks = *ctx.ranks;
+  std::ostringstream o;
+  o << "\n## Ranks\n\n"
+    << DescribeParallelism(ctx.parallel) << ". The worst rank, " << RankName(ranks[ctx.worst_rank])
+    << ", holds at its peak: " << TermList(ranks[ctx.worst_rank]) << ".\n\n";
+  o << "| rank | ranks alike | stage | peak | model state | plan | fits |\n";
+  o << "|---:|---:|---:|---:|---:|---|---|\n";
+  for (const RankPlan& r : ranks) {
+    const Plan& p = r.plans.chosen;
+    o << "| " << r.memory.rank << " | " << r.memory.ranks << " | " << r.memory.stage << " | "
+      << FormatBytes(p.memory.total_bytes) << " | " << FormatBytes(p.predicted.static_bytes)
+      << " | " << ToString(p.strategy) << (p.parameter.empty() ? "" : " (" + p.parameter + ")")
+      << " | " << (p.fits ? "yes" : "no") << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace remat

@@ -1,0 +1,144 @@
+// planner --gpus, --ddp, --zero, --fsdp, --tp, --pp and the per-rank plan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace remat::cli {
+namespace {
+
+const char kGpt2[] = REMAT_SOURCE_DIR "/examples/gpt2-small.json";
+const char kLlama8b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3-8b.config.json";
+
+nlohmann::json PlanJson(std::vector<std::string> args) {
+  args.insert(args.end(), {"--json", "--quiet"});
+  const Captured c = RunCli(args);
+  EXPECT_TRUE(c.code == 0 || c.code == 3) << c.err;
+  return nlohmann::json::parse(c.out);
+}
+
+void ExpectRefused(const std::vector<std::string>& args, const std::string& says) {
+  const Captured c = RunCli(args);
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_NE(c.err.find(says), std::string::npos) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;  // one line
+  EXPECT_TRUE(c.out.empty()) << c.out;
+}
+
+TEST(ParallelFlags, BadCombinationsAreRefusedInOneLine) {
+  ExpectRefused({"--budget", "24GB", "--gpus", "6", "--tp", "4", kGpt2},
+                "not a multiple of --tp x --pp");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--tp", "8", kGpt2},
+                "must divide the attention heads (12)");
+  ExpectRefused({"--budget", "80GB", "--gpus", "16", "--tp", "16", kLlama8b},
+                "key/value heads (8)");
+  ExpectRefused({"--budget", "24GB", "--gpus", "16", "--pp", "16", kGpt2},
+                "more pipeline stages than the model's 12 blocks");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "2", "--fsdp", "full_shard", kGpt2},
+                "give one");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--fsdp", "sharded", kGpt2},
+                "accepted: full_shard, shard_grad_op, hybrid_shard, no_shard");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "4", kGpt2}, "option --zero");
+  ExpectRefused({"--budget", "24GB", "--gpus", "3", "--global-batch", "32", kGpt2},
+                "not a multiple of the 3 data ranks");
+  ExpectRefused({"--budget", "24GB", "--gpus", "2", "--sp", kGpt2}, "--sp");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "3", "--bucket-cap-mb", "50", kGpt2},
+                "DDP's");
+}
+
+TEST(ParallelFlags, AProfileIsOneRankAlready) {
+  const std::string profile = REMAT_SOURCE_DIR "/profiles/fixtures/gpt2-small.analytic.json";
+  ExpectRefused({"--budget", "24GB", "--gpus", "2", "--tp", "2", profile},
+                "--tp, --sp and --pp change its activations");
+  const nlohmann::json one = PlanJson({"--budget", "24GB", profile});
+  const nlohmann::json zero2 =
+      PlanJson({"--budget", "24GB", "--gpus", "2", "--zero", "2", profile});
+  EXPECT_LT(zero2["predicted"]["static_bytes"].get<int64_t>(),
+            one["predicted"]["static_bytes"].get<int64_t>());
+  EXPECT_EQ(zero2["job"]["parallel"]["data"], "zero2");
+}
+
+TEST(ParallelFlags, SingleGpuOutputHasNoRanks) {
+  const nlohmann::json j = PlanJson({"--budget", "24GB", kGpt2});
+  EXPECT_FALSE(j["predicted"].contains("per_rank"));
+  EXPECT_FALSE(j["job"].contains("parallel"));
+}
+
+TEST(ParallelFlags, GpusAloneMeansDdpAndEachRankHoldsABucketCopy) {
+  const nlohmann::json j = PlanJson({"--budget", "24GB", "--gpus", "4", kGpt2});
+  const nlohmann::json& par = j["job"]["parallel"];
+  EXPECT_EQ(par["gpus"], 4);
+  EXPECT_EQ(par["data"], "ddp");
+  EXPECT_EQ(par["data_ranks"], 4);
+  const nlohmann::json& ranks = j["predicted"]["per_rank"];
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0]["rank"], 0);
+  EXPECT_EQ(ranks[0]["ranks"], 4);
+  const nlohmann::json& terms = ranks[0]["terms"];
+  // amp_bf16: fp32 gradients, and DDP's buckets as many bytes again.
+  EXPECT_EQ(terms["ddp_buckets"].get<int64_t>(), 4 * 124'439'808);
+  int64_t sum = 0;
+  for (const auto& [name, bytes] : terms.items()) sum += bytes.get<int64_t>();
+  EXPECT_EQ(sum, ranks[0]["peak_bytes"].get<int64_t>());
+  EXPECT_EQ(j["predicted"]["peak_bytes"], ranks[0]["peak_bytes"]);
+}
+
+TEST(ParallelFlags, ZeroStagesShrinkEachRanksModelState) {
+  int64_t last = 0;
+  for (const char* stage : {"0", "1", "2", "3"}) {
+    // The same plan on each: the peak moves by the model state alone (with
+    // accumulation every gradient exists at it).
+    const nlohmann::json j =
+        PlanJson({"--budget", "80GB", "--strategy", "none", "--grad-accumulation", "2", "--gpus",
+                  "8", "--zero", stage, kGpt2});
+    const int64_t state = j["predicted"]["peak_bytes"];
+    if (last > 0) EXPECT_LT(state, last) << "zero " << stage;
+    last = state;
+    EXPECT_EQ(j["job"]["parallel"]["data"], std::string("zero") + stage);
+  }
+}
+
+TEST(ParallelFlags, PipelineStagesAreRanksOfTheirOwn) {
+  const nlohmann::json j = PlanJson({"--budget", "24GB", "--gpus", "4", "--pp", "2", kGpt2});
+  const nlohmann::json& ranks = j["predicted"]["per_rank"];
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0]["stage"], 0);
+  EXPECT_EQ(ranks[1]["stage"], 1);
+  EXPECT_EQ(ranks[1]["rank"], 2);  // tensor first, then data, then pipeline
+  EXPECT_EQ(ranks[0]["ranks"], 2);
+  const int64_t worst =
+      std::max(ranks[0]["peak_bytes"].get<int64_t>(), ranks[1]["peak_bytes"].get<int64_t>());
+  EXPECT_EQ(j["predicted"]["peak_bytes"].get<int64_t>(), worst);
+}
+
+TEST(ParallelFlags, TextReportNamesTheWorstRanksTerms) {
+  const Captured c =
+      RunCli({"--budget", "24GB", "--gpus", "8", "--fsdp", "full_shard", "--quiet", kGpt2});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("Ranks: 8 GPUs: 8 data ranks (FSDP2 full_shard)"), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("fsdp_unsharded"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("reduce_scatter"), std::string::npos) << c.out;
+}
+
+TEST(ParallelFlags, NoFitAdviceNamesTheShardingThatFits) {
+  const Captured c = RunCli({"--budget", "80GB", "--quiet", kLlama8b});
+  EXPECT_EQ(c.code, 3) << c.err;
+  EXPECT_NE(c.err.find("fits with --fsdp full_shard on "), std::string::npos) << c.err;
+}
+
+TEST(ParallelFlags, PlanFileKeepsTheParallelSettings) {
+  const ScratchDir dir;
+  const std::string plan = dir.path() + "/plan.json";
+  const Captured c = RunCli({"--budget", "24GB", "--gpus", "8", "--fsdp", "shard_grad_op",
+                             "--quiet", "--json", "-o", plan, kGpt2});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const Captured t = RunCli({"train", "--plan", plan, "--steps", "1", kGpt2});
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.err.find("was made for 8 GPUs (fsdp2"), std::string::npos) << t.err;
+}
+
+}  // namespace
+}  // namespace remat::cli

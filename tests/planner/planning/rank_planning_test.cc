@@ -1,0 +1,95 @@
+// A distributed job planned rank by rank: the plan fits when every rank's
+// does, and the report describes the worst.
+#include <gtest/gtest.h>
+
+#include "remat/planning.h"
+#include "remat/strategies.h"
+
+namespace remat {
+namespace {
+
+const char kSmallGpt[] = R"({"name": "small", "layers": 4, "hidden": 128, "heads": 4,
+  "vocab": 2048, "seq_len": 128, "micro_batch": 4, "dropout": 0.1})";
+
+Job SmallJob(const Parallelism& p) {
+  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  JobOverrides o;
+  o.parallel = p;
+  Result<Job> job = MakeJob(*in, o);
+  EXPECT_TRUE(job.ok()) << job.status().message();
+  return *job;
+}
+
+Parallelism Pipeline(int64_t stages) {
+  Parallelism p;
+  p.gpus = stages;
+  p.pipeline = stages;
+  return p;
+}
+
+TEST(RankPlanning, EveryStageIsPlannedAndTheWorstIsReported) {
+  const Job job = SmallJob(Pipeline(2));
+  ASSERT_EQ(job.ranks.size(), 2u);
+  PlanningRequest request;
+  request.options.budget_bytes = 1LL << 40;
+  Result<PlanningResult> r = RunPlanner(job, request);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->ranks.size(), 2u);
+  const int64_t a = r->ranks[0].plans.chosen.memory.total_bytes;
+  const int64_t b = r->ranks[1].plans.chosen.memory.total_bytes;
+  EXPECT_EQ(r->plans.chosen.memory.total_bytes, std::max(a, b));
+  EXPECT_EQ(&r->profile_of(job), &r->ranks[r->worst_rank].memory.profile);
+  // Stage 0 runs the embedding, stage 1 the head and the loss.
+  EXPECT_EQ(r->ranks[0].memory.profile.layers.front().name, "embedding");
+  EXPECT_EQ(r->ranks[1].memory.profile.layers.back().name, "loss");
+}
+
+TEST(RankPlanning, FitsOnlyWhenEveryRankFits) {
+  const Job job = SmallJob(Pipeline(2));
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  Result<std::vector<RankPlan>> ranks = PlanRanks(job, none);
+  ASSERT_TRUE(ranks.ok());
+  const int64_t a = (*ranks)[0].plans.chosen.memory.total_bytes;
+  const int64_t b = (*ranks)[1].plans.chosen.memory.total_bytes;
+  ASSERT_NE(a, b);
+  // A budget between the two: the smaller rank fits, the plan does not.
+  none.budget_bytes = (a + b) / 2;
+  ranks = PlanRanks(job, none);
+  ASSERT_TRUE(ranks.ok());
+  EXPECT_NE((*ranks)[0].plans.chosen.fits, (*ranks)[1].plans.chosen.fits);
+  EXPECT_FALSE(WorstRankPlans(*ranks).chosen.fits);
+  EXPECT_EQ(WorstRankPlans(*ranks).chosen.memory.total_bytes, std::max(a, b));
+}
+
+TEST(RankPlanning, GlobalBatchIsSharedByTheDataRanks) {
+  Parallelism p;
+  p.gpus = 4;
+  p.data = DataParallel::kDdp;
+  const Job job = SmallJob(p);
+  PlanOptions options;
+  options.budget_bytes = 1LL << 40;
+  Result<BatchSearch> s = SearchBatch(job, 32, options);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  for (const BatchCandidate& c : s->weighed) EXPECT_EQ(c.micro_batch * c.grad_accumulation, 8);
+  EXPECT_FALSE(SearchBatch(job, 30, options).ok());
+}
+
+TEST(RankPlanning, ShardingShrinksTheRanksModelState) {
+  Parallelism ddp;
+  ddp.gpus = 4;
+  ddp.data = DataParallel::kDdp;
+  Parallelism fsdp = ddp;
+  fsdp.data = DataParallel::kFsdp2;
+  EXPECT_LT(SmallJob(fsdp).profile.model_state_bytes(), SmallJob(ddp).profile.model_state_bytes());
+  // One GPU: no ranks, the profile as it was.
+  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
+  ASSERT_TRUE(in.ok());
+  Result<Job> single = MakeJob(*in, {});
+  ASSERT_TRUE(single.ok());
+  EXPECT_TRUE(single->ranks.empty());
+}
+
+}  // namespace
+}  // namespace remat
