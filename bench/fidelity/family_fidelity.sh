@@ -30,7 +30,8 @@ for config in "${configs[@]}"; do
     flags=(--budget 1TB --device cpu --strategy "$strategy")
     [ "$strategy" = uniform ] && flags+=(--every 1)
     "$planner" "${flags[@]}" -o "$work/plan.json" "$config" > /dev/null
-    "$planner" train --plan "$work/plan.json" --steps "$steps" --json "$config" > "$work/run.json"
+    "$planner" train --quiet --plan "$work/plan.json" --steps "$steps" --json "$config" \
+      > "$work/run.json"
     python3 - "$work/run.json" "$name" "$strategy" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
