@@ -33,6 +33,11 @@ config.json with random weights: transformers' AutoModel in a
 SentenceTransformer with mean pooling, fed random token ids at the full
 max_seq_length (the upper bound of padding to the longest text).
 
+With --skewed-router, a mixture of experts' routers (MixtralTopKRouter,
+Qwen3MoeTopKRouter) have their weights set to 0 before every step: uniform
+probabilities, so every token picks the same top-k experts, the most uneven
+routing top-k allows (against the balanced routing of random weights).
+
 With the job's "merge_columns": false (or --no-merge-columns),
 sentence-transformers encodes every column in its own forward pass (its
 column_merging_disabled()), as versions before 6 did; by default (6.x)
@@ -41,7 +46,7 @@ the anchors go in one pass and the other columns, merged, in a second
 (texts - 1) x micro_batch texts' tensors.
 
 usage: hf_reference.py CONFIG.json [--checkpointing] [--steps N] [--device cpu|cuda]
-                       [--no-merge-columns]
+                       [--no-merge-columns] [--skewed-router]
 """
 import argparse
 import json
@@ -97,7 +102,7 @@ class Precision:
         opt.zero_grad()
 
 
-def hf_step_fn(torch, cfg, job, checkpointing, device, precision):
+def hf_step_fn(torch, cfg, job, checkpointing, device, precision, skewed_router=False):
     import transformers
     config = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items()
                                                   if not k.startswith("_") and k != "remat"})
@@ -112,8 +117,16 @@ def hf_step_fn(torch, cfg, job, checkpointing, device, precision):
     make = causal_lm_batch if arch.endswith("ForCausalLM") else mlm_batch
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
+    routers = [m for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    if skewed_router and not routers:
+        raise SystemExit(f"--skewed-router: {arch} has no mixture-of-experts router")
+
     def step(i):
         torch.manual_seed(i)
+        if skewed_router:
+            with torch.no_grad():
+                for router in routers:
+                    router.weight.zero_()
         batch = {k: v.to(device) for k, v in make(torch, config.vocab_size, b, s).items()}
         with precision.autocast():
             loss = model(**batch).loss
@@ -242,6 +255,7 @@ def main():
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--no-merge-columns", action="store_true")
+    ap.add_argument("--skewed-router", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -259,15 +273,19 @@ def main():
         job["merge_columns"] = False
     precision = Precision(torch, job.get("precision", "fp32"), args.device)
     sentence = job.get("head") == "pooling"
-    build = mnrl_step_fn if sentence else hf_step_fn
-    model, step, attn = build(torch, cfg, job, args.checkpointing, args.device, precision)
+    if sentence:
+        model, step, attn = mnrl_step_fn(torch, cfg, job, args.checkpointing, args.device,
+                                         precision)
+    else:
+        model, step, attn = hf_step_fn(torch, cfg, job, args.checkpointing, args.device,
+                                       precision, args.skewed_router)
     params = sum(p.numel() for p in model.parameters())
     for i in range(args.steps - 1):
         step(i)
     out = {"config": args.config, "checkpointing": args.checkpointing, "attention": attn,
            "parameters": params, "device": args.device,
            "precision": job.get("precision", "fp32"), "torch": torch.__version__,
-           "merge_columns": job.get("merge_columns", True)}
+           "merge_columns": job.get("merge_columns", True), "skewed_router": args.skewed_router}
     if cpu:
         m = remat_measure.measure(step, args.steps - 1, timeline=False)
         out.update(peak_bytes=m.baseline_bytes + m.peak_bytes, bytes_before=m.baseline_bytes,

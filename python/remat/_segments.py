@@ -33,7 +33,8 @@ offload's children are the Segments its recompute runs, covering
 [start, stop) in order: "keep" and "selective" blocks, and "checkpoint"
 segments nested inside it."""
 
-SELECTIVE_PARTS = ("attention_core", "mlp_activation", "norm_output", "dropout_mask")
+SELECTIVE_PARTS = ("attention_core", "mlp_activation", "norm_output", "dropout_mask",
+                   "experts")
 _BLOCK = re.compile(r"^(?:(p\d+)\.)?block(\d+)$")
 
 

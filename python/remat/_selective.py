@@ -10,7 +10,10 @@ plan's option's ops, and recomputes (PREFER_RECOMPUTE) the rest.
                   matmuls (GELU, SiLU and SwiGLU's product);
   norm_output     every op inside the block's norm modules;
   dropout_mask    the dropouts: they draw again from the random state that
-                  checkpoint restores.
+                  checkpoint restores;
+  experts         every op inside a mixture of experts' experts module (the
+                  MLP's `experts`: the dispatch, the grouped GEMMs, the
+                  combine), its router's outputs kept.
 What autograd saves comes from a recording pass (record): at the block's
 first forward with grad for an input shape, the block's own forward runs
 once more under a dispatch mode that logs each op call's output memory and
@@ -34,7 +37,7 @@ mask under every option; a fused one (aten.native_dropout, the fused
 attention kernels) is drawn again under dropout_mask. A block with a kept
 in-place draw before a fused one is refused under dropout_mask. An op that
 changes memory from outside the block (its input, a buffer) is kept.
-The module scopes come from forward hooks on the MLP and norm modules,
+The module scopes come from forward hooks on the MLP, experts and norm modules,
 which fire again in the recording pass and the recompute.
 In the recompute, a recomputed call whose output nothing the recompute
 needs reads (eager attention's score ops before a kept softmax, when a
@@ -83,8 +86,15 @@ class Scopes:
     kept by forward hooks; remove() takes the hooks off again."""
 
     def __init__(self, block, parts, index):
-        self.depth = {"mlp": 0, "norm": 0}
+        self.depth = {"mlp": 0, "norm": 0, "experts": 0}
         self.handles = []
+        if "experts" in parts:
+            experts = getattr(mlp_of(block), "experts", None)
+            if experts is None:
+                raise _error(f"block{index} ({type(block).__name__}) has no experts module (the "
+                             "MLP's experts, as Mixtral and Qwen3-MoE) for the selective option "
+                             "experts")
+            self._watch(experts, "experts")
         if "mlp_activation" in parts:
             mlp = mlp_of(block)
             if mlp is None:
@@ -127,6 +137,8 @@ def _classify(func, args, kwargs, parts, scopes):
         # it fills, which later in-place ops finish.
         return "redraw" if "dropout_mask" in parts and not func._schema.is_mutable else "draw"
     if "attention_core" in parts and (name in _CORE or name.startswith(_CORE_PREFIX)):
+        return "option"
+    if scopes.depth["experts"] > 0:
         return "option"
     if scopes.depth["mlp"] > 0 and name not in _MATMUL:
         return "option"

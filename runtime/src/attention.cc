@@ -58,14 +58,17 @@ at::Tensor GroupedRows(const at::Tensor& t, const Sizes& z, int64_t i0, int64_t 
 
 // fp32 scores of query rows [i0, i0 + n) against every key, scaled and
 // causally masked: (b, kv, rep, n, s).
-at::Tensor Scores(const at::Tensor& q, const at::Tensor& k, const Sizes& z, bool causal, int64_t i0,
-                  int64_t n) {
+// A window > 0 also masks the keys at or past `window` before each query.
+at::Tensor Scores(const at::Tensor& q, const at::Tensor& k, const Sizes& z, bool causal,
+                  int64_t window, int64_t i0, int64_t n) {
   at::Tensor scores = at::matmul(GroupedRows(q, z, i0, n), k.transpose(-2, -1)).to(at::kFloat);
   scores = scores.mul_(z.scale).view({z.b, z.kv, z.rep, n, z.s});
   if (causal) {
     const auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
-    const at::Tensor future = at::arange(z.s, opts) > at::arange(i0, i0 + n, opts).unsqueeze(1);
-    scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
+    const at::Tensor keys = at::arange(z.s, opts), queries = at::arange(i0, i0 + n, opts).unsqueeze(1);
+    at::Tensor hidden = keys > queries;
+    if (window > 0) hidden = hidden.logical_or_(keys <= queries - window);
+    scores.masked_fill_(hidden, -std::numeric_limits<float>::infinity());
   }
   return scores;
 }
@@ -87,7 +90,8 @@ at::Tensor DropoutScale(const at::Tensor& like, double p, uint64_t seed, int64_t
 class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, bool causal, double dropout, int64_t seed) {
+                            const at::Tensor& v, bool causal, double dropout, int64_t seed,
+                            int64_t window) {
     const Sizes z = SizesOf(q, k);
     // The output in (b, s, a, d) memory, so that merging heads is a view.
     at::Tensor out = at::empty({z.b, z.s, z.a, z.d}, q.options()).transpose(1, 2);
@@ -96,7 +100,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
     const at::Tensor lse4 = lse.view({z.b, z.kv, z.rep, z.s});
     for (int64_t i0 = 0, block = 0; i0 < z.s; i0 += kFlashBlockRows, ++block) {
       const int64_t n = std::min(kFlashBlockRows, z.s - i0);
-      at::Tensor p = Scores(q, k, z, causal, i0, n);
+      at::Tensor p = Scores(q, k, z, causal, window, i0, n);
       const at::Tensor row_lse = at::logsumexp(p, -1, /*keepdim=*/true);
       p.sub_(row_lse).exp_();
       if (dropout > 0) p.mul_(DropoutScale(p, dropout, static_cast<uint64_t>(seed), block));
@@ -109,6 +113,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["dropout"] = dropout;
     ctx->saved_data["seed"] = seed;
+    ctx->saved_data["window"] = window;
     return out;
   }
 
@@ -119,6 +124,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
     const bool causal = ctx->saved_data["causal"].toBool();
     const double dropout = ctx->saved_data["dropout"].toDouble();
     const uint64_t seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    const int64_t window = ctx->saved_data["window"].toInt();
     const Sizes z = SizesOf(q, k);
     const at::ScalarType dtype = q.scalar_type();
     const at::Tensor& dout = grads[0];
@@ -129,7 +135,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
     for (int64_t i0 = 0, block = 0; i0 < z.s; i0 += kFlashBlockRows, ++block) {
       const int64_t n = std::min(kFlashBlockRows, z.s - i0);
       const std::vector<int64_t> grouped = {z.b, z.kv, z.rep * n, z.s};
-      at::Tensor p = Scores(q, k, z, causal, i0, n);
+      at::Tensor p = Scores(q, k, z, causal, window, i0, n);
       p.sub_(lse4.narrow(3, i0, n).unsqueeze(-1)).exp_();
       at::Tensor scale;  // the dropout multiplier, undefined without dropout
       if (dropout > 0) scale = DropoutScale(p, dropout, seed, block);
@@ -152,7 +158,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
       dk.add_(at::matmul(ds.transpose(-2, -1), GroupedRows(q, z, i0, n)));
     }
     return {dq,           dk.to(k.scalar_type()), dv.to(v.scalar_type()),
-            at::Tensor(), at::Tensor(),           at::Tensor()};
+            at::Tensor(), at::Tensor(),           at::Tensor(), at::Tensor()};
   }
 };
 
@@ -161,7 +167,7 @@ class BlockwiseAttention : public torch::autograd::Function<BlockwiseAttention> 
 at::Tensor FlashAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const AttentionOptions& options) {
   return BlockwiseAttention::apply(q, k, v, options.causal, options.dropout,
-                                   static_cast<int64_t>(options.seed));
+                                   static_cast<int64_t>(options.seed), options.window);
 }
 
 }  // namespace remat::runtime

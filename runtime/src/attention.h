@@ -32,6 +32,10 @@ struct AttentionOptions {
   bool causal = false;  // decoders: query i sees keys 0..i
   double dropout = 0;   // on the probabilities (training)
   uint64_t seed = 0;    // the dropout draw: the same seed redraws the same masks
+  // A sliding window (causal only): query i sees keys i - window + 1..i, as
+  // transformers' sliding_window_causal mask. 0: no window. FlashAttention
+  // only (SDPA takes a window as a mask: variant_blocks.h).
+  int64_t window = 0;
 };
 
 // at::scaled_dot_product_attention with the default scale 1/sqrt(d), its

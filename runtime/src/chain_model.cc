@@ -16,6 +16,7 @@
 #include "gpt_model.h"
 #include "llama_model.h"
 #include "remat/precision.h"
+#include "remat/profile.h"
 
 namespace remat::runtime {
 namespace {
@@ -63,11 +64,15 @@ Status ModelSupports(const ModelConfig& config) {
                            "' can be planned (analytic) but not run (the runtime runs mlm, "
                            "pooling and classification on bert)");
   }
-  if (HasLlamaVariant(c)) {
+  if (HasLlamaVariant(c) && (c.lora_rank > 0 || c.quantization != Quantization::kNone)) {
     return Status::Invalid(
-        "the runtime's llama has none of the variant fields (gemma2, gemma3, qwen3, phi3, experts: "
-        "activation, qk_norm, gemma_norms, embedding_scale, soft-capping, fused_projections, "
-        "sliding windows): such a model can be planned (analytic) but not run");
+        "the runtime runs the llama variants (gemma2, gemma3, qwen3, phi3, mixtral, qwen3_moe) "
+        "without LoRA: a LoRA or QLoRA job on them can be planned (analytic) but not run");
+  }
+  if (c.attn_softcap > 0 && c.attention == AttentionImpl::kFlash) {
+    return Status::Invalid(
+        "attn_softcap with attention 'flash': the runtime's flash kernel has no soft-capping; "
+        "run it with attention 'eager' (or plan it, analytic)");
   }
   if (c.architecture == Architecture::kLlama) {
     if (c.head_dim % 2 != 0) {
@@ -182,6 +187,26 @@ SelectiveParts PartsOf(int option) {
     default:
       return {};
   }
+}
+
+SelectiveParts ChainModel::OptionParts(int option) const {
+  if (config_.experts == 0 || option < 0) return PartsOf(option);
+  SelectiveParts parts;
+  parts.core = option != 1;
+  parts.experts = option >= 1;
+  return parts;
+}
+
+const char* ChainModel::OptionName(int option) const {
+  if (config_.experts > 0) {
+    const char* const names[] = {kAttentionCoreOption, kExpertsOption,
+                                 kAttentionCoreExpertsOption};
+    return names[option];
+  }
+  const char* const names[] = {kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption,
+                               kNormOutputOption,    kAllSelectiveOption,  kDropoutMaskOption,
+                               kAllWithDropoutOption};
+  return names[option];
 }
 
 at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor& batch,
@@ -345,12 +370,23 @@ at::Tensor ChainModel::MergeHeads(const at::Tensor& context) const {
 
 at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const at::Tensor& bias, bool softmax_fp32, uint64_t seed,
-                                      RecomputeTimer* regenerate) const {
+                                      RecomputeTimer* regenerate, double softcap) const {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   // Intermediates are dropped as soon as they are consumed, so that a forward
   // without grad holds as little as it can.
-  at::Tensor probs = bias.defined() ? at::baddbmm(bias, q, k.transpose(1, 2), 1.0, scale)
-                                    : at::bmm(q, k.transpose(1, 2)).mul_(scale);
+  at::Tensor probs;
+  if (softcap > 0) {
+    // scores * scale, / cap, tanh, * cap, + bias: each a new tensor, the
+    // one before freed once read (tanh keeps its output).
+    probs = at::bmm(q, k.transpose(1, 2)).mul_(scale);
+    probs = probs / softcap;
+    probs = at::tanh(probs);
+    probs = probs * softcap;
+    if (bias.defined()) probs = probs + bias;
+  } else {
+    probs = bias.defined() ? at::baddbmm(bias, q, k.transpose(1, 2), 1.0, scale)
+                           : at::bmm(q, k.transpose(1, 2)).mul_(scale);
+  }
   probs = softmax_fp32 ? at::softmax(probs, -1, at::kFloat).to(q.scalar_type())
                        : at::softmax(probs, -1);
   if (config_.dropout > 0) SeedGenerator(device_, seed);
@@ -359,8 +395,8 @@ at::Tensor ChainModel::EagerAttention(const at::Tensor& q, const at::Tensor& k, 
 }
 
 at::Tensor ChainModel::FusedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                      bool causal, uint64_t seed) const {
-  const AttentionOptions options{causal, config_.dropout, seed};
+                                      bool causal, uint64_t seed, int64_t window) const {
+  const AttentionOptions options{causal, config_.dropout, seed, window};
   const at::Tensor context = config_.attention == AttentionImpl::kFlash
                                  ? runtime::FlashAttention(q, k, v, options)
                                  : SdpaAttention(q, k, v, options);

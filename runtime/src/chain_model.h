@@ -81,8 +81,10 @@ struct SelectiveParts {
   bool mlp = false;      // the MLP activation
   bool norm = false;     // the norms' outputs
   bool dropout = false;  // the dropout masks (the core's own, unless recomputed)
+  bool experts = false;  // a mixture of experts' dispatch, experts and combine
 };
-// The parts of option `option` (-1: none, a full forward).
+// The parts of option `option` (-1: none, a full forward) of a block with
+// an MLP (ChainModel::OptionParts).
 SelectiveParts PartsOf(int option);
 
 class ChainModel {
@@ -155,9 +157,16 @@ class ChainModel {
   virtual bool regenerates_masks() const { return false; }
   // How many selective options a block has (PartsOf 0..n-1): the dropout
   // masks' two with dropout on.
+  // A mixture of experts has three instead: attention_core, experts and
+  // attention_core+experts (OptionParts, OptionName).
   int selective_options() const {
+    if (config_.experts > 0) return recomputes_mlp() ? 3 : 1;
     return recomputes_mlp() ? (regenerates_masks() && config_.dropout > 0 ? 7 : 5) : 1;
   }
+  // The parts and the planner's name (remat/profile.h) of a block's option
+  // `option` (< selective_options(); -1: none).
+  SelectiveParts OptionParts(int option) const;
+  const char* OptionName(int option) const;
 
   // Trainable tensors (buffers such as the causal mask and frozen weights
   // such as an unused pooler or, with LoRA, every weight but the adapters'
@@ -271,16 +280,19 @@ class ChainModel {
   // softmax runs in fp32 and is cast back to q's dtype (HF llama). Keeps q,
   // k, the probabilities, the dropout mask, the dropped probabilities and v
   // (no mask with `regenerate`: Dropout).
+  // `softcap` > 0: the scores soft-capped before the bias, cap * tanh(scores
+  // / cap) as transformers' gemma2 eager attention (keeps tanh's output).
   at::Tensor EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& bias, bool softmax_fp32, uint64_t seed,
-                            RecomputeTimer* regenerate = nullptr) const;
+                            RecomputeTimer* regenerate = nullptr, double softcap = 0) const;
   // The attention core of config().attention when it is not eager (sdpa or
   // flash: attention.h) for q (sequences, a, s, d) and k, v (sequences, kv,
   // s, d), causal or bidirectional, dropout at the model's rate seeded from
   // `seed`: the context merged to (sequences, s, a * d) (a view of the
   // kernel's output where it is laid out so, else one copy).
+  // `window` > 0 (flash only): a sliding window (AttentionOptions::window).
   at::Tensor FusedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            bool causal, uint64_t seed) const;
+                            bool causal, uint64_t seed, int64_t window = 0) const;
   // Mean cross-entropy of (n, classes) logits against (n) targets; targets
   // of -100 are ignored. log_softmax keeps its output (under autocast in
   // fp32, as F.cross_entropy).

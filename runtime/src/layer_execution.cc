@@ -43,8 +43,9 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   SavedLayer s;
   s.input = InputLeaf(model, layer, x);
   for (const at::Tensor& t : skips) s.skips.push_back(t.detach().requires_grad_(true));
-  const SelectiveParts parts = PartsOf(option);
-  if (parts.mlp) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
+  const SelectiveParts parts = model.OptionParts(option);
+  // The experts of a mixture are its MLP: recomputed through the MLP's timer.
+  if (parts.mlp || parts.experts) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   if (parts.norm) s.norm_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   if (parts.dropout) s.dropout_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   RecomputeTimer* const norm = s.norm_timer.get();
@@ -53,7 +54,7 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   // backward runs).
   DropoutSeeds drawn = seeds;
   drawn.regenerate = s.dropout_timer.get();
-  if (!parts.core && !parts.mlp && !parts.norm) {
+  if (!parts.core && !parts.mlp && !parts.norm && !parts.experts) {
     s.output = model.Forward(layer, s.input, batch, drawn, s.skips);
   } else if (!parts.core) {
     at::Tensor context =

@@ -13,7 +13,15 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 at::Tensor Activation(MlpActivation act, const at::Tensor& a, const at::Tensor& b) {
-  return act == MlpActivation::kGelu ? at::gelu(a) : at::silu(a) * b;
+  switch (act) {
+    case MlpActivation::kGelu:
+      return at::gelu(a);
+    case MlpActivation::kGeGlu:
+      return at::gelu(a, "tanh") * b;
+    case MlpActivation::kSwiGlu:
+      break;
+  }
+  return at::silu(a) * b;
 }
 
 struct ActivationLinear : torch::autograd::Function<ActivationLinear> {

@@ -15,6 +15,7 @@ namespace remat::runtime {
 enum class MlpActivation {
   kGelu,    // gelu(a) (GPT-2's approximate-free GELU, as at::gelu)
   kSwiGlu,  // silu(a) * b (llama)
+  kGeGlu,   // gelu(a, approximate="tanh") * b (gemma)
 };
 
 // Where the backward adds the time it spent recomputing (on `timing`'s

@@ -126,9 +126,12 @@ at::Tensor ApplyNorm(NormKind kind, const at::Tensor& x, const at::Tensor& weigh
                      const at::Tensor& bias, double eps) {
   if (kind == NormKind::kLayerNorm) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
   // Keeps x in fp32 (x itself in fp32), the fp32 rsqrt per row and the
-  // normalized x in x's dtype.
+  // normalized x in x's dtype (Gemma's: in fp32, and 1 + weight in fp32).
   const at::Tensor x32 = x.to(at::kFloat);
   const at::Tensor rstd = at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  if (kind == NormKind::kGemmaRmsNorm) {
+    return ((x32 * rstd) * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
+  }
   return weight * (x32 * rstd).to(x.scalar_type());
 }
 

@@ -15,6 +15,9 @@ namespace remat::runtime {
 enum class NormKind {
   kLayerNorm,  // at::layer_norm over the last dimension (weight and bias)
   kRmsNorm,    // HF LlamaRMSNorm: weight * (x32 * rsqrt(mean(x32^2) + eps)).to(x's dtype)
+  // HF Gemma2RMSNorm / Gemma3RMSNorm: ((x32 * rsqrt(mean(x32^2) + eps)) *
+  // (1 + weight32)).to(x's dtype), the weight starting at 0
+  kGemmaRmsNorm,
 };
 
 // The norm as the plain ops compute it (`bias` undefined for kRmsNorm).

@@ -238,14 +238,11 @@ LayerProfile Profiler::Summarize(int layer, const LayerSamples& m, const at::Ten
   l.gradient_bytes = m.full.gradients;
   if (m.accumulate_workspace >= 0) l.accumulate_workspace_bytes = m.accumulate_workspace;
   l.keeps_input = model_->keeps_input(layer);
-  // The planner's names, in the order of PartsOf.
-  const char* const kNames[] = {kAttentionCoreOption, kMlpActivationOption, kAttentionCoreMlpOption,
-                                kNormOutputOption,    kAllSelectiveOption,  kDropoutMaskOption,
-                                kAllWithDropoutOption};
-  for (size_t k = 0; k < m.selective.size() && k < std::size(kNames); ++k) {
+  // The planner's names, in the order of the model's options.
+  for (size_t k = 0; k < m.selective.size(); ++k) {
     const GradSummary& sel = m.selective[k];
     SelectiveOption opt;
-    opt.name = kNames[k];
+    opt.name = model_->OptionName(static_cast<int>(k));
     opt.activation_bytes = std::max(sel.kept, l.output_bytes);
     opt.extra_recompute_ms = Time(sel.core_ms);
     // What is recomputed runs without grad in a selective forward (the

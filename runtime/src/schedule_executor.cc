@@ -44,7 +44,9 @@ Status ScheduleExecutor::Check(const Schedule& schedule, const ChainModel& model
         return Status::Invalid(
             "schedule op " + std::to_string(i) + " (" + DescribeOp(op) +
             "): the runtime's selective options of a block are " +
-            (model.selective_options() > 1
+            (model.config().experts > 0 && model.selective_options() > 1
+                 ? std::string("0 (attention_core), 1 (experts) and 2 (attention_core+experts)")
+             : model.selective_options() > 1
                  ? "0 (attention_core), 1 (mlp_activation), 2 (attention_core+mlp_activation), "
                    "3 (norm_output), 4 (attention_core+mlp_activation+norm_output)" +
                        (model.selective_options() > 5

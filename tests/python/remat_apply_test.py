@@ -91,6 +91,18 @@ class Case(unittest.TestCase):
             error = (grads[name] - want).abs().max().item()
             self.assertLessEqual(error, RELATIVE * scale, f"{name}: {error} against {scale}")
 
+    def assertEachOptionGivesTheSameGradients(self, options):
+        """Every block under each of `options` in turn."""
+        base = self.plan(strategy="uniform").json
+        for option in options:
+            plan = json.loads(json.dumps(base))
+            for layer in plan["layers"]:
+                if layer["kind"] == "block":
+                    layer.update(decision="selective", selective_option=option)
+            with self.subTest(option=option):
+                self.assertSameGradients(plan)
+            remat.unapply(self.model)
+
     def embedding_plan(self, **decisions):
         """The 2-segment plan with the embedding starting the first segment
         (block0 recomputed with it), its layers edited by `decisions`."""
@@ -601,19 +613,37 @@ class BertWithDropout(Case):
     model_class = "BertForMaskedLM"
 
     def test_each_selective_option_gives_the_same_gradients(self):
-        base = self.plan(strategy="uniform").json
-        for option in ("attention_core", "mlp_activation", "norm_output", "dropout_mask",
-                       "attention_core+mlp_activation+norm_output+dropout_mask"):
-            plan = json.loads(json.dumps(base))
-            for layer in plan["layers"]:
-                if layer["kind"] == "block":
-                    layer.update(decision="selective", selective_option=option)
-            with self.subTest(option=option):
-                self.assertSameGradients(plan)
-            remat.unapply(self.model)
+        self.assertEachOptionGivesTheSameGradients(
+            ("attention_core", "mlp_activation", "norm_output", "dropout_mask",
+             "attention_core+mlp_activation+norm_output+dropout_mask"))
 
     def test_segments_give_the_same_gradients(self):
         self.assertSameGradients(self.plan(strategy="segment", segments=2))
+
+
+class Mixtral(Case):
+    """A mixture of experts (4 experts, top-2; transformers' grouped_mm
+    experts): its blocks' options are attention_core, experts and both."""
+    config = dict(model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_size=64,
+                  intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                  vocab_size=256, max_position_embeddings=128, tie_word_embeddings=False)
+    model_class = "MixtralForCausalLM"
+
+    def test_each_selective_option_gives_the_same_gradients(self):
+        self.assertEachOptionGivesTheSameGradients(("experts", "attention_core+experts"))
+
+    def test_the_experts_option_needs_an_experts_module(self):
+        block = self.blocks()[0]
+        scopes = remat._selective.Scopes(block, ("experts",), 0)
+        try:
+            self.assertEqual(scopes.depth["experts"], 0)
+            self.assertEqual(len(scopes.handles), 2)  # the experts module's two hooks
+        finally:
+            scopes.remove()
+        with self.assertRaises(remat.InputError):
+            remat._selective.Scopes(remat._blocks.find_blocks(
+                transformers.LlamaForCausalLM(hf_config(LLAMA)))[1][0], ("experts",), 0)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,13 @@ inline constexpr char kAllSelectiveOption[] = "attention_core+mlp_activation+nor
 inline constexpr char kDropoutMaskOption[] = "dropout_mask";
 inline constexpr char kAllWithDropoutOption[] =
     "attention_core+mlp_activation+norm_output+dropout_mask";
+// A mixture-of-experts block's options instead of the MLP's: the experts
+// (the dispatch, every expert's FFN and the combine recomputed in backward
+// from the kept router decisions and the norm's output), and the attention
+// core with them. Such a block lists attention_core, experts,
+// attention_core+experts.
+inline constexpr char kExpertsOption[] = "experts";
+inline constexpr char kAttentionCoreExpertsOption[] = "attention_core+experts";
 
 // The tensors behind one of a layer's figures, as PyTorch allocates them:
 // each entry one allocation, in the order they are made. Only the caching

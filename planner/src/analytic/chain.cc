@@ -564,17 +564,19 @@ std::vector<RecomputePart> DropoutParts(const OpGraph& g, const std::vector<int>
 // all three is offered: a norm's recompute costs about what the MLP activation's does per byte
 // it saves (both memory-bound pointwise ops), so the norms refine the
 // ladder core < core+mlp at its cheap end (norm_output alone) and extend it
-// past core+mlp (all three) without doubling the solvers' keep modes.
+// past core+mlp (all three) without doubling the solvers' keep modes. A
+// mixture-of-experts block has the attention core, the experts and both.
 std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeModel& time,
                                               const std::vector<int>& ops,
                                               const std::set<int>& saved, int output,
                                               int64_t activation_bytes, const BackwardRun& full,
                                               const LayerBackward& backward) {
-  RecomputePart core{{}, true}, mlp{{}, false};
+  RecomputePart core{{}, true}, mlp{{}, false}, experts{{}, false};
   mlp.fused = true;
   for (int op : ops) {
     if (g.ops()[op].attention_core) core.ops.push_back(op);
     if (g.ops()[op].mlp_activation) mlp.ops.push_back(op);
+    if (g.ops()[op].experts) experts.ops.push_back(op);
   }
   const std::vector<RecomputePart> norms = NormParts(g, ops);
   std::vector<SelectiveOption> out;
@@ -591,6 +593,14 @@ std::vector<SelectiveOption> SelectiveOptions(const OpGraph& g, const OpTimeMode
   add(kAttentionCoreOption, {core});
   add(kMlpActivationOption, {mlp});
   add(kAttentionCoreMlpOption, {core, mlp});
+  // A mixture of experts (no MLP activation option): the experts, recomputed
+  // as one function whose backward makes them again (moe_block.cc), alone
+  // and with the attention core.
+  if (!experts.ops.empty() && out.size() == 1) {
+    add(kExpertsOption, {experts});
+    add(kAttentionCoreExpertsOption, {core, experts});
+    return out;
+  }
   // The runtime numbers the norms' options 3 and 4: offered only after the
   // other three.
   if (out.size() != 3) return out;

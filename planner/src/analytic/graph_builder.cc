@@ -114,6 +114,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   op.attention_core = core;
   op.mlp_activation = mlp_activation_;
   op.norm_output = norm_output_;
+  op.experts = experts_;
   op.dropout_mask = in_dropout_ && dropout_mask_ && !in_adapter_;
   Count(bwd_workspace);
   Count(op.gradient_bytes);

@@ -129,6 +129,10 @@ class Builder {
   // LoRA job (as the norms) and not SDPA's math path (its mask is inside
   // the ATen op; the runtime cannot regenerate it).
   void DropoutMask(bool on) { dropout_mask_ = on && c_.lora_rank == 0; }
+  // Marks the ops added while `on` as a mixture of experts' dispatch,
+  // experts and combine (OpInfo::experts), which the "experts" option
+  // recomputes: not in a LoRA job (as the norms).
+  void Experts(bool on) { experts_ = on && c_.lora_rank == 0; }
 
   // Casts `x` to the 16-bit matmul dtype under autocast (once per tensor).
   T MatmulInput(const T& x, bool core = false);
@@ -244,6 +248,7 @@ class Builder {
   bool mlp_activation_ = false;  // MlpActivation
   bool norm_output_ = false;     // NormOutput
   bool dropout_mask_ = false;    // DropoutMask
+  bool experts_ = false;         // Experts
   bool in_dropout_ = false;      // adding a dropout's op (Dropout)
   int lora_bytes_ = 0;           // bytes per element of the adapters' weights
 };

@@ -58,6 +58,11 @@ struct OpInfo {
   // or eager attention's on the probabilities) that keeps no mask, only
   // the generator's state; its backward draws the mask again.
   bool dropout_mask = false;
+  // Recomputed by the "experts" option: a mixture-of-experts block's
+  // dispatch, expert FFNs and combine, made again in backward from the
+  // kept router decisions (the top-k weights and indices) and the norm's
+  // output.
+  bool experts = false;
   // Tensors earlier ops made that stay allocated through this op's forward
   // without being read by it: the C++ locals of a composite ATen function
   // (scaled_dot_product_attention's math path holds its fp32 copies of q, k

@@ -48,18 +48,20 @@ T Rotary(Builder& B, const std::string& name, const T& src, int64_t elems) {
 // act(gate) * up of `rows` rows read from `gate_src`, with `up` made after
 // the activation (act(gate(x)) * up(x)); a fused output is its own up. The
 // activation keeps its input (its gate half keeps a fused output whole), the
-// product both factors.
+// product both factors. `recomputable`: the "mlp_activation" option may
+// recompute it (a dense MLP; the experts' product sits between two grouped
+// GEMMs, which the runtime recomputes only as a whole: the "experts" option).
 T GatedProduct(Builder& B, const T& gate_src, int64_t rows, int64_t f,
-               const std::function<T()>& make_up) {
+               const std::function<T()>& make_up, bool recomputable = true) {
   const bool gelu = B.config().activation == Activation::kGeluTanh;
-  B.MlpActivation(true);
+  B.MlpActivation(recomputable);
   // silu and gelu(approximate="tanh") are one kernel each and keep their input.
   T act = B.Tensor(gelu ? "gelu_tanh" : "silu", B.Mul({rows, f}), gate_src.elem_bytes);
   B.Op(gelu ? "gelu_tanh" : "silu", {gate_src}, {act}, {gate_src},
        (gelu ? 8.0 : 5.0) * static_cast<double>(act.elems), 2.0);
   B.MlpActivation(false);
   const T up = make_up();
-  B.MlpActivation(true);
+  B.MlpActivation(recomputable);
   T prod = B.Tensor(gelu ? "geglu" : "swiglu", act.elems, std::max(act.elem_bytes, up.elem_bytes));
   std::vector<T> kept;  // each factor for the other's gradient
   if (B.Grad(up)) kept.push_back(act);
@@ -72,14 +74,15 @@ T GatedProduct(Builder& B, const T& gate_src, int64_t rows, int64_t f,
 // A linear over stacked expert weights (E x outf x in) through
 // transformers' grouped_mm: keeps its input for the weights' gradient.
 // torch._grouped_mm is on no autocast list: it runs in its input's dtype
-// (measured on CPU: amp_bf16 experts compute in fp32). `targeted`: LoRA
-// adapts the stack (FoldedWeight of rank `rank`), whose folded weight the
-// GEMM keeps with its input.
-T GroupedLinear(Builder& B, const std::string& name, const T& x, int64_t in, int64_t outf,
-                bool targeted = false, int64_t rank = 0) {
+// (measured on CPU: amp_bf16 experts compute in fp32). `offsets`: the
+// cumulative rows per expert (int32), which its backward keeps. `targeted`:
+// LoRA adapts the stack (FoldedWeight of rank `rank`), whose folded weight
+// the GEMM keeps with its input.
+T GroupedLinear(Builder& B, const std::string& name, const T& x, const T& offsets, int64_t in,
+                int64_t outf, bool targeted = false, int64_t rank = 0) {
   const ModelConfig& c = B.config();
   const int64_t rows = x.elems / in;
-  std::vector<T> inputs = {x}, saved;
+  std::vector<T> inputs = {x}, saved = {offsets};
   if (targeted) {
     const T w = B.FoldedWeight(name, c.experts, in, outf, rank);
     inputs.push_back(w);
@@ -118,13 +121,17 @@ T RouterLogits(Builder& B, const T& y) {
 // experts implementation, grouped_mm (integrations/moe.py,
 // grouped_mm_experts_forward), for n tokens and S = n * k routed rows:
 // the router's fp32 probabilities (kept by softmax), top-k (its indices
-// kept) renormalized in place (its input cloned and kept); the rows sorted
-// by expert, gathered (hidden[perm // k], S x h, the index kept) with their
+// kept) renormalized in place (its input cloned and kept, with the n sums
+// it divides by); the rows sorted
+// by expert, gathered (hidden[perm // k], S x h, the index kept; the E
+// offsets of the groups kept by both GEMMs) with their
 // weights (S, perm kept); one grouped GEMM up (S x 2f, kept whole through
 // the gate's view), the gated product, one grouped GEMM down (S x h),
 // times the weights (both kept), unsorted (inv_perm kept) and summed over
 // the k rows of each token. Every expert's rows are in the same GEMMs, so
 // the memory does not depend on how evenly the router balances them.
+// The dispatch, the experts and the combine are what the "experts" option
+// recomputes (the router's outputs and y kept).
 T ExpertsMlp(Builder& B, const T& y) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, E = c.experts, k = c.experts_per_token;
@@ -137,20 +144,27 @@ T ExpertsMlp(Builder& B, const T& y) {
   T top = B.Tensor("router_top_k", S, 4);
   T top_index = B.Tensor("router_indices", S, 8, false);
   T top_clone = B.Tensor("router_top_k.original", S, 4, false);
-  B.Op("router_top_k", {probs}, {top, top_index, top_clone}, {top_index, top_clone}, sd, 1.0);
+  // The renormalization's divisor (n x 1), kept by the in-place division.
+  T top_sum = B.Tensor("router_top_k.sum", n, 4, false);
+  B.Op("router_top_k", {probs}, {top, top_index, top_clone, top_sum},
+       {top_index, top_clone, top_sum}, sd, 1.0);
+  B.Experts(true);
   T rows_index = B.Tensor("dispatch_index", S, 8, false);
   T perm = B.Tensor("dispatch_perm", S, 8, false);
   T gathered = B.Tensor("dispatch", B.Mul({S, h}), y.elem_bytes);
-  B.Op("dispatch", {y, top_index}, {gathered, rows_index, perm}, {rows_index}, sd * h, 1.0);
+  T offsets = B.Tensor("dispatch_offsets", E, 4, false);
+  B.Op("dispatch", {y, top_index}, {gathered, rows_index, perm, offsets}, {rows_index}, sd * h,
+       1.0);
   T weights = B.Tensor("dispatch_weights", S, top.elem_bytes);
   B.Op("dispatch_weights", {top, perm}, {weights}, {perm}, sd, 1.0);
   // LoRA on the experts: PEFT adapts the fused gate_up_proj with twice the
   // rank (one r for each of the two projections it fuses).
   const uint32_t targets = c.lora_rank > 0 ? c.lora_targets : 0;
-  T gate_up = GroupedLinear(B, "experts_gate_up", gathered, h, 2 * f,
+  T gate_up = GroupedLinear(B, "experts_gate_up", gathered, offsets, h, 2 * f,
                             (targets & (kLoraGate | kLoraUp)) != 0, 2 * c.lora_rank);
-  T prod = GatedProduct(B, gate_up, S, f, [&] { return gate_up; });
-  T down = GroupedLinear(B, "experts_down", prod, f, h, (targets & kLoraDown) != 0, c.lora_rank);
+  T prod = GatedProduct(B, gate_up, S, f, [&] { return gate_up; }, /*recomputable=*/false);
+  T down = GroupedLinear(B, "experts_down", prod, offsets, f, h, (targets & kLoraDown) != 0,
+                         c.lora_rank);
   T weighted = B.Tensor("combine_weights", down.elems, std::max(down.elem_bytes, weights.elem_bytes));
   B.Op("combine_weights", {down, weights}, {weighted}, {down, weights}, sd * h, 2.0);
   T inv_perm = B.Tensor("combine_perm", S, 8, false);
@@ -158,6 +172,7 @@ T ExpertsMlp(Builder& B, const T& y) {
   B.Op("combine", {weighted, perm}, {unsorted, inv_perm}, {inv_perm}, sd * h, 1.0);
   T out = B.Tensor("combine_sum", y.elems, y.elem_bytes);
   B.Op("combine_sum", {unsorted}, {out}, {}, sd * h, 1.0);
+  B.Experts(false);
   return out;
 }
 
@@ -198,7 +213,6 @@ T VariantBlock(Builder& B, const T& x, int64_t index) {
   const bool sliding = index < static_cast<int64_t>(c.sliding_layers.size()) &&
                        c.sliding_layers[static_cast<size_t>(index)];
   shape.masked = sliding && c.seq_len >= c.sliding_window;
-  B.DropoutMask(true);
   B.NormOutput(true);
   T y1 = VariantNorm(B, "input_norm", x, h);
   B.NormOutput(false);
@@ -232,7 +246,6 @@ T VariantBlock(Builder& B, const T& x, int64_t index) {
   T w = GatedMlp(B, y2);
   if (c.gemma_norms) w = GemmaRmsNorm(B, "post_feedforward_norm", w, h);
   T out = B.Add("residual2", mid, w);
-  B.DropoutMask(false);
   return out;
 }
 

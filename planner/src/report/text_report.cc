@@ -233,6 +233,8 @@ void LayerTable(std::ostringstream& o, const Plan& plan, const Profile& p) {
       if (option.name == kAllSelectiveOption) decision = "sel:all";
       if (option.name == kDropoutMaskOption) decision = "sel:drop";
       if (option.name == kAllWithDropoutOption) decision = "sel:all4";
+      if (option.name == kExpertsOption) decision = "sel:experts";
+      if (option.name == kAttentionCoreExpertsOption) decision = "sel:attn+exp";
     }
     o << "  " << PadLeft(std::to_string(i), 4) << "  " << Pad(l.name, 14) << Pad(decision, 12)
       << PadLeft(FormatBytes(kept), 12)

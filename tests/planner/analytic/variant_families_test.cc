@@ -276,7 +276,8 @@ TEST(VariantFamilies, WhatEachVariantKeeps) {
   moe.experts_per_token = 1;
   moe_k2.experts_per_token = moe_wide.experts_per_token = 2;
   EXPECT_EQ(Kept(moe_k2, "block0") - Kept(moe, "block0"), tokens * (8 * kH + 16 * kF + 40));
-  EXPECT_EQ(Kept(moe_wide, "block0") - Kept(moe_k2, "block0"), tokens * 4 * 8);
+  // Twice the experts: 8 more probabilities a token, 8 more group offsets.
+  EXPECT_EQ(Kept(moe_wide, "block0") - Kept(moe_k2, "block0"), tokens * 4 * 8 + 8 * 4);
   // torch._grouped_mm is on no autocast list: under amp_bf16 the routed rows
   // stay fp32 (the residual stream's dtype), so each keeps what it keeps in
   // fp32 (measured: docs/model-families.md).
@@ -286,6 +287,41 @@ TEST(VariantFamilies, WhatEachVariantKeeps) {
   ModelConfig mqa = window, mqa_full = sdpa;
   mqa.kv_heads = mqa_full.kv_heads = 1;
   EXPECT_EQ(Kept(mqa, "block0") - Kept(mqa_full, "block0"), kB * kS * kS * 4);
+}
+
+// A mixture's selective options: the attention core, the experts and both
+// (no MLP activation option: the runtime recomputes the experts as a whole).
+// The experts drop what the dispatch, the experts and the combine keep (per
+// routed row: the gather index, permutation and inverse, the weight, the
+// gathered input and the down output, the gate_up output, the activation
+// and the product; the groups' offsets) and keep the renormalized top-k weight (4 bytes a row)
+// to make them again; they cost their forward again in backward.
+TEST(VariantFamilies, ExpertsOptionRecomputesTheExpertsApartFromTheAttention) {
+  ModelConfig moe = Small(AttentionImpl::kSdpa);
+  moe.experts = 8;
+  moe.experts_per_token = 2;
+  AnalyticOptions o;
+  o.device = *LookupDevice("cpu");
+  Result<Profile> p = AnalyticProfile(moe, o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const LayerProfile& block = p->layers[1];
+  ASSERT_EQ(block.selective.size(), 3u);
+  EXPECT_EQ(block.selective[0].name, kAttentionCoreOption);
+  EXPECT_EQ(block.selective[1].name, kExpertsOption);
+  EXPECT_EQ(block.selective[2].name, kAttentionCoreExpertsOption);
+  const int64_t rows = kS * kB * 2;
+  // And the 8 experts' group offsets (int32), which both grouped GEMMs keep.
+  EXPECT_EQ(block.activation_bytes - block.selective[1].activation_bytes,
+            rows * (24 + 8 * kH + 16 * kF) + 8 * 4);
+  EXPECT_EQ(block.selective[0].activation_bytes - block.selective[2].activation_bytes,
+            rows * (24 + 8 * kH + 16 * kF) + 8 * 4);
+  EXPECT_GT(block.selective[1].extra_recompute_ms, 0);
+  EXPECT_GT(block.selective[2].extra_recompute_ms, block.selective[1].extra_recompute_ms);
+  // With LoRA (the runtime recomputes nothing around adapters) the core only.
+  moe.lora_rank = 8;
+  p = AnalyticProfile(moe, o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->layers[1].selective.size(), 1u);
 }
 
 }  // namespace
