@@ -222,13 +222,18 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     REMAT_ASSIGN_OR_RETURN(request.global_batch, args.GetInt("global-batch", 0, 1, 1 << 24));
   }
   REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  // auto weighs the chunked loss unless the user set it (--chunked-loss 0:
+  // off) or exports (the engines' configs do not carry it).
+  request.weigh_chunked_loss =
+      request.options.strategy == Strategy::kAuto && !args.Has("chunked-loss") && !engine;
 
   ProgressBar progress(*env.err, WithQuiet(env.progress, args));
   request.progress = progress.Callback();
   REMAT_ASSIGN_OR_RETURN(const PlanningResult result, RunPlanner(job, request));
   progress.Finish();
   for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
-  // --global-batch plans another micro-batch: the reports are about that job.
+  // --global-batch plans another micro-batch, and auto may choose the
+  // chunked loss: the reports are about that job.
   const Job& planned = result.batch_job ? *result.batch_job : job;
   const Profile& profile = result.profile_of(planned);
   ReportContext context = ReportContextOf(planned);
@@ -238,6 +243,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   }
   if (result.batch) context.batch = &*result.batch;
   if (result.advice) context.note = "NO PLAN FITS: " + result.advice->message;
+  if (result.chunked_loss) context.note = result.chunked_loss->message;
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
         WriteOutputFile(args.Get("o"), PlanToJson(result.plans, profile, context)));

@@ -103,7 +103,7 @@ TEST(PlanCommand, ANonUtf8FileNameIsFine) {
 }
 
 TEST(PlanCommand, NoPlanFitsExitsThreeAndSuggestsAMicroBatch) {
-  const Captured c = RunCli({"--budget", "6GB", kExample});
+  const Captured c = RunCli({"--budget", "6GB", "--chunked-loss", "0", kExample});
   EXPECT_EQ(c.code, 3);
   EXPECT_NE(c.err.find("no plan fits in"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("the smallest peak any strategy reaches is"), std::string::npos) << c.err;
@@ -118,7 +118,7 @@ TEST(ProfileCommand, AnalyticProfileFeedsBackIntoThePlanner) {
   ScratchDir dir;
   const std::string profile = dir.Path("gpt2.json");
   ASSERT_EQ(RunCli({"profile", "--analytic", "-o", profile, kExample}).code, 0);
-  const Captured from_model = RunCli({"--budget", "24GB", "--json", kExample});
+  const Captured from_model = RunCli({"--budget", "24GB", "--chunked-loss", "0", "--json", kExample});
   const Captured from_profile = RunCli({"--budget", "24GB", "--json", profile});
   ASSERT_EQ(from_profile.code, 0) << from_profile.err;
   const auto a = nlohmann::json::parse(from_model.out), b = nlohmann::json::parse(from_profile.out);

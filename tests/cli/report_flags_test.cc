@@ -9,7 +9,7 @@ namespace remat::cli {
 namespace {
 
 TEST(ReportFlags, FormatMarkdownPrintsTheSummary) {
-  const Captured c = RunCli({"--budget", "24GB", "--format", "md", kExample});
+  const Captured c = RunCli({"--budget", "24GB", "--chunked-loss", "0", "--format", "md", kExample});
   EXPECT_EQ(c.code, 0) << c.err;
   EXPECT_EQ(c.out.rfind("### remat plan for gpt2-small", 0), 0u) << c.out;
   EXPECT_NE(c.out.find("| predicted peak | 22.32 GiB of 22.35 GiB budget (99.9%)"),
@@ -66,7 +66,7 @@ TEST(ReportFlags, ParetoPointsZeroLeavesTheChartOut) {
 TEST(ReportFlags, AReportIsWrittenWhenNothingFits) {
   const ScratchDir dir;
   const std::string html = dir.Path("nofit.html");
-  const Captured c = RunCli({"--budget", "8GB", "--report", html, kExample});
+  const Captured c = RunCli({"--budget", "8GB", "--chunked-loss", "0", "--report", html, kExample});
   EXPECT_EQ(c.code, 3);
   const std::string page = ReadAll(html);
   EXPECT_NE(page.find("DOES NOT FIT"), std::string::npos);

@@ -39,6 +39,23 @@ struct PlanningRequest {
   // optimizer step (SearchBatch); the job's micro_batch and
   // grad_accumulation are replaced by the chosen ones. Model inputs only.
   int64_t global_batch = 0;
+  // --strategy auto: also plan the job with the chunked loss
+  // (ModelConfig::loss_chunks, kLossChunksAuto's chunks) and take that job
+  // where only it fits, or where the plain job's plan recomputes and the
+  // chunked one's is faster (per optimizer step with a global batch). Only
+  // for a model with the lm head, no logit soft-capping, no tensor
+  // parallelism and loss_chunks 0; a caller whose user set the chunked loss
+  // (0 included) leaves this false.
+  bool weigh_chunked_loss = false;
+};
+
+// The chunked loss auto chose (PlanningRequest::weigh_chunked_loss).
+struct ChunkedLossChoice {
+  int64_t chunks = 0;
+  // The peak without checkpointing (baseline) of the plain job less the
+  // chunked job's: the logits and their gradient it does not hold.
+  int64_t saves_bytes = 0;
+  std::string message;  // one line: "chunked loss chosen by auto: saves ..."
 };
 
 // One micro-batch the batch search weighed.
@@ -125,9 +142,11 @@ struct PlanningResult {
   }
   // With a global batch: the search, and the job at its chosen micro-batch
   // and accumulation (at micro-batch 1 when none fits), which `plans` and
-  // `advice` are about.
+  // `advice` are about. batch_job is also the job planned when auto chose
+  // the chunked loss (its loss_chunks set), with or without a global batch.
   std::optional<BatchSearch> batch;
   std::optional<Job> batch_job;
+  std::optional<ChunkedLossChoice> chunked_loss;  // when auto chose it
   std::optional<ParetoCurve> sweep;  // when requested
   std::optional<FitAdvice> advice;   // exactly when plans.chosen does not fit
   // For people, not an error: e.g. more than kManyMicroBatches per update.

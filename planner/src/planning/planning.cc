@@ -1,13 +1,83 @@
 // RunPlanner: plan the job, and weigh what the request asks beside it.
 #include "remat/planning.h"
 
+#include <cstdio>
+
+#include "remat/units.h"
+
 namespace remat {
 
 Status PlanningResult::fit_status() const {
   return advice ? Status::NoFit(advice->message) : Status::Ok();
 }
 
-Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request) {
+namespace {
+
+// Plans `job` as `request` asks, without the sweep and the chunked loss.
+Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request);
+
+// The job planned: at the batch search's micro-batch, or as given.
+const Job& Planned(const PlanningResult& r, const Job& job) {
+  return r.batch_job ? *r.batch_job : job;
+}
+
+// The time a result is weighed by: per optimizer step with a global batch,
+// per micro-step without.
+double StepMs(const PlanningResult& r) {
+  if (r.batch && r.batch->chosen >= 0) return r.batch->weighed[r.batch->chosen].update.update_ms;
+  return r.plans.chosen.predicted.step_ms;
+}
+
+std::string Ms(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", ms);
+  return text;
+}
+
+// PlanningRequest::weigh_chunked_loss: `plain` (the plain job's result)
+// replaced by the chunked job's where only it fits, or where `plain`
+// recomputes and the chunked plan is faster.
+Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
+  if (!job.has_config()) return Status::Ok();
+  const ModelConfig c = WithDefaults(job.config());
+  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0 ||
+      job.parallel().tensor > 1) {
+    return Status::Ok();
+  }
+  const bool plain_fits = plain->plans.chosen.fits;
+  if (plain_fits && plain->plans.chosen.predicted.recompute_ms <= 0) return Status::Ok();
+  ModelConfig auto_chunks = c;
+  auto_chunks.loss_chunks = kLossChunksAuto;
+  Job changed = job;
+  changed.model.loss_chunks = WithDefaults(auto_chunks).loss_chunks;
+  if (!ValidateModelConfig(changed.model, job.path).ok()) return Status::Ok();
+  // The profile (and a distributed job's ranks) made again.
+  Result<Job> chunked_job = WithParallel(changed, job.parallel());
+  if (!chunked_job.ok()) return Status::Ok();
+  PlanningRequest chunked_request = request;
+  chunked_request.suggest_fit = false;
+  Result<PlanningResult> chunked = PlanJob(*chunked_job, chunked_request);
+  if (!chunked.ok() || !chunked->plans.chosen.fits) return Status::Ok();
+  const double plain_ms = StepMs(*plain), chunked_ms = StepMs(*chunked);
+  if (plain_fits && chunked_ms >= plain_ms) return Status::Ok();
+  ChunkedLossChoice choice;
+  choice.chunks = changed.model.loss_chunks;
+  choice.saves_bytes =
+      plain->plans.baseline.memory.total_bytes - chunked->plans.baseline.memory.total_bytes;
+  choice.message = "chunked loss chosen by auto: saves " + FormatBytes(choice.saves_bytes) +
+                   " of the peak without checkpointing (--chunked-loss " +
+                   std::to_string(choice.chunks) + "); " +
+                   (plain_fits ? Ms(chunked_ms) + " instead of " + Ms(plain_ms) +
+                                     (chunked->batch ? " per optimizer step" : " per step")
+                               : std::string("no plan fits without it"));
+  if (!chunked->batch_job) chunked->batch_job = std::move(*chunked_job);
+  chunked->chunked_loss = std::move(choice);
+  *plain = std::move(*chunked);
+  return Status::Ok();
+}
+
+
+Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
   PlanningResult result;
   const Job* planned = &job;
   if (request.global_batch > 0) {
@@ -46,6 +116,17 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
         ": an update takes long, the learning-rate schedule steps coarsely, and 16-bit "
         "gradient sums lose precision");
   }
+  return result;
+}
+
+}  // namespace
+
+Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request) {
+  REMAT_ASSIGN_OR_RETURN(PlanningResult result, PlanJob(job, request));
+  if (request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto) {
+    REMAT_RETURN_IF_ERROR(WeighChunkedLoss(job, request, &result));
+  }
+  const Job* planned = &Planned(result, job);
   if (request.sweep_points >= 2) {
     ParetoOptions sweep;
     sweep.points = request.sweep_points;
