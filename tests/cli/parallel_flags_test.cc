@@ -85,6 +85,16 @@ TEST(ParallelFlags, GpusAloneMeansDdpAndEachRankHoldsABucketCopy) {
   EXPECT_EQ(j["predicted"]["peak_bytes"], ranks[0]["peak_bytes"]);
 }
 
+TEST(ParallelFlags, DeepSpeedsReduceBucketIsATermOfItsOwn) {
+  const nlohmann::json j = PlanJson({"--budget", "24GB", "--gpus", "4", "--zero", "2", kGpt2});
+  const nlohmann::json& rank = j["predicted"]["per_rank"][0];
+  // 25 MiB of fp32 elements (6,553,600), each of amp_bf16's fp32 gradients.
+  EXPECT_EQ(rank["terms"]["reduce_bucket"].get<int64_t>(), 26'214'400);
+  int64_t sum = 0;
+  for (const auto& [name, bytes] : rank["terms"].items()) sum += bytes.get<int64_t>();
+  EXPECT_EQ(sum, rank["peak_bytes"].get<int64_t>());
+}
+
 TEST(ParallelFlags, ZeroStagesShrinkEachRanksModelState) {
   int64_t last = 0;
   for (const char* stage : {"0", "1", "2", "3"}) {

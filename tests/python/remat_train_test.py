@@ -56,14 +56,10 @@ KNOWN_MISSES = {
     "fsdp2": "each 2-block recompute segment is one fully_shard group (remat.apply computes "
              "its blocks in one call, so their weights are gathered together); the planner "
              "counts one block's unsharded weights and gradients in flight",
-    "zero1": "DeepSpeed allocates its whole reduce bucket (reduce_bucket_size, 6,553,600 fp32 "
-             "elements here: 26,214,400 B) whatever the model's size",
-    "zero2": "DeepSpeed allocates its whole reduce bucket (reduce_bucket_size, 6,553,600 fp32 "
-             "elements here: 26,214,400 B) whatever the model's size; the planner counts a "
-             "reduce-scatter buffer the size of the gradients",
-    "zero3": "DeepSpeed holds a bucket of reduce_bucket_size fp32 elements (26,214,400 B "
-             "here) from its initialization on (28.7 MB in use before the step); the planner "
-             "counts a reduce-scatter buffer the size of the gradients",
+    "zero3": "ZeRO-3 holds 1,084,878 B (three 361,600 B weight shards) beyond the planner's "
+             "sharded state and reduce bucket before the step (28,745,678 B in use against "
+             "27,660,800 B); not modelled: stage3_param_persistence_threshold (1e5 elements, "
+             "above every parameter here) keeps small parameters whole on each rank",
 }
 HAVE = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "deepspeed")}
 

@@ -37,6 +37,7 @@ struct ReplicaState {
   int64_t block_weight_bytes = 0;
   int64_t block_gradient_bytes = 0;
   int64_t root_weight_bytes = 0;
+  int64_t gradient_element_bytes = 4;  // the gradient dtype's size (DeepSpeed's reduce bucket)
 };
 
 // A rank's model state under `Parallelism::data`, each term apart.
@@ -55,11 +56,18 @@ struct RankModelState {
   // ZeRO-2/3, FSDP2: a block's unsharded gradients (parameter dtype) and the
   // reduce-scatter input they are copied into (reduce dtype).
   int64_t reduce_scatter_bytes = 0;
+  // DeepSpeed ZeRO-1/2/3 (contiguous_gradients, its default): the reduce
+  // bucket backward copies each gradient into, reduce_bucket_size elements
+  // of the gradient dtype whatever the model's size (reduce_bucket_size =
+  // bucket_cap_mb MiB of fp32 elements, as python -m remat train sets it).
+  // ZeRO-1/2 allocate it at the first backward, ZeRO-3 at initialization;
+  // it stays allocated.
+  int64_t reduce_bucket_bytes = 0;
   // The rank keeps 1/gradient_divisor of each gradient (1: all of it).
   int64_t gradient_divisor = 1;
   int64_t total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
-           reduce_scatter_bytes;
+           reduce_scatter_bytes + reduce_bucket_bytes;
   }
   // The terms by name, those above 0 only beyond the first three.
   std::vector<MemoryTerm> terms() const;
@@ -109,7 +117,7 @@ struct RankMemory {
 // The rank's profile from `whole` (one replica's profile of the stage's
 // layers, activations per GPU) and its model state: the static memory
 // replaced by `state`'s (the unsharded weights count as parameters, the DDP
-// buckets as gradients), each layer's gradient_bytes divided by
+// buckets and DeepSpeed's reduce bucket as gradients), each layer's gradient_bytes divided by
 // state.gradient_divisor (rounded up), and the reduce buffers added to
 // each block's backward workspace, where they live.
 Profile RankProfile(const Profile& whole, const RankModelState& state);

@@ -9,6 +9,14 @@ namespace {
 
 int64_t CeilDiv(int64_t bytes, int64_t n) { return n <= 1 ? bytes : (bytes + n - 1) / n; }
 
+// DeepSpeed's reduce bucket: reduce_bucket_size = bucket_cap_mb MiB of fp32
+// elements (python -m remat train's DeepSpeed config), each of the gradient
+// dtype (stage_1_and_2.py setup_buckets, stage3.py's ipg buffer).
+int64_t ReduceBucketBytes(const ReplicaState& r, const Parallelism& p) {
+  const int64_t elements = static_cast<int64_t>(p.bucket_cap_mb * 1048576.0) / 4;
+  return elements * r.gradient_element_bytes;
+}
+
 }  // namespace
 
 std::vector<MemoryTerm> RankModelState::terms() const {
@@ -18,6 +26,7 @@ std::vector<MemoryTerm> RankModelState::terms() const {
   if (ddp_bucket_bytes > 0) t.push_back({"ddp_buckets", ddp_bucket_bytes});
   if (unsharded_bytes > 0) t.push_back({"fsdp_unsharded", unsharded_bytes});
   if (reduce_scatter_bytes > 0) t.push_back({"reduce_scatter", reduce_scatter_bytes});
+  if (reduce_bucket_bytes > 0) t.push_back({"reduce_bucket", reduce_bucket_bytes});
   return t;
 }
 
@@ -36,14 +45,16 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
       break;
     case DataParallel::kZero1:  // 2Ψ + 2Ψ + KΨ / Nd
       s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
       break;
     case DataParallel::kZero2:  // 2Ψ + (2 + K) Ψ / Nd
       s.gradient_bytes = CeilDiv(r.gradient_bytes, n);
       s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
       s.gradient_divisor = n;
-      // A block's gradients as backward makes them, and the bucket they are
-      // copied into for the reduce.
-      s.reduce_scatter_bytes = 2 * r.block_gradient_bytes;
+      // A block's gradients as backward makes them; the reduce bucket they
+      // are copied into is its own term.
+      s.reduce_scatter_bytes = r.block_gradient_bytes;
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
       break;
     case DataParallel::kZero3:  // (2 + 2 + K) Ψ / Nd
       s.parameter_bytes = CeilDiv(r.weight_bytes, n);
@@ -51,7 +62,8 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
       s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
       s.gradient_divisor = n;
       s.unsharded_bytes = n > 1 ? r.root_weight_bytes + 2 * r.block_weight_bytes : 0;
-      s.reduce_scatter_bytes = n > 1 ? 2 * r.block_gradient_bytes : 0;
+      s.reduce_scatter_bytes = n > 1 ? r.block_gradient_bytes : 0;
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
       break;
     case DataParallel::kFsdp2:
     case DataParallel::kHsdp: {
@@ -93,7 +105,8 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
   }
   p.static_memory.parameter_bytes = state.parameter_bytes + state.unsharded_bytes;
   p.static_memory.gradient_bytes =
-      std::max<int64_t>(0, state.gradient_bytes - created) + state.ddp_bucket_bytes;
+      std::max<int64_t>(0, state.gradient_bytes - created) + state.ddp_bucket_bytes +
+      state.reduce_bucket_bytes;
   p.static_memory.optimizer_bytes = state.optimizer_bytes;
   return p;
 }

@@ -115,6 +115,7 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     r.block_gradient_bytes =
         Scaled(model.gradient_bytes, Ratio(share.block_trainable, all_trained));
     r.root_weight_bytes = Scaled(model.weight_bytes, Ratio(share.root_parameters, all));
+    r.gradient_element_bytes = ConventionOf(config.precision).grad_bytes;
     RankMemory m;
     m.stage = share.stage;
     m.rank = share.stage * per_rank;

@@ -48,7 +48,7 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
   const StaticMemory& st = rank.memory.profile.static_memory;
   // The persistent gradients (a shard, or Megatron's buffers) and those
   // backward had created by the peak.
-  const int64_t persistent = st.gradient_bytes - s.ddp_bucket_bytes;
+  const int64_t persistent = st.gradient_bytes - s.ddp_bucket_bytes - s.reduce_bucket_bytes;
   const int64_t gradients = persistent + r.at_peak[MemoryCategory::kParameterGrads];
   // The reduce buffers are live when the peak is a block's backward.
   const Plan& plan = rank.plans.chosen;

@@ -28,16 +28,44 @@ Parallelism Data(DataParallel d, int64_t gpus) {
   return p;
 }
 
+// The model state alone, without DeepSpeed's reduce bucket.
+int64_t StateBytes(const RankModelState& s) { return s.total() - s.reduce_bucket_bytes; }
+
 TEST(ShardModelState, ZeroStagesAreThePapersFigure1) {
   const ReplicaState r = PaperReplica();
   // (2 + 2 + K) Ψ = 120 GB.
-  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero0, 64)).total(), 120'000'000'000);
+  EXPECT_EQ(StateBytes(ShardModelState(r, Data(DataParallel::kZero0, 64))), 120'000'000'000);
   // 2Ψ + 2Ψ + KΨ / Nd = 31.4 GB.
-  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero1, 64)).total(), 31'406'250'000);
+  EXPECT_EQ(StateBytes(ShardModelState(r, Data(DataParallel::kZero1, 64))), 31'406'250'000);
   // 2Ψ + (2 + K) Ψ / Nd = 16.6 GB (and the reduce buffers of a block: none here).
-  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero2, 64)).total(), 16'640'625'000);
+  EXPECT_EQ(StateBytes(ShardModelState(r, Data(DataParallel::kZero2, 64))), 16'640'625'000);
   // (2 + 2 + K) Ψ / Nd = 1.9 GB.
-  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 64)).total(), 1'875'000'000);
+  EXPECT_EQ(StateBytes(ShardModelState(r, Data(DataParallel::kZero3, 64))), 1'875'000'000);
+}
+
+TEST(ShardModelState, DeepSpeedHoldsItsWholeReduceBucket) {
+  // bucket_cap_mb 25: 25 x 2^20 / 4 = 6,553,600 elements; fp32 gradients:
+  // 26,214,400 B whatever the model's size; bf16 gradients: half of it.
+  ReplicaState r;
+  r.weight_bytes = r.gradient_bytes = 1000;
+  r.block_gradient_bytes = 100;
+  for (DataParallel d : {DataParallel::kZero1, DataParallel::kZero2, DataParallel::kZero3}) {
+    const RankModelState s = ShardModelState(r, Data(d, 2));
+    EXPECT_EQ(s.reduce_bucket_bytes, 26'214'400) << ToString(d);
+    EXPECT_EQ(s.terms().back().name, "reduce_bucket") << ToString(d);
+  }
+  // ZeRO-2/3: the block's gradients as backward makes them, beside the bucket.
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero2, 2)).reduce_scatter_bytes, 100);
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero0, 2)).reduce_bucket_bytes, 0);
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kDdp, 2)).reduce_bucket_bytes, 0);
+  Parallelism p = Data(DataParallel::kZero2, 2);
+  p.bucket_cap_mb = 50;
+  r.gradient_element_bytes = 2;
+  EXPECT_EQ(ShardModelState(r, p).reduce_bucket_bytes, 13'107'200 * 2);
+  // RankProfile counts it with the gradients, from the first step on.
+  Profile whole;
+  const RankModelState s = ShardModelState(r, p);
+  EXPECT_EQ(RankProfile(whole, s).static_memory.gradient_bytes, s.gradient_bytes + 26'214'400);
 }
 
 TEST(ShardModelState, MegatronDistributedOptimizerIsSixPlusTwelveOverD) {
@@ -51,7 +79,8 @@ TEST(ShardModelState, MegatronDistributedOptimizerIsSixPlusTwelveOverD) {
   r.weight_bytes = per.weights * n;
   r.gradient_bytes = per.gradients * n;
   r.optimizer_bytes = per.optimizer * n;
-  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero1, 8)).total(), 6 * n + 12 * n / 8);
+  // (DeepSpeed's reduce bucket apart: Megatron's ZeRO-1 has none.)
+  EXPECT_EQ(StateBytes(ShardModelState(r, Data(DataParallel::kZero1, 8))), 6 * n + 12 * n / 8);
 }
 
 TEST(ShardModelState, DdpBucketsAreASecondCopyOfTheGradients) {
