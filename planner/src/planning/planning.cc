@@ -21,13 +21,6 @@ const Job& Planned(const PlanningResult& r, const Job& job) {
   return r.batch_job ? *r.batch_job : job;
 }
 
-// The time a result is weighed by: per optimizer step with a global batch,
-// per micro-step without.
-double StepMs(const PlanningResult& r) {
-  if (r.batch && r.batch->chosen >= 0) return r.batch->weighed[r.batch->chosen].update.update_ms;
-  return r.plans.chosen.predicted.step_ms;
-}
-
 std::string Ms(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f ms", ms);
@@ -35,8 +28,12 @@ std::string Ms(double ms) {
 }
 
 // PlanningRequest::weigh_chunked_loss: `plain` (the plain job's result)
-// replaced by the chunked job's where only it fits, or where `plain`
-// recomputes and the chunked plan is faster.
+// replaced by the chunked job's where only it fits, or (one micro-batch
+// size, no --global-batch search) where `plain` recomputes and the chunked
+// plan recomputes less. Whole steps are not compared: the chunked op's time
+// counts its matmuls, not its chunks' memory traffic, so it would win by
+// what the model leaves out; the recompute a plan adds is the difference
+// the chunked loss makes.
 Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
   if (!job.has_config()) return Status::Ok();
   const ModelConfig c = WithDefaults(job.config());
@@ -58,8 +55,9 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   chunked_request.suggest_fit = false;
   Result<PlanningResult> chunked = PlanJob(*chunked_job, chunked_request);
   if (!chunked.ok() || !chunked->plans.chosen.fits) return Status::Ok();
-  const double plain_ms = StepMs(*plain), chunked_ms = StepMs(*chunked);
-  if (plain_fits && chunked_ms >= plain_ms) return Status::Ok();
+  const double plain_ms = plain->plans.chosen.predicted.recompute_ms;
+  const double chunked_ms = chunked->plans.chosen.predicted.recompute_ms;
+  if (plain_fits && (request.global_batch > 0 || chunked_ms >= plain_ms)) return Status::Ok();
   ChunkedLossChoice choice;
   choice.chunks = changed.model.loss_chunks;
   choice.saves_bytes =
@@ -67,8 +65,8 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   choice.message = "chunked loss chosen by auto: saves " + FormatBytes(choice.saves_bytes) +
                    " of the peak without checkpointing (--chunked-loss " +
                    std::to_string(choice.chunks) + "); " +
-                   (plain_fits ? Ms(chunked_ms) + " instead of " + Ms(plain_ms) +
-                                     (chunked->batch ? " per optimizer step" : " per step")
+                   (plain_fits ? "recompute " + Ms(chunked_ms) + " instead of " + Ms(plain_ms) +
+                                     " per step"
                                : std::string("no plan fits without it"));
   if (!chunked->batch_job) chunked->batch_job = std::move(*chunked_job);
   chunked->chunked_loss = std::move(choice);
