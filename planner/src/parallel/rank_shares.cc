@@ -66,7 +66,8 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
     held[op.layer] += n;
     if (op.trainable) trained[op.layer] += n;
   }
-  for (const auto& [layer, n] : held) {
+  for (const auto& [held_layer, n] : held) {
+    const std::string& layer = held_layer;  // a lambda below reads it (C++17: no binding captures)
     const auto it = stage_of.find(layer);
     RankShare& s = shares[it == stage_of.end() ? 0 : it->second];
     s.parameters += n;
