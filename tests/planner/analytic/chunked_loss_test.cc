@@ -71,7 +71,8 @@ TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
 // cast (6 bytes an element); the bf16 weight gradient of a chunk (V x h x
 // 2) is added into the fp32 one.
 TEST(ChunkedLoss, AutocastCastsOnceAndKeepsTheChunkInFp32) {
-  const LayerProfile& head = Layer(Cpu(Llama(Precision::kAmpBf16, 8)), "head");
+  const Profile profile = Cpu(Llama(Precision::kAmpBf16, 8));
+  const LayerProfile& head = Layer(profile, "head");
   const int64_t chunk = std::max(8 * kV * 6, 8 * kV * 2 + kV * kH * 2);
   EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
 }
