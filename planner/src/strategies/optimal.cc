@@ -342,6 +342,26 @@ Result<std::optional<Plan>> BestOffloadPlan(
   return best;
 }
 
+// The offload DP's least-memory layer list (its floor of slots, rounding
+// up), solved within the activations of `lowest` (the least-memory plan
+// without offload, which the offload family contains); nullopt when the
+// DP finds none there.
+Result<std::optional<Plan>> LeastOffloadPlan(
+    const Profile& p, const PlanOptions& o, const Plan& lowest,
+    const std::function<Result<Plan>(const solver::SingleLevelSolution&)>& evaluate) {
+  const int64_t activation_budget = lowest.predicted.peak_bytes - p.static_bytes();
+  if (activation_budget <= 0) return std::optional<Plan>();
+  SlotPass<solver::SingleLevelOffloadDp> pass(
+      p, activation_budget, OptimalSlots(o),
+      [&](const solver::SingleLevelOffloadDp& dp, int64_t m) {
+        return evaluate(dp.Reconstruct(m));
+      });
+  pass.offload_options = {p.host_link, 0};
+  if (!pass.Solve(solver::Rounding::kUp)) return std::optional<Plan>();
+  REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.floor()));
+  return std::optional<Plan>(std::move(plan));
+}
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
@@ -389,8 +409,18 @@ class OptimalSingleSolver : public StrategySolver {
       }
       if (plan) return *std::move(plan);
     }
+    // Nothing fits: the least-memory plan, offloading where a link makes
+    // that hold less.
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
-    return evaluate(solver::SingleLevelDp(exact).LowestPeak());
+    REMAT_ASSIGN_OR_RETURN(Plan lowest, evaluate(solver::SingleLevelDp(exact).LowestPeak()));
+    if (p.host_link.present() && p.num_layers() <= kMaxOffloadLayers) {
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> offloaded,
+                             LeastOffloadPlan(p, o, lowest, evaluate));
+      if (offloaded && offloaded->predicted.peak_bytes < lowest.predicted.peak_bytes) {
+        return *std::move(offloaded);
+      }
+    }
+    return lowest;
   }
 };
 

@@ -154,3 +154,48 @@ TEST(PlanOnDeviceBudget, AFitFoundAtABudgetIsFoundAtEveryLargerOne) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// With a host link, optimal-single weighs offloading, and its least-memory
+// plan offloads: a plan that fits the card at a budget is then found at
+// every larger one (the least-memory plan without offload holds more than
+// the budgets here). GPT-2 XL's shape at micro-batch 32 on an H200 over
+// PCIe 5.0, budgets from 36 to 50 GiB.
+TEST(PlanOnDeviceBudget, OffloadingPlansFitAtEveryBudgetAboveTheFirstFit) {
+  ModelConfig c = testing::Gpt2Shape(48);
+  c.name = "gpt2-xl-shape";
+  c.hidden = 1600;
+  c.heads = 25;
+  c.ffn_hidden = 6400;
+  c.micro_batch = 32;
+  c.precision = Precision::kAmpBf16;
+  AnalyticOptions a;
+  a.device = LookupDevice("h200").value();
+  Profile p = AnalyticProfile(c, a).value();
+  p.host_link = LookupHostLink("pcie5").value();
+  const DeviceMemoryTerms h200 = ResolveDeviceMemory("h200", {}).value();
+  for (Strategy s : {Strategy::kOptimalSingle, Strategy::kOffload}) {
+    int first_fit = -1;
+    for (int gib = 36; gib <= 50; ++gib) {
+      PlanOptions o;
+      o.strategy = s;
+      o.budget_bytes = int64_t{gib} << 30;
+      o.device_memory = h200;
+      const Plan plan = MakePlan(p, o).value().chosen;
+      const std::string where = std::string(ToString(s)) + " at " + std::to_string(gib) + " GiB";
+      if (plan.fits) {
+        EXPECT_LE(plan.memory.total_bytes, o.budget_bytes) << where;
+        if (first_fit < 0) first_fit = gib;
+      } else {
+        EXPECT_LT(first_fit, 0) << where << " does not fit, but " << first_fit << " GiB did";
+      }
+    }
+    EXPECT_GE(first_fit, 0) << ToString(s);
+    EXPECT_LE(first_fit, 40) << ToString(s);
+  }
+}
+
+}  // namespace
+}  // namespace remat
