@@ -37,7 +37,13 @@
 # after the build remat's runtime trains the same configs on CUDA (strategy
 # none and every layer checkpointed), into refs/ and hf-runs/.
 #
+# Beside them, scripts/record_allocator_trace.py records what PyTorch's
+# caching allocator does with each committed allocator trace, into
+# alloc-traces/ (keep them as profiles/fixtures/alloc-traces/*.trace.json;
+# tests/planner/allocator/recorded_traces_test.cc then compares).
+#
 # SKIP_REFS=1: not the references (a rerun after a fix in remat).
+# SKIP_TRACES=1: not the allocator traces.
 # PACK=1: at the end everything but
 # report.md and log.txt goes into $OUT/gpu-out.tar.gz.
 # PREBUILT=DIR: where configure or the build fails, use DIR/bin/planner and
@@ -46,6 +52,7 @@
 #
 # ONLY=context: measure the context and workspaces, write the report, stop
 # (a minute of device time; also the rehearsal on a machine without a GPU).
+# ONLY=traces: measure the context and record the allocator traces, stop.
 # env: OUT, DEADLINE_S, PYTHON (python3: the Python whose torch is used),
 #      BUILD_DIR (build-gpu), BUILD_TYPE (Release), JOBS (nproc),
 #      USE_CARRIED (1: the carried packages even where the machine has its own)
@@ -163,6 +170,31 @@ if [ $context_rc -eq 0 ] && [ "${SKIP_REFS:-0}" != 1 ]; then
   refs_pid=$!
 fi
 
+# 1d. The allocator traces (profiles/fixtures/alloc-traces/, written by
+#     scripts/make_allocator_traces.sh), each replayed through PyTorch's
+#     caching allocator in a process of its own (PYTORCH_CUDA_ALLOC_CONF is
+#     read once), beside the references: alloc-traces/ holds them with
+#     "measured" added, to commit in place of the fixtures.
+record_traces() {
+  local t name
+  mkdir -p "$OUT/alloc-traces"
+  for t in profiles/fixtures/alloc-traces/*.trace.json; do
+    name=$(basename "$t")
+    timeout 120 "$python" scripts/record_allocator_trace.py "$t" "$OUT/alloc-traces/$name" \
+      > "$OUT/alloc-traces/$name.log" 2>&1
+    log "allocator trace $name: exit $? $(tail -1 "$OUT/alloc-traces/$name.log")"
+  done
+}
+if [ "${ONLY:-}" = traces ]; then
+  record_traces
+  exit 0
+fi
+traces_pid=
+if [ $context_rc -eq 0 ] && [ "${SKIP_TRACES:-0}" != 1 ]; then
+  record_traces &
+  traces_pid=$!
+fi
+
 # 2. Carried packages, unpacked into a prefix of their own (not /); carried
 #    cmake / ninja wheels only where the machine has none.
 deps=/tmp/remat-deps
@@ -248,6 +280,7 @@ fi
 #     GPU at a time), strategy none and every layer checkpointed, planned
 #     with the h200 preset.
 [ -n "$refs_pid" ] && wait "$refs_pid"
+[ -n "$traces_pid" ] && wait "$traces_pid"
 for config in "${hf_configs[@]}"; do
   name=$(basename "$config" .config.json)
   for mode in none every-layer; do

@@ -49,7 +49,7 @@ LAYERS = [
         "planner/src/pareto.cc",
     ]),
     ("report", [
-        "planner/include/remat/{report,batch_report,pareto_report,train_report,planner,export}.h",
+        "planner/include/remat/{report,batch_report,pareto_report,train_report,planner,export,alloc_trace}.h",
         "planner/src/report/", "visualize/",
     ]),
     ("cli", ["planner/cli/"]),
