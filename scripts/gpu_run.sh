@@ -44,6 +44,10 @@
 #
 # SKIP_REFS=1: not the references (a rerun after a fix in remat).
 # SKIP_TRACES=1: not the allocator traces.
+# After the build, FSDP2 trains with one rank on the GPU (NCCL) through
+# `python -m remat train --engine fsdp2 --nproc 1`: fsdp2-one-rank.json
+# (the package's extension is built with the machine's Python; nanobind
+# carried in .debs/wheels where it lacks it).
 # PACK=1: at the end everything but
 # report.md and log.txt goes into $OUT/gpu-out.tar.gz.
 # PREBUILT=DIR: where configure or the build fails, use DIR/bin/planner and
@@ -68,6 +72,8 @@ if [ "${1:-}" = "--fetch" ] || [ "${1:-}" = "--fetch-debs" ]; then
   "$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .debs/wheels \
     "cmake>=3.22,<4" ninja
+  "$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d .debs/wheels nanobind
   du -sh .debs
   ls -la .debs .debs/wheels
   exit 0
@@ -229,6 +235,16 @@ for tool in cmake ninja; do
   export PATH="$bin:$PATH"
   log "using the carried $tool: $("$tool" --version | head -1)"
 done
+# nanobind (pure Python) for the package's extension, where the Python lacks it.
+if ! "$python" -m nanobind --cmake_dir > /dev/null 2>&1; then
+  wheel=$(ls .debs/wheels/nanobind-*.whl 2> /dev/null | head -1)
+  if [ -n "$wheel" ]; then
+    "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+      "$wheel" "$deps/wheels/nanobind"
+    export PYTHONPATH="$deps/wheels/nanobind${PYTHONPATH:+:$PYTHONPATH}"
+    log "using the carried nanobind: $("$python" -m nanobind --version 2>&1)"
+  fi
+fi
 tests=OFF
 if [[ " ${extra[*]} " == *GTest_DIR* ]] || [ -d /usr/include/gtest ]; then tests=ON; fi
 
@@ -258,6 +274,12 @@ if cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Rele
     if [ "$tests" = ON ]; then
       cmake --build "$build" -j"$jobs" --target gpu_tests >> "$OUT/build.log" 2>&1 ||
         log "gpu_tests did not build (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
+    fi
+    if grep -q "Python package extension with" "$OUT/configure.log"; then
+      cmake --build "$build" -j"$jobs" --target remat_python_core >> "$OUT/build.log" 2>&1 ||
+        log "the Python extension did not build (build.log)"
+    else
+      log "no Python extension: $(grep -m1 'remat: .*python' "$OUT/configure.log")"
     fi
   else
     log "build failed (build.log): $(grep -m3 -E 'error' "$OUT/build.log")"
@@ -295,6 +317,23 @@ for config in "${hf_configs[@]}"; do
     log "remat runtime $name $mode: exit $? $(head -c 300 "$run.err")"
   done
 done
+
+# 4c. FSDP2 with one rank on the GPU (one NCCL rank): the plan made with
+#     --gpus 1 --fsdp full_shard, trained by `python -m remat train --engine
+#     fsdp2 --nproc 1` (torch.distributed.run, remat.apply), predicted
+#     against measured (torch.cuda's peak) in fsdp2-one-rank.json.
+fsdp_config=bench/fidelity/models/hf/llama-gqa-s.config.json
+if ls "$build"/python/remat/_core*.so > /dev/null 2>&1 && [ "$(time_left)" -gt 150 ]; then
+  "$planner" --budget 1TB --device h200 --gpus 1 --fsdp full_shard --strategy uniform --every 1 \
+    --grad-accumulation 2 --json --quiet -o "$OUT/fsdp2-one-rank.plan.json" "$fsdp_config" \
+    > /dev/null 2> "$OUT/fsdp2-one-rank.err" &&
+    PYTHONPATH="$build/python:python${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$python" -m remat \
+      train --engine fsdp2 --nproc 1 --plan "$OUT/fsdp2-one-rank.plan.json" "$fsdp_config" \
+      --json > "$OUT/fsdp2-one-rank.json" 2>> "$OUT/fsdp2-one-rank.err"
+  log "fsdp2 one rank: exit $? $(head -c 600 "$OUT/fsdp2-one-rank.json") $(tail -c 300 "$OUT/fsdp2-one-rank.err")"
+else
+  log "skipping fsdp2 with one rank: no Python extension or out of time"
+fi
 
 # 5. The fidelity matrix on CUDA: every strategy of every h200 model.
 models=(bench/fidelity/models/h200-*.json)
