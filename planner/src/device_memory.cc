@@ -63,14 +63,18 @@ DeviceMemoryUse AccountDeviceMemory(int64_t allocated_peak, int64_t rounded_peak
 
 DeviceMemoryUse AccountReplayedDeviceMemory(int64_t allocated_peak, int64_t replayed_reserved,
                                             const AllocatorReplaySummary& replay,
-                                            const DeviceMemoryTerms& terms) {
+                                            const DeviceMemoryTerms& terms, double margin) {
   DeviceMemoryUse u;
   u.allocated_peak_bytes = allocated_peak;
   u.reserved_peak_bytes = std::max(allocated_peak, replayed_reserved);
   u.allocator_rounding_bytes = u.reserved_peak_bytes - allocated_peak;
+  const double extra = std::ceil(margin * static_cast<double>(u.reserved_peak_bytes));
+  u.replay_margin_bytes =
+      extra >= static_cast<double>(kMaxBytes) ? kMaxBytes : static_cast<int64_t>(extra);
   u.cuda_context_bytes = terms.cuda_context_bytes;
   u.workspace_bytes = terms.workspace_bytes;
-  u.total_bytes = SaturatingAdd(u.reserved_peak_bytes, terms.fixed_bytes());
+  u.total_bytes = SaturatingAdd(SaturatingAdd(u.reserved_peak_bytes, u.replay_margin_bytes),
+                                terms.fixed_bytes());
   u.replay = replay;
   return u;
 }

@@ -64,6 +64,7 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
         "caching allocator replayed (PyTorch's defaults); ",
         " held by the caching allocator, replayed over ", "micro-steps to a steady state",
         "  device peak      ", "  allocated peak   ", "  reserved peak    ",
+        "  replay margin    ", " of the reserved peak: the tensor replay's largest shortfall",
         "  fixed terms      814.00 MiB (cuda_context 749.00 MiB + workspaces 65.00 MiB; h200 "
         "preset)"}) {
     EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
@@ -79,7 +80,9 @@ TEST(DeviceMemoryFlags, H200PresetAddsNamedLinesAndFields) {
             p["allocated_peak_bytes"].get<int64_t>() +
                 d["allocator_rounding_bytes"].get<int64_t>() +
                 d["fragmentation_bytes"].get<int64_t>());
+  EXPECT_GT(d["replay_margin_bytes"].get<int64_t>(), 0);  // an analytic profile, replayed
   EXPECT_EQ(p["device_peak_bytes"].get<int64_t>(), p["reserved_peak_bytes"].get<int64_t>() +
+                                                       d["replay_margin_bytes"].get<int64_t>() +
                                                        d["cuda_context_bytes"].get<int64_t>() +
                                                        d["workspace_bytes"].get<int64_t>());
   EXPECT_LE(p["device_peak_bytes"].get<int64_t>(), 24'000'000'000);

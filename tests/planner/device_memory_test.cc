@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "remat/analytic.h"
 #include "remat/simulator.h"
 #include "remat/strategies.h"
@@ -214,7 +216,13 @@ TEST(PlanOnDevice, APlanThatFitsWithoutTermsDoesNotWithThem) {
   for (const Plan& c : set.candidates) {
     EXPECT_EQ(c.budget_bytes, o.budget_bytes);
     EXPECT_EQ(c.fits, c.memory.total_bytes <= o.budget_bytes) << ToString(c.strategy);
-    EXPECT_EQ(c.memory.total_bytes, c.memory.reserved_peak_bytes + h200.fixed_bytes());
+    // An analytic profile: its replayed reserved peak carries the margin.
+    EXPECT_EQ(c.memory.replay_margin_bytes,
+              static_cast<int64_t>(std::ceil(kTensorReplayMargin *
+                                             static_cast<double>(c.memory.reserved_peak_bytes))))
+        << ToString(c.strategy);
+    EXPECT_EQ(c.memory.total_bytes, c.memory.reserved_peak_bytes + c.memory.replay_margin_bytes +
+                                        h200.fixed_bytes());
   }
 }
 
@@ -257,6 +265,53 @@ TEST(PlanOnDevice, ResolvesWhenRoundingPushesAPlanOver) {
     EXPECT_GE(on_card.predicted.step_ms, bare.predicted.step_ms) << pct;
   }
   EXPECT_GE(tried, 2);
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// The replay margin (kTensorReplayMargin) is for what a replay of an
+// analytic profile's tensors misses: a profile of per-layer figures (as a
+// measured one) is replayed without it.
+TEST(PlanOnDevice, OnlyAReplayOfTensorsCarriesTheMargin) {
+  const Profile analytic = testing::GptChain(3, 2);
+  Profile per_layer = analytic;
+  for (LayerProfile& l : per_layer.layers) {
+    l.tensors = LayerTensors{};
+    for (SelectiveOption& o : l.selective) {
+      o.saved_tensors.clear();
+      o.forward_workspace_tensors.clear();
+    }
+  }
+  PlanOptions o;
+  o.strategy = Strategy::kUniform;
+  o.device_memory = ResolveDeviceMemory("h200", {}).value();
+  const Plan with = MakePlan(analytic, o).value().chosen;
+  const Plan without = MakePlan(per_layer, o).value().chosen;
+  const DeviceMemoryTerms& t = o.device_memory;
+  EXPECT_EQ(with.memory.replay_margin_bytes,
+            static_cast<int64_t>(std::ceil(kTensorReplayMargin *
+                                           static_cast<double>(with.memory.reserved_peak_bytes))));
+  EXPECT_GT(with.memory.replay_margin_bytes, 0);
+  EXPECT_EQ(with.memory.total_bytes,
+            with.memory.reserved_peak_bytes + with.memory.replay_margin_bytes + t.fixed_bytes());
+  EXPECT_EQ(without.memory.replay_margin_bytes, 0);
+  EXPECT_EQ(without.memory.total_bytes, without.memory.reserved_peak_bytes + t.fixed_bytes());
+  // With the fixed terms, room for the allocated peak but not for its
+  // margin too: it does not fit (the allocator at its limit frees its
+  // cache, but the tensors and their margin pass the budget).
+  const int64_t allocated = with.memory.allocated_peak_bytes;
+  Plan at = with;
+  const int64_t tight = t.fixed_bytes() + allocated +
+                        static_cast<int64_t>(kTensorReplayMargin * allocated) / 2;
+  ASSERT_TRUE(AccountPlanMemory(analytic, t, tight, &at).ok());
+  EXPECT_FALSE(at.fits);
+  Plan roomy = with;
+  ASSERT_TRUE(AccountPlanMemory(analytic, t, with.memory.total_bytes, &roomy).ok());
+  EXPECT_TRUE(roomy.fits);
 }
 
 }  // namespace

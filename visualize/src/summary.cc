@@ -151,6 +151,10 @@ ReportSummary Summarize(const ReportData& data) {
     s.figures.push_back({"allocated peak", FormatBytes(m.allocated_peak_bytes)});
     s.figures.push_back({"reserved peak", FormatBytes(m.reserved_peak_bytes) + " (" +
                                               DescribeReservedPeak(plan) + ")"});
+    if (m.replay_margin_bytes > 0) {
+      s.figures.push_back({"replay margin", FormatBytes(m.replay_margin_bytes) + " (" +
+                                                DescribeReplayMargin(plan) + ")"});
+    }
     s.figures.push_back({"fixed terms", "cuda_context " + FormatBytes(m.cuda_context_bytes) +
                                             " + workspaces " + FormatBytes(m.workspace_bytes) +
                                             " (" + plan.terms.source + ")"});

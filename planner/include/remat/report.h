@@ -68,6 +68,9 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& profile, const R
 // (replayed over 2 micro-steps, steady)", or the rounding and the user's
 // fragmentation fraction.
 std::string DescribeReservedPeak(const Plan& plan);
+// The plan's replay margin (DeviceMemoryUse::replay_margin_bytes) and why,
+// e.g. "5.3% of the reserved peak: ..."; "" when it has none.
+std::string DescribeReplayMargin(const Plan& plan);
 
 // The device terms' allocator model in words: "caching allocator replayed
 // (PyTorch's defaults)", "... (expandable_segments:True)", "caching allocator

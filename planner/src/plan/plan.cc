@@ -24,8 +24,18 @@ bool Fits(const Profile& profile, const Plan& plan, int64_t budget_bytes) {
          (host <= 0 || plan.predicted.host_peak_bytes <= host);
 }
 
+// Whether the profile's layers know their tensors (LayerTensors: an
+// analytic profile), so that its replay is tensor by tensor.
+bool KnowsItsTensors(const Profile& profile) {
+  for (const LayerProfile& l : profile.layers) {
+    if (!l.tensors.saved.empty() || !l.tensors.gradients.empty()) return true;
+  }
+  return false;
+}
+
 // The device memory of `plan` with its reserved peak replayed (the
-// contract of AccountPlanMemory).
+// contract of AccountPlanMemory), with kTensorReplayMargin where the
+// profile knows its tensors.
 Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& plan,
                                            const DeviceMemoryTerms& terms, int64_t budget_bytes) {
   const AllocatorOptions& conf = terms.alloc_conf;
@@ -37,7 +47,10 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
   REMAT_ASSIGN_OR_RETURN(TrainingStepReplay replay,
                          ReplayTrainingSteps(profile, plan.schedule, conf, limit));
   const int64_t allocated = plan.predicted.peak_bytes;
-  const int64_t room = budget_bytes - terms.fixed_bytes();
+  const double margin = KnowsItsTensors(profile) ? kTensorReplayMargin : 0;
+  // What the reserved peak may reach with its margin beside it.
+  const int64_t room = static_cast<int64_t>(
+      std::floor(static_cast<double>(budget_bytes - terms.fixed_bytes()) / (1 + margin)));
   const bool over = budget_bytes > 0 && replay.reserved_peak_bytes > room;
   // Past the budget the allocator frees its cache and retries before it
   // fails: replay again at the card's limit, unless the tensors alone pass it.
@@ -48,11 +61,12 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
     if (!capped.summary.out_of_memory) {
       capped.summary.under_budget_limit = true;
       return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,
-                                         terms);
+                                         terms, margin);
     }
   }
   if (over) replay.summary.out_of_memory = true;
-  return AccountReplayedDeviceMemory(allocated, replay.reserved_peak_bytes, replay.summary, terms);
+  return AccountReplayedDeviceMemory(allocated, replay.reserved_peak_bytes, replay.summary, terms,
+                                     margin);
 }
 
 }  // namespace

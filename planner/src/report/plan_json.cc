@@ -72,6 +72,7 @@ nlohmann::ordered_json DeviceMemoryJson(const Plan& plan) {
   }
   j["allocator_rounding_bytes"] = m.allocator_rounding_bytes;
   j["fragmentation_bytes"] = m.fragmentation_bytes;
+  j["replay_margin_bytes"] = m.replay_margin_bytes;
   j["tensor_budget_bytes"] = TensorBudget(plan.budget_bytes, t);
   if (m.replay) {
     const AllocatorReplaySummary& r = *m.replay;

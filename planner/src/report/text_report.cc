@@ -33,6 +33,10 @@ void DeviceTerms(std::ostringstream& o, const Plan& plan) {
     << " (tensors: torch.cuda.max_memory_allocated)\n";
   o << "  reserved peak    " << FormatBytes(m.reserved_peak_bytes) << " ("
     << DescribeReservedPeak(plan) << ")\n";
+  if (m.replay_margin_bytes > 0) {
+    o << "  replay margin    " << FormatBytes(m.replay_margin_bytes) << " ("
+      << DescribeReplayMargin(plan) << ")\n";
+  }
   o << "  fixed terms      " << FormatBytes(m.cuda_context_bytes + m.workspace_bytes)
     << " (cuda_context " << FormatBytes(m.cuda_context_bytes) << " + workspaces "
     << FormatBytes(m.workspace_bytes) << "; " << plan.terms.source << ")\n";
@@ -307,6 +311,15 @@ std::string DescribeReservedPeak(const Plan& plan) {
       << " time" << (r.alloc_retries == 1 ? "" : "s") << ")";
   }
   return o.str();
+}
+
+std::string DescribeReplayMargin(const Plan& plan) {
+  const DeviceMemoryUse& m = plan.memory;
+  if (m.replay_margin_bytes <= 0 || m.reserved_peak_bytes <= 0) return "";
+  return Percent(static_cast<double>(m.replay_margin_bytes),
+                 static_cast<double>(m.reserved_peak_bytes)) +
+         " of the reserved peak: the tensor replay's largest shortfall on measured H200 runs "
+         "(docs/device-memory.md)";
 }
 
 std::string DescribeAllocatorModel(const DeviceMemoryTerms& terms) {
