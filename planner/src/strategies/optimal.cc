@@ -409,16 +409,25 @@ class OptimalSingleSolver : public StrategySolver {
       }
       if (plan) return *std::move(plan);
     }
-    // Nothing fits: the least-memory plan, offloading where a link makes
-    // that hold less.
+    // Nothing fits: the least-memory plan of the DP's terms, of the
+    // offload DP where a link makes that hold less, and of the heuristics'
+    // layer lists (each simulated: the DP's terms can rank them otherwise).
     const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
     REMAT_ASSIGN_OR_RETURN(Plan lowest, evaluate(solver::SingleLevelDp(exact).LowestPeak()));
     if (p.host_link.present() && p.num_layers() <= kMaxOffloadLayers) {
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> offloaded,
                              LeastOffloadPlan(p, o, lowest, evaluate));
       if (offloaded && offloaded->predicted.peak_bytes < lowest.predicted.peak_bytes) {
-        return *std::move(offloaded);
+        lowest = *std::move(offloaded);
       }
+    }
+    for (Strategy family : {Strategy::kUniform, Strategy::kSegment}) {
+      REMAT_ASSIGN_OR_RETURN(std::optional<Plan> least,
+                             SearchFamily(p, HeuristicFamily(p, family), o.budget_bytes));
+      if (!least || least->predicted.peak_bytes >= lowest.predicted.peak_bytes) continue;
+      REMAT_ASSIGN_OR_RETURN(
+          lowest, MakePlanFromSchedule(p, strategy(), "", least->schedule, o.budget_bytes));
+      lowest.parameter = DescribeRecompute(lowest);
     }
     return lowest;
   }
@@ -432,6 +441,8 @@ class OptimalSolver : public StrategySolver {
     if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
+    // The best layer list: where nothing fits, its least-memory plan.
+    REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
     if (activation_budget > 0) {
       // Layers that agree within their measured time spread are one class
       // for the DP (solver/time_classes.h); plans are simulated on `p`.
@@ -447,7 +458,6 @@ class OptimalSolver : public StrategySolver {
       });
       // The best layer list is a multi-level schedule too: when it fits, no
       // multi-level plan costing more is of any use, which caps the DP.
-      REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
       const std::pair<solver::TimeClasses, Classes> pooled_classes = pooling.get();
       const solver::TimeClasses& pooled = pooled_classes.first;
       const Classes& classes = pooled_classes.second;
@@ -485,7 +495,15 @@ class OptimalSolver : public StrategySolver {
         return *std::move(plan);
       }
     }
-    return LowestPeak(p, o.budget_bytes);
+    // Nothing fits: the lowest peak of the multi-level terms, or the layer
+    // list's least-memory plan where that holds less (simulated both).
+    REMAT_ASSIGN_OR_RETURN(Plan lowest, LowestPeak(p, o.budget_bytes));
+    if (single.predicted.peak_bytes < lowest.predicted.peak_bytes) {
+      REMAT_ASSIGN_OR_RETURN(
+          lowest, MakePlanFromSchedule(p, strategy(), "", single.schedule, o.budget_bytes));
+      lowest.parameter = "lowest peak, " + DescribeRecompute(lowest);
+    }
+    return lowest;
   }
 
  private:
