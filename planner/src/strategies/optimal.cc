@@ -345,7 +345,8 @@ Result<std::optional<Plan>> BestOffloadPlan(
 // The offload DP's least-memory layer list (its floor of slots, rounding
 // up), solved within the activations of `lowest` (the least-memory plan
 // without offload, which the offload family contains); nullopt when the
-// DP finds none there.
+// DP finds none there, or when it puts more on the host than the link's
+// budget (--host-budget).
 Result<std::optional<Plan>> LeastOffloadPlan(
     const Profile& p, const PlanOptions& o, const Plan& lowest,
     const std::function<Result<Plan>(const solver::SingleLevelSolution&)>& evaluate) {
@@ -359,6 +360,8 @@ Result<std::optional<Plan>> LeastOffloadPlan(
   pass.offload_options = {p.host_link, 0};
   if (!pass.Solve(solver::Rounding::kUp)) return std::optional<Plan>();
   REMAT_ASSIGN_OR_RETURN(Plan plan, pass.PlanAt(pass.floor()));
+  const int64_t host_budget = p.host_link.budget_bytes;
+  if (host_budget > 0 && plan.predicted.host_peak_bytes > host_budget) return std::optional<Plan>();
   return std::optional<Plan>(std::move(plan));
 }
 

@@ -202,3 +202,26 @@ TEST(PlanOnDeviceBudget, OffloadingPlansFitAtEveryBudgetAboveTheFirstFit) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// With a host budget the least-memory plan stays within it: optimal-single
+// falls back to recomputation where offloading every checkpoint would put
+// more on the host than --host-budget allows.
+TEST(PlanOnDeviceBudget, TheLeastMemoryPlanKeepsTheHostBudget) {
+  Profile p = testing::GptChain(12, 16);
+  p.host_link = LookupHostLink("pcie5").value();
+  PlanOptions o;
+  o.strategy = Strategy::kOptimalSingle;
+  o.budget_bytes = 1;
+  const Plan unbounded = MakePlan(p, o).value().chosen;
+  ASSERT_GT(unbounded.predicted.host_peak_bytes, 0);  // it offloads
+  p.host_link.budget_bytes = unbounded.predicted.host_peak_bytes / 4;
+  const Plan bounded = MakePlan(p, o).value().chosen;
+  EXPECT_LE(bounded.predicted.host_peak_bytes, p.host_link.budget_bytes);
+  EXPECT_GE(bounded.predicted.peak_bytes, unbounded.predicted.peak_bytes);
+}
+
+}  // namespace
+}  // namespace remat
