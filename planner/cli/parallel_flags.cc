@@ -14,6 +14,9 @@ std::vector<FlagSpec> ParallelFlags() {
        "hybrid_shard (HSDP), no_shard (DDP)"},
       {"shard-group", "N", "hybrid_shard: ranks one replica is sharded over (default 8)"},
       {"bucket-cap-mb", "X", "DDP's bucket_cap_mb (default 25)"},
+      {"zero3-persistence-threshold", "N",
+       "ZeRO-3's stage3_param_persistence_threshold: parameters of at most N elements stay "
+       "whole on every rank (default 100000, DeepSpeed's)"},
       {"tp", "N", "tensor-parallel degree (divides the attention and key/value heads)"},
       {"sp", "", "sequence parallelism over the tensor-parallel group"},
       {"pp", "N", "pipeline-parallel stages"},
@@ -76,6 +79,14 @@ Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
           "without --zero or --fsdp)");
     }
     REMAT_ASSIGN_OR_RETURN(p.bucket_cap_mb, args.GetDouble("bucket-cap-mb", 25, 1e-3, 1e6));
+  }
+  if (args.Has("zero3-persistence-threshold")) {
+    if (p.data != DataParallel::kZero3) {
+      return Status::Invalid("option --zero3-persistence-threshold is DeepSpeed ZeRO-3's: it "
+                             "needs --zero 3");
+    }
+    REMAT_ASSIGN_OR_RETURN(p.persistence_threshold,
+                           args.GetInt("zero3-persistence-threshold", 100000, 0, int64_t{1} << 50));
   }
   if (args.Has("pp-schedule")) {
     const std::string s = args.Get("pp-schedule");
