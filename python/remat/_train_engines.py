@@ -164,7 +164,9 @@ class DeepSpeed:
     DeepSpeed's torch_adam) and gradient_accumulation_steps K; its own
     comms logger counts the reduction collectives each backward issues.
     Its buckets (reduce_bucket_size, allgather_bucket_size) hold the
-    plan's bucket_cap_mb of fp32 elements.
+    plan's bucket_cap_mb of fp32 elements; ZeRO-3 keeps parameters of at
+    most the plan's persistence_threshold elements whole
+    (stage3_param_persistence_threshold).
     ZeRO-2 and -3 reduce at every micro-batch (their engine refuses
     no_sync: the gradient partitions accumulate reduced gradients)."""
 
@@ -185,7 +187,9 @@ class DeepSpeed:
             # elements); its default, 5e8 elements, is a 2 GB fp32 buffer
             # ZeRO-2 allocates whatever the model's size.
             "zero_optimization": {"stage": job.zero, "reduce_bucket_size": bucket,
-                                  "allgather_bucket_size": bucket},
+                                  "allgather_bucket_size": bucket,
+                                  "stage3_param_persistence_threshold":
+                                      job.persistence_threshold},
             "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": 0.01,
                                                       "torch_adam": True}},
             "comms_logger": {"enabled": True, "prof_all": True, "verbose": False},

@@ -110,6 +110,9 @@ class Job:
                              "--engine tp here splits the linears only (no SequenceParallel)")
         self.bucket_cap_mb = float(p.get("bucket_cap_mb", 25))
         self.reshard_after_forward = bool(p.get("reshard_after_forward", True))
+        # DeepSpeed ZeRO-3's stage3_param_persistence_threshold as planned
+        # (DeepSpeed's default where the plan does not say).
+        self.persistence_threshold = int(p.get("persistence_threshold", 100000))
         self.zero = None
         if self.engine == "deepspeed":
             planned = int(data[4:]) if data.startswith("zero") else None
