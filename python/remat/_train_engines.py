@@ -131,7 +131,8 @@ class Fsdp2(_TorchEngine):
     segment where one spans blocks, block_groups) then the root, with the
     plan's reshard_after_forward; set_all_reduce_hook counts each module's
     gradient reduction; set_requires_gradient_sync(False) on the non-final
-    micro-batches."""
+    micro-batches where the plan says so (job.parallel.fsdp_no_sync), else
+    a reduce-scatter in every micro-batch."""
 
     def __init__(self, model, job, device):
         from torch.distributed.device_mesh import init_device_mesh
@@ -146,12 +147,13 @@ class Fsdp2(_TorchEngine):
                         reshard_after_forward=job.reshard_after_forward)
         fully_shard(model, mesh=mesh)
         self.groups = len(groups) + 1
+        self.no_sync = job.fsdp_no_sync
         for i, module in enumerate([g[0] for g in groups] + [model]):
             module.set_all_reduce_hook(lambda _, key=i: self.syncs.count(key))
         self._init(model, job)
 
     def sync_context(self, last):
-        self.model.set_requires_gradient_sync(last)
+        self.model.set_requires_gradient_sync(last or not self.no_sync)
         return contextlib.nullcontext()
 
     def full_gradients(self):

@@ -49,6 +49,23 @@ TEST(ParallelFlags, BadCombinationsAreRefusedInOneLine) {
   ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "2", "--zero3-persistence-threshold",
                  "0", kGpt2},
                 "needs --zero 3");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "3", "--fsdp-no-sync", kGpt2},
+                "needs --fsdp");
+}
+
+TEST(ParallelFlags, FsdpNoSyncKeepsUnshardedGradientsOverTheMicroBatches) {
+  const std::vector<std::string> fsdp = {"--budget",  "24GB", "--gpus", "4", "--fsdp",
+                                         "full_shard", "--grad-accumulation", "4", "--strategy",
+                                         "none", kGpt2};
+  const nlohmann::json sync = PlanJson(fsdp);
+  std::vector<std::string> args = fsdp;
+  args.insert(args.end() - 1, "--fsdp-no-sync");
+  const nlohmann::json no_sync = PlanJson(args);
+  EXPECT_EQ(sync["job"]["parallel"]["fsdp_no_sync"], false);
+  EXPECT_EQ(no_sync["job"]["parallel"]["fsdp_no_sync"], true);
+  // amp_bf16's fp32 gradients whole (4 B a parameter) rather than a quarter.
+  EXPECT_GT(no_sync["predicted"]["peak_bytes"].get<int64_t>(),
+            sync["predicted"]["peak_bytes"].get<int64_t>() + 124'439'808LL * 4 / 2);
 }
 
 TEST(ParallelFlags, Zero3KeepsParametersUnderItsThresholdWhole) {

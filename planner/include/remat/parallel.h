@@ -48,6 +48,12 @@ struct Parallelism {
   // most this many elements is kept whole on every rank after its first
   // gather (not released after each use); DeepSpeed's default, 1e5.
   int64_t persistence_threshold = 100000;
+  // FSDP2 / HSDP under gradient accumulation: set_requires_gradient_sync
+  // (False) on micro-batches 1..K-1 (each unit then keeps its unsharded
+  // gradients until the last one reduces them); false: every micro-batch
+  // reduce-scatters into the sharded gradients (FSDP2's default,
+  // torchtitan's).
+  bool fsdp_no_sync = false;
   // The ranks reduce over Gloo (CPU ranks): its reduce_scatter_tensor copies
   // its whole input (NCCL's does not). Set from the job's device, not a
   // setting of the plan.

@@ -142,6 +142,11 @@ struct RankLayerBuffers {
   // yet reduced (micro-batches 2..K).
   int64_t gradients_first = 0;
   int64_t gradients_later = 0;
+  // FSDP2 accumulating: every block's unsharded gradients beyond their
+  // shards, held through the forward of micro-batches 2..K (no reduce has
+  // run yet); the first micro-batch's forward, which holds none, is lower
+  // than theirs anyway, so it lives in every forward and recompute.
+  int64_t gradients_forward = 0;
   int64_t reduce_scatter = 0;  // ZeRO-2/3: the block's gradients; FSDP2: the unit before's input
   int64_t bucket_flush = 0;    // ZeRO-3: the copies of the bucket's reduce
 };

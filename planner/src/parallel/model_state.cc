@@ -118,9 +118,10 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
         // A block's unsharded gradients until its unit's reduce-scatter:
         // as backward makes them (param_dtype, as its weights), or
         // accumulated under set_requires_gradient_sync(False) over the first
-        // K - 1 micro-batches (reduce_dtype). The reduce-scatter input of the
+        // K - 1 micro-batches (reduce_dtype; fsdp_no_sync). Otherwise each
+        // micro-batch reduce-scatters into the sharded gradients. The reduce-scatter input of the
         // unit before lives until the next reduce-scatter.
-        s.fsdp_accumulates = r.micro_batches > 1;
+        s.fsdp_accumulates = r.micro_batches > 1 && p.fsdp_no_sync;
         s.fsdp_gradient_bytes = s.fsdp_accumulates ? r.block_gradient_bytes : r.block_weight_bytes;
         s.reduce_scatter_bytes = unit_gradients;
       }
@@ -180,6 +181,7 @@ std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
       if (i < blocks.front()) out[i].gradients_first = before[count];
       if (i > blocks.back()) out[i].gradients_later = before[count];
     }
+    for (RankLayerBuffers& b : out) b.gradients_forward = before[count];
   }
   for (int i = 0; i < n_layers; ++i) {
     const bool flush =
@@ -205,16 +207,23 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
     const int64_t backward = l.backward_workspace_bytes;
     const int64_t accumulate = l.accumulating_workspace_bytes();
     const int64_t shared = b.prefetch_backward + b.reduce_scatter + b.bucket_flush;
-    const int64_t backward_add = shared + b.gradients_first;
+    // A layer without gradients of its own backpropagates in micro-batches
+    // 2..K with its backward workspace (the simulator's accumulating one is
+    // for layers whose gradients exist): the larger of the two there.
     const int64_t accumulate_add = shared + b.gradients_later;
+    const int64_t backward_add =
+        shared + (l.gradient_bytes > 0 ? b.gradients_first
+                                       : std::max(b.gradients_first, b.gradients_later));
     l.backward_workspace_bytes = backward + backward_add;
     if (l.accumulate_workspace_bytes >= 0 || accumulate_add != backward_add) {
       l.accumulate_workspace_bytes = accumulate + accumulate_add;
     }
-    if (b.prefetch_forward > 0) {
-      l.forward_workspace_bytes += b.prefetch_forward;
+    const int64_t forward_add = b.prefetch_forward + b.gradients_forward;
+    if (forward_add > 0) {
+      l.forward_workspace_bytes += forward_add;
+      if (l.forward_nograd_workspace_bytes >= 0) l.forward_nograd_workspace_bytes += forward_add;
       for (SelectiveOption& o : l.selective) {
-        if (o.forward_workspace_bytes >= 0) o.forward_workspace_bytes += b.prefetch_forward;
+        if (o.forward_workspace_bytes >= 0) o.forward_workspace_bytes += forward_add;
       }
     }
   }

@@ -113,6 +113,7 @@ nlohmann::ordered_json ParallelJson(const Parallelism& p) {
   j["reshard_after_forward"] = p.reshard_after_forward;
   j["shard_group"] = p.shard_group;
   j["persistence_threshold"] = p.persistence_threshold;
+  j["fsdp_no_sync"] = p.fsdp_no_sync;
   return j;
 }
 

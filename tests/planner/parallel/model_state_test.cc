@@ -159,10 +159,15 @@ TEST(ShardModelState, Fsdp2AccumulatesUnshardedGradients) {
   r.block_weight_bytes = 400;
   r.block_gradient_bytes = 800;
   r.micro_batches = 2;
-  const RankModelState s = ShardModelState(r, Data(DataParallel::kFsdp2, 8));
+  Parallelism p = Data(DataParallel::kFsdp2, 8);
+  p.fsdp_no_sync = true;
+  const RankModelState s = ShardModelState(r, p);
   EXPECT_TRUE(s.fsdp_accumulates);
   EXPECT_EQ(s.fsdp_gradient_bytes, 800);
   EXPECT_EQ(s.gradient_bytes, 2 * kPsi / 8);  // what the step leaves: the shards
+  // Without no-sync every micro-batch reduce-scatters: as with one.
+  EXPECT_FALSE(ShardModelState(r, Data(DataParallel::kFsdp2, 8)).fsdp_accumulates);
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kFsdp2, 8)).fsdp_gradient_bytes, 400);
   // ZeRO-2/3 reduce every micro-batch into the partitions.
   EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 8)).fsdp_gradient_bytes, 0);
 }
