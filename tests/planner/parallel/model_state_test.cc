@@ -21,11 +21,32 @@ ReplicaState PaperReplica() {
   return r;
 }
 
+// The paper's model with a block of 400 B of bf16 weights and 800 B of fp32
+// gradients (the reduce dtype), and a root of 1,000 B of weights.
+ReplicaState PaperReplicaWithBlocks() {
+  ReplicaState r = PaperReplica();
+  r.block_weight_bytes = 400;
+  r.block_gradient_bytes = 800;
+  r.root_weight_bytes = 1000;
+  return r;
+}
+
 Parallelism Data(DataParallel d, int64_t gpus) {
   Parallelism p;
   p.gpus = gpus;
   p.data = d;
   return p;
+}
+
+// embedding, block0..block3, head: each layer's gradients `gradients` B.
+Profile SixLayers(int64_t gradients) {
+  Profile whole;
+  whole.layers.resize(6);
+  for (int i = 0; i < 6; ++i) {
+    whole.layers[i].kind = i == 0 ? kEmbeddingKind : i == 5 ? "head" : kBlockKind;
+    whole.layers[i].gradient_bytes = gradients;
+  }
+  return whole;
 }
 
 // The ZeRO paper's three terms, without the engines' buffers.
@@ -100,10 +121,7 @@ TEST(ShardModelState, DdpBucketsAreASecondCopyOfTheGradients) {
 }
 
 TEST(ShardModelState, Fsdp2ShardsTheMasterWeightsAndGathersTwoBlocks) {
-  ReplicaState r = PaperReplica();
-  r.block_weight_bytes = 400;
-  r.block_gradient_bytes = 800;  // fp32 reduce dtype
-  r.root_weight_bytes = 1000;
+  const ReplicaState r = PaperReplicaWithBlocks();
   const RankModelState s = ShardModelState(r, Data(DataParallel::kFsdp2, 8));
   // The fp32 masters are the sharded parameters (4Ψ / 8); no bf16 copy kept.
   EXPECT_EQ(s.parameter_bytes, 4 * kPsi / 8);
@@ -137,10 +155,7 @@ TEST(ShardModelState, Fsdp2GathersAndReducesASegmentAsOneUnit) {
   // A recompute segment of 3 blocks is one fully_shard unit: 3 blocks'
   // weights gathered together, computing and prefetched, and reduced
   // together.
-  ReplicaState r = PaperReplica();
-  r.block_weight_bytes = 400;
-  r.block_gradient_bytes = 800;
-  r.root_weight_bytes = 1000;
+  ReplicaState r = PaperReplicaWithBlocks();
   r.gather_blocks = 3;
   const RankModelState s = ShardModelState(r, Data(DataParallel::kFsdp2, 8));
   EXPECT_EQ(s.gather_blocks, 3);
@@ -155,9 +170,7 @@ TEST(ShardModelState, Fsdp2AccumulatesUnshardedGradients) {
   // Under set_requires_gradient_sync(False) FSDP2 keeps each parameter's
   // unsharded gradient, in the reduce dtype, until the last micro-batch's
   // reduce-scatter.
-  ReplicaState r = PaperReplica();
-  r.block_weight_bytes = 400;
-  r.block_gradient_bytes = 800;
+  ReplicaState r = PaperReplicaWithBlocks();
   r.micro_batches = 2;
   Parallelism p = Data(DataParallel::kFsdp2, 8);
   p.fsdp_no_sync = true;
@@ -173,14 +186,9 @@ TEST(ShardModelState, Fsdp2AccumulatesUnshardedGradients) {
 }
 
 TEST(RankLayerBuffers, Fsdp2HoldsUnshardedGradientsUntilTheUnitsReduce) {
-  // embedding, block0..block3, head; units of 2 blocks; each block's
-  // gradients 100 B whole, 50 B a shard on 2 ranks: 50 B beyond the shard.
-  Profile whole;
-  whole.layers.resize(6);
-  for (int i = 0; i < 6; ++i) {
-    whole.layers[i].kind = i == 0 ? kEmbeddingKind : i == 5 ? "head" : kBlockKind;
-    whole.layers[i].gradient_bytes = 100;
-  }
+  // Units of 2 blocks; each block's gradients 100 B whole, 50 B a shard on
+  // 2 ranks: 50 B beyond the shard.
+  const Profile whole = SixLayers(100);
   RankModelState s;
   s.gradient_divisor = 2;
   s.gather_blocks = 2;
@@ -329,14 +337,10 @@ TEST(RankProfile, DividesTheLayersGradientsAndPlacesTheBuffers) {
 }
 
 TEST(RankProfile, PlacesFsdp2sSecondUnitAndZero3sFlush) {
-  // embedding, block0..block3, head.
-  Profile whole;
-  whole.layers.resize(6);
-  for (int i = 0; i < 6; ++i) {
-    whole.layers[i].kind = i == 0 ? kEmbeddingKind : i == 5 ? "head" : kBlockKind;
-    whole.layers[i].gradient_bytes = 10;
-    whole.layers[i].forward_workspace_bytes = 1;
-    whole.layers[i].backward_workspace_bytes = 2;
+  Profile whole = SixLayers(10);
+  for (LayerProfile& l : whole.layers) {
+    l.forward_workspace_bytes = 1;
+    l.backward_workspace_bytes = 2;
   }
   RankModelState s;
   s.fsdp_prefetch_bytes = 100;
