@@ -45,8 +45,9 @@ struct ReplicaState {
   int64_t persistent_weight_bytes = 0;
   int64_t block_persistent_weight_bytes = 0;
   int64_t root_persistent_weight_bytes = 0;
-  // The optimizer step's micro-batches (K): FSDP2 accumulates the unsharded
-  // gradients over the first K - 1 (set_requires_gradient_sync(False)).
+  // The optimizer step's micro-batches (K): FSDP2 with
+  // Parallelism::fsdp_no_sync accumulates the unsharded gradients over the
+  // first K - 1 (set_requires_gradient_sync(False)).
   int64_t micro_batches = 1;
   // FSDP2 / HSDP: the blocks one fully_shard unit holds, gathered and
   // reduced together (a recompute segment of several blocks is one unit:
@@ -118,8 +119,8 @@ struct RankModelState {
   int64_t reduce_bucket_bytes = 0;
   // The rank keeps 1/gradient_divisor of each gradient (1: all of it).
   int64_t gradient_divisor = 1;
-  // The most any of the step's moments holds: the persistent terms and the
-  // largest of the workspaces a layer adds.
+  // Every term at once (one unit's unsharded gradients for FSDP2's): an
+  // upper bound of what any moment of the step holds.
   int64_t total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
            fsdp_prefetch_bytes + gather_blocks * fsdp_gradient_bytes + reduce_scatter_bytes +
