@@ -14,6 +14,12 @@ std::vector<FlagSpec> ParallelFlags() {
        "hybrid_shard (HSDP), no_shard (DDP)"},
       {"shard-group", "N", "hybrid_shard: ranks one replica is sharded over (default 8)"},
       {"bucket-cap-mb", "X", "DDP's bucket_cap_mb (default 25)"},
+      {"fsdp-no-sync", "",
+       "FSDP2 under gradient accumulation: set_requires_gradient_sync(False) until the last "
+       "micro-batch (unsharded gradients kept; default: a reduce-scatter every micro-batch)"},
+      {"zero3-persistence-threshold", "N",
+       "ZeRO-3's stage3_param_persistence_threshold: parameters of at most N elements stay "
+       "whole on every rank (default 100000, DeepSpeed's)"},
       {"tp", "N", "tensor-parallel degree (divides the attention and key/value heads)"},
       {"sp", "", "sequence parallelism over the tensor-parallel group"},
       {"pp", "N", "pipeline-parallel stages"},
@@ -76,6 +82,21 @@ Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
           "without --zero or --fsdp)");
     }
     REMAT_ASSIGN_OR_RETURN(p.bucket_cap_mb, args.GetDouble("bucket-cap-mb", 25, 1e-3, 1e6));
+  }
+  if (args.Has("fsdp-no-sync")) {
+    if (p.data != DataParallel::kFsdp2 && p.data != DataParallel::kHsdp) {
+      return Status::Invalid("option --fsdp-no-sync is FSDP2's: it needs --fsdp full_shard, "
+                             "shard_grad_op or hybrid_shard");
+    }
+    p.fsdp_no_sync = true;
+  }
+  if (args.Has("zero3-persistence-threshold")) {
+    if (p.data != DataParallel::kZero3) {
+      return Status::Invalid("option --zero3-persistence-threshold is DeepSpeed ZeRO-3's: it "
+                             "needs --zero 3");
+    }
+    REMAT_ASSIGN_OR_RETURN(p.persistence_threshold,
+                           args.GetInt("zero3-persistence-threshold", 100000, 0, int64_t{1} << 50));
   }
   if (args.Has("pp-schedule")) {
     const std::string s = args.Get("pp-schedule");

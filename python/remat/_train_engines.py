@@ -131,7 +131,8 @@ class Fsdp2(_TorchEngine):
     segment where one spans blocks, block_groups) then the root, with the
     plan's reshard_after_forward; set_all_reduce_hook counts each module's
     gradient reduction; set_requires_gradient_sync(False) on the non-final
-    micro-batches."""
+    micro-batches where the plan says so (job.parallel.fsdp_no_sync), else
+    a reduce-scatter in every micro-batch."""
 
     def __init__(self, model, job, device):
         from torch.distributed.device_mesh import init_device_mesh
@@ -146,12 +147,13 @@ class Fsdp2(_TorchEngine):
                         reshard_after_forward=job.reshard_after_forward)
         fully_shard(model, mesh=mesh)
         self.groups = len(groups) + 1
+        self.no_sync = job.fsdp_no_sync
         for i, module in enumerate([g[0] for g in groups] + [model]):
             module.set_all_reduce_hook(lambda _, key=i: self.syncs.count(key))
         self._init(model, job)
 
     def sync_context(self, last):
-        self.model.set_requires_gradient_sync(last)
+        self.model.set_requires_gradient_sync(last or not self.no_sync)
         return contextlib.nullcontext()
 
     def full_gradients(self):
@@ -164,7 +166,9 @@ class DeepSpeed:
     DeepSpeed's torch_adam) and gradient_accumulation_steps K; its own
     comms logger counts the reduction collectives each backward issues.
     Its buckets (reduce_bucket_size, allgather_bucket_size) hold the
-    plan's bucket_cap_mb of fp32 elements.
+    plan's bucket_cap_mb of fp32 elements; ZeRO-3 keeps parameters of at
+    most the plan's persistence_threshold elements whole
+    (stage3_param_persistence_threshold).
     ZeRO-2 and -3 reduce at every micro-batch (their engine refuses
     no_sync: the gradient partitions accumulate reduced gradients)."""
 
@@ -185,7 +189,9 @@ class DeepSpeed:
             # elements); its default, 5e8 elements, is a 2 GB fp32 buffer
             # ZeRO-2 allocates whatever the model's size.
             "zero_optimization": {"stage": job.zero, "reduce_bucket_size": bucket,
-                                  "allgather_bucket_size": bucket},
+                                  "allgather_bucket_size": bucket,
+                                  "stage3_param_persistence_threshold":
+                                      job.persistence_threshold},
             "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": 0.01,
                                                       "torch_adam": True}},
             "comms_logger": {"enabled": True, "prof_all": True, "verbose": False},

@@ -110,6 +110,13 @@ class Job:
                              "--engine tp here splits the linears only (no SequenceParallel)")
         self.bucket_cap_mb = float(p.get("bucket_cap_mb", 25))
         self.reshard_after_forward = bool(p.get("reshard_after_forward", True))
+        # DeepSpeed ZeRO-3's stage3_param_persistence_threshold as planned
+        # (DeepSpeed's default where the plan does not say).
+        self.persistence_threshold = int(p.get("persistence_threshold", 100000))
+        # FSDP2: set_requires_gradient_sync(False) on micro-batches 1..K-1
+        # where the plan says so (--fsdp-no-sync), else a reduce-scatter in
+        # every micro-batch.
+        self.fsdp_no_sync = bool(p.get("fsdp_no_sync", False))
         self.zero = None
         if self.engine == "deepspeed":
             planned = int(data[4:]) if data.startswith("zero") else None

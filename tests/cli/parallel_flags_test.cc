@@ -46,6 +46,43 @@ TEST(ParallelFlags, BadCombinationsAreRefusedInOneLine) {
   ExpectRefused({"--budget", "24GB", "--gpus", "2", "--sp", kGpt2}, "--sp");
   ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "3", "--bucket-cap-mb", "50", kGpt2},
                 "DDP's");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "2", "--zero3-persistence-threshold",
+                 "0", kGpt2},
+                "needs --zero 3");
+  ExpectRefused({"--budget", "24GB", "--gpus", "8", "--zero", "3", "--fsdp-no-sync", kGpt2},
+                "needs --fsdp");
+}
+
+TEST(ParallelFlags, FsdpNoSyncKeepsUnshardedGradientsOverTheMicroBatches) {
+  const std::vector<std::string> fsdp = {"--budget",  "24GB", "--gpus", "4", "--fsdp",
+                                         "full_shard", "--grad-accumulation", "4", "--strategy",
+                                         "none", kGpt2};
+  const nlohmann::json sync = PlanJson(fsdp);
+  std::vector<std::string> args = fsdp;
+  args.insert(args.end() - 1, "--fsdp-no-sync");
+  const nlohmann::json no_sync = PlanJson(args);
+  EXPECT_EQ(sync["job"]["parallel"]["fsdp_no_sync"], false);
+  EXPECT_EQ(no_sync["job"]["parallel"]["fsdp_no_sync"], true);
+  // amp_bf16's fp32 gradients whole (4 B a parameter) rather than a quarter.
+  EXPECT_GT(no_sync["predicted"]["peak_bytes"].get<int64_t>(),
+            sync["predicted"]["peak_bytes"].get<int64_t>() + 124'439'808LL * 4 / 2);
+}
+
+TEST(ParallelFlags, Zero3KeepsParametersUnderItsThresholdWhole) {
+  // GPT-2 small's LayerNorms (1,536 elements each) are under DeepSpeed's
+  // default 1e5; threshold 0 keeps none whole and gathers them with the rest.
+  const std::vector<std::string> zero3 = {"--budget", "24GB", "--gpus", "4", "--zero", "3", kGpt2};
+  const nlohmann::json j = PlanJson(zero3);
+  EXPECT_EQ(j["job"]["parallel"]["persistence_threshold"], 100000);
+  const nlohmann::json& terms = j["predicted"]["per_rank"][0]["terms"];
+  ASSERT_TRUE(terms.contains("zero3_persistent"));
+  std::vector<std::string> none = zero3;
+  none.insert(none.end() - 1, {"--zero3-persistence-threshold", "0"});
+  const nlohmann::json k = PlanJson(none);
+  EXPECT_EQ(k["job"]["parallel"]["persistence_threshold"], 0);
+  const nlohmann::json& gathered = k["predicted"]["per_rank"][0]["terms"];
+  EXPECT_FALSE(gathered.contains("zero3_persistent"));
+  EXPECT_GT(gathered["fsdp_unsharded"].get<int64_t>(), terms["fsdp_unsharded"].get<int64_t>());
 }
 
 TEST(ParallelFlags, AProfileIsOneRankAlready) {

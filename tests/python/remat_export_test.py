@@ -236,6 +236,10 @@ class ParallelExport(unittest.TestCase):
                 self.assertEqual(ds.world_size, 8)
                 self.assertEqual(ds.zero_optimization_stage, stage)
                 self.assertEqual(ds.train_batch_size, plan.micro_batch * 2 * 8)
+                if stage >= 1:  # the bucket the planner counts: 25 MiB of fp32 elements
+                    self.assertEqual(ds.zero_config.reduce_bucket_size, 25 * 2**20 // 4)
+                if stage == 3:  # the persistence threshold it assumes (DeepSpeed's default)
+                    self.assertEqual(ds.zero_config.param_persistence_threshold, 100000)
 
     @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
     def test_megatron_parallel_sizes_are_megatron_core_config(self):

@@ -44,6 +44,20 @@ struct Parallelism {
   double bucket_cap_mb = 25;   // DDP's gradient buckets
   bool reshard_after_forward = true;  // FSDP2: free the unsharded weights after forward
   int64_t shard_group = 0;            // HSDP: ranks that shard one replica (0: gpus per node, 8)
+  // DeepSpeed ZeRO-3's stage3_param_persistence_threshold: a parameter of at
+  // most this many elements is kept whole on every rank after its first
+  // gather (not released after each use); DeepSpeed's default, 1e5.
+  int64_t persistence_threshold = 100000;
+  // FSDP2 / HSDP under gradient accumulation: set_requires_gradient_sync
+  // (False) on micro-batches 1..K-1 (each unit then keeps its unsharded
+  // gradients until the last one reduces them); false: every micro-batch
+  // reduce-scatters into the sharded gradients (FSDP2's default,
+  // torchtitan's).
+  bool fsdp_no_sync = false;
+  // The ranks reduce over Gloo (CPU ranks): its reduce_scatter_tensor copies
+  // its whole input (NCCL's does not). Set from the job's device, not a
+  // setting of the plan.
+  bool gloo = false;
 
   int64_t data_ranks() const { return gpus / (tensor * pipeline); }
   // The ranks one copy of the model state is sharded over: the data ranks,

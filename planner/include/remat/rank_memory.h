@@ -6,6 +6,7 @@
 #ifndef REMAT_RANK_MEMORY_H_
 #define REMAT_RANK_MEMORY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +39,20 @@ struct ReplicaState {
   int64_t block_gradient_bytes = 0;
   int64_t root_weight_bytes = 0;
   int64_t gradient_element_bytes = 4;  // the gradient dtype's size (DeepSpeed's reduce bucket)
+  // ZeRO-3: of weight_bytes, block_weight_bytes and root_weight_bytes, the
+  // parameters of at most Parallelism::persistence_threshold elements, which
+  // DeepSpeed keeps whole on every rank (RankShare::persistent_parameters).
+  int64_t persistent_weight_bytes = 0;
+  int64_t block_persistent_weight_bytes = 0;
+  int64_t root_persistent_weight_bytes = 0;
+  // The optimizer step's micro-batches (K): FSDP2 with
+  // Parallelism::fsdp_no_sync accumulates the unsharded gradients over the
+  // first K - 1 (set_requires_gradient_sync(False)).
+  int64_t micro_batches = 1;
+  // FSDP2 / HSDP: the blocks one fully_shard unit holds, gathered and
+  // reduced together (a recompute segment of several blocks is one unit:
+  // remat.apply computes them in one call).
+  int64_t gather_blocks = 1;
 };
 
 // A rank's model state under `Parallelism::data`, each term apart.
@@ -49,13 +64,52 @@ struct RankModelState {
   // tensors DistributedDataParallel allocates at construction, one element
   // per trained parameter: a second copy of the gradients.
   int64_t ddp_bucket_bytes = 0;
-  // FSDP2 / ZeRO-3: unsharded weights in flight: the root's (kept from
-  // forward to backward) and two blocks' (the one computing and the one
-  // prefetched), or every block's with reshard_after_forward false.
+  // FSDP2 / ZeRO-3: unsharded weights in flight for the whole step. ZeRO-3:
+  // the root's and two blocks' gathered parameters (the one computing and
+  // the one prefetched), persistent ones apart. FSDP2 with
+  // reshard_after_forward: the root's (kept from forward to backward) and
+  // one unit's (gather_blocks blocks: the one computing); the second unit
+  // is fsdp_prefetch_bytes. Without reshard_after_forward: every weight.
   int64_t unsharded_bytes = 0;
-  // ZeRO-2/3, FSDP2: a block's unsharded gradients (parameter dtype) and the
-  // reduce-scatter input they are copied into (reduce dtype).
+  // FSDP2 with reshard_after_forward: a second unit's unsharded weights,
+  // live in each block's forward (the all-gather output FSDP2 keeps until
+  // the next all-gather) and in the backward of the blocks past the first
+  // unit (the unit prefetched; the first unit, the backward's last, has
+  // none to prefetch). RankProfile adds it to those layers' workspaces.
+  int64_t fsdp_prefetch_bytes = 0;
+  // ZeRO-2/3: a block's gradients as backward makes them, in its backward
+  // (every micro-batch: they reduce each one). FSDP2: the reduce-scatter
+  // input of the unit reduced before (reduce dtype), which FSDP2 frees at
+  // the next unit's reduce-scatter: in the backward of every block but the
+  // first unit reduced's.
   int64_t reduce_scatter_bytes = 0;
+  // FSDP2: one block's unsharded gradients as FSDP2 holds them until its
+  // unit's reduce-scatter: the param dtype's as backward makes them, the
+  // reduce dtype's accumulated under set_requires_gradient_sync(False) (K
+  // > 1, fsdp_accumulates). The layers' gradients count as their shards;
+  // RankLayerBuffersOf adds the unsharded ones beyond them in the backward
+  // of each layer that holds them. The root's gradients stay whole until the
+  // end of backward (FSDP2 reduces the root last): not divided.
+  int64_t fsdp_gradient_bytes = 0;
+  bool fsdp_accumulates = false;
+  // ZeRO-3: the parameters DeepSpeed keeps whole on every rank
+  // (persistence threshold), beside their shard.
+  int64_t persistent_bytes = 0;
+  // ZeRO-3: the fp32 gradient partition DeepSpeed's optimizer steps from
+  // (initialize_optimizer_states' gradient buffer, a sub-group's partition:
+  // the rank's whole partition at the default sub_group_size 1e9), held
+  // from initialization on beside the partition backward reduces into.
+  int64_t optimizer_gradient_bytes = 0;
+  // ZeRO-3: the copy the reduce of the bucket's gradients makes
+  // (reduce_scatter_coalesced's torch.cat, and Gloo's reduce_scatter_tensor
+  // copies it again): min(bucket, the rank's gradients). Live in the
+  // backward that fills the bucket: every layer's where the gradients
+  // exceed a bucket (flush_in_every_layer), else the first layer's, where
+  // backward ends and the bucket is flushed.
+  int64_t bucket_flush_bytes = 0;
+  bool flush_in_every_layer = false;
+  // FSDP2: the blocks of a fully_shard unit (ReplicaState::gather_blocks).
+  int64_t gather_blocks = 1;
   // DeepSpeed ZeRO-1/2/3 (contiguous_gradients, its default): the reduce
   // bucket backward copies each gradient into, reduce_bucket_size elements
   // of the gradient dtype whatever the model's size (reduce_bucket_size =
@@ -65,13 +119,43 @@ struct RankModelState {
   int64_t reduce_bucket_bytes = 0;
   // The rank keeps 1/gradient_divisor of each gradient (1: all of it).
   int64_t gradient_divisor = 1;
+  // Every term at once (one unit's unsharded gradients for FSDP2's): an
+  // upper bound of what any moment of the step holds.
   int64_t total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
-           reduce_scatter_bytes + reduce_bucket_bytes;
+           fsdp_prefetch_bytes + gather_blocks * fsdp_gradient_bytes + reduce_scatter_bytes +
+           reduce_bucket_bytes + persistent_bytes + optimizer_gradient_bytes + bucket_flush_bytes;
   }
   // The terms by name, those above 0 only beyond the first three.
   std::vector<MemoryTerm> terms() const;
 };
+
+// What RankProfile adds to one layer of a rank's profile, by term: each
+// lives in that layer's forward (and recompute) or backward only. In the
+// step's first micro-batch (`first`) and in micro-batches 2..K, where the
+// gradients exist already (`later`).
+struct RankLayerBuffers {
+  int64_t prefetch_forward = 0;   // FSDP2: the all-gather output kept in forward
+  int64_t prefetch_backward = 0;  // FSDP2: the unit prefetched (none in the first unit)
+  // FSDP2: unsharded gradients beyond their shards held in this backward:
+  // the block's own and its unit's earlier (K = 1, or the step's first
+  // micro-batch: every block's so far, none reduced), or every unit's not
+  // yet reduced (micro-batches 2..K).
+  int64_t gradients_first = 0;
+  int64_t gradients_later = 0;
+  // FSDP2 accumulating: every block's unsharded gradients beyond their
+  // shards, held through the forward of micro-batches 2..K (no reduce has
+  // run yet); the first micro-batch's forward, which holds none, is lower
+  // than theirs anyway, so it lives in every forward and recompute.
+  int64_t gradients_forward = 0;
+  int64_t reduce_scatter = 0;  // ZeRO-2/3: the block's gradients; FSDP2: the unit before's input
+  int64_t bucket_flush = 0;    // ZeRO-3: the copies of the bucket's reduce
+};
+
+// The buffers of `state` in each layer of `whole` (the profile RankProfile
+// starts from: gradients not yet divided), one per layer.
+std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
+                                                 const RankModelState& state);
 
 // `replica`'s model state on one rank of `p`: the ZeRO paper's division
 // (Rajbhandari et al. 2020, Figure 1) over p.shard_ranks() ranks, with
@@ -94,6 +178,12 @@ struct RankShare {
   int64_t block_parameters = 0;
   int64_t block_trainable = 0;
   int64_t root_parameters = 0;
+  // Of parameters, block_parameters and root_parameters: those in weights of
+  // at most Parallelism::persistence_threshold elements (ZeRO-3 keeps them
+  // whole on every rank).
+  int64_t persistent_parameters = 0;
+  int64_t block_persistent = 0;
+  int64_t root_persistent = 0;
 };
 
 // The share of each pipeline stage of `config` under `p` (one entry for
@@ -112,14 +202,27 @@ struct RankMemory {
   // its layers' gradients divided as it keeps them.
   Profile profile;
   RankModelState state;
+  // What state and profile were made from: the replica's model state and
+  // the stage's profile before RankProfile (WithGatherBlocks remakes them).
+  ReplicaState replica;
+  Profile stage_profile;
+  Parallelism parallel;
 };
+
+// `m` with FSDP2's fully_shard units of `blocks` blocks (a recompute
+// segment of that many blocks is gathered and reduced as one unit): its
+// state and profile made again with ReplicaState::gather_blocks = blocks.
+// Other data parallelism: `m` as it is.
+RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks);
 
 // The rank's profile from `whole` (one replica's profile of the stage's
 // layers, activations per GPU) and its model state: the static memory
-// replaced by `state`'s (the unsharded weights count as parameters, the DDP
-// buckets and DeepSpeed's reduce bucket as gradients), each layer's gradient_bytes divided by
-// state.gradient_divisor (rounded up), and the reduce buffers added to
-// each block's backward workspace, where they live.
+// replaced by `state`'s (the unsharded and persistent weights count as
+// parameters, the DDP buckets, DeepSpeed's reduce bucket and ZeRO-3's
+// optimizer gradient partition as gradients), each layer's gradient_bytes
+// divided by state.gradient_divisor (rounded up; FSDP2: the blocks' only),
+// and the buffers that live in one layer's pass (RankLayerBuffersOf) added
+// to its forward, backward and accumulating workspaces.
 Profile RankProfile(const Profile& whole, const RankModelState& state);
 
 // The replica state of a profile: its static memory and the gradients its

@@ -58,13 +58,14 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
     shares[stage].layers.push_back(layer);
   }
   // Parameters per layer as the tensor-parallel rank holds them.
-  std::map<std::string, int64_t> held, trained;
+  std::map<std::string, int64_t> held, trained, persistent;
   for (const analytic::OpInfo& op : tg.graph.ops()) {
     if (op.parameters == 0) continue;
     const bool replicated = op.parameters <= 2 * c.hidden;
     const int64_t n = replicated ? op.parameters : (op.parameters + p.tensor - 1) / p.tensor;
     held[op.layer] += n;
     if (op.trainable) trained[op.layer] += n;
+    if (n <= p.persistence_threshold) persistent[op.layer] += n;
   }
   for (const auto& [held_layer, n] : held) {
     const std::string& layer = held_layer;  // a lambda below reads it (C++17: no binding captures)
@@ -72,6 +73,7 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
     RankShare& s = shares[it == stage_of.end() ? 0 : it->second];
     s.parameters += n;
     s.trainable += trained[layer];
+    s.persistent_parameters += persistent[layer];
     const bool is_block = std::find_if(tg.kinds.begin(), tg.kinds.end(), [&](const auto& k) {
                             return k.first == layer && k.second == kBlockKind;
                           }) != tg.kinds.end();
@@ -79,9 +81,11 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
       if (n > s.block_parameters) {
         s.block_parameters = n;
         s.block_trainable = trained[layer];
+        s.block_persistent = persistent[layer];
       }
     } else {
       s.root_parameters += n;
+      s.root_persistent += persistent[layer];
     }
   }
   // A tied head reads the embedding's weight: the last stage holds a copy.
@@ -90,6 +94,10 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
     RankShare& last = shares.back();
     last.parameters += tied;
     last.root_parameters += tied;
+    if (tied <= p.persistence_threshold) {
+      last.persistent_parameters += tied;
+      last.root_persistent += tied;
+    }
     if (trained["embedding"] > 0) last.trainable += tied;
   }
   return shares;
@@ -117,6 +125,10 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
         Scaled(model.gradient_bytes, Ratio(share.block_trainable, all_trained));
     r.root_weight_bytes = Scaled(model.weight_bytes, Ratio(share.root_parameters, all));
     r.gradient_element_bytes = ConventionOf(config.precision).grad_bytes;
+    r.persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.persistent_parameters, all));
+    r.block_persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.block_persistent, all));
+    r.root_persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.root_persistent, all));
+    r.micro_batches = std::max<int64_t>(whole.grad_accumulation, 1);
     RankMemory m;
     m.stage = share.stage;
     m.rank = share.stage * per_rank;
@@ -138,6 +150,9 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
       }
     }
     m.profile = RankProfile(stage, m.state);
+    m.replica = r;
+    m.stage_profile = std::move(stage);
+    m.parallel = p;
     out.push_back(std::move(m));
   }
   return out;
@@ -146,8 +161,12 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
 RankMemory ProfileRankMemory(const Profile& whole, const Parallelism& p) {
   RankMemory m;
   m.ranks = p.gpus;
-  m.state = ShardModelState(ReplicaOfProfile(whole), p);
+  m.replica = ReplicaOfProfile(whole);
+  m.replica.micro_batches = std::max<int64_t>(whole.grad_accumulation, 1);
+  m.state = ShardModelState(m.replica, p);
   m.profile = RankProfile(whole, m.state);
+  m.stage_profile = whole;
+  m.parallel = p;
   return m;
 }
 

@@ -74,7 +74,8 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
   REMAT_RETURN_IF_ERROR(r.NoUnknownKeys({"gpus", "data", "data_ranks", "shard_ranks", "tensor",
                                          "sequence", "pipeline", "schedule", "virtual_stages",
                                          "bucket_cap_mb", "reshard_after_forward",
-                                         "shard_group"}));
+                                         "shard_group", "persistence_threshold",
+                                         "fsdp_no_sync"}));
   Parallelism p;
   REMAT_RETURN_IF_ERROR(r.Int("gpus", &p.gpus, true, 1, 1 << 20));
   std::optional<DataParallel> data;
@@ -90,6 +91,9 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
   REMAT_RETURN_IF_ERROR(r.Double("bucket_cap_mb", &p.bucket_cap_mb, false, 1e-3, 1e6));
   REMAT_RETURN_IF_ERROR(r.Bool("reshard_after_forward", &p.reshard_after_forward, false));
   REMAT_RETURN_IF_ERROR(r.Int("shard_group", &p.shard_group, false, 0, 1 << 20));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("persistence_threshold", &p.persistence_threshold, false, 0, int64_t{1} << 50));
+  REMAT_RETURN_IF_ERROR(r.Bool("fsdp_no_sync", &p.fsdp_no_sync, false));
   if (p.gpus % (p.tensor * p.pipeline) != 0) {
     return Status::Invalid(where + ": gpus " + std::to_string(p.gpus) +
                            " is not a multiple of tensor x pipeline");

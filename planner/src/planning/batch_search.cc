@@ -38,7 +38,7 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
     const int64_t k = per_rank / b;
     REMAT_ASSIGN_OR_RETURN(const Job at, WithMicroBatch(job, b, k));
     PlanSet plans;
-    if (at.ranks.size() > 1) {
+    if (!at.ranks.empty()) {  // each rank as PlanRanks plans it (FSDP2 units)
       REMAT_ASSIGN_OR_RETURN(const std::vector<RankPlan> ranks, PlanRanks(at, options));
       plans = WorstRankPlans(ranks);
     } else {

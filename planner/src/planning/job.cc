@@ -68,8 +68,10 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
 // The ranks of a distributed job from its profile, and the profile of the
 // rank with the most model state as the job's.
 Status ApplyParallel(Job* job) {
-  const Parallelism& p = job->analytic.parallel;
+  Parallelism p = job->analytic.parallel;
   if (!p.distributed()) return Status::Ok();
+  // CPU ranks reduce over Gloo (python -m remat train's backend there).
+  p.gloo = job->analytic.device.name == "cpu";
   if (job->has_config()) {
     REMAT_ASSIGN_OR_RETURN(job->ranks, RankMemories(job->model, job->profile, p));
   } else {

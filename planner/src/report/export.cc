@@ -86,7 +86,20 @@ std::string DeepSpeed(const EnginePlan& e, const Profile& profile, const ReportC
   j["gradient_accumulation_steps"] = ctx.grad_accumulation;
   if (ctx.parallel.distributed()) {
     if (profile.micro_batch > 0) j["train_batch_size"] = GlobalBatch(profile, ctx);
-    j["zero_optimization"] = {{"stage", ZeroStage(ctx.parallel)}};
+    const int stage = ZeroStage(ctx.parallel);
+    j["zero_optimization"] = {{"stage", stage}};
+    // The values the planner's per-rank model assumes (docs/distributed.md):
+    // the reduce bucket of bucket_cap_mb MiB of fp32 elements, and ZeRO-3's
+    // persistence threshold.
+    if (stage >= 1) {
+      const int64_t bucket = static_cast<int64_t>(ctx.parallel.bucket_cap_mb * 1048576.0) / 4;
+      j["zero_optimization"]["reduce_bucket_size"] = bucket;
+      j["zero_optimization"]["allgather_bucket_size"] = bucket;
+    }
+    if (stage == 3) {
+      j["zero_optimization"]["stage3_param_persistence_threshold"] =
+          ctx.parallel.persistence_threshold;
+    }
   }
   const Half half = HalfOf(ctx);
   if (half != Half::kNone) j[half == Half::kBf16 ? "bf16" : "fp16"] = {{"enabled", true}};

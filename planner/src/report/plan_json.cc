@@ -113,6 +113,8 @@ nlohmann::ordered_json ParallelJson(const Parallelism& p) {
   j["bucket_cap_mb"] = p.bucket_cap_mb;
   j["reshard_after_forward"] = p.reshard_after_forward;
   j["shard_group"] = p.shard_group;
+  j["persistence_threshold"] = p.persistence_threshold;
+  j["fsdp_no_sync"] = p.fsdp_no_sync;
   return j;
 }
 
@@ -157,6 +159,12 @@ nlohmann::ordered_json PerRankJson(const std::vector<RankPlan>& ranks) {
     j["static_bytes"] = p.predicted.static_bytes;
     j["strategy"] = ToString(p.strategy);
     j["parameter"] = p.parameter;
+    // FSDP2: the blocks of its largest fully_shard unit (the plan's largest
+    // recompute segment).
+    if (r.memory.parallel.data == DataParallel::kFsdp2 ||
+        r.memory.parallel.data == DataParallel::kHsdp) {
+      j["gather_blocks"] = r.memory.state.gather_blocks;
+    }
     nlohmann::ordered_json terms = nlohmann::ordered_json::object();
     for (const MemoryTerm& t : RankTermsAtPeak(r)) terms[t.name] = t.bytes;
     j["terms"] = terms;

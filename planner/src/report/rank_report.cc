@@ -48,22 +48,38 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
   const StaticMemory& st = rank.memory.profile.static_memory;
   // The persistent gradients (a shard, or Megatron's buffers) and those
   // backward had created by the peak.
-  const int64_t persistent = st.gradient_bytes - s.ddp_bucket_bytes - s.reduce_bucket_bytes;
+  const int64_t persistent = st.gradient_bytes - s.ddp_bucket_bytes - s.reduce_bucket_bytes -
+                             s.optimizer_gradient_bytes;
   const int64_t gradients = persistent + r.at_peak[MemoryCategory::kParameterGrads];
-  // The reduce buffers are live when the peak is a block's backward.
+  // The buffers RankProfile adds live in one layer's pass (RankLayerBuffers):
+  // those of the peak's op, where it is a layer's forward, recompute or
+  // backward (micro-batches 2..K's where FSDP2 accumulates).
   const Plan& plan = rank.plans.chosen;
-  const Profile& profile = rank.memory.profile;
-  bool in_block_backward = false;
+  RankLayerBuffers at;
   if (r.peak_op >= 0 && r.peak_op < static_cast<int>(plan.schedule.ops.size())) {
     const Op& op = plan.schedule.ops[r.peak_op];
-    in_block_backward = op.kind == OpKind::kBackward && op.layer >= 0 &&
-                        profile.layers[op.layer].kind == kBlockKind;
+    const std::vector<RankLayerBuffers> buffers =
+        RankLayerBuffersOf(rank.memory.stage_profile, s);
+    if (op.layer >= 0 && op.layer < static_cast<int>(buffers.size())) {
+      const RankLayerBuffers& b = buffers[op.layer];
+      if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {
+        at.prefetch_forward = b.prefetch_forward;
+      } else if (op.kind == OpKind::kBackward) {
+        at = b;
+        at.prefetch_forward = 0;
+      }
+    }
   }
   std::vector<MemoryTerm> terms;
   int64_t sum = 0;
   for (MemoryTerm t : s.terms()) {
     if (t.name == "gradients") t.bytes = gradients;
-    if (t.name == "reduce_scatter" && !in_block_backward) t.bytes = 0;
+    if (t.name == "fsdp_prefetch") t.bytes = at.prefetch_forward + at.prefetch_backward;
+    if (t.name == "fsdp_gradients") {
+      t.bytes = s.fsdp_accumulates ? at.gradients_later : at.gradients_first;
+    }
+    if (t.name == "reduce_scatter") t.bytes = at.reduce_scatter;
+    if (t.name == "bucket_flush") t.bytes = at.bucket_flush;
     sum += t.bytes;
     terms.push_back(t);
   }

@@ -21,6 +21,16 @@ ReplicaState PaperReplica() {
   return r;
 }
 
+// The paper's model with a block of 400 B of bf16 weights and 800 B of fp32
+// gradients (the reduce dtype), and a root of 1,000 B of weights.
+ReplicaState PaperReplicaWithBlocks() {
+  ReplicaState r = PaperReplica();
+  r.block_weight_bytes = 400;
+  r.block_gradient_bytes = 800;
+  r.root_weight_bytes = 1000;
+  return r;
+}
+
 Parallelism Data(DataParallel d, int64_t gpus) {
   Parallelism p;
   p.gpus = gpus;
@@ -28,8 +38,21 @@ Parallelism Data(DataParallel d, int64_t gpus) {
   return p;
 }
 
-// The model state alone, without DeepSpeed's reduce bucket.
-int64_t StateBytes(const RankModelState& s) { return s.total() - s.reduce_bucket_bytes; }
+// embedding, block0..block3, head: each layer's gradients `gradients` B.
+Profile SixLayers(int64_t gradients) {
+  Profile whole;
+  whole.layers.resize(6);
+  for (int i = 0; i < 6; ++i) {
+    whole.layers[i].kind = i == 0 ? kEmbeddingKind : i == 5 ? "head" : kBlockKind;
+    whole.layers[i].gradient_bytes = gradients;
+  }
+  return whole;
+}
+
+// The ZeRO paper's three terms, without the engines' buffers.
+int64_t StateBytes(const RankModelState& s) {
+  return s.parameter_bytes + s.gradient_bytes + s.optimizer_bytes;
+}
 
 TEST(ShardModelState, ZeroStagesAreThePapersFigure1) {
   const ReplicaState r = PaperReplica();
@@ -52,7 +75,9 @@ TEST(ShardModelState, DeepSpeedHoldsItsWholeReduceBucket) {
   for (DataParallel d : {DataParallel::kZero1, DataParallel::kZero2, DataParallel::kZero3}) {
     const RankModelState s = ShardModelState(r, Data(d, 2));
     EXPECT_EQ(s.reduce_bucket_bytes, 26'214'400) << ToString(d);
-    EXPECT_EQ(s.terms().back().name, "reduce_bucket") << ToString(d);
+    bool named = false;
+    for (const MemoryTerm& t : s.terms()) named = named || t.name == "reduce_bucket";
+    EXPECT_TRUE(named) << ToString(d);
   }
   // ZeRO-2/3: the block's gradients as backward makes them, beside the bucket.
   EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero2, 2)).reduce_scatter_bytes, 100);
@@ -96,20 +121,22 @@ TEST(ShardModelState, DdpBucketsAreASecondCopyOfTheGradients) {
 }
 
 TEST(ShardModelState, Fsdp2ShardsTheMasterWeightsAndGathersTwoBlocks) {
-  ReplicaState r = PaperReplica();
-  r.block_weight_bytes = 400;
-  r.block_gradient_bytes = 800;  // fp32 reduce dtype
-  r.root_weight_bytes = 1000;
+  const ReplicaState r = PaperReplicaWithBlocks();
   const RankModelState s = ShardModelState(r, Data(DataParallel::kFsdp2, 8));
   // The fp32 masters are the sharded parameters (4Ψ / 8); no bf16 copy kept.
   EXPECT_EQ(s.parameter_bytes, 4 * kPsi / 8);
   EXPECT_EQ(s.optimizer_bytes, 8 * kPsi / 8);  // the two moments
   EXPECT_EQ(s.gradient_bytes, 2 * kPsi / 8);
   EXPECT_EQ(s.gradient_divisor, 8);
-  // The root's weights and two blocks' (computing, prefetched), unsharded.
-  EXPECT_EQ(s.unsharded_bytes, 1000 + 2 * 400);
-  // A block's bf16 gradients and the fp32 reduce-scatter input.
-  EXPECT_EQ(s.reduce_scatter_bytes, 400 + 800);
+  // The root's weights and one block's (computing) unsharded all step, a
+  // second block's (all-gather output kept in forward, prefetched in
+  // backward) in the passes RankProfile places it in.
+  EXPECT_EQ(s.unsharded_bytes, 1000 + 400);
+  EXPECT_EQ(s.fsdp_prefetch_bytes, 400);
+  // A block's bf16 unsharded gradients until its reduce-scatter, and the
+  // fp32 reduce-scatter input of the block reduced before.
+  EXPECT_EQ(s.fsdp_gradient_bytes, 400);
+  EXPECT_EQ(s.reduce_scatter_bytes, 800);
   // (4 + 2 + 8) Ψ / Nd: ZeRO-3's (2 + 2 + K) Ψ / Nd less the 16-bit
   // partition DeepSpeed keeps beside the masters.
   EXPECT_EQ(s.parameter_bytes + s.gradient_bytes + s.optimizer_bytes, 14 * kPsi / 8);
@@ -121,6 +148,141 @@ TEST(ShardModelState, ShardGradOpKeepsEveryUnshardedWeightAfterForward) {
   Parallelism p = Data(DataParallel::kFsdp2, 8);
   p.reshard_after_forward = false;
   EXPECT_EQ(ShardModelState(r, p).unsharded_bytes, 2 * kPsi);
+  EXPECT_EQ(ShardModelState(r, p).fsdp_prefetch_bytes, 0);
+}
+
+TEST(ShardModelState, Fsdp2GathersAndReducesASegmentAsOneUnit) {
+  // A recompute segment of 3 blocks is one fully_shard unit: 3 blocks'
+  // weights gathered together, computing and prefetched, and reduced
+  // together.
+  ReplicaState r = PaperReplicaWithBlocks();
+  r.gather_blocks = 3;
+  const RankModelState s = ShardModelState(r, Data(DataParallel::kFsdp2, 8));
+  EXPECT_EQ(s.gather_blocks, 3);
+  EXPECT_EQ(s.unsharded_bytes, 1000 + 3 * 400);
+  EXPECT_EQ(s.fsdp_prefetch_bytes, 3 * 400);
+  EXPECT_EQ(s.reduce_scatter_bytes, 3 * 800);
+  // One rank: nothing gathered.
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kFsdp2, 1)).unsharded_bytes, 0);
+}
+
+TEST(ShardModelState, Fsdp2AccumulatesUnshardedGradients) {
+  // Under set_requires_gradient_sync(False) FSDP2 keeps each parameter's
+  // unsharded gradient, in the reduce dtype, until the last micro-batch's
+  // reduce-scatter.
+  ReplicaState r = PaperReplicaWithBlocks();
+  r.micro_batches = 2;
+  Parallelism p = Data(DataParallel::kFsdp2, 8);
+  p.fsdp_no_sync = true;
+  const RankModelState s = ShardModelState(r, p);
+  EXPECT_TRUE(s.fsdp_accumulates);
+  EXPECT_EQ(s.fsdp_gradient_bytes, 800);
+  EXPECT_EQ(s.gradient_bytes, 2 * kPsi / 8);  // what the step leaves: the shards
+  // Without no-sync every micro-batch reduce-scatters: as with one.
+  EXPECT_FALSE(ShardModelState(r, Data(DataParallel::kFsdp2, 8)).fsdp_accumulates);
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kFsdp2, 8)).fsdp_gradient_bytes, 400);
+  // ZeRO-2/3 reduce every micro-batch into the partitions.
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 8)).fsdp_gradient_bytes, 0);
+}
+
+TEST(RankLayerBuffers, Fsdp2HoldsUnshardedGradientsUntilTheUnitsReduce) {
+  // Units of 2 blocks; each block's gradients 100 B whole, 50 B a shard on
+  // 2 ranks: 50 B beyond the shard.
+  const Profile whole = SixLayers(100);
+  RankModelState s;
+  s.gradient_divisor = 2;
+  s.gather_blocks = 2;
+  s.fsdp_gradient_bytes = 100;
+  s.reduce_scatter_bytes = 200;
+  std::vector<RankLayerBuffers> b = RankLayerBuffersOf(whole, s);
+  // One micro-batch: backward runs block3, block2 (unit 1, reduced first),
+  // then block1, block0 beside unit 1's reduce-scatter input.
+  EXPECT_EQ(b[4].gradients_first, 50);
+  EXPECT_EQ(b[3].gradients_first, 100);
+  EXPECT_EQ(b[2].gradients_first, 50);
+  EXPECT_EQ(b[1].gradients_first, 100);
+  EXPECT_EQ(b[4].reduce_scatter, 0);
+  EXPECT_EQ(b[2].reduce_scatter, 200);
+  EXPECT_EQ(b[0].gradients_first + b[5].gradients_first, 0);
+  // Accumulating: the first micro-batch reduces nothing; the last holds the
+  // units not reduced yet, and all of them at the head.
+  s.fsdp_accumulates = true;
+  b = RankLayerBuffersOf(whole, s);
+  EXPECT_EQ(b[1].gradients_first, 4 * 50);
+  EXPECT_EQ(b[4].gradients_first, 50);
+  EXPECT_EQ(b[0].gradients_first, 4 * 50);
+  EXPECT_EQ(b[4].gradients_later, 4 * 50);
+  EXPECT_EQ(b[2].gradients_later, 2 * 50);
+  EXPECT_EQ(b[1].gradients_later, 2 * 50);
+  EXPECT_EQ(b[5].gradients_later, 4 * 50);
+  EXPECT_EQ(b[0].gradients_later, 0);
+  // The root's gradients stay whole (reduced at the end of backward).
+  const Profile p = RankProfile(whole, s);
+  EXPECT_EQ(p.layers[5].gradient_bytes, 100);
+  EXPECT_EQ(p.layers[1].gradient_bytes, 50);
+  EXPECT_EQ(p.layers[1].accumulating_workspace_bytes(), 2 * 50 + 200);
+}
+
+TEST(ShardModelState, Zero3KeepsPersistentParametersWhole) {
+  // stage3_param_persistence_threshold: the parameters under it stay whole
+  // beside their shard and are never gathered again.
+  ReplicaState r;
+  r.weight_bytes = r.gradient_bytes = 10'000;
+  r.optimizer_bytes = 20'000;
+  r.root_weight_bytes = 2000;
+  r.block_weight_bytes = 1000;
+  r.block_gradient_bytes = 1000;
+  r.persistent_weight_bytes = 3000;
+  r.root_persistent_weight_bytes = 500;
+  r.block_persistent_weight_bytes = 250;
+  const RankModelState s = ShardModelState(r, Data(DataParallel::kZero3, 2));
+  EXPECT_EQ(s.parameter_bytes, 5000);
+  EXPECT_EQ(s.persistent_bytes, 3000);
+  EXPECT_EQ(s.unsharded_bytes, (2000 - 500) + 2 * (1000 - 250));
+  // Every parameter persistent: nothing to gather.
+  r.persistent_weight_bytes = r.weight_bytes;
+  r.root_persistent_weight_bytes = r.root_weight_bytes;
+  r.block_persistent_weight_bytes = r.block_weight_bytes;
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 2)).unsharded_bytes, 0);
+  bool named = false;
+  for (const MemoryTerm& t : ShardModelState(r, Data(DataParallel::kZero3, 2)).terms()) {
+    named = named || (t.name == "zero3_persistent" && t.bytes == 10'000);
+  }
+  EXPECT_TRUE(named);
+  // Other stages keep every weight whole anyway.
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero2, 2)).persistent_bytes, 0);
+}
+
+TEST(ShardModelState, Zero3OptimizerStepsFromAnFp32GradientPartition) {
+  // initialize_optimizer_states' fp32 gradient buffer: the rank's partition
+  // of the gradients in fp32, besides the partition backward reduces into.
+  ReplicaState r;
+  r.weight_bytes = r.gradient_bytes = 1000;  // fp32: 250 elements
+  r.optimizer_bytes = 2000;
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 2)).optimizer_gradient_bytes, 500);
+  r.gradient_element_bytes = 2;  // bf16 gradients: 500 elements, 250 a rank, fp32
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 2)).optimizer_gradient_bytes, 1000);
+  r.optimizer_bytes = 0;  // no optimizer
+  EXPECT_EQ(ShardModelState(r, Data(DataParallel::kZero3, 2)).optimizer_gradient_bytes, 0);
+}
+
+TEST(ShardModelState, Zero3FlushCopiesTheBucketsGradients) {
+  // reduce_scatter_coalesced copies what the bucket holds (torch.cat); on
+  // Gloo reduce_scatter_tensor copies it again.
+  ReplicaState r;
+  r.weight_bytes = r.gradient_bytes = 1000;
+  Parallelism p = Data(DataParallel::kZero3, 2);
+  RankModelState s = ShardModelState(r, p);
+  EXPECT_EQ(s.bucket_flush_bytes, 1000);
+  EXPECT_FALSE(s.flush_in_every_layer);  // one flush, where backward ends
+  p.gloo = true;
+  EXPECT_EQ(ShardModelState(r, p).bucket_flush_bytes, 2000);
+  // Gradients beyond one bucket: a bucket's worth at any layer's backward.
+  p.gloo = false;
+  p.bucket_cap_mb = 1.0 / 4096;  // 256 B: 64 fp32 elements
+  s = ShardModelState(r, p);
+  EXPECT_EQ(s.bucket_flush_bytes, 256);
+  EXPECT_TRUE(s.flush_in_every_layer);
 }
 
 TEST(ShardModelState, HsdpShardsWithinItsGroup) {
@@ -172,6 +334,36 @@ TEST(RankProfile, DividesTheLayersGradientsAndPlacesTheBuffers) {
   EXPECT_EQ(p.layers[0].backward_workspace_bytes, 0);
   EXPECT_EQ(p.layers[1].backward_workspace_bytes, 109);
   EXPECT_EQ(p.static_memory.optimizer_bytes, 50);
+}
+
+TEST(RankProfile, PlacesFsdp2sSecondUnitAndZero3sFlush) {
+  Profile whole = SixLayers(10);
+  for (LayerProfile& l : whole.layers) {
+    l.forward_workspace_bytes = 1;
+    l.backward_workspace_bytes = 2;
+  }
+  RankModelState s;
+  s.fsdp_prefetch_bytes = 100;
+  s.gather_blocks = 2;
+  s.reduce_scatter_bytes = 7;
+  s.bucket_flush_bytes = 1000;
+  const Profile p = RankProfile(whole, s);
+  // Every block's forward holds a second unit (the all-gather output kept).
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(p.layers[i].forward_workspace_bytes, 101) << i;
+  EXPECT_EQ(p.layers[5].forward_workspace_bytes, 1);
+  // Backward: the first unit (block0, block1) has nothing to prefetch.
+  EXPECT_EQ(p.layers[1].backward_workspace_bytes, 2 + 7);
+  EXPECT_EQ(p.layers[2].backward_workspace_bytes, 2 + 7);
+  EXPECT_EQ(p.layers[3].backward_workspace_bytes, 2 + 7 + 100);
+  EXPECT_EQ(p.layers[3].accumulating_workspace_bytes(), 2 + 7 + 100);
+  // The flush: where backward ends (the first layer), or every layer with
+  // gradients where they exceed a bucket.
+  EXPECT_EQ(p.layers[0].backward_workspace_bytes, 2 + 1000);
+  EXPECT_EQ(p.layers[5].backward_workspace_bytes, 2);
+  s.flush_in_every_layer = true;
+  s.fsdp_prefetch_bytes = s.reduce_scatter_bytes = 0;
+  const Profile every = RankProfile(whole, s);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(every.layers[i].backward_workspace_bytes, 1002) << i;
 }
 
 }  // namespace

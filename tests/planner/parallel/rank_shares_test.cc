@@ -38,6 +38,23 @@ TEST(RankShares, OneRankHoldsTheModel) {
   EXPECT_EQ((*s)[0].root_parameters, kEmbedding + 1536);
 }
 
+TEST(RankShares, PersistentParametersAreThoseUnderTheThreshold) {
+  // DeepSpeed's default 1e5 elements: the LayerNorms (weight and bias, 1,536
+  // each) are under it, every linear and embedding above.
+  Parallelism p;
+  p.gpus = 2;
+  p.data = DataParallel::kZero3;
+  Result<std::vector<RankShare>> s = RankShares(Gpt2Small(), p);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)[0].persistent_parameters, 12 * kNorms + 1536);
+  EXPECT_EQ((*s)[0].block_persistent, kNorms);
+  EXPECT_EQ((*s)[0].root_persistent, 1536);
+  p.persistence_threshold = 0;
+  s = RankShares(Gpt2Small(), p);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)[0].persistent_parameters, 0);
+}
+
 TEST(RankShares, TensorParallelismSplitsLinearsAndEmbeddingKeepsNorms) {
   Parallelism p;
   p.gpus = 2;

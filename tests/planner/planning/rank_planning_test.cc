@@ -91,5 +91,41 @@ TEST(RankPlanning, ShardingShrinksTheRanksModelState) {
   EXPECT_TRUE(single->ranks.empty());
 }
 
+TEST(RankPlanning, Fsdp2GathersThePlansLargestSegmentAsOneUnit) {
+  // A recompute segment of 2 blocks is one fully_shard unit: the rank is
+  // planned again with 2 blocks' weights gathered and reduced together.
+  Parallelism p;
+  p.gpus = 2;
+  p.data = DataParallel::kFsdp2;
+  const Job job = SmallJob(p);
+  ASSERT_EQ(job.ranks.size(), 1u);
+  ASSERT_EQ(job.ranks[0].state.gather_blocks, 1);
+  PlanOptions uniform;
+  uniform.strategy = Strategy::kUniform;
+  uniform.budget_bytes = 1LL << 40;
+  uniform.every = 1;
+  Result<std::vector<RankPlan>> one = PlanRanks(job, uniform);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ((*one)[0].memory.state.gather_blocks, 1);
+  uniform.every = 2;
+  Result<std::vector<RankPlan>> two = PlanRanks(job, uniform);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  const RankModelState& s1 = (*one)[0].memory.state;
+  const RankModelState& s2 = (*two)[0].memory.state;
+  EXPECT_EQ(s2.gather_blocks, 2);
+  const int64_t block = s1.fsdp_prefetch_bytes;
+  ASSERT_GT(block, 0);
+  EXPECT_EQ(s2.fsdp_prefetch_bytes, 2 * block);
+  EXPECT_EQ(s2.unsharded_bytes, s1.unsharded_bytes + block);
+  EXPECT_EQ(s2.reduce_scatter_bytes, 2 * s1.reduce_scatter_bytes);
+  EXPECT_EQ(s2.fsdp_gradient_bytes, s1.fsdp_gradient_bytes);  // per block
+  // DDP gathers nothing: the same memory whatever the segments.
+  Parallelism ddp = p;
+  ddp.data = DataParallel::kDdp;
+  Result<std::vector<RankPlan>> d = PlanRanks(SmallJob(ddp), uniform);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)[0].memory.state.gather_blocks, 1);
+}
+
 }  // namespace
 }  // namespace remat
