@@ -65,13 +65,18 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
     embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)), dtype()).item<double>();
   }
   if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
-  if (c.attention == AttentionImpl::kEager) causal_bias_ = CausalBias();  // fused kernels mask themselves
+  // transformers' eager mask, one (s, s) per sequence (masking_utils.
+  // eager_mask); the fused kernels mask themselves.
+  if (c.attention == AttentionImpl::kEager) {
+    causal_bias_ = CausalBias().expand({sequences(), 1, c.seq_len, c.seq_len}).contiguous();
+  }
   // HF LlamaRotaryEmbedding: inv_freq = theta^(-2i/d), angles = position *
   // inv_freq, emb = cat(angles, angles); cos and sin in fp32, then cast.
   const int64_t d = c.head_dim;
   const at::Tensor inv_freq =
       at::pow(kRopeTheta, at::arange(0, d, 2, at::kFloat) / static_cast<double>(-d));
-  const at::Tensor angles = at::outer(at::arange(c.seq_len, at::kFloat), inv_freq);
+  positions_ = at::arange(c.seq_len, at::TensorOptions().dtype(at::kLong).device(device));
+  const at::Tensor angles = at::outer(positions_.to(at::kFloat), inv_freq);
   const at::Tensor emb = at::cat({angles, angles}, -1).unsqueeze(1);  // (s, 1, d)
   cos_ = emb.cos().to(device, dtype());
   sin_ = emb.sin().to(device, dtype());
@@ -186,8 +191,9 @@ at::Tensor LlamaModel::AttentionCore(int layer, const Heads& heads,
   at::Tensor context;
   {
     const at::Tensor k = RepeatHeads(heads[1]), v = RepeatHeads(heads[2]);
-    const at::Tensor bias =
-        masked ? SlidingBias(c.seq_len, c.sliding_window, causal_bias_.options()) : causal_bias_;
+    const at::Tensor bias = masked
+                                ? SlidingBias(c.seq_len, c.sliding_window, causal_bias_.options())
+                                : causal_bias_[0][0];
     context = EagerAttention(q, k, v, bias, /*softmax_fp32=*/true, seeds.core, seeds.regenerate,
                              c.attn_softcap);
   }

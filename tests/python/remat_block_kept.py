@@ -1,10 +1,12 @@
 """One block of the end-to-end Llama (tests/python/remat_e2e_cells.py: hidden
 64, GQA, micro-batch 2 x 128) alone under remat's CPU meter: the bytes a
 forward leaves alive for the backward and the backward's peak above them,
-plain and inside a selective checkpoint per option (remat._selective, the
-option's recorded decisions). Prints one JSON line per run.
+plain, inside a selective checkpoint per option (remat._selective, the
+option's recorded decisions) or, for "checkpoint", inside a whole
+non-reentrant checkpoint (its recompute runs in the backward). Prints one
+JSON line per run.
 
-  remat_block_kept.py eager|sdpa OPTION...   (e.g. attention_core norm_output)
+  remat_block_kept.py eager|sdpa OPTION...   (e.g. attention_core norm_output checkpoint)
 """
 import json
 import os
@@ -37,12 +39,14 @@ def main():
     for option in [None] + sys.argv[2:]:
         h = hidden.clone().requires_grad_()
         scopes = parts = None
-        if option:
+        if option and option != "checkpoint":
             parts = tuple(option.split("+"))
             scopes = _selective.Scopes(block, parts, 0)
             decisions = _selective.record(run, h, parts, scopes)
         before = meter.current_bytes()
-        if option:
+        if option == "checkpoint":
+            out = checkpoint(run, h, use_reentrant=False)
+        elif option:
             out = checkpoint(run, h, use_reentrant=False,
                              context_fn=_selective.context_fn(parts, scopes, decisions))
         else:
