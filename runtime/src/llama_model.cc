@@ -138,6 +138,21 @@ at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Te
 
 Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
                            RecomputeTimer* norm) const {
+  Heads heads = ProjectHeads(layer, x, seeds, norm);
+  const ModelConfig& c = config();
+  if (c.attention == AttentionImpl::kEager && c.kv_heads != c.heads) {
+    // transformers' repeat_kv runs before the attention's matmuls: its
+    // copies of k and v, not the grouped heads, are what an attention core
+    // recomputed (torch's selective checkpoint, the attention_core option)
+    // starts from. The grouped heads die here.
+    heads[1] = RepeatHeads(heads[1]);
+    heads[2] = RepeatHeads(heads[2]);
+  }
+  return heads;
+}
+
+Heads LlamaModel::ProjectHeads(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                               RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   const int64_t b = c.micro_batch, s = c.seq_len, d = c.head_dim;
@@ -185,12 +200,15 @@ at::Tensor LlamaModel::AttentionCore(int layer, const Heads& heads,
     }
     return FusedAttention(q, k, v, /*causal=*/true, seeds.core, slides ? c.sliding_window : 0);
   }
-  // q to (b * a, s, d); k and v repeated to every head of their group. The
-  // copies are what the scores and the context keep.
+  // q to (b * a, s, d); k and v repeated to every head of their group
+  // (by Prologue, with fewer key/value heads than query heads). The copies
+  // are what the scores and the context keep.
   const at::Tensor q = RepeatHeads(heads[0]);
   at::Tensor context;
   {
-    const at::Tensor k = RepeatHeads(heads[1]), v = RepeatHeads(heads[2]);
+    const bool grouped = c.kv_heads != c.heads;
+    const at::Tensor k = grouped ? heads[1] : RepeatHeads(heads[1]);
+    const at::Tensor v = grouped ? heads[2] : RepeatHeads(heads[2]);
     const at::Tensor bias = masked
                                 ? SlidingBias(c.seq_len, c.sliding_window, causal_bias_.options())
                                 : causal_bias_[0][0];

@@ -93,6 +93,10 @@ class LlamaModel final : public ChainModel {
   bool sliding(int layer) const;
   // The variants' prologue and epilogue (HasLlamaVariant).
   Heads VariantPrologue(const Block& w, const at::Tensor& x, RecomputeTimer* norm) const;
+  // q, k and v of block `layer` as (b, s, heads, d) (Prologue's, before
+  // eager attention repeats k and v).
+  Heads ProjectHeads(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                     RecomputeTimer* norm) const;
   at::Tensor VariantEpilogue(const Block& w, const at::Tensor& x, const at::Tensor& context,
                              RecomputeTimer* mlp, RecomputeTimer* norm) const;
   // (b, s, n, d) -> the same with rotary positions applied.

@@ -6,7 +6,10 @@ option's recorded decisions) or, for "checkpoint", inside a whole
 non-reentrant checkpoint (its recompute runs in the backward). Prints one
 JSON line per run.
 
-  remat_block_kept.py eager|sdpa OPTION...   (e.g. attention_core norm_output checkpoint)
+  remat_block_kept.py eager|sdpa [lora] OPTION...   (e.g. attention_core norm_output checkpoint)
+
+"lora": the block of the e2e LoRA model (adapters on q and v), its input
+requiring grad (as every block's but the first).
 """
 import json
 import os
@@ -23,20 +26,23 @@ from remat import _selective  # noqa: E402
 
 def main():
     meter = remat_measure.load()
-    kind = remat_e2e_cells.Llama({"attention": sys.argv[1]})
+    lora = len(sys.argv) > 2 and sys.argv[2] == "lora"
+    options = sys.argv[3:] if lora else sys.argv[2:]
+    kind = (remat_e2e_cells.Lora if lora else remat_e2e_cells.Llama)({"attention": sys.argv[1]})
     torch.manual_seed(0)
     model = kind.build().train()
-    block = model.model.layers[0]
-    hidden = model.model.embed_tokens(kind.batch(0)).detach()
+    decoder = model.base_model.model.model if lora else model.model
+    block = decoder.layers[0]
+    hidden = decoder.embed_tokens(kind.batch(0)).detach()
     positions = torch.arange(kind.seq_len)[None]
-    rotary = model.model.rotary_emb(hidden, positions)
+    rotary = decoder.rotary_emb(hidden, positions)
     mask = torch.full((kind.seq_len, kind.seq_len), float("-inf")).triu(1).expand(
         kind.micro_batch, 1, -1, -1).contiguous() if sys.argv[1] == "eager" else None
 
     def run(h):
         return block(h, attention_mask=mask, position_embeddings=rotary)
 
-    for option in [None] + sys.argv[2:]:
+    for option in [None] + options:
         h = hidden.clone().requires_grad_()
         scopes = parts = None
         if option and option != "checkpoint":
