@@ -109,7 +109,8 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                            " layers, at most 8192 are supported");
   }
   const StaticMemory& s = p.static_memory;
-  if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0) {
+  if (s.parameter_bytes < 0 || s.gradient_bytes < 0 || s.optimizer_bytes < 0 ||
+      s.buffer_bytes < 0) {
     return Status::Invalid(source + ": field 'static_bytes': must not be negative");
   }
   if (!TimeOk(p.optimizer_ms)) {
@@ -122,7 +123,8 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (p.accumulate_ms != -1 && !TimeOk(p.accumulate_ms)) {
     return Status::Invalid(source + ": field 'accumulate_ms': must be in [0, 1e12] ms");
   }
-  CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes;
+  CheckedInt total =
+      CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes + s.buffer_bytes;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
     const std::string where = source + ": layers[" + std::to_string(i) + "] ('" + l.name + "')";
@@ -249,10 +251,13 @@ Result<Profile> internal::ProfileFromJson(const nlohmann::json& doc, const std::
         sr.Int("gradient_bytes", &p.static_memory.gradient_bytes, true, 0, kMaxBytes));
     REMAT_RETURN_IF_ERROR(
         sr.Int("optimizer_bytes", &p.static_memory.optimizer_bytes, true, 0, kMaxBytes));
+    REMAT_RETURN_IF_ERROR(
+        sr.Int("buffer_bytes", &p.static_memory.buffer_bytes, false, 0, kMaxBytes));
     if (p.static_memory.total() != static_bytes) {
-      return r.Error("static", "parameter_bytes + gradient_bytes + optimizer_bytes = " +
-                                   std::to_string(p.static_memory.total()) +
-                                   " differs from static_bytes = " + std::to_string(static_bytes));
+      return r.Error("static",
+                     "parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes = " +
+                         std::to_string(p.static_memory.total()) +
+                         " differs from static_bytes = " + std::to_string(static_bytes));
     }
   } else {
     // No breakdown given: attribute all model state to parameters.
@@ -285,6 +290,7 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
   j["static"] = {{"parameter_bytes", p.static_memory.parameter_bytes},
                  {"gradient_bytes", p.static_memory.gradient_bytes},
                  {"optimizer_bytes", p.static_memory.optimizer_bytes}};
+  if (p.static_memory.buffer_bytes > 0) j["static"]["buffer_bytes"] = p.static_memory.buffer_bytes;
   j["optimizer_ms"] = p.optimizer_ms;
   if (p.accumulate_ms >= 0) j["accumulate_ms"] = p.accumulate_ms;
   if (p.grad_accumulation > 1) j["grad_accumulation"] = p.grad_accumulation;

@@ -183,7 +183,8 @@ class Replay {
     releases_input_ = InputReleasingOps(s, keeps_input);
     cat_[MemoryCategory::kModelState] = p.static_bytes();
     // The profile knows the model state as three sums: one request each.
-    tally_.Add(tally_.ModelStateId(0), p.static_memory.parameter_bytes);
+    tally_.Add(tally_.ModelStateId(0),
+               p.static_memory.parameter_bytes + p.static_memory.buffer_bytes);
     tally_.Add(tally_.ModelStateId(1), p.static_memory.gradient_bytes);
     tally_.Add(tally_.ModelStateId(2), p.static_memory.optimizer_bytes);
     // Gradients created in backward: one request per layer.

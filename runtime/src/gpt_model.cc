@@ -28,7 +28,11 @@ GptModel::GptModel(const ModelConfig& config, const at::Device& device, uint64_t
   lnf_w_ = Constant(h, 1, train);
   lnf_b_ = Constant(h, 0, train);
   if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
-  if (c.attention == AttentionImpl::kEager) causal_bias_ = CausalBias();  // fused kernels mask themselves
+  // transformers' eager mask, one (s, s) per sequence (masking_utils.
+  // eager_mask); the fused kernels mask themselves.
+  if (c.attention == AttentionImpl::kEager) {
+    causal_bias_ = CausalBias().expand({sequences(), 1, c.seq_len, c.seq_len}).contiguous();
+  }
 }
 
 at::Tensor GptModel::ForwardLayer(int layer, const at::Tensor& x, const at::Tensor& batch,
@@ -81,8 +85,8 @@ at::Tensor GptModel::AttentionCore(int /*layer*/, const Heads& heads,
   if (config().attention != AttentionImpl::kEager) {
     return FusedAttention(qkv[0], qkv[1], qkv[2], /*causal=*/true, seeds.core);
   }
-  return MergeHeads(
-      EagerAttention(qkv[0], qkv[1], qkv[2], causal_bias_, false, seeds.core, seeds.regenerate));
+  return MergeHeads(EagerAttention(qkv[0], qkv[1], qkv[2], causal_bias_[0][0], false, seeds.core,
+                                   seeds.regenerate));
 }
 
 at::Tensor GptModel::Epilogue(int layer, const at::Tensor& x, const at::Tensor& context,

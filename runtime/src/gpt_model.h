@@ -53,7 +53,9 @@ class GptModel final : public ChainModel {
 
   at::Tensor wte_, wpe_, lnf_w_, lnf_b_, lm_head_;  // lm_head_ undefined when tied
   std::vector<Block> blocks_;
-  at::Tensor causal_bias_;  // (s, s): 0 on and below the diagonal, -inf above
+  // (sequences, 1, s, s), each (s, s) 0 on and below the diagonal, -inf
+  // above: the mask transformers makes for eager attention.
+  at::Tensor causal_bias_;
 };
 
 }  // namespace remat::runtime

@@ -65,13 +65,18 @@ LlamaModel::LlamaModel(const ModelConfig& config, const at::Device& device, uint
     embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)), dtype()).item<double>();
   }
   if (!c.tie_embeddings) lm_head_ = Normal({V, h}, train);
-  if (c.attention == AttentionImpl::kEager) causal_bias_ = CausalBias();  // fused kernels mask themselves
+  // transformers' eager mask, one (s, s) per sequence (masking_utils.
+  // eager_mask); the fused kernels mask themselves.
+  if (c.attention == AttentionImpl::kEager) {
+    causal_bias_ = CausalBias().expand({sequences(), 1, c.seq_len, c.seq_len}).contiguous();
+  }
   // HF LlamaRotaryEmbedding: inv_freq = theta^(-2i/d), angles = position *
   // inv_freq, emb = cat(angles, angles); cos and sin in fp32, then cast.
   const int64_t d = c.head_dim;
   const at::Tensor inv_freq =
       at::pow(kRopeTheta, at::arange(0, d, 2, at::kFloat) / static_cast<double>(-d));
-  const at::Tensor angles = at::outer(at::arange(c.seq_len, at::kFloat), inv_freq);
+  positions_ = at::arange(c.seq_len, at::TensorOptions().dtype(at::kLong).device(device));
+  const at::Tensor angles = at::outer(positions_.to(at::kFloat), inv_freq);
   const at::Tensor emb = at::cat({angles, angles}, -1).unsqueeze(1);  // (s, 1, d)
   cos_ = emb.cos().to(device, dtype());
   sin_ = emb.sin().to(device, dtype());
@@ -133,6 +138,21 @@ at::Tensor LlamaModel::ForwardLayer(int layer, const at::Tensor& x, const at::Te
 
 Heads LlamaModel::Prologue(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
                            RecomputeTimer* norm) const {
+  Heads heads = ProjectHeads(layer, x, seeds, norm);
+  const ModelConfig& c = config();
+  if (c.attention == AttentionImpl::kEager && c.kv_heads != c.heads) {
+    // transformers' repeat_kv runs before the attention's matmuls: its
+    // copies of k and v, not the grouped heads, are what an attention core
+    // recomputed (torch's selective checkpoint, the attention_core option)
+    // starts from. The grouped heads die here.
+    heads[1] = RepeatHeads(heads[1]);
+    heads[2] = RepeatHeads(heads[2]);
+  }
+  return heads;
+}
+
+Heads LlamaModel::ProjectHeads(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                               RecomputeTimer* norm) const {
   const ModelConfig& c = config();
   const Block& w = block(layer);
   const int64_t b = c.micro_batch, s = c.seq_len, d = c.head_dim;
@@ -180,14 +200,18 @@ at::Tensor LlamaModel::AttentionCore(int layer, const Heads& heads,
     }
     return FusedAttention(q, k, v, /*causal=*/true, seeds.core, slides ? c.sliding_window : 0);
   }
-  // q to (b * a, s, d); k and v repeated to every head of their group. The
-  // copies are what the scores and the context keep.
+  // q to (b * a, s, d); k and v repeated to every head of their group
+  // (by Prologue, with fewer key/value heads than query heads). The copies
+  // are what the scores and the context keep.
   const at::Tensor q = RepeatHeads(heads[0]);
   at::Tensor context;
   {
-    const at::Tensor k = RepeatHeads(heads[1]), v = RepeatHeads(heads[2]);
-    const at::Tensor bias =
-        masked ? SlidingBias(c.seq_len, c.sliding_window, causal_bias_.options()) : causal_bias_;
+    const bool grouped = c.kv_heads != c.heads;
+    const at::Tensor k = grouped ? heads[1] : RepeatHeads(heads[1]);
+    const at::Tensor v = grouped ? heads[2] : RepeatHeads(heads[2]);
+    const at::Tensor bias = masked
+                                ? SlidingBias(c.seq_len, c.sliding_window, causal_bias_.options())
+                                : causal_bias_[0][0];
     context = EagerAttention(q, k, v, bias, /*softmax_fp32=*/true, seeds.core, seeds.regenerate,
                              c.attn_softcap);
   }

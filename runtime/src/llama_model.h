@@ -57,7 +57,7 @@ class LlamaModel final : public ChainModel {
   bool regenerates_masks() const override { return config().lora_rank == 0 && !variant_; }
   int64_t buffer_bytes() const override {
     return (causal_bias_.defined() ? static_cast<int64_t>(causal_bias_.nbytes()) : 0) +
-           static_cast<int64_t>(cos_.nbytes() + sin_.nbytes());
+           static_cast<int64_t>(positions_.nbytes() + cos_.nbytes() + sin_.nbytes());
   }
 
  private:
@@ -93,6 +93,10 @@ class LlamaModel final : public ChainModel {
   bool sliding(int layer) const;
   // The variants' prologue and epilogue (HasLlamaVariant).
   Heads VariantPrologue(const Block& w, const at::Tensor& x, RecomputeTimer* norm) const;
+  // q, k and v of block `layer` as (b, s, heads, d) (Prologue's, before
+  // eager attention repeats k and v).
+  Heads ProjectHeads(int layer, const at::Tensor& x, const DropoutSeeds& seeds,
+                     RecomputeTimer* norm) const;
   at::Tensor VariantEpilogue(const Block& w, const at::Tensor& x, const at::Tensor& context,
                              RecomputeTimer* mlp, RecomputeTimer* norm) const;
   // (b, s, n, d) -> the same with rotary positions applied.
@@ -103,7 +107,11 @@ class LlamaModel final : public ChainModel {
 
   at::Tensor embed_, norm_, lm_head_;  // lm_head_ undefined when tied
   std::vector<Block> blocks_;
-  at::Tensor causal_bias_;  // (s, s): 0 on and below the diagonal, -inf above
+  // (sequences, 1, s, s), each (s, s) 0 on and below the diagonal, -inf
+  // above: the mask transformers makes for eager attention.
+  at::Tensor causal_bias_;
+  // (s,) int64: the position ids, as transformers' blocks get them.
+  at::Tensor positions_;
   at::Tensor cos_, sin_;    // (s, 1, head_dim) in the model's dtype
   bool variant_ = false;     // HasLlamaVariant(config())
   double embed_scale_ = 0;   // embedding_scale: sqrt(hidden) in the model's dtype

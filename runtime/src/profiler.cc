@@ -321,8 +321,9 @@ Status Profiler::Run(Profile* out) {
     optimizer = std::make_unique<ModelOptimizer>(config_.optimizer, model_->parameters(),
                                                  SettingsFor(config_, 1));
     const int64_t state = meter_.current_bytes();
-    // Parameters and buffers (the causal mask) count as parameter bytes.
-    p.static_memory = {weights - start, grads - weights, state - grads};
+    // The buffers (the causal mask, rotary tables) apart from the weights.
+    const int64_t buffers = model_->buffer_bytes();
+    p.static_memory = {weights - start - buffers, grads - weights, state - grads, buffers};
     p.parameters = model_->parameter_count();
     p.grad_accumulation = config_.grad_accumulation;
     batch_ = model_->MakeBatch(options_.seed, 0);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "remat/input.h"
 #include "testing/chains.h"
 
@@ -73,6 +75,24 @@ std::string Message(const char* json) {
   Result<Profile> p = ParseProfile(json, "x.json");
   EXPECT_FALSE(p.ok()) << json;
   return p.ok() ? "" : p.status().message();
+}
+
+// The step's buffers (an eager decoder's causal mask) are static memory
+// read and written with the rest, and not model state.
+TEST(Profile, BuffersRoundTripAndAreNotModelState) {
+  Profile p = testing::TransformerChain(3);
+  p.static_memory.buffer_bytes = 4096;
+  Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->static_memory.buffer_bytes, 4096);
+  EXPECT_EQ(back->static_bytes(), p.static_bytes());
+  const int64_t created = back->total_gradient_bytes() - back->static_memory.gradient_bytes;
+  EXPECT_EQ(back->model_state_bytes() + 4096, back->static_bytes() + created);
+  nlohmann::json j = nlohmann::json::parse(ProfileToJson(p));
+  j["static_bytes"] = j["static_bytes"].get<int64_t>() - 1;
+  Result<Profile> bad = ParseProfile(j.dump(), "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("buffer_bytes"), std::string::npos);
 }
 
 TEST(Profile, BadInputNamesFileAndField) {

@@ -1,10 +1,15 @@
 """One block of the end-to-end Llama (tests/python/remat_e2e_cells.py: hidden
 64, GQA, micro-batch 2 x 128) alone under remat's CPU meter: the bytes a
 forward leaves alive for the backward and the backward's peak above them,
-plain and inside a selective checkpoint per option (remat._selective, the
-option's recorded decisions). Prints one JSON line per run.
+plain, inside a selective checkpoint per option (remat._selective, the
+option's recorded decisions) or, for "checkpoint", inside a whole
+non-reentrant checkpoint (its recompute runs in the backward). Prints one
+JSON line per run.
 
-  remat_block_kept.py eager|sdpa OPTION...   (e.g. attention_core norm_output)
+  remat_block_kept.py eager|sdpa [lora] OPTION...   (e.g. attention_core norm_output checkpoint)
+
+"lora": the block of the e2e LoRA model (adapters on q and v), its input
+requiring grad (as every block's but the first).
 """
 import json
 import os
@@ -21,28 +26,33 @@ from remat import _selective  # noqa: E402
 
 def main():
     meter = remat_measure.load()
-    kind = remat_e2e_cells.Llama({"attention": sys.argv[1]})
+    lora = len(sys.argv) > 2 and sys.argv[2] == "lora"
+    options = sys.argv[3:] if lora else sys.argv[2:]
+    kind = (remat_e2e_cells.Lora if lora else remat_e2e_cells.Llama)({"attention": sys.argv[1]})
     torch.manual_seed(0)
     model = kind.build().train()
-    block = model.model.layers[0]
-    hidden = model.model.embed_tokens(kind.batch(0)).detach()
+    decoder = model.base_model.model.model if lora else model.model
+    block = decoder.layers[0]
+    hidden = decoder.embed_tokens(kind.batch(0)).detach()
     positions = torch.arange(kind.seq_len)[None]
-    rotary = model.model.rotary_emb(hidden, positions)
+    rotary = decoder.rotary_emb(hidden, positions)
     mask = torch.full((kind.seq_len, kind.seq_len), float("-inf")).triu(1).expand(
         kind.micro_batch, 1, -1, -1).contiguous() if sys.argv[1] == "eager" else None
 
     def run(h):
         return block(h, attention_mask=mask, position_embeddings=rotary)
 
-    for option in [None] + sys.argv[2:]:
+    for option in [None] + options:
         h = hidden.clone().requires_grad_()
         scopes = parts = None
-        if option:
+        if option and option != "checkpoint":
             parts = tuple(option.split("+"))
             scopes = _selective.Scopes(block, parts, 0)
             decisions = _selective.record(run, h, parts, scopes)
         before = meter.current_bytes()
-        if option:
+        if option == "checkpoint":
+            out = checkpoint(run, h, use_reentrant=False)
+        elif option:
             out = checkpoint(run, h, use_reentrant=False,
                              context_fn=_selective.context_fn(parts, scopes, decisions))
         else:

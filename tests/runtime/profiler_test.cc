@@ -38,10 +38,12 @@ TEST_F(Profiler, ChainMatchesTheAnalyticChain) {
 
 TEST_F(Profiler, StaticMemoryIsExact) {
   // fp32 AdamW: 4 bytes of weights, 4 of gradients, 8 of moments per
-  // parameter; the causal mask (s x s fp32) is a buffer of the weights. The
-  // gradients are created in backward: the layers' (PyTorch's zero_grad).
-  const int64_t n = profile_.parameters, s = config_.seq_len;
-  EXPECT_EQ(profile_.static_memory.parameter_bytes, 4 * n + 4 * s * s);
+  // parameter; the causal mask ((b, 1, s, s) fp32) is a buffer beside the
+  // weights. The gradients are created in backward: the layers' (PyTorch's
+  // zero_grad).
+  const int64_t n = profile_.parameters, s = config_.seq_len, b = config_.micro_batch;
+  EXPECT_EQ(profile_.static_memory.parameter_bytes, 4 * n);
+  EXPECT_EQ(profile_.static_memory.buffer_bytes, 4 * b * s * s);
   EXPECT_EQ(profile_.static_memory.gradient_bytes, 0);
   EXPECT_EQ(profile_.total_gradient_bytes(), 4 * n);
   EXPECT_EQ(profile_.static_memory.optimizer_bytes, 8 * n);

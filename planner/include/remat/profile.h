@@ -186,12 +186,19 @@ struct LayerProfile {
 
 // Memory that lives for the whole step: parameters, their gradients when
 // they are persistent buffers (Megatron/DeepSpeed, AllocateGradients; else
-// they are the layers' gradient_bytes) and the optimizer state.
+// they are the layers' gradient_bytes) and the optimizer state; and the
+// tensors the model makes for the step and hands to every block
+// (buffer_bytes: eager attention's (batch, 1, s, s) causal mask, a rotary
+// decoder's position ids and cos and sin tables), which grow with the
+// micro-batch and are not model state.
 struct StaticMemory {
   int64_t parameter_bytes = 0;
   int64_t gradient_bytes = 0;
   int64_t optimizer_bytes = 0;
-  int64_t total() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
+  int64_t buffer_bytes = 0;
+  int64_t total() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
+  }
 };
 
 // The link between device and host memory that activation offload copies
@@ -247,9 +254,11 @@ struct Profile {
     return bytes;
   }
   // Weights, every gradient (held or created in backward) and optimizer
-  // state: what a step needs beyond activations by its end.
+  // state: what a step needs beyond activations by its end (not the
+  // buffers, which a smaller micro-batch shrinks).
   int64_t model_state_bytes() const {
-    return static_bytes() + total_gradient_bytes() - static_memory.gradient_bytes;
+    return static_bytes() - static_memory.buffer_bytes + total_gradient_bytes() -
+           static_memory.gradient_bytes;
   }
   int num_layers() const { return static_cast<int>(layers.size()); }
 };

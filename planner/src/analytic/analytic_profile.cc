@@ -210,9 +210,7 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   Result<StaticMemory> state = GraphModelState(tg, WithDefaults(config));
   if (!state.ok()) return state.status().WithPrefix(config.name);
   p.static_memory = *state;
-  // Buffers are model state beside the weights (a measured profile's
-  // parameter bytes hold them too).
-  p.static_memory.parameter_bytes += tg.buffer_bytes;
+  p.static_memory.buffer_bytes = tg.buffer_bytes;
   // The optimizer step reads weights, gradients and state and writes weights
   // and state, of the trained parameters.
   const double trained_weights =

@@ -470,9 +470,9 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::set<int> part(parts[i].ops.begin(), parts[i].ops.end());
     // The part's inputs made by the layer's other ops are kept to recompute
-    // it, also those no op saves in a full forward (k and v before
-    // repeat_kv, a tensor the core casts for its matmuls). A regenerated
-    // mask needs none.
+    // it, also those no op saves in a full forward (k and v before a fused
+    // kernel's repeat_kv, a tensor the core casts for its matmuls). A
+    // regenerated mask needs none.
     for (int op : parts[i].ops) {
       if (parts[i].regenerates) break;
       for (int t : g.ops()[op].inputs) {

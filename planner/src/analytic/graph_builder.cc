@@ -428,11 +428,13 @@ T Builder::AttentionOps(const T& q, const T& k, const T& v, const AttentionShape
   T qc = q, kc = k, vc = v;
   if (shape.kv_heads != a) {
     // repeat_kv: each key/value head copied to its group; the matmuls keep
-    // the copies.
+    // the copies. Made before the core (transformers' repeat_kv is no
+    // attention op, so torch's selective checkpoint keeps its copies): an
+    // attention_core recompute starts from them.
     T kr = Tensor("k_repeated", ctx_elems, kc.elem_bytes);
-    Op("repeat_k", {kc}, {kr}, {}, 0, 1.0, 0, 0, true);
+    Op("repeat_k", {kc}, {kr}, {}, 0, 1.0);
     T vr = Tensor("v_repeated", ctx_elems, vc.elem_bytes);
-    Op("repeat_v", {vc}, {vr}, {}, 0, 1.0, 0, 0, true);
+    Op("repeat_v", {vc}, {vr}, {}, 0, 1.0);
     kc = kr;
     vc = vr;
   }

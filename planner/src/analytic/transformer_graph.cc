@@ -99,10 +99,20 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
   AddLoss(B, x, earlier_passes);
 
   if (c.architecture != Architecture::kBert) {
+    // transformers makes these once per forward and hands them to every
+    // block, so a recomputed block keeps them to its backward: eager
+    // attention's causal mask (masking_utils.eager_mask: (sequences, 1, s,
+    // s) in the embeddings' dtype; the fused kernels mask themselves), and
+    // a rotary decoder's position ids ((1, s) int64) with the cos and sin
+    // made from them ((1, s, head_dim) each, in the embeddings' dtype).
     const int64_t element = ConventionOf(c.precision).weight_bytes;
-    const int64_t mask = c.attention == AttentionImpl::kEager ? c.seq_len : 0;
-    const int64_t rotary = c.architecture == Architecture::kLlama ? 2 * c.head_dim : 0;
-    out.buffer_bytes = B.Mul({c.seq_len, mask + rotary, element});
+    const int64_t s = c.seq_len;
+    const int64_t mask =
+        c.attention == AttentionImpl::kEager ? B.Mul({B.sequences(), s, s, element}) : 0;
+    const int64_t rotary = c.architecture == Architecture::kLlama
+                               ? B.Mul({s, 8}) + B.Mul({s, 2 * c.head_dim, element})
+                               : 0;
+    out.buffer_bytes = mask + rotary;
   }
 
   if (B.overflow()) {

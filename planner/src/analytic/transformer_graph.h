@@ -26,11 +26,12 @@ struct TransformerGraph {
   int64_t adapter_parameters = 0;
   int64_t quantized_parameters = 0;
   int64_t quantized_bytes = 0;
-  // Tensors the model keeps beside its weights, in the weights' dtype, made
-  // once (the runtime's buffers): an eager-attention decoder's (seq, seq)
-  // causal mask (the fused kernels mask themselves), and a rotary decoder's
-  // cos and sin tables, (seq, head_dim) each. Model state, as a measured
-  // profile counts them.
+  // Tensors a decoder's blocks all receive beside their input (the
+  // runtime's buffers): an eager-attention decoder's (sequences, 1, seq,
+  // seq) causal mask in the weights' dtype (the fused kernels mask
+  // themselves), and a rotary decoder's position ids (seq int64) and cos
+  // and sin tables, (seq, head_dim) each in the weights' dtype. Model
+  // state, as a measured profile counts them.
   int64_t buffer_bytes = 0;
   // Layer tag -> the kernel PyTorch picks for the layer's
   // scaled_dot_product_attention (attention: sdpa; sdpa_backend.h: "math",

@@ -210,6 +210,8 @@ void MemoryAtPeak(std::ostringstream& o, const SimulationResult& r, const Profil
   row("parameters", s.parameter_bytes);
   row("gradients", s.gradient_bytes);
   row("optimizer state", s.optimizer_bytes);
+  // The step's buffers: an eager decoder's causal mask, rotary tables.
+  if (s.buffer_bytes > 0) row("buffers", s.buffer_bytes);
   row("parameter grads", r.at_peak[MemoryCategory::kParameterGrads]);  // created in backward
   row("activations kept", r.at_peak[MemoryCategory::kActivations]);
   row("recomputed", r.at_peak[MemoryCategory::kRecomputed]);

@@ -121,11 +121,13 @@ TEST(Analytic, ModelStateBytesPerParameter) {
   EXPECT_EQ(ModelStatePerParameter(Precision::kBf16, Optimizer::kNone).total(), 4);
 }
 
-// The buffers the model makes once are model state (as a measured profile
-// counts them): eager attention's (s, s) causal mask in the weights' dtype,
-// and a rotary decoder's (s, head_dim) cos and sin tables; none in an
-// encoder or where a fused kernel masks itself.
-TEST(Analytic, BuffersBesideTheWeightsAreModelState) {
+// The tensors every block of a decoder receives are buffers beside the
+// model state (as a measured profile counts them): eager attention's (b, 1,
+// s, s) causal mask in the weights' dtype, and a rotary decoder's int64
+// position ids and (s, head_dim) cos and sin tables; none in an encoder, no
+// mask where a fused kernel masks itself. The buffers grow with the
+// micro-batch, the model state does not.
+TEST(Analytic, BuffersBesideTheWeightsGrowWithTheBatch) {
   auto state = [](Architecture architecture, AttentionImpl attention, Precision precision) {
     ModelConfig c;
     c.name = "buffers";
@@ -143,15 +145,20 @@ TEST(Analytic, BuffersBesideTheWeightsAreModelState) {
     c.dropout = 0;
     Result<Profile> p = AnalyticProfile(c, {});
     EXPECT_TRUE(p.ok()) << p.status().message();
+    if (!p.ok()) return int64_t{-1};
     const int64_t weight_bytes = precision == Precision::kFp32 ? 4 : 2;
-    return p.ok() ? p->static_memory.parameter_bytes - weight_bytes * p->parameters : -1;
+    EXPECT_EQ(p->static_memory.parameter_bytes, weight_bytes * p->parameters);
+    EXPECT_EQ(p->model_state_bytes(),
+              p->static_bytes() - p->static_memory.buffer_bytes + p->total_gradient_bytes());
+    return p->static_memory.buffer_bytes;
   };
-  const int64_t s = 48, d = 16;
-  EXPECT_EQ(state(Architecture::kGpt, AttentionImpl::kEager, Precision::kFp32), s * s * 4);
+  const int64_t b = 2, s = 48, d = 16;
+  EXPECT_EQ(state(Architecture::kGpt, AttentionImpl::kEager, Precision::kFp32), b * s * s * 4);
   EXPECT_EQ(state(Architecture::kGpt, AttentionImpl::kSdpa, Precision::kFp32), 0);
   EXPECT_EQ(state(Architecture::kLlama, AttentionImpl::kEager, Precision::kBf16),
-            s * (s + 2 * d) * 2);
-  EXPECT_EQ(state(Architecture::kLlama, AttentionImpl::kFlash, Precision::kFp32), s * 2 * d * 4);
+            b * s * s * 2 + s * 8 + s * 2 * d * 2);
+  EXPECT_EQ(state(Architecture::kLlama, AttentionImpl::kFlash, Precision::kFp32),
+            s * 8 + s * 2 * d * 4);
   EXPECT_EQ(state(Architecture::kBert, AttentionImpl::kEager, Precision::kFp32), 0);
 }
 
@@ -168,9 +175,9 @@ TEST(Analytic, ChainHasEveryLayerAndLogitsAreLargest) {
   EXPECT_EQ(p->layers[15].name, "loss");
   EXPECT_EQ(p->parameters, 124'439'808);
   // fp32 AdamW: 16 bytes a parameter, the gradients' 4 created in backward;
-  // and the eager attention's (s, s) fp32 causal mask, a buffer.
+  // and the eager attention's (b, 1, s, s) fp32 causal mask, a buffer.
   EXPECT_EQ(p->static_bytes() + p->total_gradient_bytes(),
-            16 * int64_t{124'439'808} + int64_t{1024} * 1024 * 4);
+            16 * int64_t{124'439'808} + int64_t{8} * 1024 * 1024 * 4);
   EXPECT_EQ(p->layers[0].input_bytes, 2 * int64_t{8} * 1024 * 8);  // int64 ids and targets
   // The logits (s*b*V fp32) are the largest single tensor in the chain.
   const int64_t logits = int64_t{1024} * 8 * 50257 * 4;

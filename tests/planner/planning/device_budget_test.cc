@@ -196,7 +196,8 @@ TEST(PlanOnDeviceBudget, OffloadingPlansFitAtEveryBudgetAboveTheFirstFit) {
       }
     }
     EXPECT_GE(first_fit, 0) << ToString(s);
-    EXPECT_LE(first_fit, 40) << ToString(s);
+    // Below what recomputation alone reaches on the card (45.6 GiB).
+    EXPECT_LE(first_fit, 44) << ToString(s);
   }
 }
 
