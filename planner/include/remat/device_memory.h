@@ -125,7 +125,7 @@ struct DeviceMemoryUse {
 // profile knows its tensors (an analytic profile, LayerTensors), as a
 // fraction of that peak: the largest shortfall of such replays against the
 // reserved peaks measured on the H200 (gpt2-medium at 45% of its peak:
-// 11.54 GiB replayed, 12.14 GiB measured). bench/reserved/reserved_vs_h200
+// 11.55 GiB replayed, 12.14 GiB measured). bench/reserved/reserved_vs_h200
 // checks that it covers every measured run. A measured profile's replay
 // (one request per layer) held more than its runs: no margin.
 inline constexpr double kTensorReplayMargin = 0.053;
