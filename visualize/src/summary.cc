@@ -159,16 +159,15 @@ ReportSummary Summarize(const ReportData& data) {
                                             " + workspaces " + FormatBytes(m.workspace_bytes) +
                                             " (" + plan.terms.source + ")"});
   }
-  s.figures.push_back({"activations", FormatBytes(r.activation_peak_bytes) +
-                                          " at peak (model state " + FormatBytes(r.static_bytes) +
-                                          ")"});
+  s.figures.push_back({"activations", FormatBytes(r.activation_peak_bytes) + " at peak (" +
+                                          DescribeModelState(r.static_bytes, p) + ")"});
   s.figures.push_back({"step time", s.step + " (recompute " + s.recompute + ", " + s.overhead +
                                         " over no checkpointing)"});
   if (!s.peak_op.empty()) s.figures.push_back({"peak reached at", s.peak_op});
 
   const SimulationResult& b = plans.baseline.predicted;
-  s.baseline = "peak " + FormatBytes(plans.baseline.memory.total_bytes) + " (model state " +
-               FormatBytes(b.static_bytes) + " + activations " +
+  s.baseline = "peak " + FormatBytes(plans.baseline.memory.total_bytes) + " (" +
+               DescribeModelState(b.static_bytes, p) + " + activations " +
                FormatBytes(b.activation_peak_bytes) + "), step " + FormatMillis(b.step_ms);
   if (plan.budget_bytes > 0) s.baseline += plans.baseline.fits ? ", fits" : ", does not fit";
   s.baseline_peak = FormatBytes(plans.baseline.memory.total_bytes);

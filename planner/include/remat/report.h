@@ -68,6 +68,11 @@ std::string FormatPlanText(const PlanSet& plans, const Profile& profile, const R
 // (replayed over 2 micro-steps, steady)", or the rounding and the user's
 // fragmentation fraction.
 std::string DescribeReservedPeak(const Plan& plan);
+// A peak's model state in words: "model state 1.39 GiB", with the step's
+// buffers (StaticMemory::buffer_bytes) named apart when there are any:
+// "model state 1.39 GiB + buffers 64.00 MiB". `static_bytes` counts both
+// (SimulationResult::static_bytes).
+std::string DescribeModelState(int64_t static_bytes, const Profile& profile);
 // The plan's replay margin (DeviceMemoryUse::replay_margin_bytes) and why,
 // e.g. "5.3% of the reserved peak: ..."; "" when it has none.
 std::string DescribeReplayMargin(const Plan& plan);

@@ -88,8 +88,8 @@ void Summary(std::ostringstream& o, const Plan& plan, const Profile& p) {
   }
   o << "\n";
   if (terms) DeviceTerms(o, plan);
-  o << "  activations      " << FormatBytes(r.activation_peak_bytes) << " at peak (model state "
-    << FormatBytes(r.static_bytes) << ")\n";
+  o << "  activations      " << FormatBytes(r.activation_peak_bytes) << " at peak ("
+    << DescribeModelState(r.static_bytes, p) << ")\n";
   o << "  step time        " << FormatMillis(r.step_ms) << " (recompute "
     << FormatMillis(r.recompute_ms) << ", +" << Percent(std::max(0.0, r.step_ms - base), base)
     << " over no checkpointing)\n";
@@ -173,10 +173,10 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
   o << "\n";
 }
 
-void Baseline(std::ostringstream& o, const PlanSet& plans) {
+void Baseline(std::ostringstream& o, const PlanSet& plans, const Profile& p) {
   const SimulationResult& b = plans.baseline.predicted;
   o << "Without checkpointing: peak " << FormatBytes(plans.baseline.memory.total_bytes)
-    << " (model state " << FormatBytes(b.static_bytes) << " + activations "
+    << " (" << DescribeModelState(b.static_bytes, p) << " + activations "
     << FormatBytes(b.activation_peak_bytes);
   if (plans.baseline.terms.any()) {
     o << " + device terms " << FormatBytes(plans.baseline.memory.total_bytes - b.peak_bytes);
@@ -315,6 +315,13 @@ std::string DescribeReservedPeak(const Plan& plan) {
   return o.str();
 }
 
+std::string DescribeModelState(int64_t static_bytes, const Profile& profile) {
+  const int64_t buffers = profile.static_memory.buffer_bytes;
+  if (buffers <= 0) return "model state " + FormatBytes(static_bytes);
+  return "model state " + FormatBytes(static_bytes - buffers) + " + buffers " +
+         FormatBytes(buffers);
+}
+
 std::string DescribeReplayMargin(const Plan& plan) {
   const DeviceMemoryUse& m = plan.memory;
   if (m.replay_margin_bytes <= 0 || m.reserved_peak_bytes <= 0) return "";
@@ -339,7 +346,7 @@ std::string DescribeAllocatorModel(const DeviceMemoryTerms& terms) {
 std::string FormatPlanText(const PlanSet& plans, const Profile& p, const ReportContext& ctx) {
   std::ostringstream o;
   Header(o, plans.chosen, p, ctx);
-  Baseline(o, plans);
+  Baseline(o, plans, p);
   ChosenPlan(o, plans, p, ctx.grad_accumulation);
   MemoryAtPeak(o, plans.chosen.predicted, p);
   o << FormatRanksText(ctx);
