@@ -57,3 +57,24 @@ TEST(Markdown, PipesInNamesDoNotBreakTables) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// The step's buffers (StaticMemory::buffer_bytes) are a row of their own
+// in the memory at the peak and named beside the model state, so that the
+// rows add up to the peak as in the text report.
+TEST(Markdown, TheStepsBuffersAreARowOfTheirOwn) {
+  testing::ReportFixture f = testing::MakeReportFixture();
+  f.profile.static_memory.buffer_bytes = int64_t{1} << 20;
+  PlanOptions o;
+  o.strategy = Strategy::kUniform;
+  f.plans = MakePlan(f.profile, o).value();
+  Result<std::string> md = RenderMarkdown(f.Data());
+  ASSERT_TRUE(md.ok()) << md.status().message();
+  EXPECT_NE(md->find("| buffers | 1.00 MiB |"), std::string::npos) << *md;
+  EXPECT_NE(md->find(" + buffers 1.00 MiB)"), std::string::npos) << *md;
+}
+
+}  // namespace
+}  // namespace remat

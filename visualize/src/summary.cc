@@ -82,6 +82,11 @@ std::vector<BreakdownRow> AtPeak(const Plan& plan, const Profile& p) {
       {"parameters", state, p.static_memory.parameter_bytes, "", ""},
       {"gradients", state, p.static_memory.gradient_bytes, "", ""},
       {"optimizer state", state, p.static_memory.optimizer_bytes, "", ""}};
+  // The step's buffers (an eager decoder's causal mask, rotary tables):
+  // counted with the model state, named apart as the text report does.
+  if (p.static_memory.buffer_bytes > 0) {
+    rows.push_back({"buffers", state, p.static_memory.buffer_bytes, "", ""});
+  }
   for (MemoryCategory c : {MemoryCategory::kParameterGrads, MemoryCategory::kActivations,
                            MemoryCategory::kRecomputed, MemoryCategory::kGradients,
                            MemoryCategory::kWorkspace}) {
