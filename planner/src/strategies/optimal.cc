@@ -444,8 +444,7 @@ class OptimalSolver : public StrategySolver {
     if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);
     const int64_t activation_budget = o.budget_bytes - p.static_bytes();
-    // The best layer list: where nothing fits, its least-memory plan.
-    REMAT_ASSIGN_OR_RETURN(Plan single, OptimalSingleStrategySolver()->Solve(p, o));
+    std::optional<Plan> layer_list;  // optimal-single's plan, solved once
     if (activation_budget > 0) {
       // Layers that agree within their measured time spread are one class
       // for the DP (solver/time_classes.h); plans are simulated on `p`.
@@ -461,6 +460,8 @@ class OptimalSolver : public StrategySolver {
       });
       // The best layer list is a multi-level schedule too: when it fits, no
       // multi-level plan costing more is of any use, which caps the DP.
+      REMAT_ASSIGN_OR_RETURN(layer_list, OptimalSingleStrategySolver()->Solve(p, o));
+      const Plan& single = *layer_list;
       const std::pair<solver::TimeClasses, Classes> pooled_classes = pooling.get();
       const solver::TimeClasses& pooled = pooled_classes.first;
       const Classes& classes = pooled_classes.second;
@@ -500,10 +501,13 @@ class OptimalSolver : public StrategySolver {
     }
     // Nothing fits: the lowest peak of the multi-level terms, or the layer
     // list's least-memory plan where that holds less (simulated both).
+    if (!layer_list) {
+      REMAT_ASSIGN_OR_RETURN(layer_list, OptimalSingleStrategySolver()->Solve(p, o));
+    }
     REMAT_ASSIGN_OR_RETURN(Plan lowest, LowestPeak(p, o.budget_bytes));
-    if (single.predicted.peak_bytes < lowest.predicted.peak_bytes) {
+    if (layer_list->predicted.peak_bytes < lowest.predicted.peak_bytes) {
       REMAT_ASSIGN_OR_RETURN(
-          lowest, MakePlanFromSchedule(p, strategy(), "", single.schedule, o.budget_bytes));
+          lowest, MakePlanFromSchedule(p, strategy(), "", layer_list->schedule, o.budget_bytes));
       lowest.parameter = "lowest peak, " + DescribeRecompute(lowest);
     }
     return lowest;
