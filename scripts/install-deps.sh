@@ -69,9 +69,18 @@ have=$("$venv/bin/python" -c "$version" 2>/dev/null || true)
 if [ -n "$have" ] && [ "${have%%+*}" = "${want%%+*}" ]; then
   echo "install-deps: $venv has torch $have"
 else
+  # The install takes ~4.6 GB under the venv and the wheels ~3 GB in the
+  # wheelhouse (less what it holds already): say so before pip runs out of
+  # space halfway, with an error that names neither.
+  free_gib() { echo $(( $(df -P -k "$1" | awk 'NR == 2 { print $4 }') / 1048576 )); }
+  mkdir -p "$wheels"
+  if [ "$(free_gib "$venv")" -lt 6 ]; then
+    echo "install-deps: $(free_gib "$venv") GiB free for $venv; $requirement needs" \
+      "about 6 GiB there (set REMAT_VENV to a venv on another disk, or free space)" >&2
+    exit 1
+  fi
   echo "install-deps: installing $requirement into $venv from $wheels"
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-  mkdir -p "$wheels"
   # Downloads only what the wheelhouse lacks; then installs from it alone.
   "${pip[@]}" download --progress-bar off -q -d "$wheels" "$requirement"
   "${pip[@]}" install --progress-bar off -q --no-index --find-links "$wheels" "$requirement"
