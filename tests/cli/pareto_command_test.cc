@@ -21,6 +21,9 @@ TEST(ParetoCommand, PrintsATableWithEveryStrategy) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }
   EXPECT_NE(o.out.find("32.11 GiB"), std::string::npos);  // keep-everything peak
+  // The step's buffers (GPT-2's causal mask) beside the model state, as the
+  // plan's report names them.
+  EXPECT_NE(o.out.find("(model state 1.85 GiB + buffers 64.00 MiB)"), std::string::npos) << o.out;
 }
 
 TEST(ParetoCommand, JsonHasAPointPerBudgetAndStrategy) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.h"
+#include "remat/report.h"
 #include "remat/units.h"
 
 namespace remat {
@@ -57,8 +58,8 @@ std::string FormatParetoText(const ParetoCurve& c, const Profile& p) {
     << (p.device.empty() ? "" : ", times for " + p.device) << ", " << p.num_layers()
     << " layers)\n";
   o << "  without recompute  step " << FormatMillis(c.baseline_step_ms) << ", peak "
-    << FormatBytes(c.none_peak_bytes) << " (model state " << FormatBytes(p.model_state_bytes())
-    << ")\n\n";
+    << FormatBytes(c.none_peak_bytes) << " ("
+    << DescribeModelState(p.model_state_bytes() + p.static_memory.buffer_bytes, p) << ")\n\n";
   o << "Step time over the no-recompute step and predicted peak of each strategy's best\n"
        "plan within each budget ('-': none fits):\n";
   o << Cell("budget", 12);
