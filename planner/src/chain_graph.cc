@@ -38,8 +38,12 @@ ChainGraph::ChainGraph(int num_layers) : num_layers_(num_layers) {
     const TensorRef x_in{TensorKind::kX, i}, x_out{TensorKind::kX, i + 1}, a{TensorKind::kA, i};
     boost::add_edge(producer_of_x(i), fwd[i], Edge{x_in}, g);   // forward reads its input
     boost::add_edge(producer_of_x(i), bwd[i], Edge{x_in}, g);   // backward reads its input
-    boost::add_edge(fwd[i], bwd[i], Edge{x_out}, g);            // ... its output (kept)
     boost::add_edge(fwd[i], bwd[i], Edge{a}, g);                // ... and what it saved
+    // Not its output: autograd starts a layer's backward from the output's
+    // place in the graph, and no layer saves its output for it (a layer that
+    // needs it, say a softmax, saves it as part of a[i]). The loss's
+    // backward reads its scalar output, where the gradient starts.
+    if (i == L - 1) boost::add_edge(fwd[i], bwd[i], Edge{x_out}, g);
     if (i + 1 < L) {
       // The residual stream: backward i+1 produces g[i+1] for backward i.
       boost::add_edge(bwd[i + 1], bwd[i], Edge{TensorRef{TensorKind::kG, i + 1}}, g);

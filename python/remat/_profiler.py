@@ -296,9 +296,12 @@ def _measure_round(chain, meter, i, x, params, created, samples, timed):
         p.grad = None
     created[i] = []
     had = [p.grad is not None for p in params]
-    live = meter.current_bytes()
     # The output is the next layer's input, which a chain frees after that
-    # layer's backward, before this one's, unless this layer saved it.
+    # layer's backward, before this one's, unless this layer saved it. The
+    # planner has it gone at this backward (no layer's backward reads its
+    # output, the loss's aside): what deleting it does not free (saved by
+    # the layer) counts in the workspace.
+    live = meter.current_bytes() - (0 if last else _bytes(out))
     with_grad = out.requires_grad
     del out, holder
     meter.reset_peak()

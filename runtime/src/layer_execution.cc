@@ -29,7 +29,7 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
   return model.Forward(layer, x, batch, seeds, skips);
 }
 
-void DropSkipOutput(SavedLayer& saved) {
+void ReleaseOutput(SavedLayer& saved) {
   if (!saved.output.defined()) return;
   saved.output_edge = torch::autograd::impl::gradient_edge(saved.output);
   saved.output = at::Tensor();
@@ -121,16 +121,18 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     held = tied.grad();
     tied.mutable_grad().reset();
   }
-  if (saved.output.defined() && !saved.output.requires_grad()) {
+  if ((saved.output.defined() && !saved.output.requires_grad()) ||
+      (!saved.output.defined() && !saved.output_edge.is_valid())) {
     // A layer of frozen weights on an input without gradient (LoRA's
-    // embedding): nothing to backpropagate.
+    // embedding): nothing to backpropagate (its output, released, left no
+    // place in a graph).
     saved.output = at::Tensor();
   } else if (saved.output.defined()) {
     const at::Tensor grad = grad_output.defined() ? grad_output : at::ones_like(saved.output);
     torch::autograd::backward({saved.output}, {grad});
   } else {
     // The output was released, to a consumer that did not keep it or to
-    // the loss as a skip (DropSkipOutput): start from its place in the graph.
+    // the loss as a skip (ReleaseOutput): start from its place in the graph.
     engine.execute({saved.output_edge}, {grad_output}, /*keep_graph=*/false,
                    /*create_graph=*/false, /*accumulate_grad=*/true);
     saved.output_edge = torch::autograd::Edge();

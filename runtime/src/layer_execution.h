@@ -30,8 +30,9 @@ struct SavedLayer {
   // the producer's graph (ForwardWithGradOnProducer): `input` is then
   // undefined and `input_edge` is where that output enters the producer's
   // graph, and the producer's `output` is released, its `output_edge` kept.
-  // A head skipping to the loss once the loss has read its output
-  // (DropSkipOutput) is released the same way.
+  // An output the schedule frees before the layer's backward, and a head
+  // skipping to the loss once the loss has read its output, are released
+  // the same way (ReleaseOutput).
   torch::autograd::Edge input_edge;
   torch::autograd::Edge output_edge;
   // Selective forward, attention core recomputed in backward:
@@ -54,10 +55,12 @@ struct SavedLayer {
   bool live() const { return layer >= 0; }
 };
 
-// Replaces `saved.output` by its graph's entry point (the head's graph does
-// not keep its output), so that the sentence embedding is released once the
-// loss no longer needs it, as the planner's skip_bytes model.
-void DropSkipOutput(SavedLayer& saved);
+// Replaces `saved.output` by its graph's entry point, so that the output's
+// bytes go once nothing else holds them (the layer's graph does not keep
+// its output): a layer's output when the schedule frees x[i+1] before the
+// layer's backward (chain_graph.h), a sentence embedding once the loss no
+// longer needs it (the planner's skip_bytes).
+void ReleaseOutput(SavedLayer& saved);
 
 // A forward without grad: the output only.
 at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x,

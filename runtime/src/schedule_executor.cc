@@ -100,7 +100,7 @@ void ScheduleExecutor::KeepSkip(const Op& op, int i) {
   const at::Tensor pooled = x_[i + 1];
   x_[i + 1] = model_.PassBoundary();
   if (op.kind == OpKind::kForward) skip_[i] = pooled;
-  if (op.kind == OpKind::kRecompute && a_[i].live()) DropSkipOutput(a_[i]);
+  if (op.kind == OpKind::kRecompute && a_[i].live()) ReleaseOutput(a_[i]);
 }
 
 std::vector<at::Tensor> ScheduleExecutor::LiveSkips() const {
@@ -120,7 +120,7 @@ void ScheduleExecutor::ReleaseSkips(std::vector<at::Tensor> grads) {
     if (!model_.skips_to_loss(j)) continue;
     if (k < grads.size()) skip_grad_[j] = std::move(grads[k++]);
     skip_[j] = at::Tensor();
-    if (a_[j].live()) DropSkipOutput(a_[j]);
+    if (a_[j].live()) ReleaseOutput(a_[j]);
   }
 }
 
@@ -167,7 +167,7 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
       const int i = op.layer;
       if (!a_[i].live())
         throw std::invalid_argument("needs a" + std::to_string(i) + ", which is not live");
-      Live(x_[i + 1], "x", i + 1);
+      if (i == L - 1) Live(x_[L], "x", L);  // the loss; other layers' outputs may be gone
       // The loss layer starts from d(loss / K)/d(loss) = 1/K (undefined: 1).
       // A head skipping to the loss starts from its skip's gradient.
       if (i + 1 < L) Live(g_[i + 1], "g", i + 1);
@@ -191,6 +191,10 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
           x_[k] = at::Tensor();
           released_[k] = 0;
           host_.Release(k);
+          // Its producer's graph keeps only the output's place, for the
+          // backward to start from (chain_graph.h): its bytes go, unless the
+          // graph saved them.
+          if (k > 0 && k < L && a_[k - 1].live()) ReleaseOutput(a_[k - 1]);
           break;
         case TensorKind::kG:
           g_[k] = at::Tensor();

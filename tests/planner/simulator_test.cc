@@ -41,9 +41,10 @@ TEST(Simulator, NoCheckpointingTimelineByHand) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // Forward: 110 + 50 = 160; + 70 (+7 transient) = 230 (237); + 25 = 255.
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 237, 255}));
-  // Backward 2: 255 + g2(30) + 3 = 288; frees x3, a2 -> 260.
-  // Backward 1: 260 + g1(20) = 280; frees x2, a1, g2 -> 180. Backward 0: 180.
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{288, 280, 180}));
+  // Backward 2: 255 + g2(30) + 3 = 288; frees x3, a2 and x2 (its input;
+  // backward 1 does not read its output) -> 230.
+  // Backward 1: 230 + g1(20) = 250; frees x1, a1, g2 -> 160. Backward 0: 160.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{288, 250, 160}));
   EXPECT_EQ(r->peak_bytes, 288);
   EXPECT_EQ(s.ops[r->peak_op].kind, OpKind::kBackward);
   EXPECT_EQ(s.ops[r->peak_op].layer, 2);
@@ -76,9 +77,9 @@ TEST(Simulator, ANegativeBackwardWorkspaceIsSavedBytesReleasedBeforeThePeak) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // Backward 2: 255 + g2(30) + gradients(40) - 15 = 310; after it a2 (20)
   // is released: 305. Held to its free, a2 would make that moment 325.
-  // Backward 1: 305 - x3(5) + g1(20) = 320, a1 (40) released after it;
-  // frees x2, g2 -> 180 + 40. Backward 0: 220.
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{310, 320, 220}));
+  // Backward 1: 305 - x3(5) - x2(30) + g1(20) = 290, a1 (40) released
+  // after it; frees x1, g2 -> 160 + 40. Backward 0: 200.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{310, 290, 200}));
   for (size_t k = 0; k < s.ops.size(); ++k) {
     if (s.ops[k].kind == OpKind::kBackward && s.ops[k].layer == 2) {
       EXPECT_EQ(r->timeline[k].live_after, 305);
@@ -87,7 +88,7 @@ TEST(Simulator, ANegativeBackwardWorkspaceIsSavedBytesReleasedBeforeThePeak) {
       EXPECT_EQ(r->timeline[k + 1].peak, 305);  // the free after it
     }
   }
-  EXPECT_EQ(r->peak_bytes, 320);
+  EXPECT_EQ(r->peak_bytes, 310);
   EXPECT_EQ(r->timeline.back().live_after, 100);
   // Without an allocator model reserved is allocated, at every op.
   EXPECT_EQ(r->reserved_peak_bytes, r->peak_bytes);
@@ -104,10 +105,11 @@ TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {
   // Forward: 160; layer 1 without grad keeps only x2: 190 (197); layer 2: 215.
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 197, 215}));
   // Backward 2: 215 + 30 + 3 = 248, then x3, a2 and the old x2 are freed: 190.
-  // Recompute 1 with grad: 190 + 70 + 7 = 267 -> 260. Backward 1: 280. Backward 0: 180.
+  // Recompute 1 with grad: 190 + 70 + 7 = 267 -> 260, and its x2, which
+  // nothing reads, is freed: 230. Backward 1: 250. Backward 0: 160.
   EXPECT_EQ(Peaks(*r, s, OpKind::kRecompute), (std::vector<int64_t>{267}));
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 280, 180}));
-  EXPECT_EQ(r->peak_bytes, 280);
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 250, 160}));
+  EXPECT_EQ(r->peak_bytes, 267);
   EXPECT_DOUBLE_EQ(r->recompute_ms, 2);
   EXPECT_EQ(r->recompute_ops, 1);
   EXPECT_DOUBLE_EQ(r->step_ms, 20.5);
@@ -133,13 +135,14 @@ TEST(Simulator, GradientsAppearLayerByLayerInBackward) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // No gradient during the forward: the peaks of NoCheckpointingTimelineByHand.
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 237, 255}));
-  // Backward 2: 255 + 100 + g2(30) + 3 = 388 -> 360. Backward 1: 360 + 10 +
-  // g1(20) = 390 -> 290 (x2, a1 and g2 freed). Backward 0: 290 + 1 = 291.
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{388, 390, 291}));
+  // Backward 2: 255 + 100 + g2(30) + 3 = 388 -> 330 (x3, a2 and x2 freed).
+  // Backward 1: 330 + 10 + g1(20) = 360 -> 270 (x1, a1 and g2 freed).
+  // Backward 0: 270 + 1 = 271.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{388, 360, 271}));
   EXPECT_EQ(Peaks(*r, s, OpKind::kBackward, GradientsAtPeak),
             (std::vector<int64_t>{100, 110, 111}));
-  EXPECT_EQ(r->peak_bytes, 390);
-  EXPECT_EQ(r->at_peak[MemoryCategory::kParameterGrads], 110);
+  EXPECT_EQ(r->peak_bytes, 388);
+  EXPECT_EQ(r->at_peak[MemoryCategory::kParameterGrads], 100);
   EXPECT_EQ(r->at_peak[MemoryCategory::kModelState], 100);
   // The optimizer step reads them all, then frees them (zero_grad: None).
   const TimelinePoint& step = r->timeline.back();
@@ -155,7 +158,7 @@ TEST(Simulator, AccumulatedUpdatePeaksAtTheLaterMicroStep) {
   p.grad_accumulation = 4;
   Result<SimulationResult> r = Simulate(p, s);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // Micro-batch 1 peaks at 390 (above); 2..4 start with all 111 bytes:
+  // Micro-batch 1 peaks at 388 (above); 2..4 start with all 111 bytes:
   // backward 2 peaks at 255 + 111 + 30 + 3 = 399.
   EXPECT_EQ(r->peak_bytes, 399);
   EXPECT_EQ(r->timeline.front().live_before, 100 + 10 + 111);
@@ -171,7 +174,7 @@ TEST(Simulator, AccumulatedUpdatePeaksAtTheLaterMicroStep) {
 
   // One micro-batch per update: micro-batch 1 alone.
   p.grad_accumulation = 1;
-  EXPECT_EQ(Simulate(p, s)->peak_bytes, 390);
+  EXPECT_EQ(Simulate(p, s)->peak_bytes, 388);
 }
 
 // Micro-batches 2..K add into existing gradients through transients of
@@ -187,7 +190,7 @@ TEST(Simulator, LaterMicroStepsUseTheAccumulatingBackwardWorkspace) {
   // Backward 2 of micro-batches 2..4: 255 + 111 + 30 + 33 = 429 (was 399).
   EXPECT_EQ(r->peak_bytes, 429);
   p.grad_accumulation = 1;  // micro-batch 1 alone: backward_workspace_bytes
-  EXPECT_EQ(Simulate(p, s)->peak_bytes, 390);
+  EXPECT_EQ(Simulate(p, s)->peak_bytes, 388);
   // Absent (-1): as backward_workspace_bytes.
   p.layers[2].accumulate_workspace_bytes = -1;
   p.grad_accumulation = 4;
@@ -208,9 +211,9 @@ TEST(Simulator, AnInputTheLayerDoesNotKeepIsReleasedAfterItsForward) {
   }
   ASSERT_GE(forward2, 0);
   EXPECT_EQ(r->timeline[forward2].live_after, 225);
-  // Backward 2: 225 + 30 + 3 = 258 -> 230; backward 1: 230 + 20 = 250, its
-  // free of x2 releases nothing more: 180.
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 250, 180}));
+  // Backward 2: 225 + 30 + 3 = 258 -> 230, its free of x2 releasing
+  // nothing more; backward 1: 230 + 20 = 250 -> 160.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 250, 160}));
   EXPECT_EQ(r->peak_bytes, 258);
   EXPECT_EQ(r->timeline.back().live_after, 100);
 }
@@ -226,7 +229,7 @@ TEST(Simulator, ACheckpointedInputIsKeptForItsRecompute) {
   Result<SimulationResult> r = Simulate(p, s);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 197, 215}));
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 280, 180}));
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 250, 160}));
 
   // Layer 2 itself run again later (its input a checkpoint): its first
   // forward is not the last one that reads x2, so x2 stays.
@@ -256,10 +259,11 @@ TEST(Simulator, SelectiveOptionKeepsLessAndPaysInBackward) {
   const Schedule s = *BuildSingleLevelSchedule(p, d, {0, 0, 0});
   Result<SimulationResult> r = Simulate(p, s);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // Forward: 160, 160 + 40 (+7) = 200 (207), 225. Backward 2: 225+30+3 = 258 -> 230.
-  // Backward 1: 230 + 20 + 30 (recompute workspace) = 280.
+  // Forward: 160, 160 + 40 (+7) = 200 (207), 225. Backward 2: 225+30+3 = 258
+  // -> 200 (x3, a2, x2 freed). Backward 1: 200 + 20 + 30 (recompute
+  // workspace) = 250.
   EXPECT_EQ(Peaks(*r, s, OpKind::kForward), (std::vector<int64_t>{160, 207, 225}));
-  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 280, 180}));
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{258, 250, 160}));
   EXPECT_DOUBLE_EQ(r->recompute_ms, 0.25);
 
   // The option's own forward workspace (its dropped tensors are transient).

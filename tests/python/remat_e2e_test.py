@@ -74,20 +74,17 @@ CELLS = {
 # checked for equal gradients, their peak not asserted
 # (docs/python.md, "End to end", has the numbers and the causes).
 KNOWN_MISSES = {
-    ("lora", "uniform"): "the planner's recompute (the runtime's: the whole block with its "
-                         "output, then its backward) peaks above torch's checkpoint, which "
-                         "recomputes at its backward's first unpack and never keeps the "
-                         "output (one block alone: 180,480 B, remat_block_kept.py checkpoint) "
-                         "(-3.50%)",
     ("lora", "selective"): "the runtime keeps the attention's merged output under a frozen "
                            "o_proj that saves none of it, where torch's selective checkpoint "
                            "makes it again (one block alone: 65,520 B, remat_block_kept.py "
                            "eager lora attention_core) (-3.10%)",
     ("llama", "multi-level"): "within 3% but over a budget 1,920 B above the prediction: the "
                               "norm_output recompute of block5 (the peak) takes more than the "
-                              "planner's workspace",
-    ("sentence", "uniform"): "the plan checkpoints the last block, so remat's chain keeps the "
-                             "mean-pooling head's input, which the model lets go (-3.96%)",
+                              "planner's workspace (+1.90%)",
+    ("sentence", "multi-level"): "within 3% but over a budget 768 B above the prediction: the "
+                                 "plan's one selective recompute, p2.block0's norm_output, is "
+                                 "the llama multi-level cell's option, at a backward 1,280 B "
+                                 "below the predicted peak (+1.26%)",
 }
 NEEDS = {"llama": ("torch", "transformers"),
          "sentence": ("torch", "transformers", "sentence_transformers"),

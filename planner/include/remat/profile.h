@@ -135,10 +135,10 @@ struct LayerProfile {
   // backward_workspace_bytes. Measured by the runtime's profiler.
   int64_t accumulate_workspace_bytes = -1;
   // False when nothing needs x[i] after this layer's forward with grad:
-  // neither this layer's backward (e.g. cross_entropy's log_softmax keeps
-  // its output, not its input) nor the previous layer's (a linear head does
-  // not need its output). The input is then released right after the
-  // forward (see Simulate); never for layer 0, whose input is the batch.
+  // this layer's backward does not (e.g. cross_entropy's log_softmax keeps
+  // its output, not its input), and no layer's backward reads its output
+  // (schedule.h). The input is then released right after the forward (see
+  // Simulate); never for layer 0, whose input is the batch.
   bool keeps_input = true;
   std::vector<SelectiveOption> selective;
   // The relative spread of the layer's measured times over the profiler's

@@ -88,10 +88,13 @@ struct Schedule {
 
 // The chain's forward/backward dependency graph, a Boost.Graph DAG: one
 // vertex for the batch, one forward and one backward vertex per layer; each
-// edge carries the tensor passed (x[i+1] from forward i to forward i+1, to
-// backward i as its output and to backward i+1 as its input; a[i] from forward
-// i to backward i; g[i] from backward i to backward i-1). What an op reads and
-// writes is read off this graph, and liveness (AddFrees) follows from it.
+// edge carries the tensor passed (x[i+1] from forward i to forward i+1 and
+// to backward i+1 as its input, the loss x[L] to backward L-1; a[i] from
+// forward i to backward i; g[i] from backward i to backward i-1). A layer's
+// backward does not read its output: autograd starts it from the output's
+// place in the graph, as torch.utils.checkpoint does, so a recompute's
+// output is freed as soon as it is made. What an op reads and writes is
+// read off this graph, and liveness (AddFrees) follows from it.
 class ChainGraph {
  public:
   explicit ChainGraph(int num_layers);

@@ -57,14 +57,13 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
       const KeepMode& m = mode(s, k);
       keep_slots_.push_back(units_.Slots(input + m.kept_bytes));
       keep_held_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
-      const int64_t output = s + 1 < L && !layers[s + 1].keeps_input ? 0 : x_bytes_[s + 1];
+      // Backward s does not hold x[s+1] (chain_graph.h), but for the loss's.
+      const int64_t output = s + 1 < L ? 0 : x_bytes_[s + 1];
       const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
                            l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s];
       backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
       backward_exact_slots_.push_back(units_.Slots(input + rest));
-      backward_slots_.push_back(
-          units_.Slots(input + x_bytes_[s + 1] + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
-                       l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s]));
+      backward_slots_.push_back(units_.Slots(input + rest));
     }
   }
 

@@ -73,16 +73,16 @@ class ChainTerms {
   const KeepMode& mode(int s, int k) const { return modes_[mode_begin_[s] + k]; }
   // Slots held by x[s] and a[s] (mode k) while (s+1, t) runs.
   int64_t keep(int s, int k) const { return keep_slots_[mode_begin_[s] + k]; }
-  // Peak of backward s after a keep of mode k.
+  // Peak of backward s after a keep of mode k: x[s] counted when layer s
+  // keeps it; the output x[s+1] only for the loss (chain_graph.h).
   int64_t backward_need(int s, int k) const { return backward_slots_[mode_begin_[s] + k]; }
   // keep() when x[s] stays live until backward s although layer s does not
   // keep its input: the simulator releases it after a forward of s with grad
   // only when its producer's last forward ran with grad (a[s-1] live) and
   // s > 0. Equal to keep() for a layer that keeps its input.
   int64_t keep_holding_input(int s, int k) const { return keep_held_slots_[mode_begin_[s] + k]; }
-  // backward_need() as the simulator has it: x[s] counted when `held` or
-  // layer s keeps it, and the output x[s+1] not counted when layer s+1 does
-  // not keep its input (its forward with grad after s's released it).
+  // backward_need() with x[s] counted also when `held` (a checkpoint the
+  // layer does not keep, live until its backward).
   int64_t BackwardNeedExact(int s, int k, bool held) const {
     return (held ? backward_held_slots_ : backward_exact_slots_)[mode_begin_[s] + k];
   }

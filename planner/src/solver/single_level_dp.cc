@@ -235,17 +235,11 @@ SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
   const int64_t cap = terms.slots() + 1;
   keep_all_.assign(static_cast<size_t>(L + 1) * (L + 1), cap);
   keep_all_held_.assign(keep_all_.size(), cap);
-  // The last layer t-1 of a recomputed segment (t < L) writes x[t] again;
-  // when layer t does not keep its input no later forward releases it, so
-  // backward t-1 holds it (BackwardNeedExact counts it released).
-  const std::vector<LayerProfile>& layers = terms.profile().layers;
   for (int s = L - 1; s >= 0; --s) {
     for (int t = s + 1; t <= L; ++t) {
       const size_t at = static_cast<size_t>(s) * (L + 1) + t;
-      const int64_t rewritten = t == s + 1 && t < L && !layers[t].keeps_input ? terms.x(t) : 0;
       for (const bool held : {false, true}) {
-        int64_t n =
-            std::max(terms.ForwardNeed(s, t, 0), terms.BackwardNeedExact(s, 0, held) + rewritten);
+        int64_t n = std::max(terms.ForwardNeed(s, t, 0), terms.BackwardNeedExact(s, 0, held));
         if (t > s + 1) {
           n = std::max(n, (held ? terms.keep_holding_input(s, 0) : terms.keep(s, 0)) +
                               keep_all_[static_cast<size_t>(s + 1) * (L + 1) + t]);

@@ -30,17 +30,17 @@ int64_t RevolveForwards(int64_t l, int64_t s) {
 // grad must come right before its backward (revolve's taped adjoint step),
 // and every other forward runs without grad (revolve's advance). At a
 // backward, live memory is the checkpoints held, x[i] among them, plus
-// x[i+1] (1) + a[i] (A) + g[i+1] (1) + g[i] (1). The end layers' missing
-// g[0] / g[L] is made up by 1 byte of backward workspace so that every
-// backward costs the same. So a budget of A + 3 + h bytes holds h
-// checkpoints at a backward: the reversed step's input (revolve's working
-// state) and s = h - 1 snapshots, x[0] included as in revolve. The
-// recompute ops are then exactly revolve's forward steps (each layer's one
-// first forward is either an advance or, for the last layer, its tape).
+// a[i] (A) + g[i+1] (1) + g[i] (1); the last layer's backward holds the
+// loss x[L] (1) in place of g[L], and the first layer's missing g[0] is
+// made up by 1 byte of backward workspace, so that every backward costs
+// the same. So a budget of A + 2 + h bytes holds h checkpoints at a
+// backward: the reversed step's input (revolve's working state) and
+// s = h - 1 snapshots, x[0] included as in revolve. The recompute ops are
+// then exactly revolve's forward steps (each layer's one first forward is
+// either an advance or, for the last layer, its tape).
 Profile RevolveChain(int layers) {
   Profile p = testing::UniformChain(layers, 1, 101, 1.0, 2.0);
   p.layers.front().backward_workspace_bytes = 1;
-  p.layers.back().backward_workspace_bytes = 1;
   return p;
 }
 
@@ -48,7 +48,7 @@ TEST(Optimal, ReproducesRevolvesForwardCounts) {
   for (int s = 1; s <= 5; ++s) {
     for (int l : {1, 2, 3, 5, 8, 13, 21, 30, 40}) {
       const Profile p = RevolveChain(l);
-      const Plan plan = testing::SolveAt(p, Strategy::kOptimal, 100 + 3 + s + 1);
+      const Plan plan = testing::SolveAt(p, Strategy::kOptimal, 100 + 2 + s + 1);
       ASSERT_TRUE(plan.fits) << "l=" << l << " s=" << s;
       EXPECT_EQ(plan.predicted.recompute_ops, RevolveForwards(l, s)) << "l=" << l << " s=" << s;
       EXPECT_DOUBLE_EQ(plan.predicted.recompute_ms, static_cast<double>(RevolveForwards(l, s)));
@@ -58,8 +58,8 @@ TEST(Optimal, ReproducesRevolvesForwardCounts) {
 
 TEST(Optimal, RevolveChainNeedsASnapshot) {
   // s = 0: only the working state; two layers cannot be reversed.
-  EXPECT_FALSE(testing::SolveAt(RevolveChain(2), Strategy::kOptimal, 100 + 3 + 1).fits);
-  EXPECT_TRUE(testing::SolveAt(RevolveChain(1), Strategy::kOptimal, 100 + 3 + 1).fits);
+  EXPECT_FALSE(testing::SolveAt(RevolveChain(2), Strategy::kOptimal, 100 + 2 + 1).fits);
+  EXPECT_TRUE(testing::SolveAt(RevolveChain(1), Strategy::kOptimal, 100 + 2 + 1).fits);
 }
 
 // Budgets from below the lowest peak to above keep-everything.
@@ -115,7 +115,7 @@ TEST(Optimal, NeverCostlierOnTransformerChains) {
 TEST(Optimal, BeatsSingleLevelWhereMultiLevelHelps) {
   // 10 layers, 2 snapshots: revolve needs 20 forwards; one level needs more.
   const Profile p = RevolveChain(10);
-  const int64_t budget = 100 + 3 + 3;
+  const int64_t budget = 100 + 2 + 3;
   const Plan multi = testing::SolveAt(p, Strategy::kOptimal, budget);
   const Plan single = testing::SolveAt(p, Strategy::kOptimalSingle, budget);
   ASSERT_TRUE(multi.fits);
