@@ -40,9 +40,11 @@ ChainGraph::ChainGraph(int num_layers) : num_layers_(num_layers) {
     boost::add_edge(producer_of_x(i), bwd[i], Edge{x_in}, g);   // backward reads its input
     boost::add_edge(fwd[i], bwd[i], Edge{a}, g);                // ... and what it saved
     // Not its output: autograd starts a layer's backward from the output's
-    // place in the graph, and no layer saves its output for it (a layer that
-    // needs it, say a softmax, saves it as part of a[i]). The loss's
-    // backward reads its scalar output, where the gradient starts.
+    // place in the graph. A layer whose own backward needs its output (one
+    // ending in a softmax) holds it through its graph; remat's layers do
+    // not, and remat.profile counts such a hold in the backward's
+    // workspace. The loss's backward reads its scalar output, where the
+    // gradient starts.
     if (i == L - 1) boost::add_edge(fwd[i], bwd[i], Edge{x_out}, g);
     if (i + 1 < L) {
       // The residual stream: backward i+1 produces g[i+1] for backward i.
