@@ -29,6 +29,21 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
   return model.Forward(layer, x, batch, seeds, skips);
 }
 
+// The attention core runs without grad; its output enters the epilogue's
+// graph through this node, which keeps nothing of it (unlike a leaf, whose
+// AccumulateGrad holds it): the output lives as long as an op after the
+// core saves it (a trainable projection), and not past the epilogue where
+// none does (a frozen one), as under torch's selective checkpoint. The
+// gradient the epilogue's backward hands it is the core's to backpropagate.
+class GradientTap : public torch::autograd::Node {
+ public:
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    grad = std::move(grads.at(0));
+    return {};
+  }
+  at::Tensor grad;
+};
+
 void ReleaseOutput(SavedLayer& saved) {
   if (!saved.output.defined()) return;
   saved.output_edge = torch::autograd::impl::gradient_edge(saved.output);
@@ -64,12 +79,14 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
     s.selective = true;
     s.seeds = seeds;
     s.heads = model.Prologue(layer, s.input, drawn, norm);
+    at::Tensor context;
     {
       c10::NoGradGuard no_grad;
-      s.context = model.AttentionCore(layer, s.heads, seeds);
+      context = model.AttentionCore(layer, s.heads, seeds);
     }
-    s.context.requires_grad_(true);
-    s.output = model.Epilogue(layer, s.input, s.context, drawn, s.mlp_timer.get(), norm);
+    s.context = std::make_shared<GradientTap>();
+    torch::autograd::create_gradient_edge(context, s.context);
+    s.output = model.Epilogue(layer, s.input, context, drawn, s.mlp_timer.get(), norm);
   }
   s.layer = layer;
   return s;
@@ -188,8 +205,8 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
         context = model.AttentionCore(saved.layer, heads, saved.seeds);
       }
       if (recompute_ms != nullptr) *recompute_ms += clock.ElapsedMs();
-      at::Tensor context_grad = saved.context.grad();
-      saved.context.mutable_grad().reset();
+      at::Tensor context_grad = std::move(saved.context->grad);
+      saved.context.reset();
       // q, k and v of frozen projections on an input without gradient
       // (LoRA's first block): the core has no backward.
       if (context.requires_grad()) torch::autograd::backward({context}, {context_grad});

@@ -21,6 +21,11 @@
 
 namespace remat::runtime {
 
+// Where the epilogue's gradient of the attention core's output arrives
+// (layer_execution.cc): an autograd node with no inputs of its own, so the
+// core's output is held only by the ops after it that save it.
+class GradientTap;
+
 // What a forward with grad keeps until the layer's backward.
 struct SavedLayer {
   int layer = -1;     // -1: nothing saved
@@ -38,7 +43,7 @@ struct SavedLayer {
   // Selective forward, attention core recomputed in backward:
   bool selective = false;
   Heads heads;         // prologue outputs with their graph; the core's input
-  at::Tensor context;  // the epilogue's context leaf (core output, no graph)
+  std::shared_ptr<GradientTap> context;  // the core output's gradient, in backward
   DropoutSeeds seeds;  // to redraw the core's dropout mask
   // Selective forward, MLP activation recomputed in backward: where that
   // backward adds its recompute time (autograd holds its address).

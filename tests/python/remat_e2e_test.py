@@ -74,10 +74,6 @@ CELLS = {
 # checked for equal gradients, their peak not asserted
 # (docs/python.md, "End to end", has the numbers and the causes).
 KNOWN_MISSES = {
-    ("lora", "selective"): "the runtime keeps the attention's merged output under a frozen "
-                           "o_proj that saves none of it, where torch's selective checkpoint "
-                           "makes it again (one block alone: 65,520 B, remat_block_kept.py "
-                           "eager lora attention_core) (-3.10%)",
     ("llama", "multi-level"): "within 3% but over a budget 1,920 B above the prediction: the "
                               "norm_output recompute of block5 (the peak) takes more than the "
                               "planner's workspace (+1.90%)",

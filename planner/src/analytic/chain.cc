@@ -292,22 +292,6 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
     }
   }
-  // A part that holds its output: the runtime keeps the output it made
-  // without grad as the leaf whose gradient the ops after the part fill
-  // (SavedLayer::context), until the layer's backward is done, past the
-  // savers' backward that would free it and past the recompute that makes
-  // it again.
-  for (const RecomputePart& part : run.parts) {
-    if (!part.holds_output) continue;
-    const std::set<int> members(part.ops.begin(), part.ops.end());
-    for (int p : part.ops) {
-      for (int t : g.ops()[p].outputs) {
-        for (int c : g.consumers(t)) {
-          if (members.count(c) == 0) savers.erase(t);
-        }
-      }
-    }
-  }
   std::map<int, int64_t> released_after;  // op -> recomputed bytes freed after its backward
   std::vector<bool> recomputed(run.parts.size(), false);
   // The backward's order: the ops in reverse, but for a fused part the ops
@@ -479,17 +463,6 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
         const int p = tensors[t].producer;
         if (p < 0 || part.count(p) > 0 || layer_ops.count(p) == 0) continue;
         if (saved.count(t) == 0 && kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
-      }
-    }
-    // A held output is kept too where no op saves it (a frozen projection
-    // after the core, LoRA).
-    for (int op : parts[i].ops) {
-      for (int t : g.ops()[op].outputs) {
-        bool outside = false;
-        for (int c : g.consumers(t)) outside = outside || part.count(c) == 0;
-        if (!parts[i].holds_output || !outside || !tensors[t].requires_grad || saved.count(t) > 0)
-          continue;
-        if (kept.insert(t).second) opt.activation_bytes += tensors[t].bytes;
       }
     }
     for (int op : parts[i].ops) {
