@@ -52,7 +52,7 @@ TEST(BlockLiveness, GptAndLlamaForwardWorkspacesAsMeasured) {
 }
 
 // LoRA: the frozen base keeps little, so what the forward holds shows. The
-// executor holds the core's context through the epilogue, and no longer (a
+// executor holds the core's context through the epilogue, and not past it (a
 // frozen o projection keeps nothing of it): measured with grad 1,568,780
 // (bert) and 1,490,956 (llama) B, 12 B of them scalars the model leaves
 // out; the attention_core option's forward (the core without grad, its
