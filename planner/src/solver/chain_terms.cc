@@ -62,7 +62,6 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
       const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
                            l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s];
       backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
-      backward_exact_slots_.push_back(units_.Slots(input + rest));
       backward_slots_.push_back(units_.Slots(input + rest));
     }
   }

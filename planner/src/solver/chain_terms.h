@@ -84,7 +84,7 @@ class ChainTerms {
   // backward_need() with x[s] counted also when `held` (a checkpoint the
   // layer does not keep, live until its backward).
   int64_t BackwardNeedExact(int s, int k, bool held) const {
-    return (held ? backward_held_slots_ : backward_exact_slots_)[mode_begin_[s] + k];
+    return (held ? backward_held_slots_ : backward_slots_)[mode_begin_[s] + k];
   }
   // Peak of forward s with grad (mode k) in interval (s, t): with the
   // parameter gradients of layers t..L-1 (created in their backwards, live
@@ -118,7 +118,7 @@ class ChainTerms {
   std::vector<int> mode_begin_;
   std::vector<KeepMode> modes_;
   std::vector<int64_t> keep_slots_, backward_slots_;
-  std::vector<int64_t> keep_held_slots_, backward_held_slots_, backward_exact_slots_;
+  std::vector<int64_t> keep_held_slots_, backward_held_slots_;
   std::vector<std::vector<SweepStep>> sweeps_;
   std::vector<std::vector<int>> sweep_step_;
   std::vector<double> forward_prefix_;
