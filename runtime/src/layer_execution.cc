@@ -44,6 +44,16 @@ class GradientTap : public torch::autograd::Node {
   at::Tensor grad;
 };
 
+struct CoreRemade {
+  Heads heads;  // leaves of q, k and v
+  // Where the core's output from them enters its graph (the output itself
+  // is not kept: it lives on where the core's backward saves it, as a
+  // fused kernel does, and goes at once where it does not, as eager's
+  // matmul; torch's selective checkpoint keeps no more).
+  torch::autograd::Edge context;
+  double ms = 0;  // the recompute's time
+};
+
 void ReleaseOutput(SavedLayer& saved) {
   if (!saved.output.defined()) return;
   saved.output_edge = torch::autograd::impl::gradient_edge(saved.output);
@@ -63,6 +73,12 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
   if (parts.mlp || parts.experts) s.mlp_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   if (parts.norm) s.norm_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
   if (parts.dropout) s.dropout_timer = std::make_shared<RecomputeTimer>(RecomputeTimer{timing, 0});
+  if (parts.core || parts.mlp || parts.experts || parts.norm) {
+    s.replay = std::make_shared<BackwardReplay>();
+    for (RecomputeTimer* t : {s.mlp_timer.get(), s.norm_timer.get()}) {
+      if (t != nullptr) t->replay = s.replay.get();
+    }
+  }
   RecomputeTimer* const norm = s.norm_timer.get();
   // The draws of a forward whose dropouts keep no mask (the core's too,
   // unless the core is recomputed, which keeps its mask while its own
@@ -79,6 +95,24 @@ SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor&
     s.selective = true;
     s.seeds = seeds;
     s.heads = model.Prologue(layer, s.input, drawn, norm);
+    // The core's recompute, queued between the prologue's norm and the
+    // epilogue's, in forward order.
+    s.core = s.replay->NewStash<CoreRemade>();
+    Heads leaves;
+    for (const at::Tensor& h : s.heads) leaves.push_back(h.detach().requires_grad_(h.requires_grad()));
+    s.replay->Add([core = s.core, m = &model, layer, leaves = std::move(leaves), seeds, timing] {
+      c10::AutoGradMode grad_mode(true);
+      const DeviceClock clock(timing);
+      {
+        const AutocastScope scope(m->config(), m->device());
+        const at::Tensor context = m->AttentionCore(layer, leaves, seeds);
+        // q, k and v of frozen projections on an input without gradient
+        // (LoRA's first block): the core has no backward.
+        if (context.requires_grad()) core->context = torch::autograd::impl::gradient_edge(context);
+      }
+      core->heads = leaves;
+      core->ms = clock.ElapsedMs();
+    });
     at::Tensor context;
     {
       c10::NoGradGuard no_grad;
@@ -106,7 +140,7 @@ SavedLayer ForwardWithGradOnProducer(const ChainModel& model, int layer, SavedLa
 }
 
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
-                    const Timing& timing, double* recompute_ms,
+                    double* recompute_ms,
                     std::vector<at::Tensor>* skip_grads) {
   if (recompute_ms != nullptr) *recompute_ms = 0;
   torch::autograd::Engine& engine = torch::autograd::Engine::get_default_engine();
@@ -124,6 +158,8 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
                        {saved.input_edge});
     return grads.at(0);
   }
+  // A selective layer's recomputes, all made before any op's backward runs.
+  if (saved.replay != nullptr) saved.replay->Run();
   // A tied embedding: autograd, running the whole step's graph, holds the
   // head's gradient of the shared weight in the weight's input buffer and
   // adds the embedding's dense gradient to it out of place (`old + new`,
@@ -188,28 +224,23 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
   }
   saved.dropout_timer.reset();
   if (saved.selective) {
-    // The epilogue gave the context's gradient; recompute the core from the
-    // kept q, k, v (same dropout mask) and backpropagate through it, then
-    // through the prologue.
+    // The epilogue gave the context's gradient; backpropagate it through the
+    // core recomputed at the start (from the kept q, k, v, same dropout
+    // mask), then through the prologue.
     std::vector<at::Tensor> heads_grads;
     {
       c10::AutoGradMode grad_mode(true);
-      Heads heads;
-      for (const at::Tensor& h : saved.heads) {
-        heads.push_back(h.detach().requires_grad_(h.requires_grad()));
-      }
-      const DeviceClock clock(timing);
-      at::Tensor context;
-      {
-        const AutocastScope scope(model.config(), model.device());
-        context = model.AttentionCore(saved.layer, heads, saved.seeds);
-      }
-      if (recompute_ms != nullptr) *recompute_ms += clock.ElapsedMs();
+      Heads heads = std::move(saved.core->heads);
+      const torch::autograd::Edge context = std::move(saved.core->context);
+      if (recompute_ms != nullptr) *recompute_ms += saved.core->ms;
+      saved.core = nullptr;
       at::Tensor context_grad = std::move(saved.context->grad);
       saved.context.reset();
-      // q, k and v of frozen projections on an input without gradient
-      // (LoRA's first block): the core has no backward.
-      if (context.requires_grad()) torch::autograd::backward({context}, {context_grad});
+      if (context.is_valid() && context_grad.defined()) {
+        engine.execute({context}, {context_grad}, /*keep_graph=*/false, /*create_graph=*/false,
+                       /*accumulate_grad=*/true);
+      }
+      context_grad = at::Tensor();
       for (const at::Tensor& h : heads) heads_grads.push_back(h.grad());
     }
     std::vector<at::Tensor> outputs, grads;
@@ -220,10 +251,10 @@ at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor
     }
     if (!outputs.empty()) torch::autograd::backward(outputs, grads);
   }
-  // The norms' recomputes ran in the backward (the prologue's in the
-  // attention core's, above, when that is recomputed too).
+  // The norms' recomputes ran when the backward started.
   if (saved.norm_timer != nullptr && recompute_ms != nullptr) *recompute_ms += saved.norm_timer->ms;
   saved.norm_timer.reset();
+  saved.replay.reset();
   // Mixed precision with fp32 gradients: the 16-bit gradients this
   // backward created become fp32 ones (ChainModel::PromoteGradients).
   model.PromoteGradients();

@@ -26,6 +26,10 @@ namespace remat::runtime {
 // core's output is held only by the ops after it that save it.
 class GradientTap;
 
+// The attention core made again at the start of the layer's backward
+// (layer_execution.cc).
+struct CoreRemade;
+
 // What a forward with grad keeps until the layer's backward.
 struct SavedLayer {
   int layer = -1;     // -1: nothing saved
@@ -45,6 +49,11 @@ struct SavedLayer {
   Heads heads;         // prologue outputs with their graph; the core's input
   std::shared_ptr<GradientTap> context;  // the core output's gradient, in backward
   DropoutSeeds seeds;  // to redraw the core's dropout mask
+  CoreRemade* core = nullptr;  // the core's recompute, in `replay`
+  // Selective forward: the recomputes of the core, the MLP activation, the
+  // experts and the norms, run together when the backward starts
+  // (backward_replay.h); the timers below point to it.
+  std::shared_ptr<BackwardReplay> replay;
   // Selective forward, MLP activation recomputed in backward: where that
   // backward adds its recompute time (autograd holds its address).
   std::shared_ptr<RecomputeTimer> mlp_timer;
@@ -76,8 +85,8 @@ at::Tensor ForwardNoGrad(const ChainModel& model, int layer, const at::Tensor& x
 // the selective option's parts (PartsOf) are recomputed in backward: the
 // attention core runs without grad and only its inputs (q, k, v) and output
 // are kept; the MLP activation's input is kept, not its output; the norms'
-// inputs are kept, not their outputs; the dropouts keep no mask. `timing`:
-// the clock of the MLP activation's, the norms' and the masks' recomputes.
+// inputs are kept, not their outputs; the dropouts keep no mask (Backward
+// says when each is made again). `timing`: the clock of the recomputes.
 // `skips`: the loss's inputs from earlier passes (ChainModel::Forward).
 SavedLayer ForwardWithGrad(const ChainModel& model, int layer, const at::Tensor& x,
                            const at::Tensor& batch, const DropoutSeeds& seeds, int option,
@@ -98,13 +107,16 @@ SavedLayer ForwardWithGradOnProducer(const ChainModel& model, int layer, SavedLa
 // embedding; 0 elements for a later pass's, whose input is a boundary); for
 // a layer run on its producer's graph, the gradient at that edge, which the
 // producer's backward takes as its grad_output.
-// `recompute_ms` (may be null) receives the time, on `timing`'s clock, of
-// the attention core's forward and the MLP activation recomputed for a
-// selective layer, else 0.
+// A selective layer's recomputes (the attention core, the MLP activation,
+// the experts, the norms' outputs) all run when its backward starts, in
+// forward order, as PyTorch's selective checkpoint replays a block at its
+// backward's first unpack; the dropout masks are drawn again in their own
+// backward. `recompute_ms` (may be null) receives their time, on the clock
+// of the forward's `timing`, else 0.
 // `skip_grads` (may be null) receives the gradients of saved.skips (the
 // loss), which are then released.
 at::Tensor Backward(const ChainModel& model, SavedLayer& saved, const at::Tensor& grad_output,
-                    const Timing& timing, double* recompute_ms,
+                    double* recompute_ms,
                     std::vector<at::Tensor>* skip_grads = nullptr);
 
 }  // namespace remat::runtime

@@ -24,6 +24,26 @@ at::Tensor Activation(MlpActivation act, const at::Tensor& a, const at::Tensor& 
   return at::silu(a) * b;
 }
 
+at::Tensor Leaf(const at::Tensor& t) {
+  return t.defined() ? t.detach().requires_grad_(t.requires_grad()) : t;
+}
+
+// The activation made again from leaves of its inputs, with grad, so that
+// its backward is autograd's own.
+struct Remade {
+  at::Tensor a, b;  // the leaves (b undefined: GELU)
+  at::Tensor u;     // act(a[, b])
+};
+
+Remade Remake(MlpActivation act, const at::Tensor& a, const at::Tensor& b,
+              RecomputeTimer* timer) {
+  c10::AutoGradMode grad_mode(true);
+  const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
+  Remade r{a, b, Activation(act, a, b)};
+  if (timer != nullptr) timer->ms += clock.ElapsedMs();
+  return r;
+}
+
 struct ActivationLinear : torch::autograd::Function<ActivationLinear> {
   // `b` and `bias` may be absent (GELU; a projection without bias): a
   // custom function's tensor inputs must all be defined.
@@ -44,6 +64,14 @@ struct ActivationLinear : torch::autograd::Function<ActivationLinear> {
     ctx->saved_data["has_bias"] = bias_t.defined();
     ctx->saved_data["act"] = act;
     ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
+    Remade* stash = nullptr;
+    if (timer != nullptr && timer->replay != nullptr) {
+      stash = timer->replay->NewStash<Remade>();
+      timer->replay->Add([stash, act, timer, a = Leaf(a), b = Leaf(b_t)] {
+        *stash = Remake(static_cast<MlpActivation>(act), a, b, timer);
+      });
+    }
+    ctx->saved_data["stash"] = reinterpret_cast<int64_t>(stash);
     return out;
   }
 
@@ -56,17 +84,14 @@ struct ActivationLinear : torch::autograd::Function<ActivationLinear> {
     const auto act = static_cast<MlpActivation>(ctx->saved_data["act"].toInt());
     auto* timer = reinterpret_cast<RecomputeTimer*>(ctx->saved_data["timer"].toInt());
     const at::Tensor& dy = grad_outputs[0];
-    // The recompute, with grad, so that the activation's backward is
-    // autograd's own.
+    // The recompute the layer's backward ran at its start, or else one now.
+    auto* stash = reinterpret_cast<Remade*>(ctx->saved_data["stash"].toInt());
+    Remade remade = stash != nullptr && stash->u.defined() ? std::move(*stash)
+                                                           : Remake(act, Leaf(a), Leaf(b), timer);
+    if (stash != nullptr) *stash = Remade();
+    const at::Tensor a_leaf = std::move(remade.a), b_leaf = std::move(remade.b);
+    const at::Tensor u = std::move(remade.u);
     c10::AutoGradMode grad_mode(true);
-    const at::Tensor a_leaf = a.detach().requires_grad_(a.requires_grad());
-    const at::Tensor b_leaf = b.defined() ? b.detach().requires_grad_(b.requires_grad()) : b;
-    at::Tensor u;
-    {
-      const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
-      u = Activation(act, a_leaf, b_leaf);
-      if (timer != nullptr) timer->ms += clock.ElapsedMs();
-    }
     // The linear's backward in the dtype it ran in (autocast's 16-bit copy
     // of the weight under amp), gradients cast to the weight's dtype.
     const at::Tensor w = weight.to(u.scalar_type());

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "backward_replay.h"
 #include "device.h"
 
 namespace remat::runtime {
@@ -20,9 +21,13 @@ enum class MlpActivation {
 
 // Where the backward adds the time it spent recomputing (on `timing`'s
 // clock). Owned by the caller; outlives the backward.
+// `replay` (may be null): where the forward queues the recompute, run at
+// the start of the layer's backward (backward_replay.h); null: the
+// function recomputes in its own backward.
 struct RecomputeTimer {
   Timing timing;
   double ms = 0;
+  BackwardReplay* replay = nullptr;
 };
 
 // act(a[, b]) then linear(., weight, bias) (bias may be undefined), as the

@@ -53,8 +53,30 @@ at::Tensor ExpertsForward(const at::Tensor& x, const at::Tensor& top_weights,
   return t.view({n, k, h}).sum(1).to(x.scalar_type());
 }
 
+// The experts made again from leaves of their inputs (the indices as they
+// are), with grad, so that their backward is autograd's own.
+struct Remade {
+  variable_list leaves;  // x, top_weights, top_indices, gate_up, down
+  at::Tensor out;
+};
+
+Remade Remake(const variable_list& inputs, MlpActivation activation, RecomputeTimer* timer) {
+  c10::AutoGradMode grad_mode(true);
+  Remade r;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    r.leaves.push_back(i == 2 ? inputs[i]
+                              : inputs[i].detach().requires_grad_(inputs[i].requires_grad()));
+  }
+  const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
+  r.out = ExpertsForward(r.leaves[0], r.leaves[1], r.leaves[2], r.leaves[3], r.leaves[4],
+                         activation);
+  if (timer != nullptr) timer->ms += clock.ElapsedMs();
+  return r;
+}
+
 // The experts run without grad in forward, keeping their inputs only; the
-// backward makes them again with grad and backpropagates through them.
+// layer's backward makes them again with grad at its start (or this
+// function's backward, without a replay) and backpropagates through them.
 struct RecomputedExpertsFunction : torch::autograd::Function<RecomputedExpertsFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& top_weights, const at::Tensor& top_indices,
@@ -63,25 +85,33 @@ struct RecomputedExpertsFunction : torch::autograd::Function<RecomputedExpertsFu
     ctx->save_for_backward({x, top_weights, top_indices, gate_up, down});
     ctx->saved_data["activation"] = activation;
     ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
+    Remade* stash = nullptr;
+    if (timer != nullptr && timer->replay != nullptr) {
+      stash = timer->replay->NewStash<Remade>();
+      variable_list inputs;
+      for (const at::Tensor& t : {x, top_weights, top_indices, gate_up, down}) {
+        inputs.push_back(t.detach().requires_grad_(t.requires_grad()));
+      }
+      timer->replay->Add([stash, activation, timer, inputs = std::move(inputs)] {
+        *stash = Remake(inputs, static_cast<MlpActivation>(activation), timer);
+      });
+    }
+    ctx->saved_data["stash"] = reinterpret_cast<int64_t>(stash);
     return ExpertsForward(x, top_weights, top_indices, gate_up, down,
                           static_cast<MlpActivation>(activation));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const variable_list saved = ctx->get_saved_variables();
     auto* timer = reinterpret_cast<RecomputeTimer*>(ctx->saved_data["timer"].toInt());
     const auto activation = static_cast<MlpActivation>(ctx->saved_data["activation"].toInt());
+    auto* stash = reinterpret_cast<Remade*>(ctx->saved_data["stash"].toInt());
+    Remade remade = stash != nullptr && stash->out.defined()
+                        ? std::move(*stash)
+                        : Remake(ctx->get_saved_variables(), activation, timer);
+    if (stash != nullptr) *stash = Remade();
+    const variable_list leaves = std::move(remade.leaves);
+    const at::Tensor out = std::move(remade.out);
     c10::AutoGradMode grad_mode(true);
-    variable_list leaves;
-    for (size_t i = 0; i < saved.size(); ++i) {
-      leaves.push_back(i == 2 ? saved[i] : saved[i].detach().requires_grad_(saved[i].requires_grad()));
-    }
-    at::Tensor out;
-    {
-      const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
-      out = ExpertsForward(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], activation);
-      if (timer != nullptr) timer->ms += clock.ElapsedMs();
-    }
     variable_list inputs;
     std::vector<size_t> index;
     for (size_t i : {0, 1, 3, 4}) {

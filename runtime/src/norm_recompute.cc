@@ -18,6 +18,22 @@ at::Tensor Leaf(const at::Tensor& t) {
   return t.defined() ? t.detach().requires_grad_(t.requires_grad()) : t;
 }
 
+// The norm made again from leaves of its input and weights, with grad, so
+// that its backward is autograd's own.
+struct Remade {
+  at::Tensor x, w, b;  // the leaves (b undefined: no bias)
+  at::Tensor y;        // the norm's output
+};
+
+Remade Remake(NormKind kind, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+              double eps, RecomputeTimer* timer) {
+  c10::AutoGradMode grad_mode(true);
+  const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
+  Remade r{x, w, b, ApplyNorm(kind, x, w, b, eps)};
+  if (timer != nullptr) timer->ms += clock.ElapsedMs();
+  return r;
+}
+
 struct NormLinears : torch::autograd::Function<NormLinears> {
   // `weights`: the norm's weight (and bias when `norm_bias`), then each
   // projection's weight (and bias when `bias`). A custom function's tensor
@@ -46,6 +62,15 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
     ctx->saved_data["bias"] = bias;
     ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
     ctx->saved_data["projections"] = projections;
+    Remade* stash = nullptr;
+    if (timer != nullptr && timer->replay != nullptr) {
+      stash = timer->replay->NewStash<Remade>();
+      timer->replay->Add([stash, kind, eps, timer, x = Leaf(x), w = Leaf(weights[0]),
+                          b = norm_bias ? Leaf(weights[1]) : at::Tensor()] {
+        *stash = Remake(static_cast<NormKind>(kind), x, w, b, eps, timer);
+      });
+    }
+    ctx->saved_data["stash"] = reinterpret_cast<int64_t>(stash);
     return out;
   }
 
@@ -56,17 +81,18 @@ struct NormLinears : torch::autograd::Function<NormLinears> {
     auto* timer = reinterpret_cast<RecomputeTimer*>(ctx->saved_data["timer"].toInt());
     const size_t first = 1 + (norm_bias ? 2 : 1), step = bias ? 2 : 1;
     variable_list grads(saved.size() + kOtherArguments);
-    // The recompute, with grad, so that the norm's backward is autograd's own.
+    // The recompute the layer's backward ran at its start, or else one now.
+    auto* stash = reinterpret_cast<Remade*>(ctx->saved_data["stash"].toInt());
+    Remade remade = stash != nullptr && stash->y.defined()
+                        ? std::move(*stash)
+                        : Remake(static_cast<NormKind>(ctx->saved_data["kind"].toInt()),
+                                 Leaf(saved[0]), Leaf(saved[1]),
+                                 norm_bias ? Leaf(saved[2]) : at::Tensor(),
+                                 ctx->saved_data["eps"].toDouble(), timer);
+    if (stash != nullptr) *stash = Remade();
+    const at::Tensor x = std::move(remade.x), w = std::move(remade.w), b = std::move(remade.b);
+    const at::Tensor y = std::move(remade.y);
     c10::AutoGradMode grad_mode(true);
-    const at::Tensor x = Leaf(saved[0]), w = Leaf(saved[1]);
-    const at::Tensor b = norm_bias ? Leaf(saved[2]) : at::Tensor();
-    at::Tensor y;
-    {
-      const DeviceClock clock(timer != nullptr ? timer->timing : Timing{});
-      y = ApplyNorm(static_cast<NormKind>(ctx->saved_data["kind"].toInt()), x, w, b,
-                    ctx->saved_data["eps"].toDouble());
-      if (timer != nullptr) timer->ms += clock.ElapsedMs();
-    }
     // Each projection's backward in the dtype it ran in (its output
     // gradient's: autocast's 16-bit copies under amp), gradients cast to
     // the weights' dtype; the norm output's gradient summed over them.

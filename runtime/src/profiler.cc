@@ -141,7 +141,7 @@ GradSample Profiler::MeasureGrad(int layer, const at::Tensor& x, int option) {
   meter_.ResetPeak();
   const DeviceClock backward_clock(timing_);
   std::vector<at::Tensor> skip_grads;
-  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, &s.core_ms, &skip_grads);
+  at::Tensor input_grad = Backward(*model_, saved, grad_output, &s.core_ms, &skip_grads);
   s.backward_ms = backward_clock.ElapsedMs();
   for (size_t k = 0; k < params.size(); ++k) {
     if (had[k] || !params[k].grad().defined()) continue;
@@ -162,7 +162,7 @@ int64_t Profiler::MeasureAccumulate(int layer, const at::Tensor& x) {
   const int64_t live = meter_.current_bytes();
   meter_.ResetPeak();
   std::vector<at::Tensor> skip_grads;
-  at::Tensor input_grad = Backward(*model_, saved, grad_output, timing_, nullptr, &skip_grads);
+  at::Tensor input_grad = Backward(*model_, saved, grad_output, nullptr, &skip_grads);
   int64_t workspace = meter_.peak_bytes() - live - Bytes(input_grad);
   for (const at::Tensor& g : skip_grads) workspace -= Bytes(g);
   return std::max<int64_t>(0, workspace);

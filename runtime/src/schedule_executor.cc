@@ -177,7 +177,7 @@ void ScheduleExecutor::RunOp(const Op& op, bool release_input, int64_t step, boo
                                                          : at::Tensor();
       double core_ms = 0;
       std::vector<at::Tensor> skip_grads;
-      at::Tensor input_grad = Backward(model_, a_[i], grad_output, timing_, &core_ms, &skip_grads);
+      at::Tensor input_grad = Backward(model_, a_[i], grad_output, &core_ms, &skip_grads);
       result->recompute_ms += core_ms;
       if (i > 0) g_[i] = std::move(input_grad);
       if (i == L - 1) ReleaseSkips(std::move(skip_grads));

@@ -6,10 +6,13 @@ option's recorded decisions) or, for "checkpoint", inside a whole
 non-reentrant checkpoint (its recompute runs in the backward). Prints one
 JSON line per run.
 
-  remat_block_kept.py eager|sdpa [lora] OPTION...   (e.g. attention_core norm_output checkpoint)
+  remat_block_kept.py eager|sdpa [lora|sentence] OPTION...   (e.g. attention_core norm_output checkpoint)
 
 "lora": the block of the e2e LoRA model (adapters on q and v), its input
-requiring grad (as every block's but the first).
+requiring grad (as every block's but the first). "sentence": the last
+block of the e2e sentence model's BERT, on the merged candidates' pass (4
+texts of 64 tokens, no padding: no mask), the block whose backward is the
+selective cell's peak.
 """
 import json
 import os
@@ -26,21 +29,34 @@ from remat import _selective  # noqa: E402
 
 def main():
     meter = remat_measure.load()
-    lora = len(sys.argv) > 2 and sys.argv[2] == "lora"
-    options = sys.argv[3:] if lora else sys.argv[2:]
-    kind = (remat_e2e_cells.Lora if lora else remat_e2e_cells.Llama)({"attention": sys.argv[1]})
+    model_kind = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] in ("lora", "sentence") else ""
+    options = sys.argv[3:] if model_kind else sys.argv[2:]
     torch.manual_seed(0)
-    model = kind.build().train()
-    decoder = model.base_model.model.model if lora else model.model
-    block = decoder.layers[0]
-    hidden = decoder.embed_tokens(kind.batch(0)).detach()
-    positions = torch.arange(kind.seq_len)[None]
-    rotary = decoder.rotary_emb(hidden, positions)
-    mask = torch.full((kind.seq_len, kind.seq_len), float("-inf")).triu(1).expand(
-        kind.micro_batch, 1, -1, -1).contiguous() if sys.argv[1] == "eager" else None
+    if model_kind == "sentence":
+        kind = remat_e2e_cells.Sentence({"attention": sys.argv[1]})
+        bert = kind.build().train()[0].auto_model
+        block = bert.encoder.layer[-1]
+        texts = kind.micro_batch * (kind.texts - 1)
+        ids = torch.randint(5, kind.config["vocab_size"], (texts, kind.seq_len))
+        hidden = bert.embeddings(input_ids=ids).detach()
 
-    def run(h):
-        return block(h, attention_mask=mask, position_embeddings=rotary)
+        def run(h):
+            out = block(h)
+            return out[0] if isinstance(out, tuple) else out
+    else:
+        lora = model_kind == "lora"
+        kind = (remat_e2e_cells.Lora if lora else remat_e2e_cells.Llama)({"attention": sys.argv[1]})
+        model = kind.build().train()
+        decoder = model.base_model.model.model if lora else model.model
+        block = decoder.layers[0]
+        hidden = decoder.embed_tokens(kind.batch(0)).detach()
+        positions = torch.arange(kind.seq_len)[None]
+        rotary = decoder.rotary_emb(hidden, positions)
+        mask = torch.full((kind.seq_len, kind.seq_len), float("-inf")).triu(1).expand(
+            kind.micro_batch, 1, -1, -1).contiguous() if sys.argv[1] == "eager" else None
+
+        def run(h):
+            return block(h, attention_mask=mask, position_embeddings=rotary)
 
     for option in [None] + options:
         h = hidden.clone().requires_grad_()

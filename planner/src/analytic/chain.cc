@@ -214,15 +214,17 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
 // Ops of a layer recomputed in backward from what the layer keeps.
 struct RecomputePart {
   std::vector<int> ops;  // in execution order
-  // Whether the part's output, read by the layer's other ops, is held: the
-  // runtime keeps the attention core's context as the leaf its gradient
-  // reaches before the recompute. Otherwise (the MLP activation) the output
-  // is dropped too and recomputed inside its consumer's backward.
+  // Whether the part's output, read by the layer's other ops, is kept from
+  // the forward (the attention core's context: its gradient reaches the
+  // recompute, layer_execution.cc, whose own output lives on only where an
+  // op of the part saves it). Otherwise (the MLP activation, a norm) the
+  // output is dropped too, made again with the part and freed with its
+  // consumer's backward.
   bool holds_output = true;
   // A dropout that keeps no mask (OpInfo::dropout_mask): only what the op
   // saves of its own outputs (the mask) is dropped, and nothing is kept to
   // make it again (the generator state the runtime saves is not a tensor).
-  // Like the MLP activation, it is made again in the op's own backward.
+  // Unlike the other parts, it is made again in the op's own backward.
   bool regenerates = false;
   // The part and the op whose backward recomputes it (its host: the first
   // op, in backward order, that saves what the part drops) are one autograd
@@ -243,7 +245,7 @@ struct BackwardRun {
   // into the existing .grad.
   bool creates_gradients = false;
   // A selective option's parts and the saved tensors each drops, recomputed
-  // where the layer's backward reaches them (none: the full backward).
+  // when the layer's backward starts (none: the full backward).
   std::vector<RecomputePart> parts;
   std::vector<std::set<int>> dropped;
 };
@@ -253,12 +255,15 @@ struct BackwardRun {
 // once it has run (a tensor several ops save: after the last of them; not
 // the layer's input, output and side inputs, which the executor holds).
 // Parameter gradients are transients of their op, or, when the backward
-// creates them, stay from their op on. A recomputed part runs where the
-// backward reaches it: a part that holds its output (the attention core)
-// once the ops after it are done, making its dropped tensors again and its
-// output, which lives until the part's backward is done; the MLP
-// activation inside the backward of the first op that saved what it drops,
-// which lives until the activation's own backward is done.
+// creates them, stay from their op on. The recomputed parts are made again
+// before the first op's backward, in forward order, as PyTorch's selective
+// checkpoint replays a layer at its backward's first unpack: each part's
+// dropped tensors live from there until autograd releases them (a part
+// that holds its output, the attention core: its output too, until the
+// part's backward is done; the norms' and the MLP activation's: until the
+// backward of the function that recomputes them, the projections after
+// the norm, the activation and the projection after it). A regenerated
+// dropout mask is drawn again in its own op's backward.
 // Returns the peak above the layer's state when its backward starts, the
 // input gradient the layer hands on, the gradients of the skips it reads
 // (`side_inputs`; the simulator counts those) and the parameter gradients
@@ -319,47 +324,74 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
   // backward) -> the part's first op, after whose backward it is freed.
   std::map<int, int> held_grads;
   int64_t live = 0, peak = 0, created = 0;
+  // Makes part i again: its dropped tensors become live, and a part that
+  // holds its output, the output too.
+  auto recompute = [&](size_t i) {
+    const RecomputePart& part = run.parts[i];
+    const std::set<int>& dropped = run.dropped[i];
+    recomputed[i] = true;
+    const int64_t remade = ReplayForward(g, part.ops, dropped);
+    note_peak(grads, live + created + remade, {remade}, &peak);
+    for (int t : dropped) {
+      live += tensors[t].bytes;
+      if (part.holds_output) continue;
+      // What the part's own ops save goes with their backward (autograd
+      // frees it there); what its host saves, once the part is done.
+      bool part_saves = false;
+      for (int p : part.ops) {
+        const std::vector<int>& s = g.ops()[p].saved;
+        part_saves = part_saves || (part.fused && std::find(s.begin(), s.end(), t) != s.end());
+      }
+      if (part_saves) continue;
+      savers.erase(t);
+      released_after[part.ops.front()] += tensors[t].bytes;
+    }
+    if (!part.holds_output) return;
+    const std::set<int> members(part.ops.begin(), part.ops.end());
+    for (int p : part.ops) {
+      for (int t : g.ops()[p].outputs) {
+        bool outside = false, saved_inside = false;
+        for (int c : g.consumers(t)) outside = outside || members.count(c) == 0;
+        if (!outside) continue;
+        // Its gradient, which the runtime backpropagates through the
+        // recomputed part (layer_execution.cc Backward), is held until
+        // the part's backward is done.
+        held_grads[t] = part.ops.front();
+        // The output itself lives on only where an op of the part saves
+        // it (a fused attention kernel); the runtime keeps its place in
+        // the graph, not the tensor.
+        for (int q : part.ops) {
+          const std::vector<int>& s = g.ops()[q].saved;
+          saved_inside = saved_inside || std::find(s.begin(), s.end(), t) != s.end();
+        }
+        if (!saved_inside) continue;
+        live += tensors[t].bytes;
+        released_after[part.ops.front()] += tensors[t].bytes;
+      }
+    }
+  };
+  // The parts are made again before any op's backward runs, in forward
+  // order (PyTorch's selective checkpoint replays the layer at its
+  // backward's first unpack); a regenerated mask, in its op's backward.
+  std::vector<size_t> at_start;
+  for (size_t i = 0; i < run.parts.size(); ++i) {
+    if (!run.parts[i].regenerates && !run.parts[i].ops.empty()) at_start.push_back(i);
+  }
+  auto position = [&](size_t i) {
+    return std::find(ops.begin(), ops.end(), run.parts[i].ops.front()) - ops.begin();
+  };
+  std::stable_sort(at_start.begin(), at_start.end(),
+                   [&](size_t a, size_t b) { return position(a) < position(b); });
+  for (size_t i : at_start) recompute(i);
   for (auto it = order.begin(); it != order.end(); ++it) {
     const OpInfo& op = g.ops()[*it];
     for (size_t i = 0; i < run.parts.size(); ++i) {
-      const RecomputePart& part = run.parts[i];
-      const std::set<int>& dropped = run.dropped[i];
-      const bool in_part = std::find(part.ops.begin(), part.ops.end(), *it) != part.ops.end();
+      if (recomputed[i]) continue;
+      const bool in_part =
+          std::find(run.parts[i].ops.begin(), run.parts[i].ops.end(), *it) != run.parts[i].ops.end();
       bool saves_dropped = false;
-      for (int t : op.saved) saves_dropped = saves_dropped || dropped.count(t) > 0;
-      if (recomputed[i] || !(in_part || (!part.holds_output && saves_dropped))) continue;
-      recomputed[i] = true;
-      const int64_t remade = ReplayForward(g, part.ops, dropped);
-      note_peak(grads, live + created + remade, {remade}, &peak);
-      for (int t : dropped) {
-        live += tensors[t].bytes;
-        if (part.holds_output) continue;
-        // What the part's own ops save goes with their backward (autograd
-        // frees it there); what its host saves, once the part is done.
-        bool part_saves = false;
-        for (int p : part.ops) {
-          const std::vector<int>& s = g.ops()[p].saved;
-          part_saves = part_saves || (part.fused && std::find(s.begin(), s.end(), t) != s.end());
-        }
-        if (part_saves) continue;
-        savers.erase(t);
-        released_after[part.ops.front()] += tensors[t].bytes;
-      }
-      if (!part.holds_output) continue;
-      const std::set<int> members(part.ops.begin(), part.ops.end());
-      for (int p : part.ops) {
-        for (int t : g.ops()[p].outputs) {
-          bool outside = false;
-          for (int c : g.consumers(t)) outside = outside || members.count(c) == 0;
-          if (!outside) continue;
-          live += tensors[t].bytes;
-          released_after[part.ops.front()] += tensors[t].bytes;
-          // Its gradient, which the runtime backpropagates through the
-          // recomputed part (layer_execution.cc Backward), is held until
-          // the part's backward is done.
-          if (grads.count(t)) held_grads[t] = part.ops.front();
-        }
-      }
+      for (int t : op.saved) saves_dropped = saves_dropped || run.dropped[i].count(t) > 0;
+      if (in_part || saves_dropped) recompute(i);
     }
     for (int t : op.inputs) {
       if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
@@ -490,11 +522,11 @@ std::optional<SelectiveOption> RecomputeOption(const OpGraph& g, const OpTimeMod
   return opt;
 }
 
-// The norms a layer's "norm_output" option recomputes, one part each (they
-// are recomputed at different points of the backward): a norm-tagged op
-// and the tagged ops reading its outputs (its autocast cast). Like the MLP
-// activation, a norm's output is dropped and made again inside the backward
-// of the projections that saved it.
+// The norms a layer's "norm_output" option recomputes, one part each (each
+// is released at its own point of the backward): a norm-tagged op and the
+// tagged ops reading its outputs (its autocast cast). Like the MLP
+// activation, a norm's output is dropped, made again when the backward
+// starts, and freed with the backward of the projections that saved it.
 std::vector<RecomputePart> NormParts(const OpGraph& g, const std::vector<int>& ops) {
   std::vector<RecomputePart> parts;
   for (int op : ops) {
