@@ -157,7 +157,8 @@ def _recorder(parts, scopes):
     """A dispatch mode logging each op call as SAC sees it: (op, _classify's
     kind, [_storage of each tensor output with memory], [_storage of each
     tensor argument with memory], (shape, stride, dtype) of its output where
-    that is one tensor, else None) in .calls; .held keeps the outputs."""
+    that is one tensor, else None) in .calls; .held keeps the outputs;
+    .sizes maps each output's _storage to its bytes."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -166,7 +167,7 @@ def _recorder(parts, scopes):
     class Recorder(TorchDispatchMode):
         def __init__(self):
             super().__init__()
-            self.calls, self.held = [], []
+            self.calls, self.held, self.sizes = [], [], {}
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -177,6 +178,9 @@ def _recorder(parts, scopes):
             tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.held.extend(tensors)
             storages = [_storage(t) for t in tensors]
+            for t, key in zip(tensors, storages):
+                if key is not None:
+                    self.sizes[key] = t.untyped_storage().nbytes()
             inputs = [_storage(t) for t in tree_leaves((args, kwargs))
                       if isinstance(t, torch.Tensor)]
             meta = ((tuple(out.shape), out.stride(), out.dtype)
@@ -199,7 +203,9 @@ def record(run, hidden, parts, scopes):
     referenced until the end, so that no two tensors share an address.
 
     A call is kept (MUST_SAVE) when memory it creates is memory autograd
-    saves and the call is not one of the option's ops, or when the memory
+    saves, no less of it than of the memory it creates that autograd does
+    not save (a cache entry holds all a call returns), and the call is not
+    one of the option's ops, or when the memory
     holds a kept random draw; the calls that later change that memory in
     place are decided with the call that created it (a cache entry is the
     tensor as the forward left it). Views and the rest are recomputed;
@@ -220,7 +226,7 @@ def record(run, hidden, parts, scopes):
             with recorder:
                 run(hidden)
     calls = recorder.calls
-    recorder.held = []
+    recorder.held = []  # the sizes stay: keys of memory the calls made
     creator = {}  # storage -> index of the call that created it
     chains = []  # per call: the index deciding it
     for index, (func, kind, storages, _, _) in enumerate(calls):
@@ -243,7 +249,13 @@ def record(run, hidden, parts, scopes):
         if kind == "draw":
             keep[root] = True
         elif index == root:
-            saved_here = any(s in autograd_saves for s in storages)
+            # Caching a call keeps all it returns: it pays where what autograd
+            # saves of it is at least what it does not (a LayerNorm whose
+            # output no op saves, a post-LN block's last, keeps its statistics
+            # only by running again).
+            saved = sum(recorder.sizes[s] for s in storages if s in autograd_saves)
+            unsaved = sum(recorder.sizes[s] for s in storages if s not in autograd_saves)
+            saved_here = saved > 0 and saved >= unsaved
             keep.setdefault(root, saved_here and kind not in ("option", "redraw"))
     kept = [root is not None and (root < 0 or keep[root]) for root in chains]
     unused = _unused_in_recompute(calls, kept, autograd_saves)

@@ -615,6 +615,26 @@ class Bert(Case):
         self.assertEqual({d for d, _ in self.decisions(plan)}, {"selective"})
         self.assertSameGradients(plan)
 
+    def test_a_post_ln_blocks_last_layer_norm_runs_again(self):
+        # Its output, the block's, is saved by no op of the block, its mean
+        # and rstd are: cached, the LayerNorm would keep the block's output
+        # (4 n h) for 8 n bytes of statistics. The attention's LayerNorm,
+        # whose output the intermediate projection saves, stays cached.
+        block = self.blocks()[0]
+        hidden = torch.randn(MICRO_BATCH, SEQ_LEN, self.config["hidden_size"], requires_grad=True)
+
+        def run(h):
+            out = block(h)
+            return out[0] if isinstance(out, tuple) else out
+
+        scopes = remat._selective.Scopes(block, ("attention_core",), 0)
+        try:
+            decisions = remat._selective.record(run, hidden, ("attention_core",), scopes)
+        finally:
+            scopes.remove()
+        norms = [keep for name, keep, _ in decisions if name == "native_layer_norm"]
+        self.assertEqual(norms, [True, False])
+
 
 class BertWithDropout(Case):
     """Dropout on (0.1): PyTorch's CPU dropout is decomposed (empty_like,
