@@ -326,6 +326,14 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
   int64_t live = 0, peak = 0, created = 0;
   // Makes part i again: its dropped tensors become live, and a part that
   // holds its output, the output too.
+  // Whether an op of `part` saves tensor t.
+  auto saved_by = [&](const RecomputePart& part, int t) {
+    for (int p : part.ops) {
+      const std::vector<int>& s = g.ops()[p].saved;
+      if (std::find(s.begin(), s.end(), t) != s.end()) return true;
+    }
+    return false;
+  };
   auto recompute = [&](size_t i) {
     const RecomputePart& part = run.parts[i];
     const std::set<int>& dropped = run.dropped[i];
@@ -337,12 +345,7 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
       if (part.holds_output) continue;
       // What the part's own ops save goes with their backward (autograd
       // frees it there); what its host saves, once the part is done.
-      bool part_saves = false;
-      for (int p : part.ops) {
-        const std::vector<int>& s = g.ops()[p].saved;
-        part_saves = part_saves || (part.fused && std::find(s.begin(), s.end(), t) != s.end());
-      }
-      if (part_saves) continue;
+      if (part.fused && saved_by(part, t)) continue;
       savers.erase(t);
       released_after[part.ops.front()] += tensors[t].bytes;
     }
@@ -350,7 +353,7 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
     const std::set<int> members(part.ops.begin(), part.ops.end());
     for (int p : part.ops) {
       for (int t : g.ops()[p].outputs) {
-        bool outside = false, saved_inside = false;
+        bool outside = false;
         for (int c : g.consumers(t)) outside = outside || members.count(c) == 0;
         if (!outside) continue;
         // Its gradient, which the runtime backpropagates through the
@@ -360,11 +363,7 @@ int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int inp
         // The output itself lives on only where an op of the part saves
         // it (a fused attention kernel); the runtime keeps its place in
         // the graph, not the tensor.
-        for (int q : part.ops) {
-          const std::vector<int>& s = g.ops()[q].saved;
-          saved_inside = saved_inside || std::find(s.begin(), s.end(), t) != s.end();
-        }
-        if (!saved_inside) continue;
+        if (!saved_by(part, t)) continue;
         live += tensors[t].bytes;
         released_after[part.ops.front()] += tensors[t].bytes;
       }
