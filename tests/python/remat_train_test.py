@@ -59,12 +59,14 @@ KNOWN_MISSES = {}
 # threads finish their work: Gloo runs FSDP2's prefetching all-gathers on
 # its own thread, and where a unit holds two blocks a unit-sized buffer is
 # sometimes freed later than in most runs (one rank, about one run in
-# seven: +126,512 B with --fsdp-no-sync, +3.8% of this plan's peak); a
+# seven: +126,512 B with --fsdp-no-sync, +3.8% of this plan's peak; with
+# a reduce-scatter every micro-batch, one rank 147,968 B above the other,
+# +3.42% of the prediction, seen once); a
 # tensor-parallel rank has measured 16,384 B and, on a loaded machine,
 # 98,048 B (+5.4%) above its usual peak; DeepSpeed ZeRO-2's and -3's vary
 # by up to a few hundred KB. Such a cell is run again, at most twice, while
 # a rank misses; every run's figures are printed.
-RUN_TO_RUN = {"fsdp2", "tp", "zero2", "zero3"}
+RUN_TO_RUN = {"fsdp2", "fsdp2_sync", "tp", "zero2", "zero3"}
 HAVE = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "deepspeed")}
 
 
