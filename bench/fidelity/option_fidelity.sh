@@ -2,7 +2,8 @@
 # Fidelity of one selective option on the CPU runtime: the optimal plan at
 # the highest budget, in 1% steps below the no-checkpoint peak, that puts a
 # block under the option, run STEPS steps by `planner train`, predicted vs
-# measured peak (the cells of docs/solver.md "Selective options").
+# measured peak (the cells of docs/solver-measurements.md, "Selective options
+# on the CPU runtime").
 #
 # usage: bench/fidelity/option_fidelity.sh MODEL.json SOURCE OPTION...
 #   SOURCE: measured (profile the model first: `planner profile --repeats 3

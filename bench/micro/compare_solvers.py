@@ -6,7 +6,7 @@
   bench/micro/compare_solvers.py --spread BENCH [REPETITIONS [FAMILIES]]
   bench/micro/compare_solvers.py --shifted BENCH [REPETITIONS]
 
---table prints the solver benchmark table (docs/solver.md) from one binary: the
+--table prints the solver benchmark table (docs/solver-measurements.md) from one binary: the
 multi-level DP as `--strategy optimal` runs it (single-level DP first, its
 value as the cost cap; one thread) with one bound per split and one cap for
 every row (MultiLevel/*_previous: chunk bounds and row caps off) and with
@@ -15,7 +15,7 @@ at 64, 256 and 1024 layers, identical blocks (gpt) and distinct ones
 (measured: 10% timing noise), 250, 1000 and 4000 slots, the middle budget.
 Distinct blocks at 1024 layers and 4000 slots are left out (6 GiB of tables).
 
---spread prints the pooling table (docs/solver.md): on the measured chain with
+--spread prints the pooling table (docs/solver-measurements.md): on the measured chain with
 the spread its profiler reports (MultiLevel/spread_*), the exact solver
 (spread_capped, what --strategy optimal --exact-times runs) against pooling
 the times within their spreads (spread_pooled), alternately, at the same
@@ -36,8 +36,8 @@ CASES has one line per case: "OLD_NAME | NEW_NAME[, NEW_NAME...]" (Google
 Benchmark names, matched exactly). Each case runs on the old binary, then on
 the new one (so a pair sees the same machine load), REPETITIONS times each,
 and appends a JSON line with the least and median CPU time (ms), the least
-wall time, and the counters of both to OUT.jsonl. Used for docs/solver.md
-("previous against new").
+wall time, and the counters of both to OUT.jsonl: two builds of the solver
+against each other.
 """
 import json
 import re

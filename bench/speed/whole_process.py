@@ -6,7 +6,7 @@
 Writes the benchmark's spread_persistent chains (solver_bench
 --write_profile=spread_persistent:L:PATH, default L = 64 256 1024; FAMILY=spread:
 the same chains with gradients created in backward) to a
-temporary directory, takes the budget docs/solver.md uses (the model state
+temporary directory, takes the budget docs/solver-measurements.md uses (the model state
 plus 40% of the way from the lowest activation peak to keeping everything,
 as solver_bench prints them), and runs
 
