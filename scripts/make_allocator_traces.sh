@@ -8,7 +8,7 @@
 # allocator did ("measured"); the recorded files replace these, and
 # tests/planner/allocator/recorded_traces_test.cc compares both sides.
 # Rerun after a change to the analytic model or the simulator (the test
-# says when a committed prediction is no longer the model's). From the
+# fails when a committed prediction differs from the model's replay). From the
 # repository root: scripts/make_allocator_traces.sh [PLANNER]
 set -euo pipefail
 cd "$(dirname "$0")/.."
