@@ -67,6 +67,31 @@ def find_embedding(model, blocks_path):
     return found[0][1]
 
 
+# Names of the norm a pre-LN model applies to the last block's output.
+FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f",
+                    "final_norm")
+
+
+def find_final_norm(model, blocks_path):
+    """The final norm of the blocks at blocks_path (find_blocks): the module
+    named as in FINAL_NORM_NAMES whose parent also holds the blocks, outside
+    them (Llama's model.norm, GPT-2's transformer.ln_f). Raises InputError
+    when there is none, or more than one."""
+    found = [(path, m) for path, m in model.named_modules()
+             if path.rpartition(".")[2] in FINAL_NORM_NAMES
+             and _holds(path.rpartition(".")[0], blocks_path)
+             and not path.startswith(blocks_path + ".")]
+    found = [(path, m) for path, m in found
+             if not any(path.startswith(other + ".") for other, _ in found)]
+    if len(found) != 1:
+        names = ", ".join(p for p, _ in found) or "none"
+        raise InputError(
+            f"remat.apply: the plan checkpoints the final norm, and {type(model).__name__} has "
+            f"not one final norm beside its blocks {blocks_path} (found: {names}; looked for "
+            f"{', '.join(FINAL_NORM_NAMES)})", EXIT_BAD_INPUT)
+    return found[0][1]
+
+
 def mlp_of(block):
     """The block's MLP submodule (None when it has none by a known name)."""
     for name in MLP_NAMES:

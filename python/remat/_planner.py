@@ -235,7 +235,10 @@ _EXPORT_NOTE = "planner: export: "
 
 
 def _plan_command(model, budget, options, shown):
-    """Runs `planner --budget BUDGET <shown> --quiet <options> MODEL`."""
+    """Runs `planner --budget BUDGET <shown> --quiet <options> MODEL`; an
+    int budget is bytes."""
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        budget = f"{budget}B"
     with _Input(model) as path:
         args = ["--budget", _flag_value(budget)] + shown + ["--quiet"]
         args += _options(options) + [path]

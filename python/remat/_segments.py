@@ -10,6 +10,9 @@ final_norm, head, loss; a multi-pass job prefixes each pass's layers with
               keeps the token ids);
   offload     a checkpoint whose kept input lives in host memory;
   selective   one block under a selective option (`selective_option`).
+The final norm (after the blocks) is position N (the number of blocks): a
+`checkpoint` on it is a segment of its own, a `recompute` extends the last
+blocks' segment to it.
 The plan's `schedule` says what each segment's recompute keeps: a
 recompute with "save": "all" keeps the layer's internals, "selective" (and
 an "option", an index into the profile layer's `selective` list) keeps them
@@ -42,13 +45,16 @@ def _error(message):
     return InputError("remat.apply: " + message, EXIT_BAD_INPUT)
 
 
-Pass = collections.namedtuple("Pass", "name embedding decisions layers segments")
+Pass = collections.namedtuple("Pass", "name embedding decisions layers segments final_norm")
+Pass.__new__.__defaults__ = ("keep",)
 Pass.__doc__ = """One pass of the plan over the model's modules (a multi-pass job
 runs them once per pass: "p1", "p2", ...; a single pass is named None):
 embedding is its embedding layer's decision ("keep" or "checkpoint"),
 decisions a (decision, selective option or None) per block, layers the
 plan layer index per block, segments its Segments (plan_segments; None
-from block_decisions)."""
+from block_decisions), final_norm its final norm's decision ("keep",
+"checkpoint": a segment of its own, or "recompute": the end of the last
+blocks' segment)."""
 
 
 def _prefix(name):
@@ -60,19 +66,23 @@ def _prefix(name):
 def block_decisions(plan, outside_blocks="refuse"):
     """[Pass] from plan.json, in the order of the plan's passes. A
     `checkpoint` on the embedding starts a segment at it (its kept input is
-    the token ids). Another decision than `keep` on a layer outside the
-    blocks (an offloaded embedding, the final norm, the head) is refused, or
-    with outside_blocks="keep" run as keep: a segment it started then starts
-    at its first block (which keeps its input, one hidden state more)."""
+    the token ids); a `checkpoint` on the final norm right after the blocks
+    is a segment of its own, a `recompute` there ends the blocks' last
+    segment. Another decision than `keep` on a layer outside the blocks (an
+    offloaded embedding, the head, the loss) is refused, or with
+    outside_blocks="keep" run as keep: a segment it started then starts at
+    its first block (which keeps its input, one hidden state more)."""
     if outside_blocks not in ("refuse", "keep"):
         raise _error(f"outside_blocks is '{outside_blocks}'; accepted: 'refuse', 'keep'")
     passes = collections.OrderedDict()
     outside_segment = False  # the last layer outside the blocks starts or extends a segment
+    last = None  # (pass, decision) of the layer before, where it is a block or the final norm
     for layer in plan["layers"]:
         name, decision = layer["name"], layer["decision"]
         match = _BLOCK.match(name)
         if not match:
             prefix, base = _prefix(name)
+            previous, last = last, None
             if base == "embedding" and decision in ("keep", "checkpoint"):
                 entry = passes.setdefault(prefix, Pass(prefix, "keep", [], [], None))
                 if entry.decisions:
@@ -80,12 +90,17 @@ def block_decisions(plan, outside_blocks="refuse"):
                 passes[prefix] = entry._replace(embedding=decision)
                 outside_segment = False
                 continue
+            if base == "final_norm" and _final_norm_carried(passes, prefix, previous, layer):
+                passes[prefix] = passes[prefix]._replace(final_norm=decision)
+                last = (prefix, decision)
+                outside_segment = False
+                continue
             if decision != "keep" and outside_blocks == "refuse":
                 raise _error(
                     f"the plan's layer {name} is '{decision}'; remat.apply carries out "
-                    "decisions on the transformer blocks and a checkpoint on the embedding "
-                    "only (plan with strategy uniform, segment, selective or manual, or pass "
-                    "outside_blocks='keep')")
+                    "decisions on the transformer blocks, a checkpoint on the embedding and a "
+                    "checkpoint or recompute on the final norm (plan with strategy uniform, "
+                    "segment, selective or manual, or pass outside_blocks='keep')")
             outside_segment = decision in ("checkpoint", "offload", "recompute")
             continue
         if decision == "recompute" and outside_segment:
@@ -97,12 +112,30 @@ def block_decisions(plan, outside_blocks="refuse"):
                          f"(block{len(entry.decisions)} expected)")
         entry.decisions.append((decision, layer.get("selective_option")))
         entry.layers.append(layer["index"])
+        last = (match.group(1), decision)
     out = [p for p in passes.values() if p.decisions]
     if not out:
         raise _error("the plan has no blocks (layers named block0, block1, ...)")
     if any(len(p.decisions) != len(out[0].decisions) for p in out):
         raise _error("the plan's passes have different numbers of blocks")
     return out
+
+
+def _final_norm_carried(passes, prefix, previous, layer):
+    """Whether remat.apply carries out the final norm's decision: keep; a
+    checkpoint right after its pass's blocks; a recompute right after a
+    block its segment holds."""
+    decision = layer["decision"]
+    entry = passes.get(prefix)
+    if decision == "keep":
+        return True
+    if entry is None or not entry.decisions or previous is None or previous[0] != prefix:
+        return False
+    if layer.get("index") is not None and layer["index"] != entry.layers[-1] + 1:
+        return False
+    if decision == "checkpoint":
+        return True
+    return decision == "recompute" and previous[1] in ("checkpoint", "recompute", "offload")
 
 
 def _option_parts(option, block):
@@ -114,9 +147,13 @@ def _option_parts(option, block):
     return parts
 
 
-def segments(decisions, embedding="keep"):
+def segments(decisions, embedding="keep", final_norm="keep"):
     """The blocks grouped into Segments, in order; with embedding
-    "checkpoint" the first starts at the embedding, position -1."""
+    "checkpoint" the first starts at the embedding, position -1; with
+    final_norm "checkpoint" the last is the final norm alone, position
+    len(decisions), and with "recompute" the last blocks' segment ends
+    there."""
+    n = len(decisions)
     out = [Segment("checkpoint", -1, 0, None, ())] if embedding == "checkpoint" else []
     for i, (decision, option) in enumerate(decisions):
         if decision == "recompute":
@@ -130,6 +167,12 @@ def segments(decisions, embedding="keep"):
         else:
             raise _error(f"block{i}'s decision '{decision}' is not keep, checkpoint, "
                          "recompute, selective or offload")
+    if final_norm == "checkpoint":
+        out.append(Segment("checkpoint", n, n + 1, None, ()))
+    elif final_norm == "recompute":
+        if not out or out[-1].kind not in ("checkpoint", "offload") or out[-1].stop != n:
+            raise _error("the final norm is 'recompute' without a checkpoint before it")
+        out[-1] = out[-1]._replace(stop=n + 1)
     return [seg._replace(children=(Segment("keep", seg.start, seg.stop, None, ()),))
             if seg.kind in ("checkpoint", "offload") else seg for seg in out]
 
@@ -228,12 +271,13 @@ def plan_segments(plan, outside_blocks="refuse"):
 
 
 def _pass_segments(p, tree):
-    flat = segments(p.decisions, p.embedding)
+    flat = segments(p.decisions, p.embedding, p.final_norm)
     if tree is None:
         return flat
     first = p.layers[0]
     start = first - 1 if p.embedding == "checkpoint" else first
-    nodes = _parts(_restrict(tree, start, first + len(p.layers), first))
+    stop = first + len(p.layers) + (p.final_norm != "keep")
+    nodes = _parts(_restrict(tree, start, stop, first))
     top = [(n.kind, n.start, n.stop, n.option) for n in nodes]
     if top != [("checkpoint" if n.kind == "offload" else n.kind, n.start, n.stop, n.option)
                for n in flat]:

@@ -30,6 +30,15 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       the embedding's weights through the recompute. block0 must get the
       placeholder itself (a model that changes the embedding's output
       before the first block is refused at its first forward).
+  checkpoint on the final norm: the norm's forward under a checkpoint of
+      its own (its input kept); recompute on it: the last blocks' segment
+      runs the norm last, its checkpoint returns the last block's output
+      (which the last block returns) and the norm's (which the norm's
+      forward returns, given the last block's output as it was returned).
+  the plan's chunked loss (job.loss_chunks N): on a transformers causal LM,
+      the head and its loss over N chunks of the tokens, the gradients made
+      in the forward (_lm_head, _chunked_loss); the model returns the loss
+      and no logits in a forward with labels.
 A multi-pass plan (layers p1.block0.., p2.block0..: sentence-transformers
 running the same modules once per text column group) gives each pass its
 own forwards: the model's forwards with grad are its passes in turn,
@@ -42,9 +51,9 @@ recomputed block given a KV cache is refused (train with use_cache=False).
 import inspect
 import json
 import os
-import sys
 
-from ._blocks import find_blocks, find_embedding
+from ._blocks import find_blocks, find_embedding, find_final_norm
+from ._lm_head import ChunkedHead, find_causal_lm
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._segments import _nodes, plan_segments
 from ._selective import Scopes, context_fn, record
@@ -155,15 +164,25 @@ class _Segment:
     children: what its recompute runs (Segments, _segments), selectives:
     a _Selective per selective child block. A segment starting at the
     embedding (seg.start -1) runs the embedding first, with the arguments
-    its _Embedding recorded in this forward (embedded)."""
+    its _Embedding recorded in this forward (embedded). A segment ending at
+    the final norm (seg.stop past the blocks, norm_at) runs the norm last:
+    its checkpoint returns the last block's output and the norm's, the last
+    block returns the former and the norm's forward (norm_forward) the
+    latter."""
 
-    def __init__(self, blocks, originals, seg, checker, selectives, embedding=None):
+    def __init__(self, blocks, originals, seg, checker, selectives, embedding=None,
+                 norm=None, norm_at=None):
         self.blocks, self.originals, self.kind = blocks, originals, seg.kind
         self.lo, self.start = seg.start, max(seg.start, 0)
         self.children, self.selectives = seg.children, selectives
         self.checker, self.embedding = checker, embedding
+        self.norm, self.norm_at = norm, norm_at
         self.embedded = None  # (args, kwargs, placeholder) of the embedding's call
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
+        self.normed = None  # (the last block's hidden state, the norm's output) within one forward
+
+    def ends_at_norm(self, children):
+        return self.norm_at is not None and bool(children) and children[-1].stop > self.norm_at
 
     def checkpointed(self, children, args, kwargs, call=None, offload=False):
         """The function a checkpoint over `children` runs: its first call is
@@ -174,41 +193,51 @@ class _Segment:
         children start at it (their input is then unused)."""
         calls = [0]
 
+        ends_at_norm = self.ends_at_norm(children)
+
         def run(hidden):
             calls[0] += 1
             if offload:
                 hidden = hidden.to(self.device)
-            return self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
+            block, output = self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
+            return (block, output) if ends_at_norm else output
 
         return run
 
     def run_children(self, children, hidden, args, kwargs, recompute, call=None):
         """Each child in order: keep blocks as they are, selective blocks
         under their selective checkpoint (in a recompute), nested segments
-        under a checkpoint of their own."""
+        under a checkpoint of their own. Returns (the last block's output,
+        the last child's output): they differ where the final norm runs
+        last."""
         from torch.utils.checkpoint import checkpoint
 
-        output = None
+        block = output = None
         for child in children:
             if child.kind == "keep":
                 for i in range(child.start, child.stop):
                     if i < 0:
                         output = self.embedding(*call[0], **call[1])
+                    elif i == self.norm_at:
+                        output = self.norm(hidden)
                     else:
                         a, k = _with_hidden(args, kwargs, hidden)
-                        output = self.originals[i - self.start](*a, **k)
+                        output = block = self.originals[i - self.start](*a, **k)
                     hidden = _hidden(output)
                 continue
             if child.kind == "selective":
-                output = self.selectives[child.start](hidden, args, kwargs, recompute)
-            elif child.start < 0:
-                output = checkpoint(self.checkpointed(child.children, args, kwargs, call),
-                                    _first_tensor(*call), use_reentrant=False)
+                output = block = self.selectives[child.start](hidden, args, kwargs, recompute)
             else:
-                output = checkpoint(self.checkpointed(child.children, args, kwargs), hidden,
+                run = self.checkpointed(child.children, args, kwargs,
+                                        call if child.start < 0 else None)
+                output = checkpoint(run, _first_tensor(*call) if child.start < 0 else hidden,
                                     use_reentrant=False)
+                if self.ends_at_norm(child.children):
+                    block, output = output
+                else:
+                    block = output
             hidden = _hidden(output)
-        return output
+        return block, output
 
     def run_plain(self, hidden, args, kwargs):
         output = None
@@ -240,11 +269,31 @@ class _Segment:
                 start = _first_tensor(*call)
             run = self.checkpointed(self.children, args, kwargs, call, self.kind == "offload")
             output = checkpoint(run, start, use_reentrant=False)
+            if self.ends_at_norm(self.children):
+                output, normed = output
+                self.normed = (_hidden(output), normed)
         else:
             output = self.run_plain(hidden, args, kwargs)
         if len(self.originals) > 1:
             self.pending = (1, output, args, kwargs)
         return output
+
+    def norm_forward(self, hidden):
+        """The final norm's forward: the output the segment's checkpoint
+        made, where its input is the last block's output as the segment
+        returned it; without grad the norm itself."""
+        import torch
+
+        normed, self.normed = self.normed, None
+        if normed is None and not torch.is_grad_enabled():
+            return self.norm(hidden)
+        if normed is None or hidden is not normed[0]:
+            raise InputError(
+                "remat.apply: the plan recomputes the final norm with the last blocks, and the "
+                "final norm's input is not the last block's output as it returned it (the model "
+                "changes it in between, or calls the norm elsewhere); plan without a "
+                "checkpoint on the final norm", EXIT_BAD_INPUT)
+        return normed[1]
 
     def later(self, position):
         def forward(*args, **kwargs):
@@ -271,27 +320,39 @@ class _Segment:
         return forward
 
 
+def _alone(original):
+    """A module's forward under a checkpoint of its own (with grad): a
+    segment that is the embedding or the final norm alone, keeping its
+    input only."""
+
+    def forward(*args, **kwargs):
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        if not torch.is_grad_enabled():
+            return original(*args, **kwargs)
+        return checkpoint(original, *args, use_reentrant=False, **kwargs)
+
+    return forward
+
+
 class _Embedding:
-    """The embedding's forward in a pass whose first segment starts at it.
-    With grad, where the segment holds blocks (runner): records its
-    arguments on the runner and returns a placeholder, a tensor of its
-    output's shape and dtype in one element of memory, which the segment's
-    first block takes as its input and ignores (the checkpoint there runs
-    the embedding); computed without grad, the random state forked around
-    it, only for its shape. Where the segment is the embedding alone, its
-    output (block0's kept input) comes from a checkpoint of its own."""
+    """The embedding's forward in a pass whose first segment starts at it
+    and holds blocks (runner). With grad: records its arguments on the
+    runner and returns a placeholder, a tensor of its output's shape and
+    dtype in one element of memory, which the segment's first block takes
+    as its input and ignores (the checkpoint there runs the embedding);
+    computed without grad, the random state forked around it, only for its
+    shape."""
 
     def __init__(self, original, runner):
         self.original, self.runner = original, runner
 
     def __call__(self, *args, **kwargs):
         import torch
-        from torch.utils.checkpoint import checkpoint
 
         if not torch.is_grad_enabled():
             return self.original(*args, **kwargs)
-        if self.runner is None:
-            return checkpoint(self.original, *args, use_reentrant=False, **kwargs)
         ids = _first_tensor(args, kwargs)
         device = ids.device if ids is not None else torch.device("cpu")
         with torch.no_grad(), torch.random.fork_rng(
@@ -317,6 +378,7 @@ class _Applied:
         self.modules = modules
         self.saved = [m.__dict__["forward"] if "forward" in m.__dict__ else None for m in modules]
         self.scopes, self.handles = [], []
+        self.head = None  # the chunked loss (_lm_head.ChunkedHead) where the plan has one
         self.checked = set()  # the passes whose input shape was checked
         self.passes, self.current = passes, passes - 1
 
@@ -330,6 +392,8 @@ class _Applied:
             scopes.remove()
         for handle in self.handles:
             handle.remove()
+        if self.head is not None:
+            self.head.remove()
 
     def next_pass(self, *_):
         import torch
@@ -384,33 +448,34 @@ def _check_model(model, blocks, layer_indices, plan, check_parameters):
 
 def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     """Carries out `plan` (a remat.Plan, its .json dict or a plan.json path)
-    on `model`'s transformer blocks (and embedding, where the plan
-    checkpoints it); returns the model. Raises remat.InputError for a plan
-    of another model (block count, parameter count; shape at the first
-    forward) or one it cannot carry out. Applying again replaces the
-    earlier application. outside_blocks="keep" runs a decision it cannot
-    carry out on the embedding, final norm or head as keep instead of
-    refusing the plan (the peak then exceeds the prediction by what that
-    layer's decision saved). A multi-pass plan (sentence-transformers'
+    on `model`'s transformer blocks, its embedding and final norm where the
+    plan checkpoints them, and its head and loss where the plan chunks the
+    loss (a transformers causal LM); returns the model. Raises
+    remat.InputError for a plan of another model (block count, parameter
+    count; shape at the first forward) or one it cannot carry out (a
+    chunked loss on a model that is not a causal LM it knows: plan with
+    chunked_loss=0). Applying again replaces the earlier application.
+    outside_blocks="keep" runs a decision it cannot carry out on the
+    embedding or head as keep instead of refusing the plan (the peak then
+    exceeds the prediction by what that layer's decision saved). A multi-pass plan (sentence-transformers'
     passes p1, p2, ...) follows each pass's decisions in the model's
     forwards with grad, counted in turn from the first after apply."""
     plan = _plan_json(plan)
-    chunks = (plan.get("job") or {}).get("loss_chunks")
-    if chunks:
-        print(f"remat.apply: the plan computes the loss over {chunks} chunks of tokens "
-              "(--chunked-loss); apply carries out its checkpointing only, the model's own "
-              "loss runs whole, and the peak exceeds the plan's by what chunking saves",
-              file=sys.stderr)
     passes = plan_segments(plan, outside_blocks)
     path, blocks = find_blocks(model)
     _check_model(model, blocks, passes[0].layers, plan, check_parameters)
     embedding = (find_embedding(model, path)
                  if any(p.embedding == "checkpoint" for p in passes) else None)
+    norm = (find_final_norm(model, path)
+            if any(p.final_norm != "keep" for p in passes) else None)
+    chunks = (plan.get("job") or {}).get("loss_chunks")
+    lm = find_causal_lm(model, chunks) if chunks else None
     unapply(model)
-    modules = list(blocks) + ([embedding] if embedding is not None else [])
+    modules = list(blocks) + [m for m in (embedding, norm) if m is not None]
     state = _Applied(modules, len(passes))
     try:
-        forwards = [_pass_forwards(p, i, blocks, embedding, state, plan) for i, p in enumerate(passes)]
+        forwards = [_pass_forwards(p, i, blocks, embedding, norm, state, plan)
+                    for i, p in enumerate(passes)]
         for module in modules:
             chosen = [f.get(id(module)) for f in forwards]
             if any(chosen):
@@ -418,6 +483,8 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
         if len(passes) > 1:
             entry = embedding if embedding is not None else blocks[0]
             state.handles.append(entry.register_forward_pre_hook(state.next_pass))
+        if lm is not None:
+            state.head = ChunkedHead(lm, chunks)
     except Exception:
         state.restore()
         raise
@@ -433,25 +500,34 @@ def _dispatch(state, original, chosen):
     return lambda *args, **kwargs: runs[state.current](*args, **kwargs)
 
 
-def _pass_forwards(p, which, blocks, embedding, state, plan):
-    """{id(module): forward} for one Pass: the modules its segments change."""
+def _pass_forwards(p, which, blocks, embedding, norm, state, plan):
+    """{id(module): forward} for one Pass: the modules its segments change
+    (the blocks, the embedding and the final norm where a segment holds
+    them)."""
     checker = _shape_checker(state, plan, p.layers, which)
     forwards = {}
     for seg in p.segments:
         if seg.kind == "keep":
             continue
-        members = [blocks[i] for i in range(max(seg.start, 0), seg.stop)]
+        members = [blocks[i] for i in range(max(seg.start, 0), min(seg.stop, len(blocks)))]
         if seg.kind == "selective":
             forwards[id(members[0])] = _selective_forward(_selective(blocks, seg, state), checker)
             continue
         original = embedding.forward if seg.start < 0 else None
-        if not members:  # the embedding alone: its output is block0's kept input
-            forwards[id(embedding)] = _Embedding(original, None)
+        if seg.start < 0 and seg.stop == 0:  # the embedding alone: its output is block0's kept input
+            forwards[id(embedding)] = _alone(original)
+            continue
+        if seg.start == len(blocks):  # the final norm alone: it keeps its input only
+            forwards[id(norm)] = _alone(norm.forward)
             continue
         selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
                       if c.kind == "selective"}
+        ends_at_norm = seg.stop > len(blocks)
         runner = _Segment(members, [b.forward for b in members], seg, checker, selectives,
-                          original)
+                          original, norm.forward if ends_at_norm else None,
+                          len(blocks) if ends_at_norm else None)
+        if ends_at_norm:
+            forwards[id(norm)] = runner.norm_forward
         if seg.start < 0:
             forwards[id(embedding)] = _Embedding(original, runner)
         forwards[id(members[0])] = runner.first
