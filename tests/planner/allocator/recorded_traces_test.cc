@@ -67,7 +67,7 @@ TEST(RecordedTraces, PredictedReservedPeakIsWithinOnePercentOfTheRecordedOne) {
     const AllocatorTraceFile t = ReadTrace(path);
     const std::string where = path.filename().string();
     if (!t.measured) {
-      std::printf("  %-44s predicted reserved %15lld B; not recorded on a GPU yet\n",
+      std::printf("  %-44s predicted reserved %15lld B; no recording from a GPU\n",
                   where.c_str(), static_cast<long long>(t.predicted.reserved_peak_bytes));
       continue;
     }

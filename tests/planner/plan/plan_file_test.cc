@@ -359,8 +359,8 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, BadPlanFile,
                                               return Dump(d);
                                             },
                                             "plan.json: job: expected an object"},
-                                    // Used to exhaust the stack in ParsePlanJson (nlohmann's
-                                    // recursive dump).
+                                    // Deep enough to exhaust the stack of nlohmann's
+                                    // recursive dump; ParseJson refuses it before parsing.
                                     BadPlan{"deep_nesting",
                                             [](nlohmann::json&, const std::string&) {
                                               const int depth = 300000;
