@@ -4,13 +4,14 @@ the block keeps (MUST_SAVE) what plain autograd would save for it, less the
 plan's option's ops, and recomputes (PREFER_RECOMPUTE) the rest.
 
   attention_core  the attention's core: the score and context matmuls
-                  (aten.bmm/baddbmm), the softmax and the fused attention
-                  kernels (aten._scaled_dot_product_*);
+                  (aten.bmm/baddbmm), the softmax, the fused attention
+                  kernels (aten._scaled_dot_product_*) and the dropout of
+                  the probabilities (its mask drawn again);
   mlp_activation  every op inside the block's MLP module except its
                   matmuls (GELU, SiLU and SwiGLU's product);
   norm_output     every op inside the block's norm modules;
-  dropout_mask    the dropouts: they draw again from the random state that
-                  checkpoint restores;
+  dropout_mask    the dropouts but the attention's inside SDPA (its math
+                  path's, a fused kernel's): their masks drawn again;
   experts         every op inside a mixture of experts' experts module (the
                   MLP's `experts`: the dispatch, the grouped GEMMs, the
                   combine), its router's outputs kept.
@@ -26,17 +27,27 @@ Views (view, transpose, expand, _unsafe_view, ...) are always
 recomputed: they cost nothing, and a cached view would keep its base, a
 recomputed op's output, alive; the op that made the base is kept when
 autograd saves the view.
-A random op that draws (a dropout with p > 0) is recomputed only under
-dropout_mask, and only when it is not in place: a cached draw does not
-advance the generator in the recompute, so a later recomputed draw would
-differ. An in-place op is decided with the op that made the memory it
-changes, its cache entry being that tensor as the forward left it
-(allow_cache_entry_mutation): a dropout decomposed into empty_like,
-bernoulli_, div_ (PyTorch's CPU dropout, SDPA's math backend) keeps its
-mask under every option; a fused one (aten.native_dropout, the fused
-attention kernels) is drawn again under dropout_mask. A block with a kept
-in-place draw before a fused one is refused under dropout_mask. An op that
-changes memory from outside the block (its input, a buffer) is kept.
+A dropout is one random draw: fused (aten.native_dropout on CUDA, a fused
+attention kernel with dropout) or in place (PyTorch's CPU dropout and
+SDPA's math path: empty_like, bernoulli_, div_, then a mul by the mask).
+An in-place op is decided with the op that made the memory it changes, its
+cache entry being that tensor as the forward left it
+(allow_cache_entry_mutation), so an in-place draw is cached or drawn again
+whole. A draw is drawn again where the option recomputes it: the
+attention's (on the probabilities, or inside a fused kernel) under
+attention_core, which also recomputes the mul applying it; the others under
+dropout_mask (not SDPA's: its math path's mask is kept as the planner keeps
+it, a fused kernel is the core). The rest are cached.
+The random state: checkpoint restores the generator's state of the
+forward's start before the recompute, which then draws again in order; a
+cached draw does not run there, so it would not advance the generator and
+every later draw would differ. A cached draw that a recomputed one follows
+therefore has the generator's state after it captured in the forward
+(at the policy's next call; CPU: torch.get_rng_state, 5,056 B; CUDA: the
+Philox seed and offset) and set again in the recompute where the draw is
+answered from the cache.
+An op that changes memory from outside the block (its input, a buffer) is
+kept.
 The module scopes come from forward hooks on the MLP, experts and norm modules,
 which fire again in the recording pass and the recompute.
 In the recompute, a recomputed call whose output nothing the recompute
@@ -125,18 +136,26 @@ class Scopes:
         self.handles = []
 
 
+def _is_core(name):
+    """Whether an op is the attention's core (its matmuls, softmax, kernels)."""
+    return name in _CORE or name.startswith(_CORE_PREFIX)
+
+
 def _classify(func, args, kwargs, parts, scopes):
     """What the rules say of one op call under option `parts`: "view",
     "draw" (a random draw kept), "redraw" (a draw recomputed), "option"
-    (one of the option's ops) or "other"."""
+    (one of the option's ops) or "other". The rules see one call: record
+    decides a draw from what it draws for (_draw_groups)."""
     name = _name(func)
     if _is_view(func, name):
         return "view"  # free to redo; a cached view would pin its base
     if _draws(func, args, kwargs):
+        if _is_core(name):  # a fused attention kernel with dropout
+            return "redraw" if "attention_core" in parts else "draw"
         # In place (bernoulli_ into an empty_like): cached with the tensor
-        # it fills, which later in-place ops finish.
+        # it fills, which later in-place ops finish; record decides it.
         return "redraw" if "dropout_mask" in parts and not func._schema.is_mutable else "draw"
-    if "attention_core" in parts and (name in _CORE or name.startswith(_CORE_PREFIX)):
+    if "attention_core" in parts and _is_core(name):
         return "option"
     if scopes.depth["experts"] > 0:
         return "option"
@@ -192,11 +211,20 @@ def _recorder(parts, scopes):
     return Recorder()
 
 
+class Decisions(list):
+    """record's decisions, [(op name, keep, unused)] per op call, and
+    `resync`: the indices of the cached draws that a recomputed draw
+    follows, whose generator state after them the policy carries from the
+    forward to the recompute."""
+    resync = frozenset()
+
+
 def record(run, hidden, parts, scopes):
-    """The block's decisions, [(op name, keep, unused)] per op call in the
-    order the forward makes them (unused: the output's (shape, stride,
-    dtype) where the recompute may skip the call, _unused_in_recompute,
-    else None): `run(hidden)`, the block's own forward, once more
+    """The block's decisions (Decisions: [(op name, keep, unused)] per op
+    call in the order the forward makes them; unused: the output's (shape,
+    stride, dtype) where the recompute may skip the call,
+    _unused_in_recompute, else None): `run(hidden)`, the block's own
+    forward, once more
     with grad under a dispatch mode that logs each op call's outputs and
     saved-tensor hooks that log what autograd saves; the random state is
     restored after it and its outputs are dropped. Every output stays
@@ -210,7 +238,8 @@ def record(run, hidden, parts, scopes):
     place are decided with the call that created it (a cache entry is the
     tensor as the forward left it). Views and the rest are recomputed;
     calls changing memory from outside the block are kept (recomputing them
-    would change it twice)."""
+    would change it twice). Draws are decided by what they draw for
+    (_draw_kinds)."""
     import torch
 
     autograd_saves = set()
@@ -225,11 +254,11 @@ def record(run, hidden, parts, scopes):
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda _: None):
             with recorder:
                 run(hidden)
-    calls = recorder.calls
+    drawing = [kind in ("draw", "redraw") for _, kind, _, _, _ in recorder.calls]
     recorder.held = []  # the sizes stay: keys of memory the calls made
     creator = {}  # storage -> index of the call that created it
     chains = []  # per call: the index deciding it
-    for index, (func, kind, storages, _, _) in enumerate(calls):
+    for index, (func, kind, storages, _, _) in enumerate(recorder.calls):
         known = [creator[s] for s in storages if s in creator]
         if kind == "view" or not storages:
             chains.append(None)
@@ -241,6 +270,9 @@ def record(run, hidden, parts, scopes):
             for s in storages:
                 creator[s] = index
             chains.append(index)
+    kinds = _draw_kinds(recorder.calls, chains, drawing, parts)
+    calls = [(func, kinds[i], storages, inputs, meta)
+             for i, (func, _, storages, inputs, meta) in enumerate(recorder.calls)]
     keep = {}
     for index, (func, kind, storages, _, _) in enumerate(calls):
         root = chains[index]
@@ -259,17 +291,59 @@ def record(run, hidden, parts, scopes):
             keep.setdefault(root, saved_here and kind not in ("option", "redraw"))
     kept = [root is not None and (root < 0 or keep[root]) for root in chains]
     unused = _unused_in_recompute(calls, kept, autograd_saves)
-    decisions, kept_draw = [], None
-    for index, (func, kind, storages, _, meta) in enumerate(calls):
-        if kind == "redraw" and kept_draw is not None:
-            raise _error(
-                f"selective option dropout_mask: this block draws in place ({kept_draw}, kept) "
-                f"before a dropout it would draw again ({_name(func)}): the recompute would draw "
-                "other numbers; plan without dropout_mask for this model")
-        if kind == "draw":
-            kept_draw = _name(func)
-        decisions.append((_name(func), kept[index], meta if unused[index] else None))
+    decisions = Decisions((_name(func), kept[index], meta if unused[index] else None)
+                          for index, (func, _, _, _, meta) in enumerate(calls))
+    # A cached draw does not advance the generator in the recompute: where a
+    # recomputed draw follows it, the state after it is carried over.
+    draws = [i for i, d in enumerate(drawing) if d]
+    decisions.resync = frozenset(i for i in draws if kept[i] and
+                                 any(not kept[j] for j in draws if j > i))
     return decisions
+
+
+def _draw_kinds(calls, chains, drawing, parts):
+    """Per call, its kind with the draws decided by what they draw for. A
+    draw's group is the call that made its memory (an in-place draw's
+    empty_like, a fused dropout itself) and the calls changing that memory;
+    it draws for the group's first call's inputs. A group drawing for the
+    attention's probabilities (memory a core op made) is the attention's
+    dropout: drawn again under attention_core, which also recomputes the
+    calls applying its mask (the mul), and under dropout_mask unless SDPA's
+    math path drew it (on _safe_softmax's output: the planner keeps that
+    mask); a fused attention kernel is decided by _classify; the other
+    groups are drawn again under dropout_mask. A group drawn again is
+    recomputed whole ("redraw"), a cached one keeps its draws ("draw")."""
+    kinds = [kind for _, kind, _, _, _ in calls]
+    made_by, core = {}, set()  # storage -> the op that made it; memory of core ops
+    for index, (func, _, storages, _, _) in enumerate(calls):
+        name = _name(func)
+        if chains[index] == index:
+            for s in storages:
+                made_by.setdefault(s, name)
+        if _is_core(name):
+            core.update(storages)
+    roots = sorted({chains[i] for i, d in enumerate(drawing)
+                    if d and chains[i] is not None and chains[i] >= 0})
+    for root in roots:
+        func, _, storages, drawn_for, _ = calls[root]
+        if _is_core(_name(func)):
+            continue  # a fused attention kernel: the core itself
+        attention = any(s in core for s in drawn_for)
+        if attention:
+            math = any(made_by.get(s) == "_safe_softmax" for s in drawn_for)
+            again = "attention_core" in parts or ("dropout_mask" in parts and not math)
+        else:
+            again = "dropout_mask" in parts
+        group = [i for i, r in enumerate(chains) if r == root]
+        for i in group:
+            if drawing[i] or again:
+                kinds[i] = "redraw" if again else "draw"
+        if attention and again and "attention_core" in parts:
+            for i in range(root + 1, len(calls)):
+                if chains[i] not in (None, root) and any(s in storages for s in calls[i][3]):
+                    kinds[i] = "option"  # the mask applied: dropped with the core
+                    core.update(calls[i][2])
+    return kinds
 
 
 def _unused_in_recompute(calls, kept, autograd_saves):
@@ -304,21 +378,37 @@ def policy(parts, scopes, decisions=None, skip=None):
     or where the calls differ from the recorded ones, the rules alone, every
     "other" op kept. A recompute call record found unused is handed to
     `skip` (_skip_mode: the op's output without memory), until the first
-    call that differs from the recorded ones."""
+    call that differs from the recorded ones. For a cached draw in
+    decisions.resync, the forward's next call captures the generator's
+    state (the draw has run), and the recompute sets it where SAC answers
+    the draw from its cache."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     count = {False: 0, True: 0}
     cached_draws = []
     diverged = [False]
+    resync = getattr(decisions, "resync", frozenset())
+    states = {}  # resync draw index -> the generator's state after it
+    capture = []  # (index, device) of the resync draw the forward just ran
 
     def decide(ctx, func, *args, **kwargs):
         index = count[ctx.is_recompute]
         count[ctx.is_recompute] += 1
         name = _name(func)
-        if decisions is not None and index < len(decisions) and decisions[index][0] == name:
+        if capture and not ctx.is_recompute:
+            draw, device = capture.pop()
+            states[draw] = _rng_state(device)
+        if (decisions is not None and not diverged[0] and index < len(decisions)
+                and decisions[index][0] == name):
             _, keep, unused = decisions[index]
-            if unused is not None and ctx.is_recompute and skip is not None and not diverged[0]:
+            if unused is not None and ctx.is_recompute and skip is not None:
                 skip.next = unused
+            if index in resync:
+                device = _device_of(args, kwargs)
+                if not ctx.is_recompute:
+                    capture.append((index, device))
+                elif index in states:
+                    _set_rng_state(device, states.pop(index))
         else:
             diverged[0] = True
             kind = _classify(func, args, kwargs, parts, scopes)
@@ -327,12 +417,40 @@ def policy(parts, scopes, decisions=None, skip=None):
                 cached_draws.append(name)
             elif kind == "redraw" and cached_draws and not ctx.is_recompute:
                 raise _error(
-                    f"selective option dropout_mask: this block draws in place ({cached_draws[0]}, "
-                    f"kept) before a dropout it would draw again ({name}): the recompute would "
-                    "draw other numbers; plan without dropout_mask for this model")
+                    f"selective option {'+'.join(parts)}: this block draws ({cached_draws[0]}, "
+                    f"kept) before a dropout it would draw again ({name}), in calls other than "
+                    "the recorded ones: the recompute would draw other numbers; plan without "
+                    "this option for this model")
         return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
     return decide
+
+
+def _device_of(args, kwargs):
+    """The device of an op call's first tensor argument."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return next((t.device for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)),
+                torch.device("cpu"))
+
+
+def _rng_state(device):
+    """The state of `device`'s default generator (a CPU tensor)."""
+    import torch
+
+    if device.type == "cpu":
+        return torch.get_rng_state()
+    return torch.get_device_module(device.type).get_rng_state(device)
+
+
+def _set_rng_state(device, state):
+    import torch
+
+    if device.type == "cpu":
+        torch.set_rng_state(state)
+    else:
+        torch.get_device_module(device.type).set_rng_state(state, device)
 
 
 def _skip_mode():
