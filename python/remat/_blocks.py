@@ -92,6 +92,28 @@ def find_final_norm(model, blocks_path):
     return found[0][1]
 
 
+def find_head(model):
+    """The module that turns the final hidden states into logits: the one
+    module transformers' get_output_embeddings() returns (Llama's lm_head,
+    GPT-2's lm_head; a PEFT wrapper reaches the same). Raises InputError
+    when there is none, or more than one."""
+    import torch
+
+    found = {}
+    for m in model.modules():
+        get = getattr(m, "get_output_embeddings", None)
+        head = get() if callable(get) else None
+        if isinstance(head, torch.nn.Module):
+            found[id(head)] = head
+    if len(found) != 1:
+        raise InputError(
+            f"remat.apply: the plan recomputes the head with the final norm, and "
+            f"{type(model).__name__} has {len(found) or 'no'} output embeddings modules "
+            "(transformers' get_output_embeddings) where one is needed; plan without a "
+            "checkpoint on the final norm", EXIT_BAD_INPUT)
+    return next(iter(found.values()))
+
+
 def mlp_of(block):
     """The block's MLP submodule (None when it has none by a known name)."""
     for name in MLP_NAMES:

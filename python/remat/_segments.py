@@ -12,7 +12,8 @@ final_norm, head, loss; a multi-pass job prefixes each pass's layers with
   selective   one block under a selective option (`selective_option`).
 The final norm (after the blocks) is position N (the number of blocks): a
 `checkpoint` on it is a segment of its own, a `recompute` extends the last
-blocks' segment to it.
+blocks' segment to it; the head is position N + 1, and a `recompute` on it
+extends the segment the final norm is in.
 The plan's `schedule` says what each segment's recompute keeps: a
 recompute with "save": "all" keeps the layer's internals, "selective" (and
 an "option", an index into the profile layer's `selective` list) keeps them
@@ -45,8 +46,9 @@ def _error(message):
     return InputError("remat.apply: " + message, EXIT_BAD_INPUT)
 
 
-Pass = collections.namedtuple("Pass", "name embedding decisions layers segments final_norm")
-Pass.__new__.__defaults__ = ("keep",)
+Pass = collections.namedtuple("Pass",
+                              "name embedding decisions layers segments final_norm head")
+Pass.__new__.__defaults__ = ("keep", "keep")
 Pass.__doc__ = """One pass of the plan over the model's modules (a multi-pass job
 runs them once per pass: "p1", "p2", ...; a single pass is named None):
 embedding is its embedding layer's decision ("keep" or "checkpoint"),
@@ -54,7 +56,8 @@ decisions a (decision, selective option or None) per block, layers the
 plan layer index per block, segments its Segments (plan_segments; None
 from block_decisions), final_norm its final norm's decision ("keep",
 "checkpoint": a segment of its own, or "recompute": the end of the last
-blocks' segment)."""
+blocks' segment), head its head's ("keep", or "recompute": the end of the
+final norm's segment)."""
 
 
 def _prefix(name):
@@ -68,8 +71,9 @@ def block_decisions(plan, outside_blocks="refuse"):
     `checkpoint` on the embedding starts a segment at it (its kept input is
     the token ids); a `checkpoint` on the final norm right after the blocks
     is a segment of its own, a `recompute` there ends the blocks' last
-    segment. Another decision than `keep` on a layer outside the blocks (an
-    offloaded embedding, the head, the loss) is refused, or with
+    segment, and a `recompute` on the head right after it ends the final
+    norm's segment. Another decision than `keep` on a layer outside the
+    blocks (an offloaded embedding, the loss) is refused, or with
     outside_blocks="keep" run as keep: a segment it started then starts at
     its first block (which keeps its input, one hidden state more)."""
     if outside_blocks not in ("refuse", "keep"):
@@ -95,12 +99,17 @@ def block_decisions(plan, outside_blocks="refuse"):
                 last = (prefix, decision)
                 outside_segment = False
                 continue
+            if base == "head" and _head_carried(passes, prefix, previous, decision):
+                passes[prefix] = passes[prefix]._replace(head=decision)
+                outside_segment = False
+                continue
             if decision != "keep" and outside_blocks == "refuse":
                 raise _error(
                     f"the plan's layer {name} is '{decision}'; remat.apply carries out "
-                    "decisions on the transformer blocks, a checkpoint on the embedding and a "
-                    "checkpoint or recompute on the final norm (plan with strategy uniform, "
-                    "segment, selective or manual, or pass outside_blocks='keep')")
+                    "decisions on the transformer blocks, a checkpoint on the embedding, a "
+                    "checkpoint or recompute on the final norm and a recompute of the head with "
+                    "it (plan with strategy uniform, segment, selective or manual, or pass "
+                    "outside_blocks='keep')")
             outside_segment = decision in ("checkpoint", "offload", "recompute")
             continue
         if decision == "recompute" and outside_segment:
@@ -138,6 +147,17 @@ def _final_norm_carried(passes, prefix, previous, layer):
     return decision == "recompute" and previous[1] in ("checkpoint", "recompute", "offload")
 
 
+def _head_carried(passes, prefix, previous, decision):
+    """Whether remat.apply carries out the head's decision: keep; a
+    recompute right after a final norm in a segment."""
+    if decision == "keep":
+        return True
+    entry = passes.get(prefix)
+    return (decision == "recompute" and entry is not None and previous is not None
+            and previous == (prefix, entry.final_norm)
+            and entry.final_norm in ("checkpoint", "recompute"))
+
+
 def _option_parts(option, block):
     parts = tuple((option or "").split("+"))
     for part in parts:
@@ -147,12 +167,13 @@ def _option_parts(option, block):
     return parts
 
 
-def segments(decisions, embedding="keep", final_norm="keep"):
+def segments(decisions, embedding="keep", final_norm="keep", head="keep"):
     """The blocks grouped into Segments, in order; with embedding
     "checkpoint" the first starts at the embedding, position -1; with
     final_norm "checkpoint" the last is the final norm alone, position
     len(decisions), and with "recompute" the last blocks' segment ends
-    there."""
+    there; with head "recompute" the final norm's segment ends at the head,
+    position len(decisions) + 1."""
     n = len(decisions)
     out = [Segment("checkpoint", -1, 0, None, ())] if embedding == "checkpoint" else []
     for i, (decision, option) in enumerate(decisions):
@@ -173,6 +194,10 @@ def segments(decisions, embedding="keep", final_norm="keep"):
         if not out or out[-1].kind not in ("checkpoint", "offload") or out[-1].stop != n:
             raise _error("the final norm is 'recompute' without a checkpoint before it")
         out[-1] = out[-1]._replace(stop=n + 1)
+    if head == "recompute":
+        if final_norm == "keep" or out[-1].stop != n + 1:
+            raise _error("the head is 'recompute' without the final norm's segment before it")
+        out[-1] = out[-1]._replace(stop=n + 2)
     return [seg._replace(children=(Segment("keep", seg.start, seg.stop, None, ()),))
             if seg.kind in ("checkpoint", "offload") else seg for seg in out]
 
@@ -271,12 +296,12 @@ def plan_segments(plan, outside_blocks="refuse"):
 
 
 def _pass_segments(p, tree):
-    flat = segments(p.decisions, p.embedding, p.final_norm)
+    flat = segments(p.decisions, p.embedding, p.final_norm, p.head)
     if tree is None:
         return flat
     first = p.layers[0]
     start = first - 1 if p.embedding == "checkpoint" else first
-    stop = first + len(p.layers) + (p.final_norm != "keep")
+    stop = first + len(p.layers) + (p.final_norm != "keep") + (p.head != "keep")
     nodes = _parts(_restrict(tree, start, stop, first))
     top = [(n.kind, n.start, n.stop, n.option) for n in nodes]
     if top != [("checkpoint" if n.kind == "offload" else n.kind, n.start, n.stop, n.option)

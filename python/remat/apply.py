@@ -34,7 +34,9 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       its own (its input kept); recompute on it: the last blocks' segment
       runs the norm last, its checkpoint returns the last block's output
       (which the last block returns) and the norm's (which the norm's
-      forward returns, given the last block's output as it was returned).
+      forward returns, given the last block's output as it was returned);
+      recompute on the head after it: the segment runs the head too
+      (_tail.Tail).
   the plan's chunked loss (job.loss_chunks N): on a transformers causal LM,
       the head and its loss over N chunks of the tokens, the gradients made
       in the forward (_lm_head, _chunked_loss); the model returns the loss
@@ -52,11 +54,12 @@ import inspect
 import json
 import os
 
-from ._blocks import find_blocks, find_embedding, find_final_norm
+from ._blocks import find_blocks, find_embedding, find_final_norm, find_head
 from ._lm_head import ChunkedHead, find_causal_lm
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._segments import _nodes, plan_segments
 from ._selective import Scopes, context_fn, record
+from ._tail import Tail
 
 _STATE = "_remat_applied"
 
@@ -164,25 +167,25 @@ class _Segment:
     children: what its recompute runs (Segments, _segments), selectives:
     a _Selective per selective child block. A segment starting at the
     embedding (seg.start -1) runs the embedding first, with the arguments
-    its _Embedding recorded in this forward (embedded). A segment ending at
-    the final norm (seg.stop past the blocks, norm_at) runs the norm last:
-    its checkpoint returns the last block's output and the norm's, the last
-    block returns the former and the norm's forward (norm_forward) the
-    latter."""
+    its _Embedding recorded in this forward (embedded). A segment ending
+    past the blocks (position tail_at, the number of blocks: the final norm,
+    then the head) runs them last: its checkpoint returns the last block's
+    output and the segment's last output, which the last block and the
+    tail's modules (_tail.Tail) return."""
 
     def __init__(self, blocks, originals, seg, checker, selectives, embedding=None,
-                 norm=None, norm_at=None):
+                 tail=None, tail_at=None):
         self.blocks, self.originals, self.kind = blocks, originals, seg.kind
         self.lo, self.start = seg.start, max(seg.start, 0)
         self.children, self.selectives = seg.children, selectives
         self.checker, self.embedding = checker, embedding
-        self.norm, self.norm_at = norm, norm_at
+        self.tail, self.tail_at = tail, tail_at
         self.embedded = None  # (args, kwargs, placeholder) of the embedding's call
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
-        self.normed = None  # (the last block's hidden state, the norm's output) within one forward
 
-    def ends_at_norm(self, children):
-        return self.norm_at is not None and bool(children) and children[-1].stop > self.norm_at
+    def past_blocks(self, children):
+        """Whether `children` end past the blocks (at the final norm or head)."""
+        return self.tail_at is not None and bool(children) and children[-1].stop > self.tail_at
 
     def checkpointed(self, children, args, kwargs, call=None, offload=False):
         """The function a checkpoint over `children` runs: its first call is
@@ -193,14 +196,14 @@ class _Segment:
         children start at it (their input is then unused)."""
         calls = [0]
 
-        ends_at_norm = self.ends_at_norm(children)
+        past_blocks = self.past_blocks(children)
 
         def run(hidden):
             calls[0] += 1
             if offload:
                 hidden = hidden.to(self.device)
             block, output = self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
-            return (block, output) if ends_at_norm else output
+            return (block, output) if past_blocks else output
 
         return run
 
@@ -208,8 +211,8 @@ class _Segment:
         """Each child in order: keep blocks as they are, selective blocks
         under their selective checkpoint (in a recompute), nested segments
         under a checkpoint of their own. Returns (the last block's output,
-        the last child's output): they differ where the final norm runs
-        last."""
+        the last child's output): they differ where the final norm (and the
+        head) run last."""
         from torch.utils.checkpoint import checkpoint
 
         block = output = None
@@ -218,8 +221,10 @@ class _Segment:
                 for i in range(child.start, child.stop):
                     if i < 0:
                         output = self.embedding(*call[0], **call[1])
-                    elif i == self.norm_at:
-                        output = self.norm(hidden)
+                    elif i == self.tail_at:
+                        output = self.tail.norm(hidden)
+                    elif self.tail_at is not None and i == self.tail_at + 1:
+                        output = self.tail.head(hidden)
                     else:
                         a, k = _with_hidden(args, kwargs, hidden)
                         output = block = self.originals[i - self.start](*a, **k)
@@ -232,7 +237,7 @@ class _Segment:
                                         call if child.start < 0 else None)
                 output = checkpoint(run, _first_tensor(*call) if child.start < 0 else hidden,
                                     use_reentrant=False)
-                if self.ends_at_norm(child.children):
+                if self.past_blocks(child.children):
                     block, output = output
                 else:
                     block = output
@@ -269,31 +274,14 @@ class _Segment:
                 start = _first_tensor(*call)
             run = self.checkpointed(self.children, args, kwargs, call, self.kind == "offload")
             output = checkpoint(run, start, use_reentrant=False)
-            if self.ends_at_norm(self.children):
-                output, normed = output
-                self.normed = (_hidden(output), normed)
+            if self.past_blocks(self.children):
+                output, result = output
+                self.tail.ran(_hidden(output), result)
         else:
             output = self.run_plain(hidden, args, kwargs)
         if len(self.originals) > 1:
             self.pending = (1, output, args, kwargs)
         return output
-
-    def norm_forward(self, hidden):
-        """The final norm's forward: the output the segment's checkpoint
-        made, where its input is the last block's output as the segment
-        returned it; without grad the norm itself."""
-        import torch
-
-        normed, self.normed = self.normed, None
-        if normed is None and not torch.is_grad_enabled():
-            return self.norm(hidden)
-        if normed is None or hidden is not normed[0]:
-            raise InputError(
-                "remat.apply: the plan recomputes the final norm with the last blocks, and the "
-                "final norm's input is not the last block's output as it returned it (the model "
-                "changes it in between, or calls the norm elsewhere); plan without a "
-                "checkpoint on the final norm", EXIT_BAD_INPUT)
-        return normed[1]
 
     def later(self, position):
         def forward(*args, **kwargs):
@@ -322,8 +310,7 @@ class _Segment:
 
 def _alone(original):
     """A module's forward under a checkpoint of its own (with grad): a
-    segment that is the embedding or the final norm alone, keeping its
-    input only."""
+    segment that is the embedding alone, keeping its input only."""
 
     def forward(*args, **kwargs):
         import torch
@@ -448,15 +435,15 @@ def _check_model(model, blocks, layer_indices, plan, check_parameters):
 
 def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     """Carries out `plan` (a remat.Plan, its .json dict or a plan.json path)
-    on `model`'s transformer blocks, its embedding and final norm where the
-    plan checkpoints them, and its head and loss where the plan chunks the
-    loss (a transformers causal LM); returns the model. Raises
+    on `model`'s transformer blocks, its embedding, final norm and head
+    where the plan checkpoints them, and its head and loss where the plan
+    chunks the loss (a transformers causal LM); returns the model. Raises
     remat.InputError for a plan of another model (block count, parameter
     count; shape at the first forward) or one it cannot carry out (a
     chunked loss on a model that is not a causal LM it knows: plan with
     chunked_loss=0). Applying again replaces the earlier application.
     outside_blocks="keep" runs a decision it cannot carry out on the
-    embedding or head as keep instead of refusing the plan (the peak then
+    embedding, head or loss as keep instead of refusing the plan (the peak then
     exceeds the prediction by what that layer's decision saved). A multi-pass plan (sentence-transformers'
     passes p1, p2, ...) follows each pass's decisions in the model's
     forwards with grad, counted in turn from the first after apply."""
@@ -470,11 +457,17 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
             if any(p.final_norm != "keep" for p in passes) else None)
     chunks = (plan.get("job") or {}).get("loss_chunks")
     lm = find_causal_lm(model, chunks) if chunks else None
+    head = find_head(model) if any(p.head != "keep" for p in passes) else None
+    if lm is not None and head is not None:
+        raise InputError("remat.apply: the plan recomputes the head, whose loss it chunks (the "
+                         "chunked loss makes its gradients in the forward); plan with "
+                         "chunked_loss=0 or without a checkpoint on the final norm",
+                         EXIT_BAD_INPUT)
     unapply(model)
-    modules = list(blocks) + [m for m in (embedding, norm) if m is not None]
+    modules = list(blocks) + [m for m in (embedding, norm, head) if m is not None]
     state = _Applied(modules, len(passes))
     try:
-        forwards = [_pass_forwards(p, i, blocks, embedding, norm, state, plan)
+        forwards = [_pass_forwards(p, i, blocks, embedding, (norm, head), state, plan)
                     for i, p in enumerate(passes)]
         for module in modules:
             chosen = [f.get(id(module)) for f in forwards]
@@ -500,10 +493,10 @@ def _dispatch(state, original, chosen):
     return lambda *args, **kwargs: runs[state.current](*args, **kwargs)
 
 
-def _pass_forwards(p, which, blocks, embedding, norm, state, plan):
+def _pass_forwards(p, which, blocks, embedding, tail, state, plan):
     """{id(module): forward} for one Pass: the modules its segments change
-    (the blocks, the embedding and the final norm where a segment holds
-    them)."""
+    (the blocks, and the embedding, the final norm and the head where a
+    segment holds them; tail: (norm, head) modules)."""
     checker = _shape_checker(state, plan, p.layers, which)
     forwards = {}
     for seg in p.segments:
@@ -517,17 +510,18 @@ def _pass_forwards(p, which, blocks, embedding, norm, state, plan):
         if seg.start < 0 and seg.stop == 0:  # the embedding alone: its output is block0's kept input
             forwards[id(embedding)] = _alone(original)
             continue
-        if seg.start == len(blocks):  # the final norm alone: it keeps its input only
-            forwards[id(norm)] = _alone(norm.forward)
+        n = len(blocks)
+        ends = Tail(tail[0], tail[1], seg.stop > n + 1) if seg.stop > n else None
+        if ends is not None:
+            forwards[id(tail[0])] = ends.norm_forward if seg.start < n else ends.norm_alone
+            if ends.with_head:
+                forwards[id(tail[1])] = ends.head_forward
+        if seg.start >= n:  # a segment from the final norm: it keeps the norm's input only
             continue
         selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
                       if c.kind == "selective"}
-        ends_at_norm = seg.stop > len(blocks)
         runner = _Segment(members, [b.forward for b in members], seg, checker, selectives,
-                          original, norm.forward if ends_at_norm else None,
-                          len(blocks) if ends_at_norm else None)
-        if ends_at_norm:
-            forwards[id(norm)] = runner.norm_forward
+                          original, ends, n if ends is not None else None)
         if seg.start < 0:
             forwards[id(embedding)] = _Embedding(original, runner)
         forwards[id(members[0])] = runner.first

@@ -343,12 +343,13 @@ class Llama(Case):
         self.assertIn("schedule is not one remat.apply can follow", str(raised.exception))
 
     def test_a_decision_outside_the_blocks_is_refused(self):
-        plan = dict(self.plan(strategy="uniform").json)
-        plan["layers"] = [dict(l, decision="checkpoint") if l["name"] == "head" else l
-                          for l in plan["layers"]]
-        with self.assertRaises(remat.InputError) as raised:
-            remat.apply(self.model, plan)
-        self.assertIn("head is 'checkpoint'", str(raised.exception))
+        for layer, decision in (("head", "checkpoint"), ("loss", "recompute"),
+                                ("head", "recompute")):  # no final norm's segment before it
+            plan = self.final_norm_plan(**{layer: decision})
+            with self.subTest(layer=layer, decision=decision):
+                with self.assertRaises(remat.InputError) as raised:
+                    remat.apply(self.model, plan)
+                self.assertIn(f"{layer} is '{decision}'", str(raised.exception))
 
     def final_norm_plan(self, **decisions):
         """The uniform plan (every block checkpointed), its layers edited by
@@ -385,6 +386,45 @@ class Llama(Case):
         (p,) = remat._segments.plan_segments(plan)
         self.assertEqual((p.segments[-1].start, p.segments[-1].stop), (3, 5))
         self.assertEqual(self.norm_calls(plan), 2)
+
+    def test_a_head_recomputed_with_the_final_norm_runs_in_its_segment(self):
+        # The optimal strategy's lowest peak on narrow models: the final
+        # norm's segment (alone, or the last blocks') holds the head too.
+        head = self.model.get_output_embeddings()
+        for decisions, segment in (({"final_norm": "checkpoint", "head": "recompute"}, (4, 6)),
+                                   ({"final_norm": "recompute", "head": "recompute"}, (3, 6))):
+            with self.subTest(**decisions):
+                plan = self.final_norm_plan(**decisions)
+                (p,) = remat._segments.plan_segments(plan)
+                self.assertEqual((p.segments[-1].start, p.segments[-1].stop), segment)
+                calls = []
+                handle = head.register_forward_pre_hook(lambda m, a: calls.append(1))
+                original, count = type(head).forward, [0]
+
+                def counted(module, *args, **kwargs):
+                    count[0] += module is head
+                    return original(module, *args, **kwargs)
+
+                type(head).forward = counted
+                try:
+                    self.assertSameGradients(plan)
+                finally:
+                    type(head).forward = original
+                    handle.remove()
+                    remat.unapply(self.model)
+                self.assertEqual(count[0], 2)  # its forward and its recompute
+                self.assertEqual(len(calls), 1)  # the model calls it once
+
+    def test_a_head_given_another_input_is_refused(self):
+        remat.apply(self.model, self.final_norm_plan(final_norm="checkpoint", head="recompute"))
+        norm = remat._blocks.find_final_norm(self.model, remat._blocks.find_blocks(self.model)[0])
+        handle = norm.register_forward_hook(lambda m, i, o: o * 1.0)
+        try:
+            with self.assertRaises(remat.InputError) as raised:
+                self.step(self.model)
+        finally:
+            handle.remove()
+        self.assertIn("head's input is not the final norm's output", str(raised.exception))
 
     def test_a_final_norm_given_another_input_is_refused(self):
         remat.apply(self.model, self.final_norm_plan(final_norm="recompute"))
