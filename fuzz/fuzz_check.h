@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "remat/model_config.h"
-#include "remat/profile.h"
-#include "remat/status.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
+#include "remat/io/status.h"
 
 namespace remat::fuzz {
 

@@ -1,6 +1,6 @@
 // Hugging Face config.json: ParseHfConfig, then what the CLI does with it.
 #include "fuzz_check.h"
-#include "remat/input.h"
+#include "remat/input/input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

@@ -1,6 +1,6 @@
 // model.json: ParseModelConfig, then what the CLI does with the model.
 #include "fuzz_check.h"
-#include "remat/model_config.h"
+#include "remat/model/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

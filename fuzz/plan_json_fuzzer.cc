@@ -1,8 +1,8 @@
 // plan.json: ParsePlanJson (the input of `planner train --plan`). A plan that
 // reads back must simulate: ParsePlanJson validates its schedule.
 #include "fuzz_check.h"
-#include "remat/plan_file.h"
-#include "remat/simulator.h"
+#include "remat/plan/plan_file.h"
+#include "remat/simulate/simulator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

@@ -1,8 +1,8 @@
 // Profile JSON: ParsePlannerInput (kind detection) and ParseProfile, then a
 // plan for the profile, its plan.json and the plan read back.
 #include "fuzz_check.h"
-#include "remat/input.h"
-#include "remat/profile.h"
+#include "remat/input/input.h"
+#include "remat/profile/profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

@@ -2,9 +2,9 @@
 // fixed chain. The first byte picks the chain length (1-8 layers); the rest
 // is the schedule array.
 #include "fuzz_check.h"
-#include "remat/plan.h"
-#include "remat/schedule.h"
-#include "remat/simulator.h"
+#include "remat/plan/plan.h"
+#include "remat/schedule/schedule.h"
+#include "remat/simulate/simulator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

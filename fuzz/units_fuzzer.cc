@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "fuzz_check.h"
-#include "remat/analytic.h"
-#include "remat/checked_math.h"
-#include "remat/plan.h"
-#include "remat/schedule.h"
-#include "remat/units.h"
+#include "remat/analytic/analytic.h"
+#include "remat/io/checked_math.h"
+#include "remat/plan/plan.h"
+#include "remat/schedule/schedule.h"
+#include "remat/io/units.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace remat;

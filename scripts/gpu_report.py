@@ -4,7 +4,7 @@ measured peak and step time for every plan it trained on the GPU, and the
 device memory besides tensors (CUDA context, workspaces, the caching
 allocator's measured reserved peak against its replay), written as a preset to
 OUT_DIR/profiles/h200-device.json in the units of
-planner/src/analytic/devices.cc.
+planner/src/device/devices.cc.
 
 usage: gpu_report.py OUT_DIR > OUT_DIR/report.md
 (OUT_DIR: env.txt, device.json, fidelity.txt, plans/*.json,
@@ -89,7 +89,7 @@ def device_memory(out):
     with open(target, "w") as f:
         json.dump(preset, f, indent=1)
         f.write("\n")
-    print(f"Preset for planner/src/analytic/devices.cc, written to `{target}`:\n")
+    print(f"Preset for planner/src/device/devices.cc, written to `{target}`:\n")
     print("```\n" + json.dumps({k: preset[k] for k in
                                 ("name", "cuda_context_bytes", "workspace_bytes",
                                  "caching_allocator")}) + "\n```\n")

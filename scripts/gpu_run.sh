@@ -12,7 +12,7 @@
 # workspaces); the budget sweep's plans predict the caching allocator's
 # reserved peak, so the report can set the measured reserved against it and
 # write profiles/h200-device.json, the device memory preset in the units of
-# planner/src/analytic/devices.cc. Everything goes under $OUT (default
+# planner/src/device/devices.cc. Everything goes under $OUT (default
 # ./gpu-out): env.txt, device.json, configure.log, build.log,
 # gpu_tests.txt, fidelity.txt, fidelity/, profiles/h200-*.json, plans/,
 # runs/, log.txt and report.md (scripts/gpu_report.py writes it).
@@ -40,7 +40,7 @@
 # Beside them, scripts/record_allocator_trace.py records what PyTorch's
 # caching allocator does with each committed allocator trace, into
 # alloc-traces/ (keep them as profiles/fixtures/alloc-traces/*.trace.json;
-# tests/planner/allocator/recorded_traces_test.cc then compares).
+# tests/planner/device/allocator/recorded_traces_test.cc then compares).
 #
 # SKIP_REFS=1: not the references (a rerun after a fix in remat).
 # SKIP_TRACES=1: not the allocator traces.

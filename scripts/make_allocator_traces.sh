@@ -6,7 +6,7 @@
 # scripts/gpu_run.sh replays each on the GPU with
 # scripts/record_allocator_trace.py, which adds what PyTorch's caching
 # allocator did ("measured"); the recorded files replace these, and
-# tests/planner/allocator/recorded_traces_test.cc compares both sides.
+# tests/planner/device/allocator/recorded_traces_test.cc compares both sides.
 # Rerun after a change to the analytic model or the simulator (the test
 # fails when a committed prediction differs from the model's replay). From the
 # repository root: scripts/make_allocator_traces.sh [PLANNER]

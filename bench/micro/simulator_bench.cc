@@ -3,7 +3,7 @@
 //   build/bin/simulator_bench
 #include <benchmark/benchmark.h>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "testing/chains.h"
 
 namespace remat {

@@ -7,7 +7,7 @@
 // Arguments: chain length L, budget position (percent of the way from the
 // lowest reachable peak to the keep-everything peak, activation bytes), and
 // memory slots M. Chains:
-//   gpt:         the analytic GPT-2-small profile (remat/analytic.h) with L-4
+//   gpt:         the analytic GPT-2-small profile (remat/analytic/analytic.h) with L-4
 //                identical blocks, micro-batch 8: embedding, blocks, final
 //                norm, LM head, loss (what `planner` plans for a model.json);
 //   measured:    gpt with every layer's times scaled by its own factor in
@@ -55,10 +55,10 @@
 #include <string>
 #include <thread>
 
-#include "remat/io.h"
-#include "remat/profile.h"
-#include "remat/simulator.h"
-#include "remat/strategies.h"
+#include "remat/io/io.h"
+#include "remat/profile/profile.h"
+#include "remat/simulate/simulator.h"
+#include "remat/strategies/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"

@@ -19,7 +19,7 @@
 // replay's against it (what of the reserved error is the allocated one).
 // Ends with the largest shortfall of the per-tensor replay against the
 // measured reserved peaks, and exits 1 when the planner's margin for such
-// replays (kTensorReplayMargin, remat/device_memory.h) does not cover it:
+// replays (kTensorReplayMargin, remat/device/device_memory.h) does not cover it:
 // a plan made with the margin then fits every measured run. Usage, from
 // the repository root (CTest runs it as reserved_margin_covers_h200):
 //   build/bin/reserved_vs_h200
@@ -30,13 +30,13 @@
 #include <string>
 #include <vector>
 
-#include "remat/analytic.h"
-#include "remat/device_memory.h"
-#include "remat/model_config.h"
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/strategies.h"
-#include "remat/units.h"
+#include "remat/analytic/analytic.h"
+#include "remat/device/device_memory.h"
+#include "remat/model/model_config.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/strategies/strategies.h"
+#include "remat/io/units.h"
 
 namespace {
 

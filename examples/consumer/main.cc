@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "remat/planning.h"
-#include "remat/units.h"
+#include "remat/planning/planning.h"
+#include "remat/io/units.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/status.h"
+#include "remat/io/status.h"
 
 namespace remat::cli {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "progress_bar.h"
-#include "remat/runtime_api.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::cli {
 

@@ -1,7 +1,7 @@
 #include "host_link_flags.h"
 
-#include "remat/analytic.h"
-#include "remat/units.h"
+#include "remat/analytic/analytic.h"
+#include "remat/io/units.h"
 
 namespace remat::cli {
 

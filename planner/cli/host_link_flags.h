@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "args.h"
-#include "remat/profile.h"
-#include "remat/status.h"
+#include "remat/profile/profile.h"
+#include "remat/io/status.h"
 
 namespace remat::cli {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "args.h"
-#include "remat/job.h"
+#include "remat/planning/job.h"
 
 namespace remat::cli {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "remat/fd_stream.h"
+#include "remat/io/fd_stream.h"
 #include "runtime_loader.h"
 #include "standard_output.h"
 

@@ -1,6 +1,6 @@
 // The multi-GPU flags: --gpus, --ddp, --zero, --fsdp, --shard-group,
 // --bucket-cap-mb, --tp, --sp, --pp, --pp-schedule, --virtual-stages, read
-// into the library's Parallelism (remat/parallel.h).
+// into the library's Parallelism (remat/model/parallel.h).
 #ifndef REMAT_CLI_PARALLEL_FLAGS_H_
 #define REMAT_CLI_PARALLEL_FLAGS_H_
 
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "args.h"
-#include "remat/parallel.h"
-#include "remat/status.h"
+#include "remat/model/parallel.h"
+#include "remat/io/status.h"
 
 namespace remat::cli {
 

@@ -6,10 +6,10 @@
 #include "commands.h"
 #include "job.h"
 #include "progress_bar.h"
-#include "remat/io.h"
-#include "remat/pareto.h"
-#include "remat/pareto_report.h"
-#include "remat/units.h"
+#include "remat/io/io.h"
+#include "remat/planning/pareto.h"
+#include "remat/report/pareto_report.h"
+#include "remat/io/units.h"
 
 namespace remat::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "job.h"
 #include "progress_bar.h"
-#include "remat/io.h"
+#include "remat/io/io.h"
 
 namespace remat::cli {
 namespace {

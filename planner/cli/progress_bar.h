@@ -9,7 +9,7 @@
 #include <string>
 
 #include "args.h"
-#include "remat/progress.h"
+#include "remat/io/progress.h"
 
 namespace remat::cli {
 

@@ -1,6 +1,6 @@
 #include "report_files.h"
 
-#include "remat/io.h"
+#include "remat/io/io.h"
 #ifdef REMAT_HAVE_VISUALIZE
 #include "remat/visualize.h"
 #endif

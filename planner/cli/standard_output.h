@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "cli.h"
-#include "remat/fd_stream.h"
+#include "remat/io/fd_stream.h"
 
 namespace remat::cli {
 

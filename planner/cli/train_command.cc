@@ -7,11 +7,11 @@
 #include "host_link_flags.h"
 #include "job.h"
 #include "progress_bar.h"
-#include "remat/io.h"
-#include "remat/report.h"
-#include "remat/train_report.h"
-#include "remat/training.h"
-#include "remat/units.h"
+#include "remat/io/io.h"
+#include "remat/report/report.h"
+#include "remat/report/train_report.h"
+#include "remat/planning/training.h"
+#include "remat/io/units.h"
 #include "report_files.h"
 
 namespace remat::cli {

@@ -15,8 +15,8 @@
 #include "encoder_model.h"
 #include "gpt_model.h"
 #include "llama_model.h"
-#include "remat/precision.h"
-#include "remat/profile.h"
+#include "remat/model/precision.h"
+#include "remat/profile/profile.h"
 
 namespace remat::runtime {
 namespace {

@@ -44,8 +44,8 @@
 #include "lora.h"
 #include "mlp_recompute.h"
 #include "norm_recompute.h"
-#include "remat/model_config.h"
-#include "remat/status.h"
+#include "remat/model/model_config.h"
+#include "remat/io/status.h"
 
 namespace remat::runtime {
 
@@ -71,7 +71,7 @@ void SeedGenerator(const at::Device& device, uint64_t seed);
 // What a block's prologue hands to its attention core (q, k, v).
 using Heads = std::vector<at::Tensor>;
 
-// A block's selective options in the planner's order (remat/profile.h:
+// A block's selective options in the planner's order (remat/profile/profile.h:
 // attention_core, mlp_activation, attention_core+mlp_activation,
 // norm_output, attention_core+mlp_activation+norm_output, dropout_mask,
 // attention_core+mlp_activation+norm_output+dropout_mask): what a forward
@@ -163,7 +163,7 @@ class ChainModel {
     if (config_.experts > 0) return recomputes_mlp() ? 3 : 1;
     return recomputes_mlp() ? (regenerates_masks() && config_.dropout > 0 ? 7 : 5) : 1;
   }
-  // The parts and the planner's name (remat/profile.h) of a block's option
+  // The parts and the planner's name (remat/profile/profile.h) of a block's option
   // `option` (< selective_options(); -1: none).
   SelectiveParts OptionParts(int option) const;
   const char* OptionName(int option) const;

@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "memory_meter.h"
-#include "remat/precision.h"
+#include "remat/model/precision.h"
 
 namespace remat::runtime {
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "remat/model_config.h"
-#include "remat/status.h"
+#include "remat/model/model_config.h"
+#include "remat/io/status.h"
 
 namespace remat::runtime {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/status.h"
+#include "remat/io/status.h"
 
 namespace remat::runtime {
 

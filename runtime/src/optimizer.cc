@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "remat/precision.h"
+#include "remat/model/precision.h"
 
 namespace remat::runtime {
 namespace {

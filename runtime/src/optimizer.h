@@ -39,7 +39,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "remat/model_config.h"
+#include "remat/model/model_config.h"
 
 namespace remat::runtime {
 

@@ -28,9 +28,9 @@
 
 #include "device.h"
 #include "memory_meter.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
-#include "remat/runtime_api.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::runtime {
 

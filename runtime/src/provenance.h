@@ -1,4 +1,4 @@
-// What a measurement ran on (remat/provenance.h), read from LibTorch and the
+// What a measurement ran on (remat/profile/provenance.h), read from LibTorch and the
 // machine.
 #ifndef REMAT_RUNTIME_SRC_PROVENANCE_H_
 #define REMAT_RUNTIME_SRC_PROVENANCE_H_
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "remat/provenance.h"
+#include "remat/profile/provenance.h"
 
 namespace remat::runtime {
 

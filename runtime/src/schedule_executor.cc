@@ -5,7 +5,7 @@
 #include <string>
 
 #include "device.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "torch_errors.h"
 
 namespace remat::runtime {

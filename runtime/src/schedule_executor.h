@@ -27,8 +27,8 @@
 #include "layer_execution.h"
 #include "memory_meter.h"
 #include "optimizer.h"
-#include "remat/runtime_api.h"
-#include "remat/schedule.h"
+#include "remat/schedule/runtime_api.h"
+#include "remat/schedule/schedule.h"
 
 namespace remat::runtime {
 

@@ -1,7 +1,7 @@
 #include "torch_errors.h"
 
 #include "cuda_meter_core.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat::runtime {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "memory_meter.h"
-#include "remat/status.h"
+#include "remat/io/status.h"
 
 namespace remat::runtime {
 

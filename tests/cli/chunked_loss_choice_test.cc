@@ -7,9 +7,9 @@
 #include <string>
 
 #include "cli_test_util.h"
-#include "remat/input.h"
-#include "remat/job.h"
-#include "remat/strategies.h"
+#include "remat/input/input.h"
+#include "remat/planning/job.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat::cli {
 namespace {

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/runtime_api.h"
-#include "remat/simulator.h"
-#include "remat/units.h"
+#include "remat/analytic/analytic.h"
+#include "remat/schedule/runtime_api.h"
+#include "remat/simulate/simulator.h"
+#include "remat/io/units.h"
 
 namespace remat::cli {
 

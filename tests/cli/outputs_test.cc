@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "cli_test_util.h"
-#include "remat/fd_stream.h"
+#include "remat/io/fd_stream.h"
 #include "report_files.h"
 #include "standard_output.h"
 

@@ -10,9 +10,9 @@
 
 #include "cli_test_util.h"
 #include "fake_runtime.h"
-#include "remat/job.h"
-#include "remat/model_config.h"
-#include "remat/plan_file.h"
+#include "remat/planning/job.h"
+#include "remat/model/model_config.h"
+#include "remat/plan/plan_file.h"
 
 namespace remat::cli {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every output file goes through WriteOutputFile (remat/io.h, planner/src/io.cc
+# Every output file goes through WriteOutputFile (remat/io/io.h, planner/src/io/io.cc
 # and planner/src/io/): a regular file is replaced atomically (a temp file
 # renamed into place, removed on failure or Ctrl-C), a link's target likewise,
 # a FIFO or device written in place, every write checked. This check fails on
@@ -16,7 +16,7 @@ hits=$(grep -rnE "$writes|std::filesystem::copy" \
          --include='*.cc' --include='*.h' --include='*.cpp' "${dirs[@]}" |
        grep -vE "^$root/planner/src/(io\.cc|io/[a-z_]+\.cc):" || true)
 if [ -n "$hits" ]; then
-  echo "files written without WriteOutputFile (remat/io.h):"
+  echo "files written without WriteOutputFile (remat/io/io.h):"
   echo "$hits"
   exit 1
 fi

@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Layers only call down: every include in planner/, visualize/ and runtime/
-names a header of the including file's own layer or of one below it.
+"""Each folder is a layer, and layers only call down.
 
     tests/lint/layering.py SOURCE_DIR
 
-The layers, lowest first, and the files of each are LAYERS below: the one
-place that says which layer a header or a source directory belongs to. A
-file's layer is that of the first pattern matching its path (a pattern
-ending in "/" is a directory; "{a,b}" is either name). Every scanned file
-must have a layer, and every quoted include must resolve to a scanned file.
+The layers, lowest first, are the list REMAT_LAYERS in
+planner/CMakeLists.txt, the one place that names them. Layer L is the folder
+planner/src/L/ and its public headers planner/include/remat/L/; the build
+already fails on an upward include inside planner/src (each layer compiles
+against links to its own and the lower layers' headers only). This check
+covers the rest of the contract:
+
+- no file sits loose at planner/src's or planner/include/remat's root (but
+  the umbrella header remat/planner.h), and no folder there is outside
+  the list;
+- the code above or beside the layers includes only what its place allows:
+  planner/cli and the umbrella header sit on top, visualize/ at the report
+  layer, runtime/ (the schedule's other executor) at the simulate layer;
+- a relative include ("../x.h") is checked too, so that the file system
+  cannot route around the build's check.
+
 Prints each violation as "file:line: <layer> includes <header> (<layer>)"
 and exits 1, else exits 0.
 """
@@ -16,48 +26,10 @@ import os
 import re
 import sys
 
-# Lowest first: io/units <- model/profile <- schedule/simulator (and the
-# runtime, the schedule's other executor) <- plan <- strategies/solver <-
-# planning <- report <- cli.
-LAYERS = [
-    ("io", [
-        "planner/include/remat/{status,checked_math,units,io,fd_stream,progress}.h",
-        "planner/src/io/", "planner/src/{io,units}.cc", "planner/src/io_internal.h",
-        "planner/src/json_fields.{h,cc}",
-    ]),
-    ("model", [
-        "planner/include/remat/{model_config,precision,input,analytic,profile,provenance,device_memory}.h",
-        "planner/include/remat/caching_allocator.h", "planner/src/allocator/",
-        "planner/include/remat/{parallel,pipeline,rank_memory}.h", "planner/src/parallel/",
-        "planner/src/analytic/",
-        "planner/src/{model_config,hf_config,precision,input,profile,provenance,device_memory}.cc",
-        "planner/src/lora_config.{h,cc}", "planner/src/hf_families.{h,cc}",
-        "planner/src/profile_json.h",
-    ]),
-    ("schedule", [
-        "planner/include/remat/{schedule,decisions,simulator,accumulation,runtime_api}.h",
-        "planner/src/{schedule,simulator,chain_graph}.cc", "planner/src/schedule_json.h",
-        "planner/src/plan/decisions.cc", "planner/src/planning/accumulation.cc",
-        "runtime/",
-    ]),
-    ("plan", ["planner/include/remat/{plan,plan_file}.h", "planner/src/plan/"]),
-    ("strategies", [
-        "planner/include/remat/strategies.h", "planner/src/strategies/", "planner/src/solver/",
-    ]),
-    ("planning", [
-        "planner/include/remat/{job,planning,pareto,training,engine_plan}.h", "planner/src/planning/",
-        "planner/src/pareto.cc",
-    ]),
-    ("report", [
-        "planner/include/remat/{report,batch_report,pareto_report,train_report,planner,export,alloc_trace}.h",
-        "planner/src/report/", "visualize/",
-    ]),
-    ("cli", ["planner/cli/"]),
-]
-
+UMBRELLA = "planner/include/remat/planner.h"
+# Code outside planner/src and planner/include/remat, and the layer it sits at.
+PLACED = [("planner/cli/", "cli"), ("visualize/", "report"), ("runtime/", "simulate")]
 SCANNED = ["planner", "visualize", "runtime"]
-# Where a quoted include is looked for, after the including file's directory:
-# the public headers, then the private sources of the file's own module.
 INCLUDE_DIRS = ["planner/include", "visualize/include", "runtime/include"]
 PRIVATE_DIRS = {"planner/src": "planner/src", "planner/cli": "planner/cli",
                 "visualize": "visualize/src", "runtime": "runtime/src"}
@@ -65,26 +37,33 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_EXTENSIONS = (".h", ".cc", ".cpp", ".hpp")
 
 
-def expand(pattern):
-    m = re.search(r"\{([^}]*)\}", pattern)
+def read_layers(root):
+    """REMAT_LAYERS from planner/CMakeLists.txt, lowest first, then the
+    places above them: the umbrella header and the CLI."""
+    path = os.path.join(root, "planner", "CMakeLists.txt")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"set\(REMAT_LAYERS\s+(.*?)\)", text, re.S)
     if not m:
-        return [pattern]
-    out = []
-    for alt in m.group(1).split(","):
-        out += expand(pattern[:m.start()] + alt + pattern[m.end():])
-    return out
+        raise SystemExit(f"{path}: no set(REMAT_LAYERS ...)")
+    body = "\n".join(line.split("#", 1)[0] for line in m.group(1).splitlines())
+    return body.split() + ["umbrella", "cli"]
 
 
-PATTERNS = [(p, i) for i, (_, pats) in enumerate(LAYERS) for pat in pats for p in expand(pat)]
-
-
-def layer_of(path):
-    """Index into LAYERS of a path relative to the source root, or None."""
-    for pattern, layer in PATTERNS:
-        if pattern.endswith("/") and path.startswith(pattern):
-            return layer
-        if path == pattern:
-            return layer
+def layer_of(path, layers):
+    """Index into layers of a path relative to the source root, or None."""
+    if path == UMBRELLA:
+        return layers.index("umbrella")
+    for prefix in ("planner/src/", "planner/include/remat/"):
+        if path.startswith(prefix):
+            rest = path[len(prefix):]
+            if "/" not in rest:
+                return None  # loose at the root
+            folder = rest.split("/", 1)[0]
+            return layers.index(folder) if folder in layers[:-2] else None
+    for prefix, layer in PLACED:
+        if path.startswith(prefix):
+            return layers.index(layer)
     return None
 
 
@@ -112,11 +91,19 @@ def resolve(root, including, name):
 
 def check(root):
     """The violations in the tree at `root`, as lines to print."""
+    layers = read_layers(root)
     problems = []
+    for top in ("planner/src", "planner/include/remat"):
+        full = os.path.join(root, top)
+        for name in sorted(os.listdir(full)) if os.path.isdir(full) else []:
+            if os.path.isdir(os.path.join(full, name)) and name not in layers[:-2]:
+                problems.append(f"{top}/{name}/: a folder that is no layer; the layers are "
+                                f"REMAT_LAYERS in planner/CMakeLists.txt")
     for path in scanned_files(root):
-        own = layer_of(path)
+        own = layer_of(path, layers)
         if own is None:
-            problems.append(f"{path}: in no layer; add it to LAYERS in tests/lint/layering.py")
+            problems.append(f"{path}: in no layer; a planner file belongs in "
+                            f"planner/src/<layer>/ or planner/include/remat/<layer>/")
             continue
         with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
             for number, line in enumerate(f, 1):
@@ -127,27 +114,26 @@ def check(root):
                 if header is None:
                     problems.append(f"{path}:{number}: includes \"{m.group(1)}\", found nowhere")
                     continue
-                theirs = layer_of(header)
+                theirs = layer_of(header, layers)
                 if theirs is None:
                     problems.append(f"{path}:{number}: includes {header}, which is in no layer")
                 elif theirs > own:
-                    problems.append(f"{path}:{number}: {LAYERS[own][0]} includes {header} "
-                                    f"({LAYERS[theirs][0]}, a layer above)")
-    return problems
+                    problems.append(f"{path}:{number}: {layers[own]} includes {header} "
+                                    f"({layers[theirs]}, a layer above)")
+    return problems, layers
 
 
 def main(argv):
     if len(argv) != 2:
         print("usage: layering.py SOURCE_DIR", file=sys.stderr)
         return 2
-    problems = check(argv[1])
+    problems, layers = check(argv[1])
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} include(s) break the layers "
-              f"({' <- '.join(name for name, _ in LAYERS)})")
+        print(f"{len(problems)} problem(s) with the layers ({' <- '.join(layers)})")
         return 1
-    print("every include calls down: " + " <- ".join(name for name, _ in LAYERS))
+    print("every folder is a layer and every include calls down: " + " <- ".join(layers))
     return 0
 
 

@@ -16,7 +16,7 @@
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "remat/runtime/torch_runtime.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "schedule_executor.h"
 #include "tiny_model.h"
 

@@ -5,7 +5,7 @@
 // "Autocast on CPU").
 #include <gtest/gtest.h>
 
-#include "remat/analytic.h"
+#include "remat/analytic/analytic.h"
 #include "remat/runtime/torch_runtime.h"
 #include "testing/minilm_job.h"
 #include "tiny_model.h"

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "remat/runtime/torch_runtime.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

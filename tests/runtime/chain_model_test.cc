@@ -11,7 +11,7 @@
 #include "lora_tiny.h"
 #include "memory_meter.h"
 #include "profiler.h"
-#include "remat/analytic.h"
+#include "remat/analytic/analytic.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

@@ -16,8 +16,8 @@
 #include "chain_model.h"
 #include "cpu_step.h"
 #include "memory_meter.h"
-#include "remat/analytic.h"
-#include "remat/planning.h"
+#include "remat/analytic/analytic.h"
+#include "remat/planning/planning.h"
 #include "schedule_executor.h"
 #include "tiny_model.h"
 

@@ -12,10 +12,10 @@
 #include "chain_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
-#include "remat/schedule.h"
-#include "remat/simulator.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
+#include "remat/schedule/schedule.h"
+#include "remat/simulate/simulator.h"
 #include "schedule_executor.h"
 
 namespace remat::testing {

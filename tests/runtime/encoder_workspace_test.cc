@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "cpu_profiles.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 
 namespace remat::runtime {
 namespace {

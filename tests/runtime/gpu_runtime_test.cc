@@ -6,7 +6,7 @@
 
 #include "memory_meter.h"
 #include "remat/runtime/torch_runtime.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

@@ -9,9 +9,9 @@
 #include "gpt_model.h"
 #include "memory_meter.h"
 #include "optimizer.h"
-#include "remat/analytic.h"
+#include "remat/analytic/analytic.h"
 #include "remat/runtime/torch_runtime.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "schedule_executor.h"
 #include "tiny_model.h"
 

@@ -22,7 +22,7 @@
 #include "optimizer.h"
 #include "profiler.h"
 #include "remat/runtime/torch_runtime.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "schedule_executor.h"
 #include "tiny_model.h"
 

@@ -7,7 +7,7 @@
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "profiler.h"
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

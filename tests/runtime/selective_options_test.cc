@@ -14,8 +14,8 @@
 #include "memory_meter.h"
 #include "optimizer.h"
 #include "profiler.h"
-#include "remat/decisions.h"
-#include "remat/simulator.h"
+#include "remat/schedule/decisions.h"
+#include "remat/simulate/simulator.h"
 #include "schedule_executor.h"
 #include "tiny_model.h"
 

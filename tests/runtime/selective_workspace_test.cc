@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "cpu_profiles.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "cpu_profiles.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 #include "tiny_model.h"
 
 namespace remat::runtime {

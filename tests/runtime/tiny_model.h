@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
-#include "remat/strategies.h"
+#include "remat/analytic/analytic.h"
+#include "remat/model/model_config.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat::testing {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "remat/model_config.h"
+#include "remat/model/model_config.h"
 #include "tiny_model.h"
 
 namespace remat::testing {

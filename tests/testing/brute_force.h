@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "remat/plan.h"
+#include "remat/plan/plan.h"
 #include "strategies/solvers.h"
 
 namespace remat::testing {

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "remat/profile.h"
+#include "remat/profile/profile.h"
 
 namespace remat::testing {
 

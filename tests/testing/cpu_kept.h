@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 
 namespace remat::testing {
 

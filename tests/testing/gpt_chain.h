@@ -1,4 +1,4 @@
-// Analytic GPT-2-small-shaped profiles (remat/analytic.h, the profiles
+// Analytic GPT-2-small-shaped profiles (remat/analytic/analytic.h, the profiles
 // `planner` builds from a model.json): embedding, `blocks` identical
 // blocks, final norm, LM head, loss.
 #ifndef REMAT_TESTS_TESTING_GPT_CHAIN_H_
@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 
 namespace remat::testing {
 

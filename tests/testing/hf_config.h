@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "remat/input.h"
-#include "remat/model_config.h"
+#include "remat/input/input.h"
+#include "remat/model/model_config.h"
 
 namespace remat::testing {
 

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <iostream>
 
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/strategies.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/strategies/strategies.h"
 #include "testing/gpt_chain.h"
 
 namespace remat::testing {

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
+#include "remat/profile/profile.h"
 
 namespace remat::testing {
 

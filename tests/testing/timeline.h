@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "remat/schedule.h"
-#include "remat/simulator.h"
+#include "remat/schedule/schedule.h"
+#include "remat/simulate/simulator.h"
 
 namespace remat::testing {
 

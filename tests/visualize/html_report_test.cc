@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "remat/report.h"
-#include "remat/units.h"
+#include "remat/report/report.h"
+#include "remat/io/units.h"
 #include "remat/visualize.h"
 #include "report_fixture.h"
 #include "xml_check.h"

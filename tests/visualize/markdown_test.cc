@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "remat/visualize.h"
 #include "report_fixture.h"
 #include "xml_check.h"

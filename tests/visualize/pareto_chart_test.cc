@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "report_fixture.h"
 #include "scale.h"
 #include "xml_check.h"

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "remat/pareto.h"
-#include "remat/strategies.h"
+#include "remat/planning/pareto.h"
+#include "remat/strategies/strategies.h"
 #include "remat/visualize.h"
 #include "testing/chains.h"
 

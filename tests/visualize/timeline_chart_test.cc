@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "report_fixture.h"
 #include "scale.h"
 #include "xml_check.h"

@@ -7,7 +7,7 @@
 #include "layer_chart.h"
 #include "layer_rows.h"
 #include "pareto_chart.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "remat/visualize.h"
 #include "scale.h"
 #include "summary.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "remat/plan.h"
-#include "remat/profile.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
 
 namespace remat::viz {
 

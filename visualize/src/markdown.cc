@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "layer_rows.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "remat/visualize.h"
 #include "summary.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "remat/runtime_api.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::viz {
 

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "remat/plan.h"
-#include "remat/schedule.h"
-#include "remat/simulator.h"
+#include "remat/plan/plan.h"
+#include "remat/schedule/schedule.h"
+#include "remat/simulate/simulator.h"
 
 namespace remat::viz {
 

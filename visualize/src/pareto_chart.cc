@@ -8,7 +8,7 @@
 
 #include "axes.h"
 #include "palette.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "svg.h"
 
 namespace remat::viz {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "remat/pareto.h"
-#include "remat/plan.h"
+#include "remat/planning/pareto.h"
+#include "remat/plan/plan.h"
 
 namespace remat::viz {
 

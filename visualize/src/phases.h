@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "remat/plan.h"
+#include "remat/plan/plan.h"
 
 namespace remat::viz {
 

@@ -5,7 +5,7 @@
 
 #include "measured.h"
 #include "palette.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat::viz {
 namespace {
@@ -132,7 +132,7 @@ ReportSummary Summarize(const ReportData& data) {
     s.how_chosen = plan.fits ? ", chosen by auto as the fastest plan that fits"
                              : ": nothing fits, this is the plan with the lowest peak";
   }
-  // With device terms the budget holds the device peak (remat/device_memory.h).
+  // With device terms the budget holds the device peak (remat/device/device_memory.h).
   const int64_t peak = plan.memory.total_bytes;
   s.peak = FormatBytes(peak);
   s.budget = plan.budget_bytes > 0 ? FormatBytes(plan.budget_bytes) : "none";

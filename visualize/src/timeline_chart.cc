@@ -7,7 +7,7 @@
 #include "measured.h"
 #include "palette.h"
 #include "phases.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 #include "svg.h"
 #include "timeline_marks.h"
 

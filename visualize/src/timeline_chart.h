@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/runtime_api.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::viz {
 

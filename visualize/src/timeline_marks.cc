@@ -5,7 +5,7 @@
 #include "measured.h"
 #include "palette.h"
 #include "phases.h"
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat::viz {
 namespace {

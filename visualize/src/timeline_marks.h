@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "axes.h"
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/runtime_api.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/schedule/runtime_api.h"
 #include "scale.h"
 #include "svg.h"
 

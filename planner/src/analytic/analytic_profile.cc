@@ -5,9 +5,9 @@
 #include "analytic/lora.h"
 #include "analytic/parts.h"
 #include "analytic/transformer_graph.h"
-#include "remat/analytic.h"
-#include "remat/checked_math.h"
-#include "remat/precision.h"
+#include "remat/analytic/analytic.h"
+#include "remat/io/checked_math.h"
+#include "remat/model/precision.h"
 
 namespace remat {
 

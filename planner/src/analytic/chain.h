@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "analytic/op_graph.h"
-#include "remat/profile.h"
-#include "remat/status.h"
+#include "remat/profile/profile.h"
+#include "remat/io/status.h"
 
 namespace remat::analytic {
 

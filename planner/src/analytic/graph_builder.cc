@@ -4,8 +4,8 @@
 
 #include "analytic/lora.h"
 #include "analytic/sdpa_backend.h"
-#include "remat/precision.h"
-#include "remat/profile.h"
+#include "remat/model/precision.h"
+#include "remat/profile/profile.h"
 
 namespace remat::analytic {
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "analytic/transformer_graph.h"
-#include "remat/checked_math.h"
-#include "remat/model_config.h"
+#include "remat/io/checked_math.h"
+#include "remat/model/model_config.h"
 
 namespace remat::analytic {
 

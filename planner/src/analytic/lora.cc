@@ -1,8 +1,8 @@
 #include "analytic/lora.h"
 
-#include "remat/analytic.h"
-#include "remat/checked_math.h"
-#include "remat/precision.h"
+#include "remat/analytic/analytic.h"
+#include "remat/io/checked_math.h"
+#include "remat/model/precision.h"
 
 namespace remat::analytic {
 

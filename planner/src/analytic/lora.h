@@ -13,9 +13,9 @@
 #include <cstdint>
 
 #include "analytic/transformer_graph.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
-#include "remat/status.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
+#include "remat/io/status.h"
 
 namespace remat::analytic {
 

@@ -4,8 +4,8 @@
 #include "analytic/transformer_graph.h"
 
 #include "analytic/parts.h"
-#include "remat/precision.h"
-#include "remat/profile.h"
+#include "remat/model/precision.h"
+#include "remat/profile/profile.h"
 
 namespace remat::analytic {
 

@@ -10,8 +10,8 @@
 
 #include "analytic/op_graph.h"
 #include "analytic/sdpa_backend.h"
-#include "remat/model_config.h"
-#include "remat/status.h"
+#include "remat/model/model_config.h"
+#include "remat/io/status.h"
 
 namespace remat::analytic {
 

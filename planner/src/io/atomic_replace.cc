@@ -14,7 +14,7 @@
 #include <mutex>
 
 #include "io/write_all.h"
-#include "io_internal.h"
+#include "io/io_internal.h"
 
 namespace remat::internal {
 namespace {

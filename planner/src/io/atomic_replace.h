@@ -6,12 +6,12 @@
 #include <string>
 
 #include "io/output_target.h"
-#include "remat/status.h"
+#include "remat/io/status.h"
 
 namespace remat::internal {
 
 // Writes `content` to `target.path` (kind kReplace) as WriteOutputFile
-// (remat/io.h) describes: temp file "<target.path>.tmp.<pid>.<n>", fsync,
+// (remat/io/io.h) describes: temp file "<target.path>.tmp.<pid>.<n>", fsync,
 // rename, fsync of the folder (best effort); the old file's permissions
 // kept; the temp file removed on any failure and on a fatal signal at its
 // default action. Errors are kOutputFailed and start with `name`.

@@ -1,4 +1,4 @@
-#include "remat/fd_stream.h"
+#include "remat/io/fd_stream.h"
 
 #include <algorithm>
 #include <cstring>

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "remat/status.h"
+#include "remat/io/status.h"
 
 namespace remat::internal {
 

@@ -1,10 +1,10 @@
 // Plans: strategy names, a plan from a schedule (simulated), plan ranking.
-#include "remat/plan.h"
+#include "remat/plan/plan.h"
 
 #include <cmath>
 #include <set>
 
-#include "json_fields.h"
+#include "io/json_fields.h"
 
 namespace remat {
 

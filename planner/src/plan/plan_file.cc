@@ -1,10 +1,10 @@
 // plan.json read back: the plan a file holds, as `planner train` runs it.
-#include "remat/plan_file.h"
+#include "remat/plan/plan_file.h"
 
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "remat/precision.h"
+#include "io/json_fields.h"
+#include "remat/model/precision.h"
 
 namespace remat {
 

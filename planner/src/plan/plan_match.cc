@@ -1,6 +1,6 @@
 // Whether a plan file was made for the model it is about to run on: the one
 // compatibility check (planner train and anything else that runs a plan).
-#include "remat/plan_file.h"
+#include "remat/plan/plan_file.h"
 
 namespace remat {
 namespace {

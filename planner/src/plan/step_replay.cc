@@ -1,8 +1,8 @@
 // The caching allocator replayed over a plan's training steps, until its
-// reserved state repeats (remat/plan.h).
+// reserved state repeats (remat/plan/plan.h).
 #include <unordered_map>
 
-#include "remat/plan.h"
+#include "remat/plan/plan.h"
 
 namespace remat {
 

@@ -2,7 +2,7 @@
 // for a global batch.
 #include <algorithm>
 
-#include "remat/planning.h"
+#include "remat/planning/planning.h"
 
 namespace remat {
 

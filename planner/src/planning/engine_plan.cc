@@ -1,11 +1,11 @@
-#include "remat/engine_plan.h"
+#include "remat/planning/engine_plan.h"
 
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "remat/planning.h"
-#include "remat/precision.h"
-#include "remat/units.h"
+#include "remat/planning/planning.h"
+#include "remat/model/precision.h"
+#include "remat/io/units.h"
 
 namespace remat {
 namespace {

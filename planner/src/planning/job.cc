@@ -1,4 +1,4 @@
-#include "remat/job.h"
+#include "remat/planning/job.h"
 
 namespace remat {
 namespace {

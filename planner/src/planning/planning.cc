@@ -1,9 +1,9 @@
 // RunPlanner: plan the job, and weigh what the request asks beside it.
-#include "remat/planning.h"
+#include "remat/planning/planning.h"
 
 #include <cstdio>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat {
 

@@ -2,7 +2,7 @@
 // fits when every rank's does.
 #include <algorithm>
 
-#include "remat/planning.h"
+#include "remat/planning/planning.h"
 
 namespace remat {
 namespace {

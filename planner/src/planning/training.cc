@@ -1,8 +1,8 @@
-#include "remat/training.h"
+#include "remat/planning/training.h"
 
 #include <sstream>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 

@@ -1,9 +1,9 @@
 // The allocator trace file: a plan's replayed allocation sequence and what
-// the allocator model did with it (remat/report.h, docs/device-memory.md).
+// the allocator model did with it (remat/report/report.h, docs/device-memory.md).
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "remat/report.h"
+#include "io/json_fields.h"
+#include "remat/report/report.h"
 
 namespace remat {
 namespace {

@@ -1,8 +1,8 @@
-// Reading an allocator trace file (remat/alloc_trace.h).
+// Reading an allocator trace file (remat/report/alloc_trace.h).
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "remat/alloc_trace.h"
+#include "io/json_fields.h"
+#include "remat/report/alloc_trace.h"
 
 namespace remat {
 namespace {

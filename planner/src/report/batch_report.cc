@@ -1,9 +1,9 @@
-#include "remat/batch_report.h"
+#include "remat/report/batch_report.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat {
 namespace {

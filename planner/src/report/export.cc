@@ -1,4 +1,4 @@
-#include "remat/export.h"
+#include "remat/report/export.h"
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat {
 namespace {

@@ -1,5 +1,5 @@
 // `planner pareto` output: the overhead-versus-peak table and its JSON.
-#include "remat/pareto_report.h"
+#include "remat/report/pareto_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "remat/report.h"
-#include "remat/units.h"
+#include "io/json_fields.h"
+#include "remat/report/report.h"
+#include "remat/io/units.h"
 
 namespace remat {
 

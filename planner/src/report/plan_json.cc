@@ -1,14 +1,14 @@
-// plan.json: a planning result written as a self-contained file (remat/report.h).
+// plan.json: a planning result written as a self-contained file (remat/report/report.h).
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "profile_json.h"
-#include "remat/accumulation.h"
-#include "remat/analytic.h"
-#include "remat/plan_file.h"
-#include "remat/planning.h"
-#include "remat/report.h"
-#include "schedule_json.h"
+#include "io/json_fields.h"
+#include "profile/profile_json.h"
+#include "remat/simulate/accumulation.h"
+#include "remat/analytic/analytic.h"
+#include "remat/plan/plan_file.h"
+#include "remat/planning/planning.h"
+#include "remat/report/report.h"
+#include "schedule/schedule_json.h"
 
 namespace remat {
 
@@ -53,7 +53,7 @@ nlohmann::ordered_json PredictedJson(const Plan& plan, const UpdatePrediction& u
   return j;
 }
 
-// The device's terms and what they add to the plan (remat/device_memory.h).
+// The device's terms and what they add to the plan (remat/device/device_memory.h).
 nlohmann::ordered_json DeviceMemoryJson(const Plan& plan) {
   const DeviceMemoryTerms& t = plan.terms;
   const DeviceMemoryUse& m = plan.memory;
@@ -119,7 +119,7 @@ nlohmann::ordered_json ParallelJson(const Parallelism& p) {
 }
 
 // The job's fields as planned, under model.json's names (PlannedJob,
-// remat/plan_file.h, reads them back).
+// remat/plan/plan_file.h, reads them back).
 nlohmann::ordered_json PlannedJobJson(const PlannedJob& p) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (p.precision) j["precision"] = ToString(*p.precision);

@@ -1,9 +1,9 @@
 // A distributed job's ranks in the reports: what each rank's peak holds.
 #include <sstream>
 
-#include "remat/planning.h"
-#include "remat/report.h"
-#include "remat/units.h"
+#include "remat/planning/planning.h"
+#include "remat/report/report.h"
+#include "remat/io/units.h"
 
 namespace remat {
 

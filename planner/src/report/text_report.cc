@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "remat/accumulation.h"
-#include "remat/analytic.h"
-#include "remat/report.h"
-#include "remat/units.h"
+#include "remat/simulate/accumulation.h"
+#include "remat/analytic/analytic.h"
+#include "remat/report/report.h"
+#include "remat/io/units.h"
 
 namespace remat {
 namespace {
@@ -25,7 +25,7 @@ std::string PadLeft(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
-// The device's terms beside the tensors (remat/device_memory.h), one named
+// The device's terms beside the tensors (remat/device/device_memory.h), one named
 // line each.
 void DeviceTerms(std::ostringstream& o, const Plan& plan) {
   const DeviceMemoryUse& m = plan.memory;
@@ -42,7 +42,7 @@ void DeviceTerms(std::ostringstream& o, const Plan& plan) {
     << FormatBytes(m.workspace_bytes) << "; " << plan.terms.source << ")\n";
 }
 
-// One optimizer step over K > 1 micro-batches (remat/accumulation.h).
+// One optimizer step over K > 1 micro-batches (remat/simulate/accumulation.h).
 void UpdateLine(std::ostringstream& o, const Plan& plan, const Profile& p, int64_t k) {
   if (k <= 1) return;
   const UpdatePrediction u = PredictUpdate(p, plan.predicted, k);

@@ -1,4 +1,4 @@
-#include "remat/train_report.h"
+#include "remat/report/train_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "remat/units.h"
+#include "remat/io/units.h"
 
 namespace remat {
 namespace {

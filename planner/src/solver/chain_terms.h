@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "remat/profile.h"
-#include "remat/schedule.h"
+#include "remat/profile/profile.h"
+#include "remat/schedule/schedule.h"
 #include "solver/memory_units.h"
 
 namespace remat::solver {

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "remat/profile.h"
+#include "remat/profile/profile.h"
 
 namespace remat::solver {
 

@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-#include "remat/schedule.h"
+#include "remat/schedule/schedule.h"
 #include "solver/chain_terms.h"
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "remat/profile.h"
+#include "remat/profile/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/memory_units.h"
 #include "solver/multilevel_dp.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "remat/schedule.h"
+#include "remat/schedule/schedule.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 

@@ -17,8 +17,8 @@
 #include <optional>
 #include <vector>
 
-#include "remat/decisions.h"
-#include "remat/profile.h"
+#include "remat/schedule/decisions.h"
+#include "remat/profile/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/cost_row.h"
 #include "solver/interval_bounds.h"

@@ -33,7 +33,7 @@
 #include <tuple>
 #include <vector>
 
-#include "remat/profile.h"
+#include "remat/profile/profile.h"
 
 namespace remat::solver {
 

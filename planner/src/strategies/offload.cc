@@ -6,8 +6,8 @@
 // Without a budget: every block checkpointed and every checkpoint offloaded,
 // the lowest device peak offload reaches (as far as the host budget allows).
 // With one: the fastest (k, j) that fits, every candidate simulated.
-#include "remat/decisions.h"
-#include "remat/units.h"
+#include "remat/schedule/decisions.h"
+#include "remat/io/units.h"
 #include "strategies/solvers.h"
 
 namespace remat::strategies {

@@ -20,8 +20,8 @@
 #include <tuple>
 #include <type_traits>
 
-#include "remat/simulator.h"
-#include "remat/units.h"
+#include "remat/simulate/simulator.h"
+#include "remat/io/units.h"
 #include "solver/interval_bounds.h"
 #include "solver/multilevel_dp.h"
 #include "solver/op_emitter.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat::strategies {
 

@@ -1,4 +1,4 @@
-#include "remat/analytic.h"
+#include "remat/analytic/analytic.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "remat/job.h"
+#include "remat/planning/job.h"
 
 namespace remat {
 namespace {

@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/job.h"
-#include "remat/planning.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
+#include "remat/planning/job.h"
+#include "remat/planning/planning.h"
+#include "remat/profile/profile.h"
 #include "testing/cpu_kept.h"
 
 namespace remat {

@@ -4,8 +4,8 @@
 // such term.
 #include <gtest/gtest.h>
 
-#include "remat/analytic.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/profile/profile.h"
 #include "testing/gpt_chain.h"
 
 namespace remat {

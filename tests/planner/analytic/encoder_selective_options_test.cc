@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "remat/analytic.h"
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/strategies.h"
+#include "remat/analytic/analytic.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/strategies/strategies.h"
 #include "testing/gpt_chain.h"
 #include "testing/masks_pay.h"
 

@@ -22,9 +22,9 @@
 
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/model/model_config.h"
+#include "remat/profile/profile.h"
 #include "testing/minilm_job.h"
 
 namespace remat {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "analytic/chain.h"
-#include "remat/analytic.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/profile/profile.h"
 #include "testing/gpt_chain.h"
 
 namespace remat {

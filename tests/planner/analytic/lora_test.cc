@@ -7,11 +7,11 @@
 #include <set>
 
 #include "analytic/transformer_graph.h"
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/job.h"
-#include "remat/planning.h"
-#include "remat/precision.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
+#include "remat/planning/job.h"
+#include "remat/planning/planning.h"
+#include "remat/model/precision.h"
 
 namespace remat {
 namespace {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "remat/analytic.h"
-#include "remat/decisions.h"
-#include "remat/input.h"
-#include "remat/profile.h"
-#include "remat/simulator.h"
-#include "remat/strategies.h"
+#include "remat/analytic/analytic.h"
+#include "remat/schedule/decisions.h"
+#include "remat/input/input.h"
+#include "remat/profile/profile.h"
+#include "remat/simulate/simulator.h"
+#include "remat/strategies/strategies.h"
 #include "testing/minilm_job.h"
 
 namespace remat {

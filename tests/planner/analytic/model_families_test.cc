@@ -2,8 +2,8 @@
 // llama, encoder and sentence-embedding parts keep for backward.
 #include <gtest/gtest.h>
 
-#include "remat/analytic.h"
-#include "remat/input.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
 #include "testing/hf_config.h"
 
 namespace remat {

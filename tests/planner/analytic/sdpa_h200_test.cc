@@ -10,9 +10,9 @@
 #include <cmath>
 #include <string>
 
-#include "remat/device_memory.h"
-#include "remat/job.h"
-#include "remat/planning.h"
+#include "remat/device/device_memory.h"
+#include "remat/planning/job.h"
+#include "remat/planning/planning.h"
 
 namespace remat {
 namespace {

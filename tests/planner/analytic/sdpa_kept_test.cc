@@ -6,9 +6,9 @@
 
 #include "analytic/op_graph.h"
 #include "analytic/transformer_graph.h"
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
+#include "remat/profile/profile.h"
 #include "testing/hf_config.h"
 
 namespace remat {

@@ -8,7 +8,7 @@
 // train (LoRA).
 #include <gtest/gtest.h>
 
-#include "remat/analytic.h"
+#include "remat/analytic/analytic.h"
 
 namespace remat {
 namespace {

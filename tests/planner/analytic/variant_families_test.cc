@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "remat/analytic.h"
-#include "remat/input.h"
-#include "remat/profile.h"
+#include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
+#include "remat/profile/profile.h"
 #include "testing/cpu_kept.h"
 #include "testing/hf_config.h"
 

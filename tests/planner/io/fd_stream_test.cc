@@ -1,6 +1,6 @@
 // FdStreamBuf: what goes through it reaches the descriptor, and a write that
 // fails is recorded instead of lost.
-#include "remat/fd_stream.h"
+#include "remat/io/fd_stream.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-#include "remat/io.h"
+#include "remat/io/io.h"
 #include "testing/scratch_dir.h"
 
 namespace remat {

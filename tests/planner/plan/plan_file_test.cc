@@ -1,16 +1,16 @@
 // plan.json read back (the input of `planner train --plan`): a catalogue of
 // bad plan files, each rejected with one message naming the file, the field
 // and the value; and the check that a plan is for the model it runs on.
-#include "remat/plan_file.h"
+#include "remat/plan/plan_file.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "remat/analytic.h"
-#include "remat/report.h"
-#include "remat/strategies.h"
+#include "remat/analytic/analytic.h"
+#include "remat/report/report.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

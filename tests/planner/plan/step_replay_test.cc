@@ -1,12 +1,12 @@
 // ReplayTrainingSteps: the caching allocator model over a plan's training
 // steps, against reserved peaks derived by hand from PyTorch's allocator
-// rules (CUDACachingAllocator.cpp, remat/caching_allocator.h).
+// rules (CUDACachingAllocator.cpp, remat/device/caching_allocator.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "remat/plan.h"
-#include "remat/strategies.h"
+#include "remat/plan/plan.h"
+#include "remat/strategies/strategies.h"
 #include "testing/chains.h"
 
 namespace remat {

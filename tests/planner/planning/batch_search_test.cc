@@ -3,9 +3,9 @@
 
 #include <limits>
 
-#include "remat/planning.h"
-#include "remat/precision.h"
-#include "remat/strategies.h"
+#include "remat/planning/planning.h"
+#include "remat/model/precision.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

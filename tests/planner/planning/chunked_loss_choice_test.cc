@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "remat/input.h"
-#include "remat/job.h"
-#include "remat/planning.h"
-#include "remat/precision.h"
-#include "remat/strategies.h"
+#include "remat/input/input.h"
+#include "remat/planning/job.h"
+#include "remat/planning/planning.h"
+#include "remat/model/precision.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

@@ -3,9 +3,9 @@
 // the budget, over budgets and strategies.
 #include <gtest/gtest.h>
 
-#include "remat/device_memory.h"
-#include "remat/plan.h"
-#include "remat/strategies.h"
+#include "remat/device/device_memory.h"
+#include "remat/plan/plan.h"
+#include "remat/strategies/strategies.h"
 #include "strategies/heuristic_search.h"
 #include "testing/chains.h"
 #include "testing/gpt_chain.h"

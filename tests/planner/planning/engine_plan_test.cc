@@ -1,14 +1,14 @@
 // PlanForEngine: exact where an engine's shape plans to the same decisions;
 // otherwise no plan of the engine's shapes is better than the one chosen
 // (checked against every shape, planned one by one).
-#include "remat/engine_plan.h"
+#include "remat/planning/engine_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "remat/planning.h"
-#include "remat/strategies.h"
+#include "remat/planning/planning.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

@@ -2,8 +2,8 @@
 // does, and the report describes the worst.
 #include <gtest/gtest.h>
 
-#include "remat/planning.h"
-#include "remat/strategies.h"
+#include "remat/planning/planning.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "solver/chain_terms.h"
 #include "solver/interval_bounds.h"
 #include "solver/op_emitter.h"

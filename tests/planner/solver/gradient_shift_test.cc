@@ -12,8 +12,8 @@
 #include <cmath>
 #include <string>
 
-#include "remat/simulator.h"
-#include "remat/strategies.h"
+#include "remat/simulate/simulator.h"
+#include "remat/strategies/strategies.h"
 #include "solver/multilevel_dp.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "solver/multilevel_dp.h"
 #include "testing/dp_cases.h"
 #include "testing/gpt_chain.h"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "testing/cancel.h"
 #include "testing/chains.h"
 

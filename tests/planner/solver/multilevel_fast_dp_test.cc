@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "remat/simulator.h"
+#include "remat/simulate/simulator.h"
 #include "solver/multilevel_dp.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "remat/schedule.h"
-#include "remat/simulator.h"
+#include "remat/schedule/schedule.h"
+#include "remat/simulate/simulator.h"
 #include "testing/chains.h"
 
 namespace remat::solver {

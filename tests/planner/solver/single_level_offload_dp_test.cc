@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "remat/profile.h"
+#include "remat/profile/profile.h"
 #include "solver/chain_terms.h"
 #include "solver/memory_units.h"
 #include "solver/single_level_dp.h"

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "remat/pareto.h"
-#include "remat/simulator.h"
-#include "remat/strategies.h"
+#include "remat/planning/pareto.h"
+#include "remat/simulate/simulator.h"
+#include "remat/strategies/strategies.h"
 #include "solver/multilevel_dp.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"

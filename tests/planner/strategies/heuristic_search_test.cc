@@ -10,7 +10,7 @@
 #include <limits>
 #include <optional>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"
 #include "testing/gpt_chain.h"

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "remat/analytic.h"
-#include "remat/model_config.h"
-#include "remat/strategies.h"
+#include "remat/analytic/analytic.h"
+#include "remat/model/model_config.h"
+#include "remat/strategies/strategies.h"
 #include "testing/gpt_chain.h"
 
 namespace remat {

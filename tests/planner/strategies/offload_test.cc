@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "remat/plan.h"
-#include "remat/strategies.h"
+#include "remat/plan/plan.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat {
 namespace {

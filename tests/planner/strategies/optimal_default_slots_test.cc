@@ -3,7 +3,7 @@
 // strategies fit and are at least as fast.
 #include <gtest/gtest.h>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "testing/chains.h"
 #include "testing/gpt_chain.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "solver/chain_terms.h"
 #include "solver/memory_units.h"
 #include "solver/single_level_dp.h"

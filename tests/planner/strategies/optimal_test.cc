@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
 

@@ -1,4 +1,4 @@
-#include "remat/strategies.h"
+#include "remat/strategies/strategies.h"
 
 #include <gtest/gtest.h>
 

@@ -8,12 +8,12 @@
 
 #include <string>
 
-#include "remat/pareto.h"
-#include "remat/plan.h"
-#include "remat/profile.h"
-#include "remat/report.h"
-#include "remat/runtime_api.h"
-#include "remat/status.h"
+#include "remat/planning/pareto.h"
+#include "remat/plan/plan.h"
+#include "remat/profile/profile.h"
+#include "remat/report/report.h"
+#include "remat/schedule/runtime_api.h"
+#include "remat/io/status.h"
 
 namespace remat {
 

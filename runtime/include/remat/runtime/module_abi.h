@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <string>
 
-#include "remat/runtime_api.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::runtime {
 

@@ -1,6 +1,6 @@
 // The LibTorch runtime: executes planner schedules on a GPT-style
 // transformer, measures per-layer profiles, and reports measured memory and
-// time per schedule op. Implements remat::Runtime (remat/runtime_api.h); no
+// time per schedule op. Implements remat::Runtime (remat/schedule/runtime_api.h); no
 // torch type appears in this header, so the CLI links it without including
 // LibTorch.
 //
@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "remat/runtime_api.h"
+#include "remat/schedule/runtime_api.h"
 
 namespace remat::runtime {
 

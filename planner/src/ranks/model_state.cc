@@ -1,0 +1,274 @@
+// A rank's model state under data parallelism: the ZeRO paper's division and
+// each engine's buffers (remat/ranks/rank_memory.h).
+#include <algorithm>
+
+#include "remat/ranks/rank_memory.h"
+
+namespace remat {
+namespace {
+
+int64_t CeilDiv(int64_t bytes, int64_t n) { return n <= 1 ? bytes : (bytes + n - 1) / n; }
+
+// DeepSpeed's reduce bucket: reduce_bucket_size = bucket_cap_mb MiB of fp32
+// elements (python -m remat train's DeepSpeed config), each of the gradient
+// dtype (stage_1_and_2.py setup_buckets, stage3.py's ipg buffer).
+int64_t ReduceBucketBytes(const ReplicaState& r, const Parallelism& p) {
+  const int64_t elements = static_cast<int64_t>(p.bucket_cap_mb * 1048576.0) / 4;
+  return elements * r.gradient_element_bytes;
+}
+
+// DeepSpeed ZeRO-3: the optimizer's fp32 gradient partition (its sub-group
+// of at most sub_group_size = 1e9 elements, DeepSpeed's default).
+int64_t OptimizerGradientBytes(const ReplicaState& r, int64_t n) {
+  if (r.optimizer_bytes == 0 || r.gradient_element_bytes <= 0) return 0;
+  const int64_t elements = std::min<int64_t>(
+      CeilDiv(r.gradient_bytes / r.gradient_element_bytes, n), 1'000'000'000);
+  return elements * 4;
+}
+
+}  // namespace
+
+std::vector<MemoryTerm> RankModelState::terms() const {
+  std::vector<MemoryTerm> t = {{"parameters", parameter_bytes},
+                               {"gradients", gradient_bytes},
+                               {"optimizer", optimizer_bytes}};
+  if (ddp_bucket_bytes > 0) t.push_back({"ddp_buckets", ddp_bucket_bytes});
+  if (unsharded_bytes > 0) t.push_back({"fsdp_unsharded", unsharded_bytes});
+  if (fsdp_prefetch_bytes > 0) t.push_back({"fsdp_prefetch", fsdp_prefetch_bytes});
+  if (fsdp_gradient_bytes > 0) t.push_back({"fsdp_gradients", gather_blocks * fsdp_gradient_bytes});
+  if (reduce_scatter_bytes > 0) t.push_back({"reduce_scatter", reduce_scatter_bytes});
+  if (reduce_bucket_bytes > 0) t.push_back({"reduce_bucket", reduce_bucket_bytes});
+  if (persistent_bytes > 0) t.push_back({"zero3_persistent", persistent_bytes});
+  if (optimizer_gradient_bytes > 0) t.push_back({"zero3_optimizer_grads", optimizer_gradient_bytes});
+  if (bucket_flush_bytes > 0) t.push_back({"bucket_flush", bucket_flush_bytes});
+  return t;
+}
+
+RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
+  const int64_t n = p.shard_ranks();
+  RankModelState s;
+  s.parameter_bytes = r.weight_bytes;
+  s.gradient_bytes = r.gradient_bytes;
+  s.optimizer_bytes = r.optimizer_bytes;
+  switch (p.data) {
+    case DataParallel::kNone:
+    case DataParallel::kZero0:  // (2 + 2 + K) Ψ
+      break;
+    case DataParallel::kDdp:
+      s.ddp_bucket_bytes = r.gradient_bytes;
+      break;
+    case DataParallel::kZero1:  // 2Ψ + 2Ψ + KΨ / Nd
+      s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
+      break;
+    case DataParallel::kZero2:  // 2Ψ + (2 + K) Ψ / Nd
+      s.gradient_bytes = CeilDiv(r.gradient_bytes, n);
+      s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
+      s.gradient_divisor = n;
+      // A block's gradients as backward makes them; the reduce bucket they
+      // are copied into is its own term.
+      s.reduce_scatter_bytes = r.block_gradient_bytes;
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
+      break;
+    case DataParallel::kZero3: {  // (2 + 2 + K) Ψ / Nd
+      s.parameter_bytes = CeilDiv(r.weight_bytes, n);
+      s.gradient_bytes = CeilDiv(r.gradient_bytes, n);
+      s.optimizer_bytes = CeilDiv(r.optimizer_bytes, n);
+      s.gradient_divisor = n;
+      s.reduce_bucket_bytes = ReduceBucketBytes(r, p);
+      s.optimizer_gradient_bytes = OptimizerGradientBytes(r, n);
+      if (n > 1) {
+        // Persistent parameters stay whole; the others are gathered per
+        // module as forward and backward reach them.
+        s.persistent_bytes = r.persistent_weight_bytes;
+        s.unsharded_bytes = (r.root_weight_bytes - r.root_persistent_weight_bytes) +
+                            2 * (r.block_weight_bytes - r.block_persistent_weight_bytes);
+        s.reduce_scatter_bytes = r.block_gradient_bytes;
+        // The bucket's reduce copies the gradients it holds (Gloo: twice).
+        const int64_t bucket = ReduceBucketBytes(r, p);
+        s.flush_in_every_layer = r.gradient_bytes > bucket;
+        s.bucket_flush_bytes = std::min(r.gradient_bytes, bucket) * (p.gloo ? 2 : 1);
+      }
+      break;
+    }
+    case DataParallel::kFsdp2:
+    case DataParallel::kHsdp: {
+      // The sharded parameters are the fp32 masters where there are any
+      // (MixedPrecisionPolicy casts them to param_dtype when gathering):
+      // the 16-bit copies of the trained weights (half the masters' bytes)
+      // are not kept.
+      const int64_t master = r.master_weight_bytes;
+      s.parameter_bytes = CeilDiv(r.weight_bytes - master / 2 + master, n);
+      s.optimizer_bytes = CeilDiv(r.optimizer_bytes - master, n);
+      s.gradient_bytes = CeilDiv(r.gradient_bytes, n);
+      s.gradient_divisor = n;
+      if (n > 1) {
+        // A fully_shard unit: gather_blocks blocks, gathered and reduced
+        // together.
+        const int64_t units = std::max<int64_t>(r.gather_blocks, 1);
+        s.gather_blocks = units;
+        const int64_t unit_weights = units * r.block_weight_bytes;
+        const int64_t unit_gradients = units * r.block_gradient_bytes;
+        if (p.reshard_after_forward) {
+          s.unsharded_bytes = r.root_weight_bytes + unit_weights;
+          s.fsdp_prefetch_bytes = unit_weights;
+        } else {
+          s.unsharded_bytes = r.weight_bytes;
+        }
+        // A block's unsharded gradients until its unit's reduce-scatter:
+        // as backward makes them (param_dtype, as its weights), or
+        // accumulated under set_requires_gradient_sync(False) over the first
+        // K - 1 micro-batches (reduce_dtype; fsdp_no_sync). Otherwise each
+        // micro-batch reduce-scatters into the sharded gradients. The reduce-scatter input of the
+        // unit before lives until the next reduce-scatter.
+        s.fsdp_accumulates = r.micro_batches > 1 && p.fsdp_no_sync;
+        s.fsdp_gradient_bytes = s.fsdp_accumulates ? r.block_gradient_bytes : r.block_weight_bytes;
+        s.reduce_scatter_bytes = unit_gradients;
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
+                                                 const RankModelState& state) {
+  const int n_layers = static_cast<int>(whole.layers.size());
+  std::vector<RankLayerBuffers> out(n_layers);
+  std::vector<int> blocks;  // the block layers, in order
+  for (int i = 0; i < n_layers; ++i) {
+    if (whole.layers[i].kind == kBlockKind) blocks.push_back(i);
+  }
+  const int64_t g = std::max<int64_t>(state.gather_blocks, 1);
+  const int64_t count = static_cast<int64_t>(blocks.size());
+  const int64_t top = count > 0 ? (count - 1) / g : 0;  // the unit backward reduces first
+  // FSDP2: each block's unsharded gradients beyond the shard its layer
+  // counts, and their sums over blocks [0, k).
+  std::vector<int64_t> excess(count), before(count + 1, 0);
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t shard = CeilDiv(whole.layers[blocks[k]].gradient_bytes, state.gradient_divisor);
+    excess[k] = state.fsdp_gradient_bytes > 0 ? std::max<int64_t>(0, state.fsdp_gradient_bytes - shard)
+                                              : 0;
+    before[k + 1] = before[k] + excess[k];
+  }
+  const bool fsdp = state.fsdp_gradient_bytes > 0;
+  for (int64_t k = 0; k < count; ++k) {
+    RankLayerBuffers& b = out[blocks[k]];
+    const int64_t unit = k / g, unit_end = std::min(count, (unit + 1) * g);
+    b.prefetch_forward = state.fsdp_prefetch_bytes;
+    if (k >= g) b.prefetch_backward = state.fsdp_prefetch_bytes;
+    if (!fsdp) {
+      b.reduce_scatter = state.reduce_scatter_bytes;
+      continue;
+    }
+    if (unit < top) b.reduce_scatter = state.reduce_scatter_bytes;
+    if (state.fsdp_accumulates) {
+      // First micro-batch: nothing reduced, blocks k.. hold theirs. Later:
+      // the units not reduced yet, this one included.
+      b.gradients_first = before[count] - before[k];
+      b.gradients_later = before[unit_end];
+    } else {
+      // This block's and its unit's blocks after it (backward went there
+      // first); the unit's reduce-scatter makes them shards.
+      b.gradients_first = b.gradients_later = before[unit_end] - before[k];
+    }
+  }
+  if (fsdp && state.fsdp_accumulates && count > 0) {
+    // Outside the blocks: before them every block's gradients are reduced
+    // in the last micro-batch, none in the first; after them the reverse.
+    for (int i = 0; i < n_layers; ++i) {
+      if (whole.layers[i].kind == kBlockKind) continue;
+      if (i < blocks.front()) out[i].gradients_first = before[count];
+      if (i > blocks.back()) out[i].gradients_later = before[count];
+    }
+    for (RankLayerBuffers& b : out) b.gradients_forward = before[count];
+  }
+  for (int i = 0; i < n_layers; ++i) {
+    const bool flush =
+        state.flush_in_every_layer ? whole.layers[i].gradient_bytes > 0 : i == 0;
+    if (flush) out[i].bucket_flush = state.bucket_flush_bytes;
+  }
+  return out;
+}
+
+Profile RankProfile(const Profile& whole, const RankModelState& state) {
+  Profile p = whole;
+  const std::vector<RankLayerBuffers> buffers = RankLayerBuffersOf(whole, state);
+  // FSDP2 reduces the root's gradients at the end of backward: whole until then.
+  const bool whole_root = state.fsdp_gradient_bytes > 0;
+  int64_t created = 0;
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    LayerProfile& l = p.layers[i];
+    const RankLayerBuffers& b = buffers[i];
+    if (l.kind == kBlockKind || !whole_root) {
+      l.gradient_bytes = CeilDiv(l.gradient_bytes, state.gradient_divisor);
+    }
+    created += l.gradient_bytes;
+    const int64_t backward = l.backward_workspace_bytes;
+    const int64_t accumulate = l.accumulating_workspace_bytes();
+    const int64_t shared = b.prefetch_backward + b.reduce_scatter + b.bucket_flush;
+    // A layer without gradients of its own backpropagates in micro-batches
+    // 2..K with its backward workspace (the simulator's accumulating one is
+    // for layers whose gradients exist): the larger of the two there.
+    const int64_t accumulate_add = shared + b.gradients_later;
+    const int64_t backward_add =
+        shared + (l.gradient_bytes > 0 ? b.gradients_first
+                                       : std::max(b.gradients_first, b.gradients_later));
+    l.backward_workspace_bytes = backward + backward_add;
+    if (l.accumulate_workspace_bytes >= 0 || accumulate_add != backward_add) {
+      l.accumulate_workspace_bytes = accumulate + accumulate_add;
+    }
+    const int64_t forward_add = b.prefetch_forward + b.gradients_forward;
+    if (forward_add > 0) {
+      l.forward_workspace_bytes += forward_add;
+      if (l.forward_nograd_workspace_bytes >= 0) l.forward_nograd_workspace_bytes += forward_add;
+      for (SelectiveOption& o : l.selective) {
+        if (o.forward_workspace_bytes >= 0) o.forward_workspace_bytes += forward_add;
+      }
+    }
+  }
+  p.static_memory.parameter_bytes =
+      state.parameter_bytes + state.unsharded_bytes + state.persistent_bytes;
+  p.static_memory.gradient_bytes =
+      std::max<int64_t>(0, state.gradient_bytes - created) + state.ddp_bucket_bytes +
+      state.reduce_bucket_bytes + state.optimizer_gradient_bytes;
+  p.static_memory.optimizer_bytes = state.optimizer_bytes;
+  return p;
+}
+
+RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks) {
+  if (m.state.gather_blocks == blocks ||
+      (m.parallel.data != DataParallel::kFsdp2 && m.parallel.data != DataParallel::kHsdp)) {
+    return m;
+  }
+  RankMemory out = m;
+  out.replica.gather_blocks = blocks;
+  out.state = ShardModelState(out.replica, m.parallel);
+  out.profile = RankProfile(m.stage_profile, out.state);
+  return out;
+}
+
+ReplicaState ReplicaOfProfile(const Profile& profile) {
+  ReplicaState r;
+  r.weight_bytes = profile.static_memory.parameter_bytes;
+  r.optimizer_bytes = profile.static_memory.optimizer_bytes;
+  int64_t created = 0, block = 0, root = 0;
+  for (const LayerProfile& l : profile.layers) {
+    created += l.gradient_bytes;
+    if (l.kind == kBlockKind) {
+      block = std::max(block, l.gradient_bytes);
+    } else {
+      root += l.gradient_bytes;
+    }
+  }
+  r.gradient_bytes = profile.static_memory.gradient_bytes + created;
+  r.block_gradient_bytes = block;
+  if (created > 0) {
+    const double per = static_cast<double>(r.weight_bytes) / static_cast<double>(created);
+    r.block_weight_bytes = static_cast<int64_t>(per * static_cast<double>(block));
+    r.root_weight_bytes = static_cast<int64_t>(per * static_cast<double>(root));
+  }
+  return r;
+}
+
+}  // namespace remat

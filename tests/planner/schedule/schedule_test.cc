@@ -1,0 +1,94 @@
+#include "remat/schedule/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "remat/plan/plan.h"
+#include "testing/chains.h"
+
+namespace remat {
+namespace {
+
+int CountFrees(const Schedule& s) {
+  int n = 0;
+  for (const Op& op : s.ops) n += op.kind == OpKind::kFree;
+  return n;
+}
+
+TEST(ChainGraph, ReadsAndWritesFollowTheAutogradGraph) {
+  const ChainGraph g(4);
+  const std::vector<TensorRef> b1 = g.Reads(Op::Backward(1));
+  EXPECT_EQ(b1.size(), 3u);  // x1 (input), a1, g2: not its output x2
+  auto has = [](const std::vector<TensorRef>& v, TensorKind k, int i) {
+    for (const TensorRef& t : v) {
+      if (t.kind == k && t.index == i) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(b1, TensorKind::kX, 1));
+  EXPECT_FALSE(has(b1, TensorKind::kX, 2));
+  EXPECT_TRUE(has(g.Reads(Op::Backward(3)), TensorKind::kX, 4));  // but the loss's
+  EXPECT_TRUE(has(b1, TensorKind::kA, 1));
+  EXPECT_TRUE(has(b1, TensorKind::kG, 2));
+  EXPECT_TRUE(has(g.Writes(Op::Backward(1)), TensorKind::kG, 1));
+  EXPECT_TRUE(g.Writes(Op::Backward(0)).empty());     // no gradient into the batch
+  EXPECT_FALSE(has(g.Reads(Op::Backward(3)), TensorKind::kG, 4));  // the loss seed is implicit
+  EXPECT_EQ(g.Writes(Op::Forward(2, SaveMode::kNone)).size(), 1u);   // only x3
+  EXPECT_EQ(g.Writes(Op::Forward(2, SaveMode::kAll)).size(), 2u);    // x3 and a2
+  EXPECT_TRUE(g.Reads(Op::Free({TensorKind::kX, 1})).empty());
+}
+
+TEST(AddFrees, FreesEachAllocationOnceAfterItsLastRead) {
+  const Profile p = testing::UniformChain(5);
+  std::vector<LayerDecision> d(5, LayerDecision::kKeep);
+  d[1] = LayerDecision::kCheckpoint;
+  d[2] = LayerDecision::kRecompute;
+  const Schedule s = *BuildSingleLevelSchedule(p, d, {});
+  ASSERT_TRUE(ValidateSchedule(s, p).ok());
+  // Allocations: x0, 5 forwards' outputs, 3 forwards' a, 2 recomputes' x and a, 4 gradients.
+  EXPECT_EQ(CountFrees(s), 1 + 5 + 3 + 4 + 4);
+  // x2, written by the no-grad forward of layer 1, is freed right after layer 2 reads it.
+  for (size_t i = 0; i + 1 < s.ops.size(); ++i) {
+    if (s.ops[i].kind == OpKind::kForward && s.ops[i].layer == 2) {
+      EXPECT_EQ(s.ops[i + 1].kind, OpKind::kFree);
+      EXPECT_EQ(TensorName(s.ops[i + 1].tensor), "x2");
+    }
+  }
+}
+
+TEST(Schedule, JsonRoundTrip) {
+  const Profile p = testing::TransformerChain(4);
+  std::vector<LayerDecision> d(p.num_layers(), LayerDecision::kKeep);
+  d[1] = LayerDecision::kCheckpoint;
+  d[2] = LayerDecision::kRecompute;
+  d[3] = LayerDecision::kSelective;
+  const Schedule s = *BuildSingleLevelSchedule(p, d, {});
+  Result<Schedule> back = ParseScheduleJson(ScheduleToJson(s), p.num_layers(), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->ops.size(), s.ops.size());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    EXPECT_EQ(DescribeOp(back->ops[i]), DescribeOp(s.ops[i])) << i;
+  }
+}
+
+TEST(Schedule, BadJsonNamesTheOp) {
+  Result<Schedule> r = ParseScheduleJson(R"([{"op":"forward","layer":0,"save":"all"},
+                                             {"op":"jump","layer":1}])", 3, "plan.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("plan.json: schedule[1]"), std::string::npos);
+  EXPECT_NE(r.status().message().find("jump"), std::string::npos);
+  EXPECT_FALSE(ParseScheduleJson(R"([{"op":"backward","layer":7}])", 3, "p").ok());
+  EXPECT_FALSE(ParseScheduleJson(R"([{"op":"free","tensor":"y3"}])", 3, "p").ok());
+  EXPECT_FALSE(ParseScheduleJson(R"({"op":"free"})", 3, "p").ok());
+}
+
+TEST(Schedule, TensorNames) {
+  EXPECT_EQ(TensorName({TensorKind::kG, 12}), "g12");
+  EXPECT_EQ(ParseTensorName("a3")->index, 3);
+  EXPECT_EQ(ParseTensorName("a3")->kind, TensorKind::kA);
+  EXPECT_FALSE(ParseTensorName("a").ok());
+  EXPECT_FALSE(ParseTensorName("x-1").ok());
+  EXPECT_FALSE(ParseTensorName("x99999999999").ok());
+}
+
+}  // namespace
+}  // namespace remat
