@@ -1,6 +1,6 @@
 // The LibTorch headers nearly every runtime translation unit includes,
-// precompiled once per target (CMake option REMAT_PCH): parsing them was
-// ~85% of such a unit's compile time (a 30 s compile took 13 s with it).
+// precompiled once per target (CMake option REMAT_PCH): parsing them is
+// ~85% of such a unit's compile time (a 30 s compile takes 13 s with it).
 #ifndef REMAT_RUNTIME_SRC_TORCH_PCH_H_
 #define REMAT_RUNTIME_SRC_TORCH_PCH_H_
 

@@ -60,7 +60,7 @@ Result<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Invalid(path + ": cannot read: " + std::strerror(errno));
   // Read at once into a string of the file's size (a stream copy of a
-  // 600 KB profile took a millisecond), then whatever the file grew by.
+  // 600 KB profile takes a millisecond), then whatever the file grew by.
   std::string text(static_cast<size_t>(st.st_size), '\0');
   in.read(text.data(), st.st_size);
   text.resize(static_cast<size_t>(in.gcount()));

@@ -214,8 +214,8 @@ struct ModelConfig {
   // mnrl: how sentence-transformers groups the texts into forward passes.
   // true (sentence-transformers 6.x, embed_columns): the anchors in one pass,
   // every other column merged into a second pass of (texts_per_example - 1)
-  // * micro_batch texts; false (earlier versions, or column merging
-  // disabled): one pass per column of micro_batch texts.
+  // * micro_batch texts; false (sentence-transformers before 6, or column
+  // merging disabled): one pass per column of micro_batch texts.
   bool merge_columns = true;
   // The LM head and its cross-entropy computed over this many chunks of the
   // tokens (fused linear cross-entropy, as Liger-Kernel's): each chunk's
