@@ -9,7 +9,6 @@ meta device (the step's buffers, Llama's rotary tables and position ids,
 are apart from the weights: whole on every rank, not a model-state term).
 Skipped, visibly, without torch, transformers, deepspeed or accelerate.
 """
-import importlib.util
 import os
 import sys
 import unittest
@@ -18,12 +17,10 @@ SOURCE = os.environ.get("REMAT_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SOURCE, "bench", "estimators"))
 import compare  # noqa: E402
-
-MISSING = [m for m in ("torch", "transformers", "deepspeed", "accelerate")
-           if importlib.util.find_spec(m) is None]
+import needs  # noqa: E402
 
 
-@unittest.skipIf(MISSING, "not importable: " + ", ".join(MISSING))
+@needs.modules("torch", "transformers", "deepspeed", "accelerate")
 class AgainstEstimators(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

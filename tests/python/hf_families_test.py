@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 import unittest
 
+import needs
+
 SOURCE = os.environ.get("REMAT_SOURCE_DIR",
                         os.path.join(os.path.dirname(__file__), "..", ".."))
 PLANNER = os.environ.get("PLANNER", "")
@@ -22,12 +24,9 @@ MODELS = os.path.join(SOURCE, "examples", "hf")
 CONFIGS = ["gemma-2-2b", "gemma-3-1b", "qwen3-8b", "phi-3-mini-4k", "mixtral-8x7b",
            "qwen3-30b-a3b"]
 
-try:
+if not needs.missing("torch", "transformers"):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
-    MISSING = None
-except ImportError as e:  # the test says so and is skipped
-    MISSING = f"transformers not importable ({e})"
 
 
 def transformers_count(path):
@@ -50,7 +49,7 @@ def remat_count(path):
             return json.load(f)["parameters"]
 
 
-@unittest.skipIf(MISSING is not None, MISSING or "")
+@needs.modules("torch", "transformers")
 @unittest.skipIf(not PLANNER, "PLANNER (the planner executable) is not set")
 class ParameterCounts(unittest.TestCase):
     def test_equal_to_transformers(self):

@@ -21,16 +21,15 @@ import tempfile
 import unittest
 import warnings
 
+import needs
+
 PLANNER = os.environ.get("PLANNER", "")
 RANK = 4
 
-try:
+if not needs.missing("torch", "transformers", "peft"):
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
-    MISSING = None
-except ImportError as e:  # the test says so and is skipped
-    MISSING = f"transformers or peft not importable ({e})"
 
 TINY = {"vocab_size": 128, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "pad_token_id": 0,
@@ -93,7 +92,7 @@ def remat_count(family, targets):
             return json.load(f)["model"]["trainable_parameters"]
 
 
-@unittest.skipIf(MISSING is not None, MISSING or "")
+@needs.modules("torch", "transformers", "peft")
 @unittest.skipIf(not PLANNER, "PLANNER (the planner executable) is not set")
 class TrainableParameters(unittest.TestCase):
     def test_equal_to_peft(self):

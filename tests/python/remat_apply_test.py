@@ -2,8 +2,8 @@
 
 Run by CTest (label "python") with PYTHONPATH=build/python (the package
 beside its built extension) and python/ (remat_measure); skipped, visibly,
-where torch or transformers is missing, and the metered peak where
-REMAT_METER_LIB (the build's libremat_cpu_meter.so) is not set. Models are tiny (4 blocks, hidden 64), fp32 on CPU, dropout
+where torch or transformers is missing, and the metered peak where remat's
+CPU meter library is not found (tests/python/needs.py). Models are tiny (4 blocks, hidden 64), fp32 on CPU, dropout
 off: a recompute runs the same ops on the same inputs in the same order, so
 the gradients with a plan applied equal the plain model's up to rounding
 (1e-6 relative, far below any real difference).
@@ -15,13 +15,14 @@ import sys
 import tempfile
 import unittest
 
+import needs
 import remat
 
-try:
+if needs.missing("torch", "transformers"):  # the planner alone: nothing to apply to
+    torch = transformers = None
+else:
     import torch
     import transformers
-except ImportError:  # the planner alone: nothing to apply to
-    torch = transformers = None
 
 RELATIVE = 1e-6
 LLAMA = dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64,
@@ -40,7 +41,7 @@ def hf_config(cfg):
     return transformers.AutoConfig.for_model(cfg["model_type"], **fields)
 
 
-@unittest.skipIf(torch is None, "torch and transformers are not installed")
+@needs.modules("torch", "transformers")
 class Case(unittest.TestCase):
     config = LLAMA
     model_class = "LlamaForCausalLM"
@@ -587,8 +588,8 @@ class Llama(Case):
         self.assertIn("activation_checkpointing_disable", str(raised.exception))
 
 
-@unittest.skipIf(torch is None or not os.environ.get("REMAT_METER_LIB"),
-                 "torch, transformers or REMAT_METER_LIB (libremat_cpu_meter.so) missing")
+@needs.modules("torch", "transformers")
+@needs.meter_library()
 class Peak(unittest.TestCase):
     """The peak of a training step with a plan applied, metered to the byte
     in its own process (remat_apply_peak.py), against the plan's prediction.

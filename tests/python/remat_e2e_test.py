@@ -17,15 +17,17 @@ one child process (tests/python/remat_e2e_cells.py): the meter must be
 loaded before torch allocates anything.
 
 Run by CTest (label "python") like remat_apply_test: PYTHONPATH=build/python
-plus python/ and REMAT_METER_LIB; skipped, visibly, where the meter, torch,
-transformers, peft or sentence-transformers is missing.
+plus python/ (the meter found as remat_measure finds it); skipped, visibly,
+where the meter, torch, transformers, peft or sentence-transformers is
+missing (tests/python/needs.py).
 """
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import unittest
+
+import needs
 
 PEAK_TOLERANCE = 0.03
 GRADIENT_TOLERANCE = 1e-5
@@ -94,10 +96,6 @@ TRAINER_CELLS = [
 ]
 
 
-def missing(kind):
-    return [m for m in NEEDS[kind] if importlib.util.find_spec(m) is None]
-
-
 def block_decisions(cell):
     return [(d, option) for name, d, option in cell["layers"] if "block" in name]
 
@@ -115,8 +113,7 @@ def summary(kind, cell):
 def run_child(test, args, cells):
     """The child's JSON lines, one per cell, in order (libraries it imports
     may print lines of their own)."""
-    if "REMAT_METER_LIB" not in os.environ:
-        test.skipTest("REMAT_METER_LIB is not set (the meter: build target remat_cpu_meter)")
+    needs.skip_without_meter(test)
     r = subprocess.run([sys.executable, "-W", "ignore", *args, "/dev/stdin"],
                        input=json.dumps(cells), capture_output=True, text=True, timeout=600)
     test.assertEqual(r.returncode, 0, r.stderr[-3000:])
@@ -127,8 +124,7 @@ def run_child(test, args, cells):
 
 class EndToEnd(unittest.TestCase):
     def run_cells(self, kind):
-        if missing(kind):
-            self.skipTest(f"{', '.join(missing(kind))} not installed")
+        needs.skip_without(self, *NEEDS[kind])
         results = run_child(self, [HARNESS, kind], CELLS[kind])
         for cell in results:
             print(summary(kind, cell), file=sys.stderr)
@@ -184,8 +180,7 @@ class EndToEnd(unittest.TestCase):
 
 class HfExportAsPrinted(unittest.TestCase):
     def test_trainer_with_the_exported_fields_peaks_as_predicted(self):
-        if missing("llama") or importlib.util.find_spec("accelerate") is None:
-            self.skipTest("torch, transformers or accelerate not installed")
+        needs.skip_without(self, "torch", "transformers", "accelerate")
         results = run_child(self, [TRAINER], TRAINER_CELLS)
         for cell in results:
             print(f"trainer {cell['name']}: {cell['strategy']} {cell['parameter']}, exact "

@@ -33,6 +33,7 @@ import tomllib
 import unittest
 from unittest import mock
 
+import needs
 import remat
 
 SOURCE = os.environ.get("REMAT_SOURCE_DIR",
@@ -40,23 +41,14 @@ SOURCE = os.environ.get("REMAT_SOURCE_DIR",
 PLANNER = os.environ["PLANNER"]
 GPT2 = os.path.join(SOURCE, "examples", "gpt2-small.json")
 
-try:
-    import transformers
-except ImportError:
-    transformers = None
-try:
-    import deepspeed.runtime.config as deepspeed_config
-except ImportError:
-    deepspeed_config = None
-try:
+transformers = needs.optional("transformers")
+deepspeed_config = needs.optional("deepspeed.runtime.config")
+megatron_batches = TransformerConfig = TorchtitanConfigManager = None
+if not needs.missing("megatron.core"):
     from megatron.core import num_microbatches_calculator as megatron_batches
     from megatron.core.transformer.transformer_config import TransformerConfig
-except ImportError:
-    megatron_batches = TransformerConfig = None
-try:
+if not needs.missing("torchtitan"):
     from torchtitan.config.manager import ConfigManager as TorchtitanConfigManager
-except ImportError:
-    TorchtitanConfigManager = None
 
 GOLDEN = os.path.join(SOURCE, "tests", "golden", "gpt2-small.24GB.")
 # GPT-2 small's shape, which TransformerConfig needs besides the recompute fields.
@@ -147,7 +139,7 @@ class Export(unittest.TestCase):
         with self.assertRaises(ValueError):
             remat.Plan(plan.json).export("hf")
 
-    @unittest.skipIf(transformers is None, "transformers is not installed")
+    @needs.modules("transformers")
     def test_hf_fields_are_training_arguments(self):
         for name, text, micro_batch, accumulation in cases(
                 "hf", "export-hf.json", "every1.export-hf.json"):
@@ -163,7 +155,7 @@ class Export(unittest.TestCase):
         fields = json.loads(remat.plan(GPT2, budget="24GB", precision="fp32").export("hf"))
         self.assertTrue(fields.get("bf16") is None and fields.get("fp16") is None)
 
-    @unittest.skipIf(deepspeed_config is None, "deepspeed is not installed")
+    @needs.modules("deepspeed")
     def test_deepspeed_config_is_accepted(self):
         for name, text, micro_batch, accumulation in cases("deepspeed", "export-deepspeed.json"):
             with self.subTest(plan=name), tempfile.TemporaryDirectory() as tmp:
@@ -179,7 +171,7 @@ class Export(unittest.TestCase):
                 for key, value in config.get("activation_checkpointing", {}).items():
                     self.assertEqual(getattr(ds.activation_checkpointing_config, key), value, key)
 
-    @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
+    @needs.modules("megatron.core")
     def test_megatron_flags_are_megatron_core_config(self):
         fields = {f.name for f in dataclasses.fields(TransformerConfig)}
         for name, text, micro_batch, accumulation in cases("megatron", "export-megatron.txt"):
@@ -197,7 +189,7 @@ class Export(unittest.TestCase):
                 if config.recompute_method is not None:
                     self.assertLessEqual(config.recompute_num_layers, GPT2_SHAPE["num_layers"])
 
-    @unittest.skipIf(TorchtitanConfigManager is None, "torchtitan is not installed")
+    @needs.modules("torchtitan")
     def test_torchtitan_toml_is_a_job_config(self):
         for name, text, micro_batch, accumulation in cases("torchtitan",
                                                            "export-torchtitan.toml"):
@@ -223,7 +215,7 @@ class _DataParallelGroup:
 class ParallelExport(unittest.TestCase):
     """Exports of plans for several ranks, read by the engines' parsers."""
 
-    @unittest.skipIf(deepspeed_config is None, "deepspeed is not installed")
+    @needs.modules("deepspeed")
     def test_deepspeed_zero_stage_and_batch_over_the_data_ranks(self):
         for options, stage in (({"zero": 1}, 1), ({"zero": 2}, 2), ({"zero": 3}, 3),
                                ({"fsdp": "full_shard"}, 3), ({"ddp": True}, 0)):
@@ -241,7 +233,7 @@ class ParallelExport(unittest.TestCase):
                 if stage == 3:  # the persistence threshold it assumes (DeepSpeed's default)
                     self.assertEqual(ds.zero_config.param_persistence_threshold, 100000)
 
-    @unittest.skipIf(TransformerConfig is None, "megatron-core is not installed")
+    @needs.modules("megatron.core")
     def test_megatron_parallel_sizes_are_megatron_core_config(self):
         from megatron.core.optimizer.optimizer_config import OptimizerConfig
         plan = remat.plan(GPT2, budget="24GB", gpus=16, tp=4, sp=True, pp=2, zero=1,
@@ -260,7 +252,7 @@ class ParallelExport(unittest.TestCase):
         self.assertEqual(config.pipeline_model_parallel_size, 2)
         self.assertTrue(config.sequence_parallel)
 
-    @unittest.skipIf(TorchtitanConfigManager is None, "torchtitan is not installed")
+    @needs.modules("torchtitan")
     def test_torchtitan_parallelism_is_a_job_config(self):
         for options, degrees in (
                 ({"gpus": 8, "fsdp": "hybrid_shard", "shard_group": 4}, (2, 4, 1, 1)),

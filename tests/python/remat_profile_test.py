@@ -3,7 +3,7 @@ nn.TransformerEncoderLayer (pre-LN and post-LN) and on a small custom chain.
 
 Run by CTest (label "python") with PYTHONPATH=build/python (the package beside
 its built extension) and python/ (remat_measure); skipped, visibly, where torch
-is missing or REMAT_METER_LIB (the build's libremat_cpu_meter.so) is not set.
+or remat's CPU meter library is missing (tests/python/needs.py).
 The meter is loaded before torch allocates anything, so every tensor of a
 training step is counted. Models are tiny (d_model 64, 4 blocks), fp32 on CPU,
 dropout off.
@@ -13,25 +13,18 @@ import os
 import tempfile
 import unittest
 
+import needs
 import remat
 
-transformers = None
-try:
+torch = transformers = None
+if not needs.missing("torch") and not needs.meter_problem():
     import remat_measure
 
-    if os.environ.get(remat_measure.ENV_VAR):
-        remat_measure.load()  # before torch allocates the models' tensors
-        import torch
-        from torch import nn
+    remat_measure.load()  # before torch allocates the models' tensors
+    import torch
+    from torch import nn
 
-        try:
-            import transformers
-        except ImportError:
-            pass
-    else:
-        torch = None
-except ImportError:
-    torch = None
+    transformers = needs.optional("transformers")
 
 VOCAB, D_MODEL, BLOCKS, MICRO_BATCH, SEQ_LEN = 96, 64, 4, 2, 32
 HIDDEN_BYTES = MICRO_BATCH * SEQ_LEN * D_MODEL * 4
@@ -95,7 +88,8 @@ def cross_entropy(labels):
     return lambda out, inputs: nn.functional.cross_entropy(out.flatten(0, 1), labels.flatten())
 
 
-@unittest.skipIf(torch is None, "needs torch and the CPU meter (REMAT_METER_LIB)")
+@needs.modules("torch")
+@needs.meter_library()
 class ProfileTest(unittest.TestCase):
     def metered_peak(self, model, step_loss, start):
         """The step's peak over `start`, the bytes in use before the model
@@ -181,7 +175,7 @@ class ProfileTest(unittest.TestCase):
         self.check_predicts(Chain, (x, target), lambda m: (lambda: m(x, target)), {},
                             ("none", "uniform"))
 
-    @unittest.skipIf(transformers is None, "needs transformers")
+    @needs.modules("transformers")
     def test_hf_llama_predicts_the_step_peak(self):
         # Keyword inputs, blocks called with keyword arguments (position
         # embeddings), the model's own loss. Seen: -252 B (none), +5,060 B

@@ -18,10 +18,11 @@ decisions, the carried state, and gradients equal to the plain block's
 Run by CTest (label "python"); skipped, visibly, without torch or
 transformers.
 """
-import importlib.util
 import unittest
 
-HAVE = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+import needs
+
+HAVE = not needs.missing("torch", "transformers")
 if HAVE:
     import torch
     import transformers
@@ -69,7 +70,7 @@ class FusedBlock(torch.nn.Module if HAVE else object):
         return x + torch.ops.aten.native_dropout(self.mlp(x), 0.1, True)[0]
 
 
-@unittest.skipUnless(HAVE, "torch and transformers are not installed")
+@needs.modules("torch", "transformers")
 class Dropout(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(0)

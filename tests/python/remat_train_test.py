@@ -28,11 +28,11 @@ Llama (4 layers, hidden 64, fp32, CPU):
   - bad input (nproc not dividing the global batch, tp not dividing the
     heads, a plan for another model) exits 2 with one line.
 
-CTest label "python": PYTHONPATH=build/python plus python/, REMAT_METER_LIB
-for the meter; skipped, visibly, without torch, transformers or (for its
-cases) deepspeed.
+CTest label "python": PYTHONPATH=build/python plus python/ (the meter found
+as remat_measure finds it); skipped, visibly, without torch, transformers or
+(for its cases) deepspeed, and each rank's peak check without the meter
+(tests/python/needs.py).
 """
-import importlib.util
 import json
 import os
 import subprocess
@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 import unittest
+
+import needs
 
 PEAK_TOLERANCE = 0.03
 GRADIENT_TOLERANCE = 1e-5
@@ -67,7 +69,6 @@ KNOWN_MISSES = {}
 # by up to a few hundred KB. Such a cell is run again, at most twice, while
 # a rank misses; every run's figures are printed.
 RUN_TO_RUN = {"fsdp2", "fsdp2_sync", "tp", "zero2", "zero3"}
-HAVE = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "deepspeed")}
 
 
 def run_train(args, env=None, timeout=RUN_TIMEOUT_S):
@@ -78,7 +79,7 @@ def run_train(args, env=None, timeout=RUN_TIMEOUT_S):
     return proc, time.monotonic() - started
 
 
-@unittest.skipUnless(HAVE["torch"] and HAVE["transformers"], "needs torch and transformers")
+@needs.modules("torch", "transformers")
 class TrainTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -159,6 +160,9 @@ class TrainTest(unittest.TestCase):
             measured = r["measured"]["peak_bytes"] if r["measured"] else None
             if measured is None:
                 print(f"  rank {r['rank']}: predicted {predicted:,} B, not measured (no meter)")
+                with self.subTest(rank=r["rank"], check="measured peak"):
+                    needs.skip_without_meter(self)
+                    self.fail("the meter is found here, yet the rank measured nothing")
                 continue
             print(f"  rank {r['rank']}: predicted {predicted:,} B ({r['predicted']['source']}), "
                   f"measured {measured:,} B ({(measured - predicted) / predicted:+.2%})")
@@ -198,7 +202,7 @@ class TrainTest(unittest.TestCase):
         for r in out["ranks"]:
             self.assertEqual([s["total"] for s in r["gradient_syncs"]], [0, 0])
 
-    @unittest.skipUnless(HAVE["deepspeed"], "needs deepspeed")
+    @needs.modules("deepspeed")
     def test_deepspeed_zero1_2_3(self):
         # ZeRO-1 reduces once per step, at DeepSpeed's accumulation boundary.
         self.assert_one_sync_per_unit(self.run_engine("deepspeed", "zero1"), 1)
