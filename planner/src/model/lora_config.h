@@ -1,6 +1,7 @@
 // The LoRA / QLoRA keys of model.json (lora_rank, lora_alpha, lora_targets,
 // lora_dropout, lora_dtype, quantization, double_quant): parsing and the
-// cross-field rules. Internal to the planner; model_config.cc calls them.
+// cross-field rules. Internal to the planner; model_config_parse.cc,
+// model_config_validate.cc and model_config_json.cc call them.
 #ifndef REMAT_SRC_LORA_CONFIG_H_
 #define REMAT_SRC_LORA_CONFIG_H_
 

@@ -159,6 +159,50 @@ TEST(ModelConfig, HeadAndAttentionFieldsAreChecked) {
   EXPECT_NE(m.find("expected lm, mlm, pooling or classification"), std::string::npos) << m;
 }
 
+// A config with several problems reports the first in the checks' order
+// (model_config_validate.cc), whichever way it was split into checks.
+TEST(ModelConfig, ValidationReportsTheFirstProblemInCheckOrder) {
+  ModelConfig c;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.ffn_hidden = 256;
+  c.vocab = 100;
+  c.seq_len = 32;
+  c.max_position = 32;
+  ASSERT_TRUE(ValidateModelConfig(c, "m.json").ok());
+  // gpt's pooling head with a pooler and a chunked loss: the pooler first.
+  c.head = Head::kPooling;
+  c.pooler = true;
+  c.loss_chunks = 4;
+  EXPECT_EQ(ValidateModelConfig(c, "m.json").message(),
+            "m.json: field 'pooler': true: only bert has a pooler (gpt has none)");
+  // bert's classification head with a pooler and a chunked loss: the
+  // chunked loss first, then the pooler against the head.
+  c.architecture = Architecture::kBert;
+  c.head = Head::kClassification;
+  EXPECT_EQ(ValidateModelConfig(c, "m.json").message(),
+            "m.json: field 'loss_chunks': the chunked loss is the lm head's cross-entropy (head "
+            "is \"classification\"); expected head lm or no loss_chunks");
+  c.loss_chunks = 0;
+  EXPECT_EQ(ValidateModelConfig(c, "m.json").message(),
+            "m.json: field 'pooler': true: the classification head's dense layer is the pooler "
+            "(trained); expected false");
+  // The attention's shape before the token types.
+  c.architecture = Architecture::kGpt;
+  c.head = Head::kLm;
+  c.pooler = false;
+  c.kv_heads = 2;
+  c.type_vocab = 2;
+  EXPECT_EQ(ValidateModelConfig(c, "m.json").message(),
+            "m.json: field 'kv_heads': 2 differs from heads = 4: grouped-query attention is for "
+            "llama only (gpt has one key/value head per query head)");
+  c.kv_heads = 0;
+  EXPECT_EQ(ValidateModelConfig(c, "m.json").message(),
+            "m.json: field 'type_vocab': 2: only bert has token-type embeddings (gpt has none; "
+            "accepted: 0)");
+}
+
 TEST(ModelConfig, NewFieldsRoundTripWithDefaultsResolved) {
   Result<ModelConfig> c = ParseModelConfig(
       R"({"architecture":"bert","layers":2,"hidden":64,"heads":4,"vocab":100,"seq_len":32,
