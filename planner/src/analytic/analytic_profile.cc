@@ -3,6 +3,7 @@
 
 #include "analytic/chain.h"
 #include "analytic/lora.h"
+#include "analytic/optimizer_step.h"
 #include "analytic/parts.h"
 #include "analytic/transformer_graph.h"
 #include "remat/analytic/analytic.h"
@@ -229,6 +230,12 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
       config.max_grad_norm > 0 ? 3.0 * static_cast<double>(p.static_memory.gradient_bytes) : 0.0;
   p.optimizer_ms =
       config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched + unscale + clip);
+  // Its temporaries: torch.optim's defaults, per parameter on the CPU,
+  // foreach on a GPU.
+  const analytic::StepWorkspace step =
+      analytic::OptimizerStepWorkspace(tg.trained_tensors, WithDefaults(config), !kernels.cpu);
+  p.optimizer_workspace_bytes = step.bytes;
+  p.optimizer_workspace_tensors = step.tensors;
   // Gradient accumulation adds each micro-batch's gradients into the kept
   // ones: read both, write the sum.
   p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));

@@ -31,6 +31,8 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   const int64_t positions = B.split().sequence ? c.seq_len / t : c.seq_len;
   T pos = B.Tensor("position_embeddings", B.Mul({positions, h}), stream);
   const int64_t rows = c.max_position + (bert ? c.type_vocab : 0);
+  // BERT's position and token-type tables are two tensors.
+  if (bert) B.ParameterTensors({B.Mul({c.max_position, h}), B.Mul({c.type_vocab, h})});
   B.Op("wpe", {}, {pos}, {}, 0, 1.0, B.Mul({rows, h}));
   x = B.Add("add_positions", x, pos);
   if (bert) x = B.LayerNorm("embedding_norm", x, h);

@@ -15,8 +15,20 @@
 
 namespace remat::analytic {
 
+// A trained parameter tensor (one that gets a gradient and optimizer state).
+struct TrainedTensor {
+  int64_t elements = 0;
+  bool adapter = false;  // a LoRA adapter's (its state in lora_dtype)
+};
+
 struct TransformerGraph {
   OpGraph graph;
+  // The trained parameter tensors in the order the model makes them (the
+  // layers' ops in order; a linear's weight, then its bias; a LayerNorm's
+  // weight, then its bias), each counted once (a tied weight by its
+  // owner, passes after the first none): the tensors an optimizer steps
+  // over one by one (optimizer_step.h).
+  std::vector<TrainedTensor> trained_tensors;
   std::vector<std::pair<std::string, std::string>> kinds;  // layer tag -> kind
   int64_t parameters = 0;                                  // every weight the model holds
   int64_t trainable_parameters = 0;                        // those the loss reaches (get gradients)

@@ -116,6 +116,9 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (!TimeOk(p.optimizer_ms)) {
     return Status::Invalid(source + ": field 'optimizer_ms': must be in [0, 1e12] ms");
   }
+  if (p.optimizer_workspace_bytes < 0) {
+    return Status::Invalid(source + ": field 'optimizer_workspace_bytes': must not be negative");
+  }
   if (p.grad_accumulation < 1) {
     return Status::Invalid(source + ": field 'grad_accumulation': must be at least 1, got " +
                            std::to_string(p.grad_accumulation));
@@ -123,8 +126,8 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
   if (p.accumulate_ms != -1 && !TimeOk(p.accumulate_ms)) {
     return Status::Invalid(source + ": field 'accumulate_ms': must be in [0, 1e12] ms");
   }
-  CheckedInt total =
-      CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes + s.buffer_bytes;
+  CheckedInt total = CheckedInt(s.parameter_bytes) + s.gradient_bytes + s.optimizer_bytes +
+                     s.buffer_bytes + p.optimizer_workspace_bytes;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
     const std::string where = source + ": layers[" + std::to_string(i) + "] ('" + l.name + "')";
@@ -221,6 +224,8 @@ Result<Profile> internal::ProfileFromJson(const nlohmann::json& doc, const std::
   REMAT_RETURN_IF_ERROR(r.Int("micro_batch", &p.micro_batch, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("seq_len", &p.seq_len, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Double("optimizer_ms", &p.optimizer_ms, false, 0, kMaxMs));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("optimizer_workspace_bytes", &p.optimizer_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Double("accumulate_ms", &p.accumulate_ms, false, 0, kMaxMs));
   REMAT_RETURN_IF_ERROR(r.Int("grad_accumulation", &p.grad_accumulation, false, 1, kMaxBytes));
   if (doc.contains("host_link")) {
@@ -292,6 +297,7 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
                  {"optimizer_bytes", p.static_memory.optimizer_bytes}};
   if (p.static_memory.buffer_bytes > 0) j["static"]["buffer_bytes"] = p.static_memory.buffer_bytes;
   j["optimizer_ms"] = p.optimizer_ms;
+  if (p.optimizer_workspace_bytes > 0) j["optimizer_workspace_bytes"] = p.optimizer_workspace_bytes;
   if (p.accumulate_ms >= 0) j["accumulate_ms"] = p.accumulate_ms;
   if (p.grad_accumulation > 1) j["grad_accumulation"] = p.grad_accumulation;
   if (p.host_link.present()) {

@@ -233,6 +233,17 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
       std::max<int64_t>(0, state.gradient_bytes - created) + state.ddp_bucket_bytes +
       state.reduce_bucket_bytes + state.optimizer_gradient_bytes;
   p.static_memory.optimizer_bytes = state.optimizer_bytes;
+  // The optimizer step's temporaries follow the rank's share of the state
+  // (whole.optimizer_workspace_tensors, per parameter, do not: one request).
+  if (state.optimizer_bytes != whole.static_memory.optimizer_bytes) {
+    const double share = whole.static_memory.optimizer_bytes > 0
+                             ? static_cast<double>(state.optimizer_bytes) /
+                                   static_cast<double>(whole.static_memory.optimizer_bytes)
+                             : 0.0;
+    p.optimizer_workspace_bytes =
+        static_cast<int64_t>(share * static_cast<double>(whole.optimizer_workspace_bytes));
+    p.optimizer_workspace_tensors.clear();
+  }
   return p;
 }
 

@@ -316,6 +316,10 @@ class Replay {
         break;
       }
       case OpKind::kOptimizerStep:
+        // Its temporaries, over the gradients it reads and frees after.
+        workspace = p_.optimizer_workspace_bytes;
+        workspace_tensors_ = &p_.optimizer_workspace_tensors;
+        peak[MemoryCategory::kWorkspace] += workspace;
         ms = p_.optimizer_ms;
         r->optimizer_ms += ms;
         break;

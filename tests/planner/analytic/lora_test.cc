@@ -281,7 +281,7 @@ TEST(LoraFitAdvice, NamesLoraAndQloraWhenTheModelStateDoesNotFit) {
     EXPECT_TRUE(job.ok()) << job.status().message();
     PlanOptions o;
     // Below the model state (weights, gradients, moments) of the job.
-    o.budget_bytes = static_cast<int64_t>(0.9 * job->profile.model_state_bytes());
+    o.budget_bytes = static_cast<int64_t>(0.95 * job->profile.model_state_bytes());
     Result<PlanSet> plans = MakePlan(job->profile, o);
     EXPECT_TRUE(plans.ok() && !plans->chosen.fits);
     return AdviseFit(*job, *plans, o, true).message;

@@ -124,6 +124,7 @@ TEST(AllocationEvents, TensorByTensorKeepsTheSimulatorsTotals) {
   Profile p = testing::GptChain(3, 2);
   p.grad_accumulation = 2;
   Profile whole = p;
+  whole.optimizer_workspace_tensors.clear();
   for (LayerProfile& l : whole.layers) {
     l.tensors = LayerTensors{};
     for (SelectiveOption& o : l.selective) {

@@ -230,6 +230,14 @@ struct Profile {
   int64_t seq_len = 0;      // tokens per sequence (0 = unknown)
   StaticMemory static_memory;
   double optimizer_ms = 0;  // time of the optimizer step
+  // What the optimizer step allocates and frees on top of the model state,
+  // at its peak (AdamW's square roots of the second moments and their
+  // quotients: analytic/optimizer_step.h; measured: the runtime's step),
+  // and those allocations (for the allocator replay; not in profile JSON,
+  // where a measured profile's are one). Profile JSON
+  // "optimizer_workspace_bytes"; 0 where absent.
+  int64_t optimizer_workspace_bytes = 0;
+  TensorSizes optimizer_workspace_tensors;
   // Time to add one micro-batch's parameter gradients into the gradient
   // buffers kept across the micro-batches of an update (gradient
   // accumulation: read both, write the sum). -1: not given; then
