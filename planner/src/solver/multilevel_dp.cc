@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "solver/back_track.h"
 #include "solver/op_emitter.h"
 
 namespace remat::solver {
@@ -215,40 +216,17 @@ void MultiLevelDp::SolveInterval(int s, int t, float* out, DpStats* stats) const
 
 IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
   const ChainTerms& T = terms_;
-  // Of the schedules as fast as the best in m_in slots, take one that needs
-  // the fewest: choose at the least m with the same cost.
-  const CostRow row = Row(s, t);
-  const int64_t m =
-      row.lo + FirstAtMost(row.cost, 0,
-                           static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1),
-                           row.At(m_in));
-  IntervalChoice best;
-  float best_cost = kNoFit;
-  bool have = false;
-  for (int k = 0; k < T.num_modes(s); ++k) {
-    if (std::max(T.ForwardNeed(s, t, k), T.backward_need(s, k)) > m) continue;
-    float cost = static_cast<float>(T.mode(s, k).extra_ms);
-    if (t > s + 1) {
-      const CostRow sub = Row(s + 1, t);
-      const int64_t left = m - T.keep(s, k);
-      if (sub.empty() || left < sub.lo) continue;
-      cost = cost + sub.At(left);
-    }
-    if (!have || cost < best_cost) best = {0, k}, best_cost = cost, have = true;
-  }
+  const int64_t m = LeastSlotsAtSameCost(Row(s, t), m_in);
   const int64_t xs = T.x(s);
-  const std::vector<SweepStep>& sweep = T.sweep(s);
-  for (size_t r = 0; r < sweep.size() && sweep[r].first_split < t; ++r) {
-    if (T.SweepNeed(s, t, sweep[r].bytes) > m) break;
-    const int end = r + 1 < sweep.size() ? std::min(sweep[r + 1].first_split, t) : t;
-    for (int sp = sweep[r].first_split; sp < end; ++sp) {
-      const CostRow right = Row(sp, t), left = Row(s, sp);
-      if (right.empty() || left.empty() || m - xs < right.lo || m < left.lo) continue;
-      const float cost = (static_cast<float>(T.ForwardMs(s, sp)) + right.At(m - xs)) + left.At(m);
-      if (!have || cost < best_cost) best = {sp, 0}, best_cost = cost, have = true;
-    }
-  }
-  return best;
+  // A split runs the sweep, then the right part (sp, t) without x[s]'s
+  // slots, then the left part (s, sp).
+  return ChooseInterval(
+      T, s, t, m, t > s + 1 ? Row(s + 1, t) : CostRow{}, [&](int sp, float* cost) {
+        const CostRow right = Row(sp, t), left = Row(s, sp);
+        if (right.empty() || left.empty() || m - xs < right.lo || m < left.lo) return false;
+        *cost = (static_cast<float>(T.ForwardMs(s, sp)) + right.At(m - xs)) + left.At(m);
+        return true;
+      });
 }
 
 std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {

@@ -193,6 +193,8 @@ class MultiLevelDp {
   // Sweep peaks of (s, t) by sweep step into `out`.
   void SweepNeeds(int s, int t, int64_t* out) const;
   void SolveInterval(int s, int t, float* out, DpStats* stats) const;
+  // After Solve: the choice behind interval (s, t)'s cost in m slots, made
+  // again at the fewest slots of that cost (back_track.h).
   IntervalChoice Choose(int s, int t, int64_t m) const;
   // Emits interval (s, t) as the DP solved it: from the row of (fs, ft), an
   // interval of its class, at m slots (its canonical interval's choice at m

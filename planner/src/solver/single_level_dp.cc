@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "solver/back_track.h"
 #include "solver/cost_row.h"
 
 namespace remat::solver {
@@ -97,42 +98,18 @@ void SingleLevelDp::SolveRow(int s, float* out, DpStats* stats) const {
 IntervalChoice SingleLevelDp::Choose(int s, int64_t m_in) const {
   const ChainTerms& T = terms_;
   const int L = num_layers_;
-  // Of the layer lists as fast as the best in m_in slots, take one that
-  // needs the fewest: choose at the least m with the same cost.
-  const CostRow row = Row(s);
-  const int64_t m =
-      row.lo + FirstAtMost(row.cost, 0,
-                           static_cast<int>(std::min<int64_t>(m_in, row.hi) - row.lo + 1),
-                           row.At(m_in));
-  IntervalChoice best;
-  float best_cost = kNoFit;
-  bool have = false;
-  for (int k = 0; k < T.num_modes(s); ++k) {
-    if (std::max(T.ForwardNeed(s, L, k), T.backward_need(s, k)) > m) continue;
-    float cost = static_cast<float>(T.mode(s, k).extra_ms);
-    if (s + 1 < L) {
-      const CostRow sub = Row(s + 1);
-      const int64_t left = m - T.keep(s, k);
-      if (sub.empty() || left < sub.lo) continue;
-      cost = cost + sub.At(left);
+  const int64_t m = LeastSlotsAtSameCost(Row(s), m_in);
+  // A split runs the sweep, then the suffix from sp without x[s]'s slots,
+  // with layers s..sp-1 all kept in their recompute.
+  return ChooseInterval(T, s, L, m, Row(s + 1), [&](int sp, float* cost) {
+    const CostRow sub = Row(sp);
+    if (sub.empty() || m - T.x(s) < sub.lo ||
+        keep_all_[static_cast<size_t>(s) * (L + 1) + sp] > m) {
+      return false;
     }
-    if (!have || cost < best_cost) best = {0, k}, best_cost = cost, have = true;
-  }
-  const std::vector<SweepStep>& sweep = T.sweep(s);
-  for (size_t r = 0; r < sweep.size(); ++r) {
-    if (T.SweepNeed(s, L, sweep[r].bytes) > m) break;
-    const int end = r + 1 < sweep.size() ? sweep[r + 1].first_split : L;
-    for (int sp = sweep[r].first_split; sp < end; ++sp) {
-      const CostRow sub = Row(sp);
-      if (sub.empty() || m - T.x(s) < sub.lo ||
-          keep_all_[static_cast<size_t>(s) * (L + 1) + sp] > m) {
-        continue;
-      }
-      const float cost = static_cast<float>(T.ForwardMs(s, sp)) + sub.At(m - T.x(s));
-      if (!have || cost < best_cost) best = {sp, 0}, best_cost = cost, have = true;
-    }
-  }
-  return best;
+    *cost = static_cast<float>(T.ForwardMs(s, sp)) + sub.At(m - T.x(s));
+    return true;
+  });
 }
 
 template <typename ChooseFn>

@@ -52,6 +52,8 @@ class SingleLevelDp {
  private:
   CostRow Row(int s) const;
   void SolveRow(int s, float* out, DpStats* stats) const;
+  // After Solve: the choice behind suffix s's cost in m slots, made again
+  // at the fewest slots of that cost (back_track.h).
   IntervalChoice Choose(int s, int64_t m) const;
   template <typename ChooseFn>
   SingleLevelSolution Walk(int64_t slots, const ChooseFn& choose) const;
