@@ -136,7 +136,8 @@ def _text(job, ranks):
     if sources == {"peak"}:
         lines.append("  predicted: the plan's predicted.peak_bytes (it has no per-rank figures)")
     if meter == "none":
-        lines.append("  measured: no meter (set REMAT_METER_LIB to libremat_cpu_meter.so)")
+        lines.append("  measured: no meter (remat_measure found no libremat_cpu_meter.so; "
+                     "each rank's stderr says where it looked)")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """One rank of `python -m remat train` (started by torch.distributed.run;
 `python -m remat._train_rank SPEC.json OUT_DIR`).
 
-It loads remat's CPU meter first (on CPU, where REMAT_METER_LIB is set),
+It loads remat's CPU meter first (where remat_measure finds one),
 joins the process group (Gloo on CPU, NCCL on CUDA, the collective timeout
 of the run), builds the model from config.json, remat.apply's the plan,
 shards it with the engine, trains the steps on its slice of each step's
@@ -22,11 +22,15 @@ import time
 
 
 def _meter():
-    if os.environ.get("REMAT_METER_LIB"):
-        import remat_measure
+    """remat's CPU meter (remat_measure.load(): $REMAT_METER_LIB, else the
+    package's own), or None, saying why on stderr, where there is none."""
+    import remat_measure
 
+    try:
         return remat_measure.load()
-    return None
+    except remat_measure.MeterError as e:
+        print(f"remat train: no meter: {e}", file=sys.stderr)
+        return None
 
 
 def _fail_here(rank, step, micro):

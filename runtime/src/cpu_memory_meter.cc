@@ -7,6 +7,7 @@
 // allocate, copy_data): both signatures are declared, the base class picks.
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
@@ -176,6 +177,12 @@ CpuMeterImpl& Meter() {
 }  // namespace
 
 MemoryMeter& CpuMeter() { return Meter(); }
+
+bool CpuMeterAllocated(const void* storage_impl) {
+  if (storage_impl == nullptr) return false;
+  const auto* storage = static_cast<const c10::StorageImpl*>(storage_impl);
+  return storage->data_ptr().get_deleter() == &DeleteBlock;
+}
 
 Status StartCpuTimeline(int64_t max_samples) {
   if (max_samples < 1) {

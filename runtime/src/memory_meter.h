@@ -80,6 +80,14 @@ Status StartCpuTimeline(int64_t max_samples);
 // Stops recording and returns the timeline (empty if none was started).
 MeterTimeline StopCpuTimeline();
 
+// Whether the CPU meter allocated the memory of `storage_impl` (a
+// c10::StorageImpl*, the address torch's UntypedStorage._cdata holds), so
+// that its bytes are counted. False for memory it never saw: a file mapped
+// into memory (safetensors' weights), tensors made before CpuMeter() was
+// first called, memory borrowed from elsewhere (torch.from_numpy). The
+// caller keeps the storage alive for the call.
+bool CpuMeterAllocated(const void* storage_impl);
+
 // The CUDA meter for `device`, or an error when this build has no CUDA
 // LibTorch or the device does not exist.
 Result<std::unique_ptr<MemoryMeter>> MakeCudaMeter(int device);

@@ -19,6 +19,10 @@ remat::runtime::MeterTimeline& StoppedTimeline() {
 
 extern "C" {
 
+// The torch version the library was built against ("2.11.0"): it is
+// loaded into that torch's process only (remat_measure checks).
+const char* remat_meter_torch_version() { return REMAT_METER_TORCH_VERSION; }
+
 // Registers the metering CPU allocator; returns 1 if it is in place.
 int remat_meter_install() { return remat::runtime::CpuMeter().SetLimit(0).ok() ? 1 : 0; }
 long long remat_meter_current_bytes() { return remat::runtime::CpuMeter().current_bytes(); }
@@ -37,6 +41,13 @@ int remat_meter_timeline_start(long long max_samples) {
 long long remat_meter_timeline_stop() {
   StoppedTimeline() = remat::runtime::StopCpuTimeline();
   return static_cast<long long>(StoppedTimeline().bytes.size());
+}
+
+// 1 when the meter allocated the memory of `storage_impl` (torch's
+// UntypedStorage._cdata), so that its bytes are counted; 0 when it did not
+// (memory_meter.h: CpuMeterAllocated).
+int remat_meter_storage_is_metered(const void* storage_impl) {
+  return remat::runtime::CpuMeterAllocated(storage_impl) ? 1 : 0;
 }
 
 // Allocations and frees the stopped timeline recorded.

@@ -4,10 +4,14 @@ Run by CTest (label "runtime") with the venv's Python, REMAT_METER_LIB set to
 the build's libremat_cpu_meter.so and python/ on PYTHONPATH.
 """
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
+import warnings
 
+import needs
 import remat_measure  # before torch allocates the tensors measured here
 
 METER = remat_measure.load()  # from $REMAT_METER_LIB
@@ -100,12 +104,124 @@ class Loading(unittest.TestCase):
         env.pop("REMAT_METER_LIB")
         r = subprocess.run([sys.executable, "-c", "import remat_measure; remat_measure.load()"],
                            env=env, capture_output=True, text=True)
-        self.assertIn("no meter library: set REMAT_METER_LIB", r.stderr)
+        self.assertIn("no meter library beside the package", r.stderr)
+        self.assertIn("set REMAT_METER_LIB", r.stderr)
 
     def test_a_second_library_is_refused(self):
         self.assertIs(remat_measure.load(), METER)
         with self.assertRaises(remat_measure.MeterError):
             remat_measure.load(path=sys.executable)  # exists, is not the loaded meter
+
+
+class PackageMeter(unittest.TestCase):
+    def test_the_meter_beside_the_package_is_found_without_the_variable(self):
+        # The layout `pip install .` makes: remat_measure/ holding the library.
+        with tempfile.TemporaryDirectory() as d:
+            package = os.path.join(d, "remat_measure")
+            shutil.copytree(os.path.dirname(remat_measure.__file__), package,
+                            ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+            os.symlink(METER.path, os.path.join(package, remat_measure.LIBRARY_NAME))
+            env = dict(os.environ, PYTHONPATH=d)
+            env.pop(remat_measure.ENV_VAR, None)
+            r = subprocess.run([sys.executable, "-c", (
+                "import remat_measure, torch; print(remat_measure.find_library()); "
+                "print(remat_measure.measure(lambda: torch.empty(1000)).peak_bytes)")],
+                env=env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), [os.path.join(package, remat_measure.LIBRARY_NAME),
+                                                "4000"])
+
+    def test_the_meter_names_the_torch_it_was_built_for(self):
+        self.assertEqual(METER._lib.remat_meter_torch_version().decode(),
+                         torch.__version__.split("+")[0])
+        same = remat_measure.meter._same_release
+        self.assertTrue(same("2.11.0", "2.11.1+cu130"))
+        self.assertFalse(same("2.10.0", "2.11.0"))
+        self.assertFalse(same("2.11.0", "3.11.0"))
+
+
+BORROWED = None
+
+
+def sum_of_borrowed():
+    return BORROWED.sum()
+
+
+class Unmetered(unittest.TestCase):
+    """Memory the meter did not allocate: a file mapped into memory (as
+    safetensors loads weights) and memory borrowed from a Python buffer."""
+
+    def linear_from_safetensors(self, directory):
+        from safetensors.torch import load_file, save_file
+
+        path = os.path.join(directory, "model.safetensors")
+        save_file({"weight": torch.randn(256, 128), "bias": torch.randn(256)}, path)
+        loaded = load_file(path)  # memory-mapped
+        lin = torch.nn.Linear(128, 256)
+        with torch.no_grad():
+            lin.weight.data = loaded["weight"]
+            lin.bias.data = loaded["bias"]
+        return lin, path
+
+    def test_memory_mapped_weights_are_named_refused_and_copied_into_the_meter(self):
+        needs.skip_without(self, "safetensors")
+        with tempfile.TemporaryDirectory() as d:
+            lin, path = self.linear_from_safetensors(d)
+            weight_bytes = 256 * 128 * 4 + 256 * 4
+            found = remat_measure.unmetered(lin, names=["lin"])
+            self.assertEqual([(u.name, u.nbytes) for u in found],
+                             [("lin.weight", 256 * 128 * 4), ("lin.bias", 256 * 4)])
+            self.assertEqual(found[0].source, f"memory-mapped from {path}")
+            x = torch.randn(4, 128)
+
+            def step():
+                return lin(x).sum()
+
+            with self.assertRaises(remat_measure.UnmeteredError) as e:
+                remat_measure.measure(step)  # lin: captured by step's closure
+            message = str(e.exception)
+            print(f"\n{type(e.exception).__name__}: {message}", file=sys.stderr)
+            for part in ("lin.weight", path, f"{weight_bytes:,} B", "copy_into_meter"):
+                self.assertIn(part, message)
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                m = remat_measure.measure(step, unmetered="warn")
+            self.assertEqual(len(m.unmetered), 2)
+            self.assertIn("lin.weight", str(seen[0].message))
+
+            expected = lin.weight.detach().clone()
+            before = METER.current_bytes()
+            self.assertEqual(remat_measure.copy_into_meter(lin), weight_bytes)
+            self.assertEqual(METER.current_bytes() - before, weight_bytes)  # now counted
+            self.assertEqual(remat_measure.unmetered(lin), [])
+            self.assertTrue(torch.equal(lin.weight, expected))
+            self.assertEqual(remat_measure.measure(step).unmetered, [])
+
+    def test_borrowed_memory_is_found_where_the_call_shows_it(self):
+        borrowed = torch.frombuffer(bytearray(4096), dtype=torch.float32)
+        own = torch.zeros(1024)
+        found = remat_measure.unmetered(own, borrowed, names=["own", "borrowed"])
+        self.assertEqual([(u.name, u.nbytes) for u in found], [("borrowed", 4096)])
+        self.assertIn("not from the meter's allocator", found[0].source)
+        # As an argument, a keyword argument, in a dict: measure() refuses it.
+        for args, kwargs in (((borrowed,), {}), ((), {"t": borrowed}),
+                             (({"ids": borrowed},), {})):
+            with self.subTest(args=len(args), kwargs=list(kwargs)):
+                with self.assertRaises(remat_measure.UnmeteredError):
+                    remat_measure.measure(lambda *a, **k: None, *args, **kwargs)
+        # Read from a closure, or from a module global (a script's model).
+        with self.assertRaises(remat_measure.UnmeteredError) as e:
+            remat_measure.measure(lambda: borrowed.sum())
+        self.assertIn("borrowed (4,096 B)", str(e.exception))
+        global BORROWED
+        BORROWED = borrowed
+        with self.assertRaises(remat_measure.UnmeteredError) as e:
+            remat_measure.measure(sum_of_borrowed)
+        self.assertIn("BORROWED (4,096 B)", str(e.exception))
+        BORROWED = None
+        with self.assertRaises(remat_measure.UnmeteredError):
+            remat_measure.check(borrowed)
+        remat_measure.check(own)  # metered: no error
 
 
 if __name__ == "__main__":
