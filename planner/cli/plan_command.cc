@@ -223,9 +223,11 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   }
   REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
   // auto weighs the chunked loss unless the user set it (--chunked-loss 0:
-  // off) or exports (the engines' configs do not carry it).
+  // off). --export plans the same job; the engine's configuration then runs
+  // its chunked loss or the export plans the closest shape without it
+  // (PlanForEngine).
   request.weigh_chunked_loss =
-      request.options.strategy == Strategy::kAuto && !args.Has("chunked-loss") && !engine;
+      request.options.strategy == Strategy::kAuto && !args.Has("chunked-loss");
 
   ProgressBar progress(*env.err, WithQuiet(env.progress, args));
   request.progress = progress.Callback();

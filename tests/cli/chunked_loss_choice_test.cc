@@ -59,10 +59,26 @@ TEST(ChunkedLossChoice, AutoTakesTheChunkedLossWhereOnlyItFits) {
   // Another strategy than auto plans the job as given.
   const Captured uniform = RunCli({"--budget", budget, "--strategy", "uniform", "--quiet", model});
   EXPECT_EQ(uniform.out.find("chosen by auto"), std::string::npos) << uniform.out;
-  // An export plans the job as given: the engines' configs do not chunk the loss.
-  const Captured exported = RunCli({"--budget", budget, "--export", "hf", "--quiet", model});
-  EXPECT_EQ(exported.code, 3) << exported.err;
-  EXPECT_EQ(exported.err.find("chosen by auto"), std::string::npos) << exported.err;
+  // An export plans the same job as the plan. hf runs its chunked loss
+  // (Liger-Kernel's fused linear cross-entropy, the same count): exit 0, as
+  // the plan.
+  const Captured hf = RunCli({"--budget", budget, "--export", "hf", "--quiet", model});
+  EXPECT_EQ(hf.code, 0) << hf.err;
+  const nlohmann::json fields = nlohmann::json::parse(hf.out);
+  EXPECT_EQ(fields["use_liger_kernel"], true) << hf.out;
+  EXPECT_EQ(fields["liger_kernel_config"]["fused_linear_cross_entropy"], true) << hf.out;
+  EXPECT_NE(hf.err.find("hf runs the plan exactly: "), std::string::npos) << hf.err;
+  EXPECT_NE(hf.err.find(" chunks (Liger-Kernel's fused linear cross-entropy)"), std::string::npos)
+      << hf.err;
+  // deepspeed's configuration has no chunked loss: its closest plan is
+  // planned without it, and where that does not fit, exit 3 saying so.
+  const Captured ds = RunCli({"--budget", budget, "--export", "deepspeed", "--quiet", model});
+  EXPECT_EQ(ds.code, 3) << ds.err;
+  EXPECT_NE(ds.err.find("deepspeed's configuration has no chunked loss"), std::string::npos)
+      << ds.err;
+  EXPECT_NE(ds.err.find("no plan deepspeed can express fits the budget"), std::string::npos)
+      << ds.err;
+  EXPECT_EQ(ds.out.find("liger"), std::string::npos) << ds.out;
 }
 
 }  // namespace

@@ -157,7 +157,37 @@ int ChunkOf(const Profile& profile, const Plan& plan) {
   return static_cast<int>(blocks.size());
 }
 
+// `job` with its chunked loss set to `chunks` (0: the whole loss), its
+// profile (and a distributed job's ranks) made again.
+Result<Job> WithLossChunks(const Job& job, int64_t chunks) {
+  Job changed = job;
+  changed.model.loss_chunks = chunks;
+  REMAT_RETURN_IF_ERROR(ValidateModelConfig(changed.model, job.path));
+  return WithParallel(changed, job.parallel());
+}
+
 }  // namespace
+
+int64_t EngineLossChunks(Engine engine, const Job& job) {
+  if (!job.has_config()) return 0;
+  const ModelConfig c = WithDefaults(job.config());
+  if (c.loss_chunks <= 0) return 0;
+  switch (engine) {
+    case Engine::kPytorch:
+      return c.loss_chunks;
+    case Engine::kHf: {
+      if (c.architecture != Architecture::kLlama) return 0;
+      ModelConfig liger = c;
+      liger.loss_chunks = kLossChunksAuto;
+      return WithDefaults(liger).loss_chunks;
+    }
+    case Engine::kDeepspeed:
+    case Engine::kMegatron:
+    case Engine::kTorchtitan:
+      break;
+  }
+  return 0;
+}
 
 const char* ToString(Engine e) {
   switch (e) {
@@ -188,6 +218,8 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
                                  Engine engine) {
   EnginePlan out;
   out.engine = engine;
+  out.asked_loss_chunks = job.has_config() ? WithDefaults(job.config()).loss_chunks : 0;
+  out.loss_chunks = EngineLossChunks(engine, job);
   if (engine == Engine::kPytorch) {
     out.plan = plan;
     return out;
@@ -196,7 +228,16 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   const std::vector<LayerDecision> blocks = BlockDecisions(profile, plan);
   const int count = static_cast<int>(blocks.size());
   const bool attention_core = HasAttentionCore(profile);
-  for (ShapeAt s : ExactCandidates(engine, blocks, attention_core)) {
+  // The engine's shapes are planned on the job its configuration runs: the
+  // job itself where it runs the job's chunked loss, else the job with the
+  // loss the engine runs (whole, or Liger-Kernel's count).
+  std::optional<Job> engine_job;
+  if (out.loss_chunks != out.asked_loss_chunks) {
+    REMAT_ASSIGN_OR_RETURN(engine_job, WithLossChunks(job, out.loss_chunks));
+  }
+  const Job& runs = engine_job ? *engine_job : job;
+  for (ShapeAt s : engine_job ? std::vector<ShapeAt>{}
+                              : ExactCandidates(engine, blocks, attention_core)) {
     if (s.shape != EngineShape::kNone && (s.n < 0 || s.n > count)) continue;
     REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
     if (SameDecisions(candidate, plan)) {
@@ -209,8 +250,8 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   out.exact = false;
   std::optional<Plan> best;
   for (ShapeAt s : ClosestCandidates(engine, count, attention_core)) {
-    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
-    if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(profile, candidate);
+    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(runs, options, s, count));
+    if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(runs.profile, candidate);
     if (!best || BetterPlan(candidate, *best)) {
       best = std::move(candidate);
       out.shape = s.shape;

@@ -77,6 +77,20 @@ std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext&
   j["gradient_checkpointing"] = on;
   if (on) j["gradient_checkpointing_kwargs"] = {{"use_reentrant", false}};
   if (MixedPrecision(ctx)) j[HalfOf(ctx) == Half::kBf16 ? "bf16" : "fp16"] = true;
+  if (e.loss_chunks > 0) {
+    // Liger-Kernel's fused linear cross-entropy alone: its other kernels
+    // (RoPE, RMSNorm, SwiGLU/GeGLU, LayerNorm, cross-entropy) change what the
+    // blocks keep, which the plan does not assume. Liger passes each model
+    // type's patch the keys it takes.
+    j["use_liger_kernel"] = true;
+    j["liger_kernel_config"] = {{"fused_linear_cross_entropy", true},
+                                {"cross_entropy", false},
+                                {"rope", false},
+                                {"rms_norm", false},
+                                {"swiglu", false},
+                                {"geglu", false},
+                                {"layer_norm", false}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -324,13 +338,38 @@ std::string RenderExport(const EnginePlan& e, const Profile& profile, const Repo
 }
 
 std::string ExportNote(const EnginePlan& e, const Plan& asked) {
+  auto loss = [](int64_t chunks) {
+    return chunks > 0 ? ", loss in " + std::to_string(chunks) + " chunks" : std::string();
+  };
+  // The switch that chunks the loss in the engine's configuration.
+  const std::string runs_loss =
+      e.loss_chunks > 0
+          ? loss(e.loss_chunks) + (e.engine == Engine::kHf
+                                       ? " (Liger-Kernel's fused linear cross-entropy)"
+                                       : std::string(" (remat.apply)"))
+          : std::string(e.asked_loss_chunks > 0 ? ", the whole loss" : "");
   if (e.exact) {
-    return std::string(ToString(e.engine)) + " runs the plan exactly: " + Describe(e.plan) + ", " +
-           Prediction(e.plan);
+    return std::string(ToString(e.engine)) + " runs the plan exactly: " + Describe(e.plan) +
+           runs_loss + ", " + Prediction(e.plan);
   }
-  return std::string(Switch(e.engine)) + " cannot express " + Describe(asked) +
-         "; exporting the closest plan it can, " + Describe(e.plan) + ", " + Prediction(e.plan) +
-         " (remat.apply(model, plan) applies " + Describe(asked) + " exactly)";
+  std::string why = std::string(Switch(e.engine)) + " cannot express " + Describe(asked);
+  if (e.loss_chunks != e.asked_loss_chunks) {
+    std::string what;
+    if (e.loss_chunks > 0) {
+      what = " chunks the loss as Liger-Kernel does, in " + std::to_string(e.loss_chunks) +
+             " chunks";
+    } else if (e.engine == Engine::kHf) {
+      what = "'s configuration has no chunked loss for this model (Liger-Kernel patches the "
+             "llama family)";
+    } else {
+      what = "'s configuration has no chunked loss";
+    }
+    why = std::string(ToString(e.engine)) + what + ": it cannot express " + Describe(asked) +
+          loss(e.asked_loss_chunks);
+  }
+  return why + "; exporting the closest plan it can, " + Describe(e.plan) + runs_loss + ", " +
+         Prediction(e.plan) + " (remat.apply(model, plan) applies " + Describe(asked) +
+         loss(e.asked_loss_chunks) + " exactly)";
 }
 
 }  // namespace remat

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "remat/input/input.h"
 #include "remat/planning/planning.h"
 #include "remat/strategies/strategies.h"
 
@@ -135,6 +136,71 @@ TEST(EnginePlan, ClosestIsTheBestOfTheEnginesShapes) {
       }
     }
   }
+}
+
+// A Llama and a GPT job with the chunked loss: the engines' configurations
+// run it (remat.apply; hf through Liger-Kernel on the llama family, at its
+// own count) or not (the rest, and hf for GPT-2), and a shape is planned on
+// the job its configuration runs.
+Job ChunkedJob(const char* architecture, int64_t loss_chunks) {
+  JobOverrides o;
+  o.loss_chunks = loss_chunks;
+  Result<PlannerInput> in = ParsePlannerInput(
+      std::string(R"({"architecture": ")") + architecture +
+          R"(", "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 4096,
+             "seq_len": 256, "micro_batch": 2, "dropout": 0})",
+      "chunked.json");
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  Result<Job> job = MakeJob(*in, o);
+  EXPECT_TRUE(job.ok()) << job.status().message();
+  return *job;
+}
+
+TEST(EnginePlan, EnginesRunTheChunkedLossTheirConfigurationsHave) {
+  const Job llama = ChunkedJob("llama", kLossChunksAuto);
+  // 512 tokens, ceil(4096 / 64) = 64: chunks of 8 rows.
+  const int64_t liger = WithDefaults(llama.config()).loss_chunks;
+  ASSERT_EQ(liger, 64);
+  EXPECT_EQ(EngineLossChunks(Engine::kPytorch, llama), liger);
+  EXPECT_EQ(EngineLossChunks(Engine::kHf, llama), liger);
+  for (Engine e : {Engine::kDeepspeed, Engine::kMegatron, Engine::kTorchtitan}) {
+    EXPECT_EQ(EngineLossChunks(e, llama), 0) << ToString(e);
+  }
+  const Job gpt = ChunkedJob("gpt", kLossChunksAuto);
+  EXPECT_EQ(EngineLossChunks(Engine::kHf, gpt), 0);  // Liger-Kernel patches no GPT-2
+  EXPECT_EQ(EngineLossChunks(Engine::kPytorch, gpt), WithDefaults(gpt.config()).loss_chunks);
+  const Job other = ChunkedJob("llama", 4);  // not Liger-Kernel's count
+  EXPECT_EQ(EngineLossChunks(Engine::kHf, other), liger);
+  EXPECT_EQ(EngineLossChunks(Engine::kHf, ChunkedJob("llama", 0)), 0);
+
+  PlanOptions options = Uniform(1'000'000'000'000, 1);
+  const Plan asked = PlanWith(llama, options);
+  Result<EnginePlan> hf = PlanForEngine(llama, options, asked, Engine::kHf);
+  ASSERT_TRUE(hf.ok()) << hf.status().message();
+  EXPECT_TRUE(hf->exact);
+  EXPECT_EQ(hf->loss_chunks, liger);
+  EXPECT_EQ(hf->asked_loss_chunks, liger);
+  // deepspeed has the shape (chunks of 1 block) but not the chunked loss:
+  // its shapes are planned on the job without it, where at this budget
+  // none is the fastest that fits: that job's own plan and prediction.
+  Result<EnginePlan> ds = PlanForEngine(llama, options, asked, Engine::kDeepspeed);
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  EXPECT_FALSE(ds->exact);
+  EXPECT_EQ(ds->loss_chunks, 0);
+  EXPECT_EQ(ds->shape, EngineShape::kNone);
+  PlanOptions none;
+  none.budget_bytes = options.budget_bytes;
+  none.strategy = Strategy::kNone;
+  const Plan plain = PlanWith(ChunkedJob("llama", 0), none);
+  EXPECT_EQ(ds->plan.memory.total_bytes, plain.memory.total_bytes);
+  EXPECT_GT(ds->plan.memory.total_bytes, asked.memory.total_bytes);
+  // hf with another count than Liger-Kernel's: the closest, at Liger's count.
+  const Plan asked_other = PlanWith(other, options);
+  Result<EnginePlan> hf_other = PlanForEngine(other, options, asked_other, Engine::kHf);
+  ASSERT_TRUE(hf_other.ok()) << hf_other.status().message();
+  EXPECT_FALSE(hf_other->exact);
+  EXPECT_EQ(hf_other->asked_loss_chunks, 4);
+  EXPECT_EQ(hf_other->loss_chunks, liger);
 }
 
 }  // namespace

@@ -42,14 +42,31 @@ struct EnginePlan {
   int n = 0;          // kChunks, kFirstBlocks, kEveryNth: the shape's n
   bool exact = true;  // `plan` is the plan asked about
   Plan plan;          // what the engine runs: planned, with its own prediction
+  // The chunked loss (ModelConfig::loss_chunks, resolved) of the job the
+  // plan asked about, and of the job `plan` was made for: what the engine's
+  // configuration runs (EngineLossChunks; 0: the whole loss).
+  int64_t asked_loss_chunks = 0;
+  int64_t loss_chunks = 0;
 };
 
+// The chunked loss `engine`'s configuration runs for `job`, whose own
+// chunked loss is ModelConfig::loss_chunks: the job's where remat.apply
+// runs the model (pytorch); for hf, Liger-Kernel's fused linear
+// cross-entropy (TrainingArguments' use_liger_kernel) on the llama family,
+// whose model types Liger-Kernel patches, at Liger-Kernel's own chunk count
+// (the tokens over ceil(vocab / hidden) rows, rounded up to a power of two:
+// remat's auto count); 0 for the other engines, whose configurations have
+// no chunked loss, for GPT-2 under hf, and for a job without one.
+int64_t EngineLossChunks(Engine engine, const Job& job);
+
 // How `engine` runs `plan`, made for `job` under `options` (the budget and
-// device memory terms are kept for any other plan). Exact when one of the
-// engine's shapes plans to the same per-layer decisions; otherwise the best
-// plan (BetterPlan: fitting first, then faster) among the engine's shapes,
-// each planned as RunPlanner plans that strategy (MakePlan). Errors: as
-// MakePlan's.
+// device memory terms are kept for any other plan). Exact when the engine
+// runs the job's chunked loss (EngineLossChunks) and one of the engine's
+// shapes plans to the same per-layer decisions; otherwise the best plan
+// (BetterPlan: fitting first, then faster) among the engine's shapes, each
+// planned as RunPlanner plans that strategy (MakePlan) on the job with the
+// chunked loss the engine runs. Errors: as MakePlan's, and as WithParallel's
+// for the job made again with another chunked loss.
 Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, const Plan& plan,
                                  Engine engine);
 

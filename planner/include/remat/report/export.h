@@ -14,7 +14,10 @@
 namespace remat {
 
 // The engine's configuration for `e.plan`, ending in a newline:
-//   hf          transformers TrainingArguments fields (JSON object)
+//   hf          transformers TrainingArguments fields (JSON object); with
+//               e.loss_chunks, use_liger_kernel and a liger_kernel_config
+//               that turns on Liger-Kernel's fused linear cross-entropy
+//               alone
 //   deepspeed   a ds_config (JSON object)
 //   megatron    Megatron-LM command-line flags (one line)
 //   torchtitan  TOML tables [training] and [activation_checkpoint]
@@ -25,10 +28,11 @@ namespace remat {
 // context's (precision only for model inputs).
 std::string RenderExport(const EnginePlan& e, const Profile& profile, const ReportContext& ctx);
 
-// One line for people (no newline): the plan the export carries with its
-// predicted device total and step time; when it is not `asked`, that the
-// engine cannot express `asked` and that remat.apply(model, plan) applies it
-// exactly.
+// One line for people (no newline): the plan the export carries, its loss
+// (in how many chunks, and by which switch) and its predicted device total
+// and step time, which are those of what the configuration runs; when it
+// is not `asked`, that the engine cannot express `asked` (or its chunked
+// loss) and that remat.apply(model, plan) applies it exactly.
 std::string ExportNote(const EnginePlan& e, const Plan& asked);
 
 }  // namespace remat
