@@ -236,16 +236,9 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   for (const std::string& w : result.warnings) *env.err << "planner: warning: " << w << "\n";
   // --global-batch plans another micro-batch, and auto may choose the
   // chunked loss: the reports are about that job.
-  const Job& planned = result.batch_job ? *result.batch_job : job;
+  const Job& planned = result.planned(job);
   const Profile& profile = result.profile_of(planned);
-  ReportContext context = ReportContextOf(planned);
-  if (!result.ranks.empty()) {
-    context.ranks = &result.ranks;
-    context.worst_rank = result.worst_rank;
-  }
-  if (result.batch) context.batch = &*result.batch;
-  if (result.advice) context.note = "NO PLAN FITS: " + result.advice->message;
-  if (result.chunked_loss) context.note = result.chunked_loss->message;
+  const ReportContext context = ReportContextOf(job, result);
   if (args.Has("o")) {
     REMAT_RETURN_IF_ERROR(
         WriteOutputFile(args.Get("o"), PlanToJson(result.plans, profile, context)));

@@ -416,5 +416,27 @@ TEST_F(FakeTrain, ReportsNameThePlansSetting) {
   EXPECT_NE(ReadAll(html).find("every 2"), std::string::npos);
 }
 
+// One plan, one verdict: under a budget the run without checkpointing
+// exceeds, the train report says it does not fit, as the plan's own report does.
+TEST_F(FakeTrain, TheTrainReportSaysWhatThePlanReportSaysOfTheRunWithoutCheckpointing) {
+  const Captured none = Run({"--budget", "1TB", "--strategy", "none", "--json", model_});
+  ASSERT_EQ(none.code, 0) << none.err;
+  const int64_t peak = nlohmann::json::parse(none.out)["predicted"]["peak_bytes"].get<int64_t>();
+  const std::string budget = std::to_string(peak * 9 / 10) + "B";
+  const Captured planned =
+      Run({"--budget", budget, "--strategy", "uniform", "--every", "1", model_});
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("does not fit"), std::string::npos) << planned.out;
+  const std::string plan =
+      PlanFile({"--budget", budget, "--strategy", "uniform", "--every", "1"}, "every1.json");
+  const std::string html = dir_.Path("r.html");
+  const Captured c = Run(
+      {"train", "--plan", plan, "--steps", "1", "--pareto-points", "0", "--report", html, model_});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string report = ReadAll(html);
+  EXPECT_NE(report.find(", does not fit"), std::string::npos);
+  EXPECT_EQ(report.find(", fits"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace remat::cli

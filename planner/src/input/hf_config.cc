@@ -6,6 +6,8 @@
 // holds model.json fields for the training job and overrides all of that
 // (head, pooling, loss, texts_per_example, num_labels, pooler, seq_len,
 // micro_batch, ...); the result is checked as a model.json is.
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "model/hf_families.h"
@@ -152,6 +154,11 @@ const std::vector<std::string> kJobKeys = {
 Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
   if (!doc.is_object()) return Status::Invalid(source + ": expected a JSON object");
+  // transformers reads a key set to null as one left out (None: the
+  // default); transformers 5 writes "dtype": null, for one.
+  for (auto it = doc.begin(); it != doc.end();) {
+    it = it.value().is_null() ? doc.erase(it) : std::next(it);
+  }
   JsonObjectReader r(doc, source);
   std::string type;
   REMAT_RETURN_IF_ERROR(r.String("model_type", &type, true));

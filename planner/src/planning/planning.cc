@@ -16,11 +16,6 @@ namespace {
 // Plans `job` as `request` asks, without the sweep and the chunked loss.
 Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request);
 
-// The job planned: at the batch search's micro-batch, or as given.
-const Job& Planned(const PlanningResult& r, const Job& job) {
-  return r.batch_job ? *r.batch_job : job;
-}
-
 std::string Ms(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f ms", ms);
@@ -124,7 +119,7 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
   if (request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto) {
     REMAT_RETURN_IF_ERROR(WeighChunkedLoss(job, request, &result));
   }
-  const Job* planned = &Planned(result, job);
+  const Job* planned = &result.planned(job);
   if (request.sweep_points >= 2) {
     ParetoOptions sweep;
     sweep.points = request.sweep_points;

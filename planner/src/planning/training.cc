@@ -112,8 +112,11 @@ Result<TrainComparison> TrainPlan(const Job& job, const TrainRequest& request, R
   c.plan_path = request.plan_path;
   c.plan = request.plan;
   c.memory_limit_bytes = request.options.memory_limit_bytes;
+  // The run without checkpointing, against the plan's budget: the reports
+  // say whether it fits as the plan's own report does.
   PlanOptions none;
   none.strategy = Strategy::kNone;
+  none.budget_bytes = c.plan.budget_bytes;
   Result<Plan> baseline = FindSolver(Strategy::kNone)->Solve(c.plan.profile, none);
   if (!baseline.ok()) return baseline.status().WithPrefix(request.plan_path);
   Result<PlanSet> plans = PlanSetOf(c.plan, std::move(*baseline));

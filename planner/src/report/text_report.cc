@@ -276,17 +276,6 @@ void StrategyTable(std::ostringstream& o, const PlanSet& plans) {
 
 }  // namespace
 
-ReportContext ReportContextOf(const Job& job) {
-  ReportContext ctx;
-  ctx.input_path = job.path;
-  ctx.input_kind = ToString(job.kind);
-  ctx.has_config = job.has_config();
-  if (ctx.has_config) ctx.config = job.config();
-  ctx.grad_accumulation = job.grad_accumulation();
-  ctx.parallel = job.parallel();
-  return ctx;
-}
-
 std::string DescribeReservedPeak(const Plan& plan) {
   const DeviceMemoryUse& m = plan.memory;
   std::ostringstream o;

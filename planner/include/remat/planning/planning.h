@@ -146,6 +146,9 @@ struct PlanningResult {
   // the chunked loss (its loss_chunks set), with or without a global batch.
   std::optional<BatchSearch> batch;
   std::optional<Job> batch_job;
+  // The job `plans` are about: batch_job when there is one, else `given`
+  // (the job RunPlanner was called with).
+  const Job& planned(const Job& given) const { return batch_job ? *batch_job : given; }
   std::optional<ChunkedLossChoice> chunked_loss;  // when auto chose it
   std::optional<ParetoCurve> sweep;  // when requested
   std::optional<FitAdvice> advice;   // exactly when plans.chosen does not fit

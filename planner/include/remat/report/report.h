@@ -21,6 +21,7 @@ namespace remat {
 
 struct BatchSearch;  // remat/planning/planning.h
 struct RankPlan;     // remat/planning/planning.h
+struct PlanningResult;  // remat/planning/planning.h
 
 // What the report says about where the plan came from: the render options
 // besides the result itself.
@@ -59,6 +60,13 @@ std::string FormatRanksMarkdown(const ReportContext& ctx);
 // The context of `job`'s reports: its input path and kind, its config (model
 // inputs) and accumulation; no note and no batch table.
 ReportContext ReportContextOf(const Job& job);
+
+// The context of the reports of `result`, planned for `job`: that of the job
+// it planned (result.planned(job): its batch job where --global-batch or the
+// chunked loss chose one), with its ranks, the batch table and the note
+// (what auto's chunked loss saves, or the advice when nothing fits). Points
+// into `result`, which must outlive it.
+ReportContext ReportContextOf(const Job& job, const PlanningResult& result);
 
 // The human-readable report printed by `planner --budget ... model.json`.
 std::string FormatPlanText(const PlanSet& plans, const Profile& profile, const ReportContext& ctx);

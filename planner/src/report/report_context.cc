@@ -1,0 +1,30 @@
+// What a report says about where its plan came from (ReportContext).
+#include "remat/planning/planning.h"
+#include "remat/report/report.h"
+
+namespace remat {
+
+ReportContext ReportContextOf(const Job& job) {
+  ReportContext ctx;
+  ctx.input_path = job.path;
+  ctx.input_kind = ToString(job.kind);
+  ctx.has_config = job.has_config();
+  if (ctx.has_config) ctx.config = job.config();
+  ctx.grad_accumulation = job.grad_accumulation();
+  ctx.parallel = job.parallel();
+  return ctx;
+}
+
+ReportContext ReportContextOf(const Job& job, const PlanningResult& result) {
+  ReportContext ctx = ReportContextOf(result.planned(job));
+  if (!result.ranks.empty()) {
+    ctx.ranks = &result.ranks;
+    ctx.worst_rank = result.worst_rank;
+  }
+  if (result.batch) ctx.batch = &*result.batch;
+  if (result.advice) ctx.note = "NO PLAN FITS: " + result.advice->message;
+  if (result.chunked_loss) ctx.note = result.chunked_loss->message;
+  return ctx;
+}
+
+}  // namespace remat
