@@ -13,7 +13,7 @@
 // option's peak less the full one's, and the option's peak carries the
 // same 4 n h (4 n h = 262,144 B a block of 512 tokens here). Open:
 // - llama eager, options with the attention core: the runtime's recompute
-//   workspace is 4 n h above the op model's, not yet derived;
+//   workspace is 4 n h above the op model's, a difference not derived;
 // - not compared: the forward workspace of a decoder's core+mlp options but
 //   gpt eager's (llama 260,096 B, gpt sdpa 61,440 B above the op model's).
 #include <gtest/gtest.h>

@@ -66,7 +66,7 @@ TEST(DropoutDraw, CpuBlockAddsElementsOverTheRate) {
   EXPECT_NEAR(core->extra_recompute_ms - core0->extra_recompute_ms, kAttention * ms_per_element,
               1e-9);
   // Without the term the roofline's two flops an element are memory-bound:
-  // the draw now dominates the recompute, several times the roofline.
+  // with it the draw dominates the recompute, several times the roofline.
   EXPECT_GT(drop->extra_recompute_ms, 5 * drop0->extra_recompute_ms);
   // Bytes do not move.
   EXPECT_EQ(drop->activation_bytes, drop0->activation_bytes);

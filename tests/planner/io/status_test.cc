@@ -13,8 +13,8 @@ TEST(Status, OkAndInvalid) {
   EXPECT_EQ(s.WithPrefix("x").message(), "x: model.json: field 'layers': missing");
 }
 
-// Found by the model.json fuzzer: a JSON key holding a newline ("micro\n_batch")
-// was quoted raw and the CLI printed a two-line error.
+// A JSON key holding a newline ("micro\n_batch", a model.json fuzzer input)
+// is quoted escaped: the CLI's error stays one line.
 TEST(Status, MessagesAreOneLine) {
   EXPECT_EQ(Status::Invalid("unknown field 'micro\n_batch'").message(),
             "unknown field 'micro\\n_batch'");

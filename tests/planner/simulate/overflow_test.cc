@@ -82,8 +82,8 @@ TEST(Overflow, TensorsThatAddUpPastInt64AreRejected) {
       << p.status().message();
 }
 
-// A selective option may keep more than the layer itself; its bytes were
-// left out of the profile's overflow bound and the simulator's sums wrapped.
+// A selective option may keep more than the layer itself: its bytes are
+// part of the profile's overflow bound, so the simulator's sums cannot wrap.
 TEST(Overflow, SelectiveBytesCountTowardsTheProfileBound) {
   Profile p = testing::UniformChain(4);
   for (LayerProfile& l : p.layers) l.selective.push_back({"core", int64_t{1} << 61, 1.0, 0});
@@ -108,8 +108,9 @@ TEST(Overflow, InputsAndTheirGradientsCountTwice) {
   EXPECT_GT(plans->chosen.predicted.peak_bytes, 0);
 }
 
-// An analytic profile whose times exceed what a profile file may hold was
-// written by `planner profile --analytic` and then refused as input.
+// An analytic profile whose times exceed what a profile file may hold is
+// refused when made, not written by `planner profile --analytic` and then
+// refused as input.
 TEST(Overflow, AbsurdTimesAreRejectedSoProfilesReadBack) {
   ModelConfig c = Gpt3(1 << 24, AttentionImpl::kEager);
   c.layers = 1;

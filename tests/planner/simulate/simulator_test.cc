@@ -187,7 +187,7 @@ TEST(Simulator, LaterMicroStepsUseTheAccumulatingBackwardWorkspace) {
   p.grad_accumulation = 4;
   Result<SimulationResult> r = Simulate(p, s);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // Backward 2 of micro-batches 2..4: 255 + 111 + 30 + 33 = 429 (was 399).
+  // Backward 2 of micro-batches 2..4: 255 + 111 + 30 + 33 = 429.
   EXPECT_EQ(r->peak_bytes, 429);
   p.grad_accumulation = 1;  // micro-batch 1 alone: backward_workspace_bytes
   EXPECT_EQ(Simulate(p, s)->peak_bytes, 388);

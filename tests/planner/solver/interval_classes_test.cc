@@ -30,10 +30,10 @@ TEST(IntervalClasses, GradientsAfterAnIntervalTellEqualIntervalsApart) {
 }
 
 TEST(IntervalClasses, EveryFillIsTheSimulationOnIdenticalBlocksWithGradients) {
-  // Before the gradients after an interval were part of its class, the
-  // 28-block chain at 5% solved to 55.82 ms in tables whose schedule
-  // simulated to 59.97 ms above the budget (and the reference fill to a
-  // worse plan than the optimum).
+  // An interval's class includes the gradients after it: classes without
+  // them solve the 28-block chain at 5% to 55.82 ms in tables whose
+  // schedule simulates to 59.97 ms above the budget (and the reference fill
+  // to a worse plan than the optimum).
   for (int blocks : {18, 28}) {
     const Profile p = testing::GptChain(blocks, 4);
     for (int percent : {5, 40}) {

@@ -52,9 +52,8 @@ std::vector<int64_t> Budgets(const Profile& p) {
   return out;
 }
 
-// What the optimal strategies compared against before the search was
-// pruned: each heuristic strategy's own plan (every parameter simulated),
-// the fastest that fits.
+// The unpruned reference for the heuristic search: each heuristic
+// strategy's own plan (every parameter simulated), the fastest that fits.
 std::optional<Plan> Exhaustive(const Profile& p, int64_t budget) {
   std::optional<Plan> best;
   for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
