@@ -119,6 +119,10 @@ void ModelOptimizer::Clip() {
 }
 
 void ModelOptimizer::Update(double lr) {
+  if (kind_ == Optimizer::kAdamW && !settings_.master_weights) {
+    TorchAdamW(lr);
+    return;
+  }
   const OptimizerSettings& s = settings_;
   for (size_t i = 0; i < params_.size(); ++i) {
     // With master weights the update goes to the fp32 copy, then back.
@@ -169,6 +173,44 @@ void ModelOptimizer::Update(double lr) {
         to.narrow(0, off, len).copy_(from.narrow(0, off, len));
       }
     }
+  }
+}
+
+void ModelOptimizer::TorchAdamW(double lr) {
+  const OptimizerSettings& s = settings_;
+  const double step = static_cast<double>(updates_);
+  const double bc2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
+  const double step_size = lr / (1 - std::pow(s.beta1, step));
+  std::vector<at::Tensor> params, grads, first, second;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;  // torch.optim skips it too
+    params.push_back(params_[i]);
+    grads.push_back(params_[i].grad());
+    first.push_back(first_[i]);
+    second.push_back(second_[i]);
+  }
+  if (params.empty()) return;
+  if (params.front().is_cuda()) {
+    // _multi_tensor_adam: every denominator at once.
+    at::_foreach_mul_(params, 1 - lr * s.weight_decay);
+    at::_foreach_lerp_(first, grads, 1 - s.beta1);
+    at::_foreach_mul_(second, s.beta2);
+    at::_foreach_addcmul_(second, grads, grads, 1 - s.beta2);
+    std::vector<at::Tensor> denom = at::_foreach_sqrt(second);
+    at::_foreach_div_(denom, bc2_sqrt);
+    at::_foreach_add_(denom, s.eps);
+    at::_foreach_addcdiv_(params, first, denom, -step_size);
+    return;
+  }
+  // _single_tensor_adam: the previous parameter's denominator, the loop's
+  // variable, lives until the next one is assigned.
+  at::Tensor denom;
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].mul_(1 - lr * s.weight_decay);
+    first[i].lerp_(grads[i], 1 - s.beta1);
+    second[i].mul_(s.beta2).addcmul_(grads[i], grads[i], 1 - s.beta2);
+    denom = (second[i].sqrt() / bc2_sqrt).add_(s.eps);
+    params[i].addcdiv_(first[i], denom, -step_size);
   }
 }
 

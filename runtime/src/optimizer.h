@@ -3,12 +3,17 @@
 // (amp_fp16), clipping by the global gradient norm, the learning-rate
 // schedule.
 //
-// torch::optim creates its state lazily inside the first step and builds
-// parameter-sized temporaries in every step; the planner's model treats
-// optimizer state as live for the whole run and the step as free of
-// transients. This optimizer matches that: AdamW's two moment buffers (or
-// SGD's momentum buffer) are allocated in the constructor, and the update
-// runs in place, its temporaries bounded to one 64 Ki-element chunk.
+// torch::optim creates its state lazily inside the first step; the
+// planner's model treats optimizer state as live for the whole run, so
+// AdamW's two moment buffers (or SGD's momentum buffer) are allocated in
+// the constructor. The update is torch.optim's (PyTorch 2.11), with its
+// temporaries, which the planner models (analytic/optimizer_step.h): AdamW
+// computes each parameter's denominator sqrt(v / (1 - beta2^t)) + eps as a
+// new tensor, per parameter on the CPU (_single_tensor_adam: the previous
+// parameter's lives until the next is made) and all at once on CUDA
+// (_multi_tensor_adam, foreach); SGD, with or without momentum, updates in
+// place. With master weights (mixed_*, the fused optimizers of Megatron and
+// DeepSpeed) AdamW runs in place over 64 Ki-element chunks.
 //
 // Mixed precision (mixed_bf16, mixed_fp16; the Megatron / DeepSpeed
 // convention): the model's weights are 16-bit; the optimizer keeps an fp32
@@ -101,6 +106,9 @@ class ModelOptimizer {
   bool Unscale();  // false: a gradient is not finite
   void Clip();
   void Update(double lr);
+  // AdamW on the weights themselves, as torch.optim.AdamW's default
+  // implementation for their device.
+  void TorchAdamW(double lr);
   void ZeroGrads();
 
   Optimizer kind_;

@@ -382,9 +382,14 @@ Status Profiler::Run(Profile* out) {
   REMAT_RETURN_IF_ERROR(CatchTorchErrors("timing the optimizer step", meter_, [&] {
     for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
       model_->AllocateGradients();  // the step sets them to None
+      // Its temporaries: the peak above the model state with the gradients.
+      const int64_t before = meter_.current_bytes();
+      meter_.ResetPeak();
       const DeviceClock clock(timing_);
       optimizer->Step();
       if (r >= options_.warmup) step_ms.push_back(clock.ElapsedMs());
+      p.optimizer_workspace_bytes =
+          std::max(p.optimizer_workspace_bytes, meter_.peak_bytes() - before);
     }
     // The step sets the gradients to None; persistent buffers come back.
     if (model_->persistent_gradients()) model_->AllocateGradients();

@@ -12,16 +12,19 @@
 //    .add_(eps)` makes the square root and the quotient (the square root
 //    dies after the division), while the previous parameter's denom, the
 //    loop's local, lives until this one is assigned: at parameter i,
-//    d[i-1] + 2 d[i] bytes (d: a parameter's moment bytes), the step's
-//    peak the largest of those;
+//    d[i-1] + 2 d[i] bytes (d: a parameter's moment bytes), and the
+//    division's scalar operand, which ATen wraps in a 0-dim double tensor
+//    and casts to the moments' dtype (8 + 4 B in fp32); the step's peak the
+//    largest of those;
 //  - foreach (_multi_tensor_adam, the default on CUDA): `exp_avg_sq_sqrt =
 //    torch._foreach_sqrt(device_exp_avg_sqs)` makes every parameter's at
 //    once, then divides, adds and applies them in place: the sum of d.
 // SGD, with or without momentum (torch/optim/sgd.py, weight decay 0: the
 // default), adds into the weights and the momentum buffers in place: no
-// temporaries. Neither does an optimizer with master weights (mixed_*:
-// Megatron's and DeepSpeed's fused optimizers; remat's runtime updates the
-// masters 64 Ki elements at a time).
+// temporaries but, per parameter on the CPU, the momentum multiply's
+// wrapped scalar (8 + 4 B in fp32). Neither does an optimizer with master
+// weights (mixed_*: Megatron's and DeepSpeed's fused optimizers; remat's
+// runtime updates the masters 64 Ki elements at a time).
 #ifndef REMAT_SRC_ANALYTIC_OPTIMIZER_STEP_H_
 #define REMAT_SRC_ANALYTIC_OPTIMIZER_STEP_H_
 

@@ -34,9 +34,10 @@ const std::vector<TrainedTensor> kTensors = {{10, false}, {100, false}, {5, fals
 TEST(OptimizerStep, AdamWPerParameterHoldsThePreviousDenominatorAndTwoOfTheNext) {
   const analytic::StepWorkspace w =
       OptimizerStepWorkspace(kTensors, Job(Precision::kFp32, Optimizer::kAdamW), false);
-  // Parameter 1: 10's denominator, 100's square root and quotient (fp32).
-  EXPECT_EQ(w.bytes, 4 * (10 + 2 * 100));
-  EXPECT_EQ(w.tensors, (TensorSizes{40, 400, 400}));
+  // Parameter 1: 10's denominator, 100's square root and quotient (fp32),
+  // and the division's scalar (a double, and its fp32 cast).
+  EXPECT_EQ(w.bytes, 4 * (10 + 2 * 100) + 8 + 4);
+  EXPECT_EQ(w.tensors, (TensorSizes{40, 400, 400, 8, 4}));
 }
 
 TEST(OptimizerStep, AdamWForeachMakesEveryDenominatorAtOnce) {
@@ -49,10 +50,10 @@ TEST(OptimizerStep, AdamWForeachMakesEveryDenominatorAtOnce) {
 TEST(OptimizerStep, TheMomentsDtype) {
   // Pure bf16 keeps the moments in bf16; autocast in fp32.
   EXPECT_EQ(OptimizerStepWorkspace(kTensors, Job(Precision::kBf16, Optimizer::kAdamW), false).bytes,
-            2 * 210);
+            2 * 210 + 8 + 2);
   EXPECT_EQ(
       OptimizerStepWorkspace(kTensors, Job(Precision::kAmpBf16, Optimizer::kAdamW), false).bytes,
-      4 * 210);
+      4 * 210 + 8 + 4);
   // A LoRA adapter's state in lora_dtype.
   ModelConfig c = Job(Precision::kAmpBf16, Optimizer::kAdamW);
   c.lora_dtype = LoraDtype::kBf16;
@@ -61,9 +62,14 @@ TEST(OptimizerStep, TheMomentsDtype) {
 
 TEST(OptimizerStep, SgdAndMasterWeightsMakeNone) {
   for (Optimizer o : {Optimizer::kSgd, Optimizer::kSgdMomentum, Optimizer::kNone}) {
-    EXPECT_EQ(OptimizerStepWorkspace(kTensors, Job(Precision::kFp32, o), false).bytes, 0);
     EXPECT_EQ(OptimizerStepWorkspace(kTensors, Job(Precision::kFp32, o), true).bytes, 0);
   }
+  EXPECT_EQ(OptimizerStepWorkspace(kTensors, Job(Precision::kFp32, Optimizer::kSgd), false).bytes,
+            0);
+  // Per parameter, the momentum multiply's scalar (a double and its cast).
+  EXPECT_EQ(
+      OptimizerStepWorkspace(kTensors, Job(Precision::kFp32, Optimizer::kSgdMomentum), false).bytes,
+      12);
   EXPECT_EQ(
       OptimizerStepWorkspace(kTensors, Job(Precision::kMixedBf16, Optimizer::kAdamW), true).bytes,
       0);
@@ -112,10 +118,10 @@ TEST(OptimizerStep, TheTrainedTensorsAreTheTrainedParameters) {
 
 TEST(OptimizerStep, TheMiniLmProfileOnCpuHoldsTwoWordEmbeddings) {
   // all-MiniLM-L6-v2's largest tensor is its first, the word embeddings
-  // (30522 x 384): the step's peak is its square root and quotient, as
-  // torch.optim.AdamW measures on CPU (93,763,584 B and 12 B of scalars).
+  // (30522 x 384): the step's peak is its square root and quotient and the
+  // division's scalar, 93,763,596 B, as torch.optim.AdamW measures on CPU.
   const Profile cpu = testing::AnalyticOnCpu(testing::MiniLmJob(2, 4, ""));
-  EXPECT_EQ(cpu.optimizer_workspace_bytes, 2 * 30522 * 384 * 4);
+  EXPECT_EQ(cpu.optimizer_workspace_bytes, 2 * 30522 * 384 * 4 + 12);
   // On a GPU, foreach: every trained parameter's, fp32.
   Result<Profile> gpu = AnalyticProfile(testing::MiniLmJob(2, 4, ""), {});
   ASSERT_TRUE(gpu.ok());
