@@ -338,22 +338,26 @@ def _measure_round(chain, meter, i, x, params, created, samples, timed):
         s.nograd_workspace = max(s.nograd_workspace, nograd_workspace)
 
 
-def _optimizer_ms(params, repeats):
+def _optimizer_step(params, repeats, meter):
     """Median time of an AdamW step on copies of the parameters (the
-    module's own are left as they are)."""
+    module's own are left as they are), and the most its temporaries took
+    above the parameters, gradients and state (optimizer_workspace_bytes)."""
     import torch
 
     copies = [p.detach().clone().requires_grad_(True) for p in params]
     for c in copies:
         c.grad = torch.zeros_like(c)
     opt = torch.optim.AdamW(copies, lr=1e-4)
-    times = []
+    times, workspace = [], 0
     for r in range(repeats + 1):
+        before = meter.current_bytes()
+        meter.reset_peak()
         t = time.perf_counter()
         opt.step()
         if r:
             times.append(time.perf_counter() - t)
-    return _median_ms(times)
+            workspace = max(workspace, meter.peak_bytes() - before)  # the first makes the state
+    return _median_ms(times), workspace
 
 
 def _static(module, params):
@@ -439,11 +443,13 @@ def profile(module, example_inputs, loss_fn=None, blocks=None, repeats=3, name=N
     if chain.has_prefix:
         layers[0]["input_bytes"] = _input_bytes(example_inputs)
     static = _static(module, params)
+    optimizer_ms, optimizer_workspace = _optimizer_step(params, repeats, meter)
     data = {"model": name or type(module).__name__, "source": "pytorch-cpu",
             "device": "cpu, wall time",
             "parameters": sum(p.numel() for p in module.parameters()),
             "static_bytes": sum(static.values()), "static": static,
-            "optimizer_ms": _optimizer_ms(params, repeats), "layers": layers,
+            "optimizer_ms": optimizer_ms, "optimizer_workspace_bytes": optimizer_workspace,
+            "layers": layers,
             "provenance": {"torch_version": torch.__version__,
                            "intra_op_threads": torch.get_num_threads(),
                            "allocator": "remat CPU meter"}}
