@@ -41,7 +41,7 @@ TEST(EncoderWorkspace, BlockBackwardIsTheAnalyticModels) {
     // backward's peak. The runtime's GELU function holds fc2's output
     // gradient, GELU's output gradient and fc2's weight and bias gradients
     // until GELU's backward is done; the op model fuses them the same way
-    // (chain.cc, RecomputePart::fused).
+    // (backward_workspace.h, RecomputePart::fused).
     for (size_t k = 0; k < a.selective.size(); ++k) {
       EXPECT_EQ(m.selective[k].recompute_workspace_bytes, a.selective[k].recompute_workspace_bytes)
           << a.name << " " << a.selective[k].name;

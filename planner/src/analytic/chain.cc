@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 
+#include "analytic/backward_workspace.h"
+
 namespace remat::analytic {
 
 TensorSizes FitTensors(const TensorSizes& tensors, int64_t total) {
@@ -209,233 +211,6 @@ Result<int> GroupOutput(const OpGraph& g, const Groups& gr, int gi, bool last) {
   }
   if (output < 0) return Status::Internal("layer '" + gr.name[gi] + "' has no output");
   return output;
-}
-
-// Ops of a layer recomputed in backward from what the layer keeps.
-struct RecomputePart {
-  std::vector<int> ops;  // in execution order
-  // Whether the part's output, read by the layer's other ops, is kept from
-  // the forward (the attention core's context: its gradient reaches the
-  // recompute, layer_execution.cc, whose own output lives on only where an
-  // op of the part saves it). Otherwise (the MLP activation, a norm) the
-  // output is dropped too, made again with the part and freed with its
-  // consumer's backward.
-  bool holds_output = true;
-  // A dropout that keeps no mask (OpInfo::dropout_mask): only what the op
-  // saves of its own outputs (the mask) is dropped, and nothing is kept to
-  // make it again (the generator state the runtime saves is not a tensor).
-  // Unlike the other parts, it is made again in the op's own backward.
-  bool regenerates = false;
-  // The part and the op whose backward recomputes it (its host: the first
-  // op, in backward order, that saves what the part drops) are one autograd
-  // function: the runtime's ActivationLinear (mlp_recompute.cc), the MLP
-  // activation and the projection after it. The host's output gradient, the
-  // part's output gradient (the host's input gradient) and the host's
-  // parameter-gradient transients live until the part's backward is done,
-  // and the layer's other ops between them (llama's up_proj, which makes
-  // the activation's other input) run their backward after the function.
-  bool fused = false;
-};
-
-// How a layer's backward runs (BackwardWorkspace).
-struct BackwardRun {
-  // The backward creates the parameter gradients (the first backward of a
-  // step when gradients are created in backward): each op's gradients
-  // become .grad and stay. Otherwise each is a transient of its op, added
-  // into the existing .grad.
-  bool creates_gradients = false;
-  // A selective option's parts and the saved tensors each drops, recomputed
-  // when the layer's backward starts (none: the full backward).
-  std::vector<RecomputePart> parts;
-  std::vector<std::set<int>> dropped;
-};
-
-// Backward of `ops` in reverse: each op allocates its inputs' gradients and
-// frees its outputs' once it has run, and autograd releases what an op saved
-// once it has run (a tensor several ops save: after the last of them; not
-// the layer's input, output and side inputs, which the executor holds).
-// Parameter gradients are transients of their op, or, when the backward
-// creates them, stay from their op on. The recomputed parts are made again
-// before the first op's backward, in forward order, as PyTorch's selective
-// checkpoint replays a layer at its backward's first unpack: each part's
-// dropped tensors live from there until autograd releases them (a part
-// that holds its output, the attention core: its output too, until the
-// part's backward is done; the norms' and the MLP activation's: until the
-// backward of the function that recomputes them, the projections after
-// the norm, the activation and the projection after it). A regenerated
-// dropout mask is drawn again in its own op's backward.
-// Returns the peak above the layer's state when its backward starts, the
-// input gradient the layer hands on, the gradients of the skips it reads
-// (`side_inputs`; the simulator counts those) and the parameter gradients
-// it creates (the simulator counts them from the layer's start).
-// `at_peak` (may be null) receives the tensors made in the backward that
-// are live at its peak, but the input's and side inputs' gradients: the
-// activation gradients in the order of their tensors, then the peak op's
-// transients (its workspace, its parameter-gradient transient) or the
-// recompute's forward peak.
-int64_t BackwardWorkspace(const OpGraph& g, const std::vector<int>& ops, int input, int output,
-                          const std::set<int>& side_inputs, const BackwardRun& run,
-                          TensorSizes* at_peak = nullptr) {
-  const auto& tensors = g.tensors();
-  // Records the live gradients and `transients` when `now` is a new peak.
-  auto note_peak = [&](const std::set<int>& grads, int64_t now, const TensorSizes& transients,
-                       int64_t* peak) {
-    if (now <= *peak) return;
-    *peak = now;
-    if (at_peak == nullptr) return;
-    at_peak->clear();
-    for (int t : grads) {
-      if (t != input && !side_inputs.count(t)) at_peak->push_back(tensors[t].bytes);
-    }
-    for (int64_t b : transients) {
-      if (b > 0) at_peak->push_back(b);
-    }
-  };
-  std::map<int, int> savers;  // saved tensor -> ops yet to run backward that save it
-  for (int op : ops) {
-    for (int t : g.ops()[op].saved) {
-      if (t != input && t != output && !side_inputs.count(t)) ++savers[t];
-    }
-  }
-  std::map<int, int64_t> released_after;  // op -> recomputed bytes freed after its backward
-  std::vector<bool> recomputed(run.parts.size(), false);
-  // The backward's order: the ops in reverse, but for a fused part the ops
-  // between its host and its first op, which run after the function.
-  std::vector<int> order(ops.rbegin(), ops.rend());
-  std::map<int, int> fused_host;  // host op -> the first op of its fused part
-  for (size_t i = 0; i < run.parts.size(); ++i) {
-    const RecomputePart& part = run.parts[i];
-    if (!part.fused || part.ops.empty()) continue;
-    auto host = std::find_if(order.begin(), order.end(), [&](int o) {
-      for (int t : g.ops()[o].saved) {
-        if (run.dropped[i].count(t)) return true;
-      }
-      return std::find(part.ops.begin(), part.ops.end(), o) != part.ops.end();
-    });
-    auto front = std::find(order.begin(), order.end(), part.ops.front());
-    if (host == order.end() || front == order.end() || host > front) continue;
-    fused_host[*host] = part.ops.front();
-    std::stable_partition(host + 1, front + 1, [&](int o) {
-      return std::find(part.ops.begin(), part.ops.end(), o) != part.ops.end();
-    });
-  }
-  std::set<int> grads;
-  // Gradient a recompute holds (a fused part's function, a held output's
-  // backward) -> the part's first op, after whose backward it is freed.
-  std::map<int, int> held_grads;
-  int64_t live = 0, peak = 0, created = 0;
-  // Makes part i again: its dropped tensors become live, and a part that
-  // holds its output, the output too.
-  // Whether an op of `part` saves tensor t.
-  auto saved_by = [&](const RecomputePart& part, int t) {
-    for (int p : part.ops) {
-      const std::vector<int>& s = g.ops()[p].saved;
-      if (std::find(s.begin(), s.end(), t) != s.end()) return true;
-    }
-    return false;
-  };
-  auto recompute = [&](size_t i) {
-    const RecomputePart& part = run.parts[i];
-    const std::set<int>& dropped = run.dropped[i];
-    recomputed[i] = true;
-    const int64_t remade = ReplayForward(g, part.ops, dropped);
-    note_peak(grads, live + created + remade, {remade}, &peak);
-    for (int t : dropped) {
-      live += tensors[t].bytes;
-      if (part.holds_output) continue;
-      // What the part's own ops save goes with their backward (autograd
-      // frees it there); what its host saves, once the part is done.
-      if (part.fused && saved_by(part, t)) continue;
-      savers.erase(t);
-      released_after[part.ops.front()] += tensors[t].bytes;
-    }
-    if (!part.holds_output) return;
-    const std::set<int> members(part.ops.begin(), part.ops.end());
-    for (int p : part.ops) {
-      for (int t : g.ops()[p].outputs) {
-        bool outside = false;
-        for (int c : g.consumers(t)) outside = outside || members.count(c) == 0;
-        if (!outside) continue;
-        // Its gradient, which the runtime backpropagates through the
-        // recomputed part (layer_execution.cc Backward), is held until
-        // the part's backward is done.
-        held_grads[t] = part.ops.front();
-        // The output itself lives on only where an op of the part saves
-        // it (a fused attention kernel); the runtime keeps its place in
-        // the graph, not the tensor.
-        if (!saved_by(part, t)) continue;
-        live += tensors[t].bytes;
-        released_after[part.ops.front()] += tensors[t].bytes;
-      }
-    }
-  };
-  // The parts are made again before any op's backward runs, in forward
-  // order (PyTorch's selective checkpoint replays the layer at its
-  // backward's first unpack); a regenerated mask, in its op's backward.
-  std::vector<size_t> at_start;
-  for (size_t i = 0; i < run.parts.size(); ++i) {
-    if (!run.parts[i].regenerates && !run.parts[i].ops.empty()) at_start.push_back(i);
-  }
-  auto position = [&](size_t i) {
-    return std::find(ops.begin(), ops.end(), run.parts[i].ops.front()) - ops.begin();
-  };
-  std::stable_sort(at_start.begin(), at_start.end(),
-                   [&](size_t a, size_t b) { return position(a) < position(b); });
-  for (size_t i : at_start) recompute(i);
-  for (auto it = order.begin(); it != order.end(); ++it) {
-    const OpInfo& op = g.ops()[*it];
-    for (size_t i = 0; i < run.parts.size(); ++i) {
-      if (recomputed[i]) continue;
-      const bool in_part =
-          std::find(run.parts[i].ops.begin(), run.parts[i].ops.end(), *it) != run.parts[i].ops.end();
-      bool saves_dropped = false;
-      for (int t : op.saved) saves_dropped = saves_dropped || run.dropped[i].count(t) > 0;
-      if (in_part || saves_dropped) recompute(i);
-    }
-    for (int t : op.inputs) {
-      if (tensors[t].requires_grad && grads.insert(t).second) live += tensors[t].bytes;
-    }
-    int64_t transient = op.backward_workspace;
-    if (run.creates_gradients) {
-      created += op.gradient_bytes;
-    } else {
-      transient += op.gradient_bytes;
-    }
-    note_peak(grads, live + created + transient,
-              {op.backward_workspace, run.creates_gradients ? 0 : op.gradient_bytes}, &peak);
-    const auto host = fused_host.find(*it);
-    for (int t : op.outputs) {
-      if (!grads.erase(t)) continue;
-      const auto held = held_grads.find(t);
-      if (host != fused_host.end()) {
-        released_after[host->second] += tensors[t].bytes;
-      } else if (held != held_grads.end()) {
-        released_after[held->second] += tensors[t].bytes;
-      } else {
-        live -= tensors[t].bytes;
-      }
-    }
-    if (host != fused_host.end()) {
-      // The function holds its output gradient (above), the host's input
-      // gradient (the part's output's: freed after the part, not by the
-      // part's op) and the host's parameter gradients until it returns.
-      for (int t : op.inputs) {
-        if (grads.count(t)) held_grads[t] = host->second;
-      }
-      if (!run.creates_gradients) {
-        live += op.gradient_bytes;
-        released_after[host->second] += op.gradient_bytes;
-      }
-    }
-    for (int t : op.saved) {
-      auto s = savers.find(t);
-      if (s != savers.end() && --s->second == 0) live -= tensors[t].bytes;
-    }
-    live -= released_after[*it];
-  }
-  int64_t g_in = tensors[input].requires_grad ? tensors[input].bytes : 0;
-  for (int t : side_inputs) g_in += tensors[t].requires_grad ? tensors[t].bytes : 0;
-  return std::max<int64_t>(0, peak - g_in - created);
 }
 
 // The layer's backward workspace for a way of running it (BackwardWorkspace
@@ -664,20 +439,20 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
       0, ReplayForward(g, ops, kept_nograd, &at_peak) - l.output_bytes - l.skip_bytes);
   l.tensors.nograd_workspace = FitTensors(at_peak, l.forward_nograd_workspace_bytes);
   const LayerBackward backward = [&](const BackwardRun& run) {
-    return BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], run);
+    return BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], run).Run();
   };
   BackwardRun full;
   full.creates_gradients = creating.count(l.name) > 0;
   at_peak.clear();
   l.backward_workspace_bytes =
-      BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], full, &at_peak);
+      BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], full).Run(&at_peak);
   l.tensors.backward_workspace = FitTensors(at_peak, l.backward_workspace_bytes);
   if (full.creates_gradients) {
     // Micro-batches 2..K add into the gradients the first one created.
     BackwardRun accumulating;
     at_peak.clear();
     l.accumulate_workspace_bytes =
-        BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], accumulating, &at_peak);
+        BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], accumulating).Run(&at_peak);
     l.tensors.accumulate_workspace = FitTensors(at_peak, l.accumulate_workspace_bytes);
   }
   for (int op : ops) {
