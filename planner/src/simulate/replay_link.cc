@@ -1,6 +1,6 @@
 // Replay's host link: the offload and prefetch ops, in line on the compute
-// clock or overlapped on a copy queue per direction, and the releases the
-// overlapped copies leave pending until they end.
+// clock or overlapped on a copy queue per direction, and what an overlapped
+// copy holds until it ends.
 #include <algorithm>
 
 #include "simulate/replay.h"
