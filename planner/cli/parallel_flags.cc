@@ -17,6 +17,10 @@ std::vector<FlagSpec> ParallelFlags() {
       {"fsdp-no-sync", "",
        "FSDP2 under gradient accumulation: set_requires_gradient_sync(False) until the last "
        "micro-batch (unsharded gradients kept; default: a reduce-scatter every micro-batch)"},
+      {"fsdp-units", "U",
+       "FSDP2's fully_shard units besides the root: block (one per transformer block, the "
+       "default, as torchtitan, accelerate and transformers wrap), segment (a recompute "
+       "segment's blocks as one unit)"},
       {"zero3-persistence-threshold", "N",
        "ZeRO-3's stage3_param_persistence_threshold: parameters of at most N elements stay "
        "whole on every rank (default 100000, DeepSpeed's)"},
@@ -89,6 +93,15 @@ Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
                              "shard_grad_op or hybrid_shard");
     }
     p.fsdp_no_sync = true;
+  }
+  if (args.Has("fsdp-units")) {
+    if (p.data != DataParallel::kFsdp2 && p.data != DataParallel::kHsdp) {
+      return Status::Invalid("option --fsdp-units is FSDP2's: it needs --fsdp full_shard, "
+                             "shard_grad_op or hybrid_shard");
+    }
+    Result<FsdpUnits> units = ParseFsdpUnits(args.Get("fsdp-units"));
+    if (!units.ok()) return units.status().WithPrefix("--fsdp-units");
+    p.fsdp_units = *units;
   }
   if (args.Has("zero3-persistence-threshold")) {
     if (p.data != DataParallel::kZero3) {

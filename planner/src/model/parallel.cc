@@ -48,6 +48,15 @@ const char* ToString(PipelineSchedule s) {
   return s == PipelineSchedule::kInterleaved ? "interleaved" : "1f1b";
 }
 
+const char* ToString(FsdpUnits u) { return u == FsdpUnits::kSegment ? "segment" : "block"; }
+
+Result<FsdpUnits> ParseFsdpUnits(std::string_view name) {
+  if (name == "block") return FsdpUnits::kBlock;
+  if (name == "segment") return FsdpUnits::kSegment;
+  return Status::Invalid("unknown FSDP2 units '" + std::string(name) +
+                         "'; accepted: block, segment");
+}
+
 Result<DataParallel> ParseDataParallel(std::string_view name) {
   for (DataParallel d :
        {DataParallel::kNone, DataParallel::kDdp, DataParallel::kZero0, DataParallel::kZero1,

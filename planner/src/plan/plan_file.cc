@@ -75,7 +75,7 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
                                          "sequence", "pipeline", "schedule", "virtual_stages",
                                          "bucket_cap_mb", "reshard_after_forward",
                                          "shard_group", "persistence_threshold",
-                                         "fsdp_no_sync"}));
+                                         "fsdp_no_sync", "fsdp_units"}));
   Parallelism p;
   REMAT_RETURN_IF_ERROR(r.Int("gpus", &p.gpus, true, 1, 1 << 20));
   std::optional<DataParallel> data;
@@ -94,6 +94,9 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
   REMAT_RETURN_IF_ERROR(
       r.Int("persistence_threshold", &p.persistence_threshold, false, 0, int64_t{1} << 50));
   REMAT_RETURN_IF_ERROR(r.Bool("fsdp_no_sync", &p.fsdp_no_sync, false));
+  std::optional<FsdpUnits> units;
+  REMAT_RETURN_IF_ERROR(JobName(r, "fsdp_units", ParseFsdpUnits, &units));
+  if (units) p.fsdp_units = *units;
   if (p.gpus % (p.tensor * p.pipeline) != 0) {
     return Status::Invalid(where + ": gpus " + std::to_string(p.gpus) +
                            " is not a multiple of tensor x pipeline");

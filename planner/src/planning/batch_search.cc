@@ -36,6 +36,9 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
   for (size_t i = 0; i < divisors.size(); ++i) {
     const int64_t b = divisors[i];
     const int64_t k = per_rank / b;
+    // The interleaved schedule runs the micro-batches in groups of p.
+    const Parallelism& p = job.parallel();
+    if (p.schedule == PipelineSchedule::kInterleaved && k % p.pipeline != 0) continue;
     REMAT_ASSIGN_OR_RETURN(const Job at, WithMicroBatch(job, b, k));
     PlanSet plans;
     if (!at.ranks.empty()) {  // each rank as PlanRanks plans it (FSDP2 units)

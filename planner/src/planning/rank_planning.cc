@@ -1,6 +1,7 @@
 // The distinct ranks of a distributed job planned one by one; the plan
 // fits when every rank's does.
 #include <algorithm>
+#include <optional>
 
 #include "remat/planning/planning.h"
 
@@ -32,12 +33,17 @@ int64_t LargestSegmentBlocks(const Profile& profile, const Plan& plan) {
 // The rank planned with FSDP2 units as large as its plan's segments: each
 // plan's largest segment is gathered as one unit, so the rank is planned
 // again with that unit until the plan's segments fit in the unit assumed
-// (the unit only grows, at most to every block).
+// (the unit only grows, at most to every block). The plan without
+// checkpointing has no segments: its units are single blocks, as planned
+// first (--strategy none alone).
 Result<RankPlan> PlanRank(const RankMemory& memory, const PlanOptions& options) {
   RankPlan r;
   r.memory = memory;
+  std::optional<Plan> baseline;
   for (;;) {
     REMAT_ASSIGN_OR_RETURN(r.plans, MakePlan(r.memory.profile, options));
+    if (!baseline) baseline = r.plans.baseline;
+    r.plans.baseline = *baseline;
     const int64_t blocks = LargestSegmentBlocks(r.memory.profile, r.plans.chosen);
     if (blocks <= r.memory.state.gather_blocks) return r;
     const RankMemory grown = WithGatherBlocks(r.memory, blocks);

@@ -79,6 +79,8 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
   REMAT_RETURN_IF_ERROR(r.Double("time_spread", &out->time_spread, false, 0, kMaxSpread));
   REMAT_RETURN_IF_ERROR(r.Int("in_flight_microbatches", &out->in_flight_microbatches, false, 1,
                               kMaxInFlight));
+  REMAT_RETURN_IF_ERROR(
+      r.Int("recompute_gather_bytes", &out->recompute_gather_bytes, false, 0, kMaxBytes));
   if (j.contains("selective")) {
     const nlohmann::json& s = j.at("selective");
     if (!s.is_array()) {
@@ -331,6 +333,7 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
     if (!l.keeps_input) lj["keeps_input"] = false;
     if (l.time_spread > 0) lj["time_spread"] = l.time_spread;
     if (l.in_flight_microbatches != 1) lj["in_flight_microbatches"] = l.in_flight_microbatches;
+    if (l.recompute_gather_bytes > 0) lj["recompute_gather_bytes"] = l.recompute_gather_bytes;
     if (!l.selective.empty()) {
       nlohmann::ordered_json opts = nlohmann::ordered_json::array();
       for (const SelectiveOption& o : l.selective) {

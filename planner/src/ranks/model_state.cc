@@ -1,6 +1,7 @@
 // A rank's model state under data parallelism: the ZeRO paper's division and
 // each engine's buffers (remat/ranks/rank_memory.h).
 #include <algorithm>
+#include <numeric>
 
 #include "remat/ranks/rank_memory.h"
 
@@ -24,6 +25,36 @@ int64_t OptimizerGradientBytes(const ReplicaState& r, int64_t n) {
   const int64_t elements = std::min<int64_t>(
       CeilDiv(r.gradient_bytes / r.gradient_element_bytes, n), 1'000'000'000);
   return elements * 4;
+}
+
+// `bytes` as the engine allocates it: pieces of `piece` bytes (one unit's
+// buffer) and what remains.
+std::vector<int64_t> Pieces(int64_t bytes, int64_t piece) {
+  std::vector<int64_t> out;
+  if (bytes <= 0) return out;
+  if (piece <= 0 || piece >= bytes) return {bytes};
+  for (; bytes >= piece; bytes -= piece) out.push_back(piece);
+  if (bytes > 0) out.push_back(bytes);
+  return out;
+}
+
+// `list`, the tensors of a workspace of `base` bytes, with `pieces` added
+// (the allocator replay then requests each apart: Requests splits a
+// workspace whose tensors add up to it). A list that does not itemize
+// `base` gets it as one tensor first; a negative base (autograd released
+// saved tensors before the peak) cannot be itemized: the list is emptied
+// and the workspace stays one request.
+void AddPieces(TensorSizes* list, int64_t base, const std::vector<int64_t>& pieces) {
+  if (pieces.empty()) return;
+  if (base < 0) {
+    list->clear();
+    return;
+  }
+  if (std::accumulate(list->begin(), list->end(), int64_t{0}) != base) {
+    list->clear();
+    if (base > 0) list->push_back(base);
+  }
+  list->insert(list->end(), pieces.begin(), pieces.end());
 }
 
 }  // namespace
@@ -84,6 +115,7 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
         s.unsharded_bytes = (r.root_weight_bytes - r.root_persistent_weight_bytes) +
                             2 * (r.block_weight_bytes - r.block_persistent_weight_bytes);
         s.reduce_scatter_bytes = r.block_gradient_bytes;
+        s.recompute_gather_bytes = r.block_weight_bytes - r.block_persistent_weight_bytes;
         // The bucket's reduce copies the gradients it holds (Gloo: twice).
         const int64_t bucket = ReduceBucketBytes(r, p);
         s.flush_in_every_layer = r.gradient_bytes > bucket;
@@ -112,6 +144,10 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
         if (p.reshard_after_forward) {
           s.unsharded_bytes = r.root_weight_bytes + unit_weights;
           s.fsdp_prefetch_bytes = unit_weights;
+          // Per-block units: a recomputed block's pre-forward gathers it
+          // again. A segment unit is gathered whole for its recompute and
+          // stays so for its backward: the unit term counts it.
+          if (p.fsdp_units == FsdpUnits::kBlock) s.recompute_gather_bytes = r.block_weight_bytes;
         } else {
           s.unsharded_bytes = r.weight_bytes;
         }
@@ -194,6 +230,16 @@ std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
 Profile RankProfile(const Profile& whole, const RankModelState& state) {
   Profile p = whole;
   const std::vector<RankLayerBuffers> buffers = RankLayerBuffersOf(whole, state);
+  // The size of one unit's unsharded gradients beyond their shards (the
+  // pieces the gradient buffers are allocated in: FSDP2 allocates each
+  // unit's apart).
+  int64_t unit_gradients = 0;
+  for (const LayerProfile& l : whole.layers) {
+    if (l.kind != kBlockKind || state.fsdp_gradient_bytes <= 0) continue;
+    const int64_t shard = CeilDiv(l.gradient_bytes, state.gradient_divisor);
+    unit_gradients = std::max(unit_gradients, state.fsdp_gradient_bytes - shard);
+  }
+  unit_gradients *= std::max<int64_t>(state.gather_blocks, 1);
   // FSDP2 reduces the root's gradients at the end of backward: whole until then.
   const bool whole_root = state.fsdp_gradient_bytes > 0;
   int64_t created = 0;
@@ -203,27 +249,53 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
     if (l.kind == kBlockKind || !whole_root) {
       l.gradient_bytes = CeilDiv(l.gradient_bytes, state.gradient_divisor);
     }
+    if (l.kind == kBlockKind) l.recompute_gather_bytes = state.recompute_gather_bytes;
     created += l.gradient_bytes;
     const int64_t backward = l.backward_workspace_bytes;
     const int64_t accumulate = l.accumulating_workspace_bytes();
     const int64_t shared = b.prefetch_backward + b.reduce_scatter + b.bucket_flush;
+    // Each buffer as its own tensors: the prefetched unit's all-gather
+    // output, the reduce-scatter input, the bucket's copy, the unsharded
+    // gradients unit by unit.
+    auto pieces = [&](std::initializer_list<int64_t> whole_buffers, int64_t gradients) {
+      std::vector<int64_t> out;
+      for (int64_t b : whole_buffers) {
+        if (b > 0) out.push_back(b);
+      }
+      for (int64_t g : Pieces(gradients, unit_gradients)) out.push_back(g);
+      return out;
+    };
     // A layer without gradients of its own backpropagates in micro-batches
     // 2..K with its backward workspace (the simulator's accumulating one is
     // for layers whose gradients exist): the larger of the two there.
     const int64_t accumulate_add = shared + b.gradients_later;
-    const int64_t backward_add =
-        shared + (l.gradient_bytes > 0 ? b.gradients_first
-                                       : std::max(b.gradients_first, b.gradients_later));
+    const int64_t backward_gradients =
+        l.gradient_bytes > 0 ? b.gradients_first : std::max(b.gradients_first, b.gradients_later);
+    const int64_t backward_add = shared + backward_gradients;
+    const std::vector<int64_t> backward_pieces =
+        pieces({b.prefetch_backward, b.reduce_scatter, b.bucket_flush}, backward_gradients);
+    const std::vector<int64_t> accumulate_pieces =
+        pieces({b.prefetch_backward, b.reduce_scatter, b.bucket_flush}, b.gradients_later);
+    if (l.accumulate_workspace_bytes < 0 && accumulate_add != backward_add) {
+      l.tensors.accumulate_workspace = l.tensors.backward_workspace;  // it itemizes `backward`
+    }
+    AddPieces(&l.tensors.backward_workspace, backward, backward_pieces);
     l.backward_workspace_bytes = backward + backward_add;
     if (l.accumulate_workspace_bytes >= 0 || accumulate_add != backward_add) {
+      AddPieces(&l.tensors.accumulate_workspace, accumulate, accumulate_pieces);
       l.accumulate_workspace_bytes = accumulate + accumulate_add;
     }
     const int64_t forward_add = b.prefetch_forward + b.gradients_forward;
     if (forward_add > 0) {
+      const std::vector<int64_t> forward_pieces = pieces({b.prefetch_forward}, b.gradients_forward);
+      AddPieces(&l.tensors.nograd_workspace, l.nograd_workspace_bytes(), forward_pieces);
+      AddPieces(&l.tensors.forward_workspace, l.forward_workspace_bytes, forward_pieces);
       l.forward_workspace_bytes += forward_add;
       if (l.forward_nograd_workspace_bytes >= 0) l.forward_nograd_workspace_bytes += forward_add;
       for (SelectiveOption& o : l.selective) {
-        if (o.forward_workspace_bytes >= 0) o.forward_workspace_bytes += forward_add;
+        if (o.forward_workspace_bytes < 0) continue;
+        AddPieces(&o.forward_workspace_tensors, o.forward_workspace_bytes, forward_pieces);
+        o.forward_workspace_bytes += forward_add;
       }
     }
   }
@@ -248,7 +320,7 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
 }
 
 RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks) {
-  if (m.state.gather_blocks == blocks ||
+  if (m.state.gather_blocks == blocks || m.parallel.fsdp_units != FsdpUnits::kSegment ||
       (m.parallel.data != DataParallel::kFsdp2 && m.parallel.data != DataParallel::kHsdp)) {
     return m;
   }

@@ -7,6 +7,7 @@
 #include "analytic/transformer_graph.h"
 #include "remat/analytic/analytic.h"
 #include "remat/model/precision.h"
+#include "remat/ranks/pipeline.h"
 #include "remat/ranks/rank_memory.h"
 
 namespace remat {
@@ -47,15 +48,17 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
   int64_t block = 0;
   bool past_blocks = false;
   for (const auto& [layer, kind] : tg.kinds) {
-    int64_t stage = 0;
+    int64_t chunk = 0;
     if (kind == kBlockKind) {
-      stage = StageOfChunk(ChunkOfBlock(block++, c.layers, chunks), p);
+      chunk = ChunkOfBlock(block++, c.layers, chunks);
       past_blocks = true;
     } else if (past_blocks) {
-      stage = StageOfChunk(chunks - 1, p);
+      chunk = chunks - 1;
     }
+    const int64_t stage = StageOfChunk(chunk, p);
     stage_of[layer] = stage;
     shares[stage].layers.push_back(layer);
+    shares[stage].layer_chunks.push_back(chunk / p.pipeline);
   }
   // Parameters per layer as the tensor-parallel rank holds them.
   std::map<std::string, int64_t> held, trained, persistent;
@@ -136,11 +139,20 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     m.state = ShardModelState(r, p);
     Profile stage = whole;
     if (p.pipeline > 1) {
+      // The micro-batches each of the rank's chunks holds in flight.
+      Result<std::vector<int64_t>> in_flight =
+          InFlightMicrobatches(p, share.stage, r.micro_batches);
+      if (!in_flight.ok()) {
+        return in_flight.status().WithPrefix("pipeline stage " + std::to_string(share.stage));
+      }
+      m.in_flight = *in_flight;
       stage.layers.clear();
       for (const LayerProfile& l : whole.layers) {
-        if (std::find(share.layers.begin(), share.layers.end(), l.name) != share.layers.end()) {
-          stage.layers.push_back(l);
-        }
+        const auto at = std::find(share.layers.begin(), share.layers.end(), l.name);
+        if (at == share.layers.end()) continue;
+        stage.layers.push_back(l);
+        const int64_t chunk = share.layer_chunks[at - share.layers.begin()];
+        stage.layers.back().in_flight_microbatches = m.in_flight[chunk];
       }
     }
     // Each layer's gradients as a tensor-parallel rank holds them.

@@ -115,6 +115,7 @@ nlohmann::ordered_json ParallelJson(const Parallelism& p) {
   j["shard_group"] = p.shard_group;
   j["persistence_threshold"] = p.persistence_threshold;
   j["fsdp_no_sync"] = p.fsdp_no_sync;
+  j["fsdp_units"] = ToString(p.fsdp_units);
   return j;
 }
 
@@ -159,6 +160,8 @@ nlohmann::ordered_json PerRankJson(const std::vector<RankPlan>& ranks) {
     j["static_bytes"] = p.predicted.static_bytes;
     j["strategy"] = ToString(p.strategy);
     j["parameter"] = p.parameter;
+    // Pipeline: the micro-batches in flight at its peak, per model chunk.
+    if (r.memory.parallel.pipeline > 1) j["in_flight_microbatches"] = r.memory.in_flight;
     // FSDP2: the blocks of its largest fully_shard unit (the plan's largest
     // recompute segment).
     if (r.memory.parallel.data == DataParallel::kFsdp2 ||

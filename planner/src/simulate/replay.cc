@@ -102,6 +102,17 @@ void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   pt->live_after = cat_.total();
 }
 
+bool Replay::RecomputesFollow(int i) const {
+  for (size_t k = static_cast<size_t>(i) + 1; k < s_.ops.size(); ++k) {
+    const OpKind kind = s_.ops[k].kind;
+    if (kind == OpKind::kRecompute) return true;
+    if (kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kOptimizerStep) {
+      return false;
+    }
+  }
+  return false;
+}
+
 Replay::OpPeak Replay::StepForward(int i, const Op& op, SimulationResult* r) {
   const int L = p_.num_layers();
   const LayerProfile& l = p_.layers[op.layer];
@@ -133,6 +144,13 @@ Replay::OpPeak Replay::StepForward(int i, const Op& op, SimulationResult* r) {
   if (op.kind == OpKind::kRecompute && l.skip_bytes > 0) {
     at.workspace += l.skip_bytes;
     workspace_extra_ = l.skip_bytes;
+  }
+  // A block recomputed in backward gathers its weights again
+  // (LayerProfile::recompute_gather_bytes), unless it is the one whose
+  // backward runs next (its weights are gathered for that backward).
+  if (op.kind == OpKind::kRecompute && l.recompute_gather_bytes > 0 && RecomputesFollow(i)) {
+    at.workspace += l.recompute_gather_bytes;
+    workspace_extra_ += l.recompute_gather_bytes;
   }
   at.live[MemoryCategory::kWorkspace] += at.workspace;
   at.ms = l.forward_ms;

@@ -98,6 +98,9 @@ class Replay {
   // A forward or a recompute (op `i`): writes its outputs, runs with its
   // workspace; after the peak it may release its input (release_x_).
   OpPeak StepForward(int i, const Op& op, SimulationResult* r);
+  // Whether the next compute op after op `i` is a recompute (op i is not
+  // the last of a run of recomputes before a backward).
+  bool RecomputesFollow(int i) const;
   // A backward: creates the layer's parameter gradients, writes g[i], runs
   // with its workspace (and a selective option's recompute); after the
   // peak autograd has released a[i] (release_a_).

@@ -88,8 +88,13 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
 }
 
 int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
+  // Inside backward (t < L) the forward is a recompute, which gathers a
+  // sharded block's weights again (LayerProfile::recompute_gather_bytes)
+  // unless its backward runs next (s = t - 1: gathered for that backward).
+  const int64_t gather =
+      t < num_layers_ && s + 1 < t ? profile_.layers[s].recompute_gather_bytes : 0;
   return units_.Slots(x_bytes_[s] + g_bytes_[t] + grads_from_[t] + x_bytes_[s + 1] +
-                      mode(s, k).kept_bytes + mode(s, k).forward_workspace_bytes);
+                      mode(s, k).kept_bytes + mode(s, k).forward_workspace_bytes + gather);
 }
 
 }  // namespace remat::solver

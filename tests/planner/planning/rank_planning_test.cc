@@ -92,11 +92,13 @@ TEST(RankPlanning, ShardingShrinksTheRanksModelState) {
 }
 
 TEST(RankPlanning, Fsdp2GathersThePlansLargestSegmentAsOneUnit) {
-  // A recompute segment of 2 blocks is one fully_shard unit: the rank is
-  // planned again with 2 blocks' weights gathered and reduced together.
+  // With --fsdp-units segment a recompute segment of 2 blocks is one
+  // fully_shard unit: the rank is planned again with 2 blocks' weights
+  // gathered and reduced together.
   Parallelism p;
   p.gpus = 2;
   p.data = DataParallel::kFsdp2;
+  p.fsdp_units = FsdpUnits::kSegment;
   const Job job = SmallJob(p);
   ASSERT_EQ(job.ranks.size(), 1u);
   ASSERT_EQ(job.ranks[0].state.gather_blocks, 1);
@@ -119,6 +121,12 @@ TEST(RankPlanning, Fsdp2GathersThePlansLargestSegmentAsOneUnit) {
   EXPECT_EQ(s2.unsharded_bytes, s1.unsharded_bytes + block);
   EXPECT_EQ(s2.reduce_scatter_bytes, 2 * s1.reduce_scatter_bytes);
   EXPECT_EQ(s2.fsdp_gradient_bytes, s1.fsdp_gradient_bytes);  // per block
+  // By default each block is its own unit, whatever the segments.
+  Parallelism blocks = p;
+  blocks.fsdp_units = FsdpUnits::kBlock;
+  Result<std::vector<RankPlan>> b = PlanRanks(SmallJob(blocks), uniform);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)[0].memory.state.gather_blocks, 1);
   // DDP gathers nothing: the same memory whatever the segments.
   Parallelism ddp = p;
   ddp.data = DataParallel::kDdp;

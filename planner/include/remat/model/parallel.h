@@ -28,6 +28,13 @@ enum class DataParallel {
   kHsdp,    // fully_shard within a shard group, replicated across groups
 };
 
+// FSDP2 / HSDP: which modules are fully_shard units (each gathered and
+// reduced as one), besides the root (embeddings, final norm, head).
+enum class FsdpUnits {
+  kBlock,    // one unit per transformer block (torchtitan, accelerate, transformers)
+  kSegment,  // a recompute segment's blocks as one unit (the plan's largest)
+};
+
 enum class PipelineSchedule {
   k1F1B,         // PipeDream-flush: stage s holds p - s micro-batches in flight
   kInterleaved,  // virtual stages per rank (Megatron's interleaved 1F1B)
@@ -54,6 +61,8 @@ struct Parallelism {
   // reduce-scatters into the sharded gradients (FSDP2's default,
   // torchtitan's).
   bool fsdp_no_sync = false;
+  // FSDP2 / HSDP: the fully_shard units (--fsdp-units).
+  FsdpUnits fsdp_units = FsdpUnits::kBlock;
   // The ranks reduce over Gloo (CPU ranks): its reduce_scatter_tensor copies
   // its whole input (NCCL's does not). Set from the job's device, not a
   // setting of the plan.
@@ -72,9 +81,12 @@ struct Parallelism {
 const char* ToString(DataParallel d);
 // "1f1b", "interleaved".
 const char* ToString(PipelineSchedule s);
+// "block", "segment".
+const char* ToString(FsdpUnits u);
 // The names ToString prints; the error lists them.
 Result<DataParallel> ParseDataParallel(std::string_view name);
 Result<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
+Result<FsdpUnits> ParseFsdpUnits(std::string_view name);
 
 // Why `p` cannot run `config` (a model.json / config.json with its defaults
 // resolved or not): gpus not a multiple of tensor x pipeline, the tensor

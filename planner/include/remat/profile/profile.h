@@ -165,6 +165,13 @@ struct LayerProfile {
   // input x[i] and saved a[i]), beside the micro-batch it runs. 1: a single
   // rank.
   int64_t in_flight_microbatches = 1;
+  // Bytes a recompute of this layer (in backward) holds beyond its forward's
+  // workspace when another recompute follows it (it is not the layer whose
+  // backward runs next): the engines that gather weights per block (FSDP2,
+  // ZeRO-3) gather a recomputed block's weights again, beside the unit
+  // whose backward runs and the one prefetched for backward
+  // (remat/ranks/rank_memory.h). 0: a single rank.
+  int64_t recompute_gather_bytes = 0;
   // The tensors behind the figures above (TensorSizes; not in profile JSON).
   LayerTensors tensors;
 

@@ -92,6 +92,11 @@ struct RankModelState {
   // end of backward (FSDP2 reduces the root last): not divided.
   int64_t fsdp_gradient_bytes = 0;
   bool fsdp_accumulates = false;
+  // FSDP2 with reshard_after_forward, ZeRO-3: a block recomputed in
+  // backward gathers its weights again (the param dtype; ZeRO-3's
+  // persistent ones apart), beside the unit whose backward runs and the one
+  // prefetched: LayerProfile::recompute_gather_bytes of each block.
+  int64_t recompute_gather_bytes = 0;
   // ZeRO-3: the parameters DeepSpeed keeps whole on every rank
   // (persistence threshold), beside their shard.
   int64_t persistent_bytes = 0;
@@ -168,6 +173,9 @@ RankModelState ShardModelState(const ReplicaState& replica, const Parallelism& p
 struct RankShare {
   int64_t stage = 0;
   std::vector<std::string> layers;  // the chain layers the stage runs, in order
+  // Of each entry of `layers`, the model chunk of the rank it belongs to
+  // (0..virtual_stages - 1 under the interleaved schedule, else 0).
+  std::vector<int64_t> layer_chunks;
   // Parameters: held (frozen included), trained, of the largest block, and
   // outside the blocks; each already divided by the tensor degree where
   // tensor parallelism splits it: linear weights and the vocab-parallel
@@ -197,6 +205,10 @@ struct RankMemory {
   int64_t rank = 0;   // the first global rank of this kind
   int64_t ranks = 1;  // how many ranks share it
   int64_t stage = 0;  // its pipeline stage
+  // Pipeline: the micro-batches in flight at the rank's peak, one per model
+  // chunk it runs (InFlightMicrobatches); each of its layers carries its
+  // chunk's (LayerProfile::in_flight_microbatches). {1} without pipeline.
+  std::vector<int64_t> in_flight = {1};
   // The rank's profile: its layers (their activations per GPU) and as
   // static memory its model state (RankProfile says where each term goes),
   // its layers' gradients divided as it keeps them.
@@ -236,9 +248,12 @@ ReplicaState ReplicaOfProfile(const Profile& profile);
 // (one GPU's activations of every layer, the whole model state): one per
 // pipeline stage, its layers taken from `whole` and its model state from
 // `whole`'s bytes per parameter times the stage's share (RankShares),
-// divided by ShardModelState. Ranks are numbered tensor first, then data,
-// then pipeline (Megatron's order), so stage s starts at rank
-// s x data x tensor.
+// divided by ShardModelState. Under pipeline parallelism each layer of a
+// stage holds its chunk's micro-batches in flight for `whole`'s
+// grad_accumulation micro-batches per step (InFlightMicrobatches; fails as
+// it does: the interleaved schedule needs them a multiple of the stages).
+// Ranks are numbered tensor first, then data, then pipeline (Megatron's
+// order), so stage s starts at rank s x data x tensor.
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p);
 
