@@ -117,6 +117,9 @@ class Job:
         # where the plan says so (--fsdp-no-sync), else a reduce-scatter in
         # every micro-batch.
         self.fsdp_no_sync = bool(p.get("fsdp_no_sync", False))
+        # FSDP2: one fully_shard unit per block, or per recompute segment
+        # where the plan was made with --fsdp-units segment.
+        self.fsdp_units = p.get("fsdp_units", "block")
         self.zero = None
         if self.engine == "deepspeed":
             planned = int(data[4:]) if data.startswith("zero") else None

@@ -68,7 +68,7 @@ KNOWN_MISSES = {}
 # 98,048 B (+5.4%) above its usual peak; DeepSpeed ZeRO-2's and -3's vary
 # by up to a few hundred KB. Such a cell is run again, at most twice, while
 # a rank misses; every run's figures are printed.
-RUN_TO_RUN = {"fsdp2", "fsdp2_sync", "tp", "zero2", "zero3"}
+RUN_TO_RUN = {"fsdp2", "fsdp2_sync", "fsdp2_blocks", "tp", "zero2", "zero3"}
 
 
 def run_train(args, env=None, timeout=RUN_TIMEOUT_S):
@@ -94,7 +94,8 @@ class TrainTest(unittest.TestCase):
         for name, options in (("every1", every1), ("segments", segments),
                               ("ddp", dict(every1, gpus=NPROC, ddp=True)),
                               ("fsdp2", dict(segments, gpus=NPROC, fsdp="full_shard",
-                                             fsdp_no_sync=True)),
+                                             fsdp_no_sync=True, fsdp_units="segment")),
+                              ("fsdp2_blocks", dict(segments, gpus=NPROC, fsdp="full_shard")),
                               ("fsdp2_sync", dict(every1, gpus=NPROC, fsdp="full_shard")),
                               ("tp", dict(every1, gpus=NPROC, tp=NPROC)),
                               ("zero1", dict(every1, gpus=NPROC, zero=1)),
@@ -184,10 +185,24 @@ class TrainTest(unittest.TestCase):
         self.assert_one_sync_per_unit(out, 1)  # 0.4 MB of gradients: one 25 MB bucket
 
     def test_fsdp2_segments(self):
-        # Two recompute segments of two blocks: two sharded block groups and
-        # the root, no-sync until the last micro-batch (--fsdp-no-sync).
+        # Two recompute segments of two blocks, each one unit (--fsdp-units
+        # segment): two sharded block groups and the root, no-sync until the
+        # last micro-batch (--fsdp-no-sync).
         out = self.run_engine("fsdp2", "fsdp2")
         self.assert_one_sync_per_unit(out, 3)
+
+    def test_fsdp2_block_units_under_segments(self):
+        # The same two-block segments with a unit per block (the default, as
+        # torchtitan wraps): every block and the root reduce-scatter in each
+        # micro-batch, and each recomputed block is gathered again.
+        with open(self.plans["fsdp2_blocks"]) as f:
+            rank = json.load(f)["predicted"]["per_rank"][0]
+        self.assertEqual(rank["gather_blocks"], 1)
+        out = self.run_engine("fsdp2", "fsdp2_blocks")
+        for r in out["ranks"]:
+            for step in r["gradient_syncs"]:
+                self.assertEqual(step["units"], LLAMA["num_hidden_layers"] + 1, step)
+                self.assertEqual(step["per_unit"], [ACCUMULATION], step)
 
     def test_fsdp2_reduce_scatter_every_micro_batch(self):
         # FSDP2's default: each micro-batch reduce-scatters every block and the root.
