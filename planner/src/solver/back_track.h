@@ -51,7 +51,7 @@ IntervalChoice ChooseInterval(const ChainTerms& terms, int s, int t, int64_t m,
     }
     if (!have || cost < best_cost) best = {0, k}, best_cost = cost, have = true;
   }
-  const std::vector<SweepStep>& sweep = terms.sweep(s);
+  const std::vector<SweepStep>& sweep = terms.sweep(s, t);
   for (size_t r = 0; r < sweep.size() && sweep[r].first_split < t; ++r) {
     if (terms.SweepNeed(s, t, sweep[r].bytes) > m) break;
     const int end = r + 1 < sweep.size() ? std::min(sweep[r + 1].first_split, t) : t;

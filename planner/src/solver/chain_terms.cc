@@ -67,19 +67,27 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
   }
 
   // Sweep from s: forward j reads x[j] (held as x[s] when j == s) and writes
-  // x[j+1]; x[j] (j > s) is freed right after.
-  sweeps_.resize(L);
-  sweep_step_.resize(L);
-  for (int s = 0; s < L; ++s) {
-    int64_t peak = -1;
-    for (int j = s; j + 1 < L; ++j) {
-      const int64_t here =
-          (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] + layers[j].nograd_workspace_bytes();
-      if (here > peak) {
-        peak = here;
-        sweeps_[s].push_back({j + 1, peak});
+  // x[j+1]; x[j] (j > s) is freed right after. Inside backward each forward
+  // also holds its layer's recompute gather (another recompute follows it).
+  for (const LayerProfile& l : layers) gathers_ = gathers_ || l.recompute_gather_bytes > 0;
+  for (const bool backward : {false, true}) {
+    if (backward && !gathers_) break;
+    auto& sweeps = backward ? sweeps_backward_ : sweeps_;
+    auto& steps = backward ? sweep_step_backward_ : sweep_step_;
+    sweeps.resize(L);
+    steps.resize(L);
+    for (int s = 0; s < L; ++s) {
+      int64_t peak = -1;
+      for (int j = s; j + 1 < L; ++j) {
+        const int64_t here = (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] +
+                             layers[j].nograd_workspace_bytes() +
+                             (backward ? layers[j].recompute_gather_bytes : 0);
+        if (here > peak) {
+          peak = here;
+          sweeps[s].push_back({j + 1, peak});
+        }
+        steps[s].push_back(static_cast<int>(sweeps[s].size()) - 1);
       }
-      sweep_step_[s].push_back(static_cast<int>(sweeps_[s].size()) - 1);
     }
   }
 

@@ -95,10 +95,17 @@ class ChainTerms {
   // interval (s, t) runs.
   int64_t gradients_after(int t) const { return grads_from_[t]; }
 
-  // The sweep steps for intervals starting at s, by increasing first_split.
-  const std::vector<SweepStep>& sweep(int s) const { return sweeps_[s]; }
-  // Index in sweep(s) of the step that split s' (s < s' < L) falls in.
-  int sweep_step(int s, int split) const { return sweep_step_[s][split - s - 1]; }
+  // The sweep steps for intervals (s, t) starting at s, by increasing
+  // first_split. Inside backward (t < L) the sweep's forwards are
+  // recomputes, each followed by another: they hold their layers'
+  // recompute_gather_bytes too.
+  const std::vector<SweepStep>& sweep(int s, int t) const {
+    return t < num_layers_ && gathers_ ? sweeps_backward_[s] : sweeps_[s];
+  }
+  // Index in sweep(s, t) of the step that split s' (s < s' < L) falls in.
+  int sweep_step(int s, int t, int split) const {
+    return (t < num_layers_ && gathers_ ? sweep_step_backward_ : sweep_step_)[s][split - s - 1];
+  }
   // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
   int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
     return units_.Slots(x_bytes_[s] + g_bytes_[t] + grads_from_[t] + sweep_bytes);
@@ -121,6 +128,10 @@ class ChainTerms {
   std::vector<int64_t> keep_held_slots_, backward_held_slots_;
   std::vector<std::vector<SweepStep>> sweeps_;
   std::vector<std::vector<int>> sweep_step_;
+  // The same inside backward, where any layer gathers on recompute.
+  bool gathers_ = false;
+  std::vector<std::vector<SweepStep>> sweeps_backward_;
+  std::vector<std::vector<int>> sweep_step_backward_;
   std::vector<double> forward_prefix_;
 };
 

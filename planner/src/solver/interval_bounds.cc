@@ -46,9 +46,9 @@ void IntervalBounds::Compute(const ChainTerms& terms, const IntervalClasses& cla
   std::vector<size_t> solved(classes.count(), SIZE_MAX);
   for (int s = L - 1; s >= 0; --s) {
     const int64_t xs = terms.x(s);
-    const std::vector<SweepStep>& sweep = terms.sweep(s);
     const int64_t* row = &floor_[Index(s, 0)];
     for (int t = s + 1; t <= L; ++t) {
+      const std::vector<SweepStep>& sweep = terms.sweep(s, t);
       const size_t here = Index(s, t);
       size_t& first = solved[classes.of(s, t)];
       if (first != SIZE_MAX) {

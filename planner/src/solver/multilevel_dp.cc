@@ -114,7 +114,7 @@ void MultiLevelDp::SolveKeeps(int s, int t, float* out) const {
 }
 
 void MultiLevelDp::SweepNeeds(int s, int t, int64_t* out) const {
-  const std::vector<SweepStep>& sweep = terms_.sweep(s);
+  const std::vector<SweepStep>& sweep = terms_.sweep(s, t);
   for (size_t r = 0; r < sweep.size() && sweep[r].first_split < t; ++r) {
     out[r] = terms_.SweepNeed(s, t, sweep[r].bytes);
   }
@@ -162,7 +162,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
   const int* right_class = classes_.column(t);
   const int* left_class = classes_.row(s);
   for (int sp = p_begin; sp < p_end; ++sp) {
-    const int64_t swept = sweep_need[T.sweep_step(s, sp)];
+    const int64_t swept = sweep_need[T.sweep_step(s, t, sp)];
     if (swept > hi) return true;  // later splits sweep at least as high
     const float fwd = static_cast<float>(T.ForwardMs(s, sp));
     if (fwd >= out[0] || fwd > range.cap) return false;  // out[0] is the row's maximum
@@ -395,7 +395,7 @@ void MultiLevelDp::SolveTile(int i, int j, const std::vector<char>& solves, DpSt
       std::fill(out, out + (rows_[c].hi - rows_[c].lo + 1), kNoFit);
       at(s, t) = static_cast<int>(cells.size());
       cells.push_back({c, cs, true, static_cast<int64_t>(sweeps.size())});
-      sweeps.resize(sweeps.size() + terms_.sweep(cs).size());
+      sweeps.resize(sweeps.size() + terms_.sweep(cs, ct).size());
       SweepNeeds(cs, ct, sweeps.data() + cells.back().sweep_at);
     }
   }

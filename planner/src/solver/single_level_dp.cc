@@ -27,7 +27,7 @@ SingleLevelDp::SingleLevelDp(const ChainTerms& terms)
       if (s + 1 < L) need = std::max(need, terms.keep(s, k) + floor_[s + 1]);
       consider(need, terms.mode(s, k).extra_ms + lowest_peak_ms_[s + 1], {0, k});
     }
-    const std::vector<SweepStep>& sweep = terms.sweep(s);
+    const std::vector<SweepStep>& sweep = terms.sweep(s, L);
     for (size_t r = 0; r < sweep.size(); ++r) {
       const int64_t sweep_need = terms.SweepNeed(s, L, sweep[r].bytes);
       if (sweep_need > best) break;
@@ -71,7 +71,7 @@ void SingleLevelDp::SolveRow(int s, float* out, DpStats* stats) const {
                static_cast<int>(T.keep(s, k)), extra);
   }
   const int64_t xs = T.x(s);
-  const std::vector<SweepStep>& sweep = T.sweep(s);
+  const std::vector<SweepStep>& sweep = T.sweep(s, L);
   for (size_t r = 0; r < sweep.size(); ++r) {
     const int64_t sweep_need = T.SweepNeed(s, L, sweep[r].bytes);
     if (sweep_need > hi) break;

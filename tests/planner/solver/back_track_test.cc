@@ -72,7 +72,7 @@ TEST_F(ChooseIntervalTest, ASplitThatDoesNotFitIsSkipped) {
 
 TEST_F(ChooseIntervalTest, NoSplitIsOfferedWhereTheSweepDoesNotFit) {
   const CostRow after = AfterKeep(4);
-  const int64_t m = terms_.SweepNeed(0, 3, terms_.sweep(0).front().bytes) - 1;
+  const int64_t m = terms_.SweepNeed(0, 3, terms_.sweep(0, 3).front().bytes) - 1;
   std::vector<int> offered;
   ChooseInterval(terms_, 0, 3, m, after, [&](int sp, float* cost) {
     offered.push_back(sp);

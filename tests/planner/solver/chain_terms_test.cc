@@ -40,7 +40,7 @@ class RandomChoices {
       return need;
     }
     int64_t sweep_bytes = 0;
-    for (const SweepStep& step : terms_.sweep(s)) {
+    for (const SweepStep& step : terms_.sweep(s, t)) {
       if (step.first_split <= c.split) sweep_bytes = step.bytes;
     }
     return std::max({terms_.SweepNeed(s, t, sweep_bytes), terms_.x(s) + Need(c.split, t),
@@ -74,6 +74,28 @@ TEST(IntervalModel, PredictsTheSimulatedPeakAndRecomputeTime) {
     ASSERT_TRUE(sim.ok()) << sim.status().message();
     EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
     EXPECT_NEAR(sim->recompute_ms, choices.RecomputeMs(0, p.num_layers()), 1e-9) << p.model;
+  }
+}
+
+// Layers that gather their weights again when recomputed in backward
+// (FSDP2 per-block units, ZeRO-3): the model counts the gather in every
+// recompute another recompute follows, as the simulator does.
+TEST(IntervalModel, CountsTheRecomputeGathersAsTheSimulator) {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    Profile p = seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
+                              : testing::RandomChain(1 + seed % 12, seed);
+    std::mt19937 rng(seed);
+    for (LayerProfile& l : p.layers) {
+      if (rng() % 3 != 0) l.recompute_gather_bytes = 1 + rng() % (int64_t{1} << 30);
+    }
+    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
+    const RandomChoices choices(terms, seed);
+    OpEmitter emitter(p.num_layers());
+    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
+    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
+    Result<SimulationResult> sim = Simulate(p, schedule);
+    ASSERT_TRUE(sim.ok()) << sim.status().message();
+    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
   }
 }
 
