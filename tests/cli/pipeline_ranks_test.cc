@@ -4,6 +4,7 @@
 // between 1F1B and the interleaved schedule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -69,7 +70,13 @@ TEST(PipelineRanks, InterleavedNeedsMicroBatchesAMultipleOfTheStages) {
                              "interleaved", "--virtual-stages", "2", "--grad-accumulation", "6",
                              "--seq-len", "4096", "--quiet", kLlama8b});
   EXPECT_EQ(c.code, 2) << c.out;
-  EXPECT_NE(c.err.find("multiple of the 4 pipeline stages"), std::string::npos) << c.err;
+  // One line: the file, the flag and its value, what is accepted.
+  EXPECT_NE(c.err.find("llama-3-8b.config.json: --grad-accumulation 6: the interleaved "
+                       "schedule needs micro-batches per step (6) to be a multiple of the 4 "
+                       "pipeline stages"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
   EXPECT_TRUE(c.out.empty()) << c.out;
 }
 

@@ -73,7 +73,9 @@ Status ApplyParallel(Job* job) {
   // CPU ranks reduce over Gloo (python -m remat train's backend there).
   p.gloo = job->analytic.device.name == "cpu";
   if (job->has_config()) {
-    REMAT_ASSIGN_OR_RETURN(job->ranks, RankMemories(job->model, job->profile, p));
+    Result<std::vector<RankMemory>> ranks = RankMemories(job->model, job->profile, p);
+    if (!ranks.ok()) return ranks.status().WithPrefix(job->path);
+    job->ranks = std::move(*ranks);
   } else {
     job->ranks = {ProfileRankMemory(job->profile, p)};
   }

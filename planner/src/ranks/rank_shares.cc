@@ -143,7 +143,8 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
       Result<std::vector<int64_t>> in_flight =
           InFlightMicrobatches(p, share.stage, r.micro_batches);
       if (!in_flight.ok()) {
-        return in_flight.status().WithPrefix("pipeline stage " + std::to_string(share.stage));
+        return in_flight.status().WithPrefix("--grad-accumulation " +
+                                             std::to_string(r.micro_batches));
       }
       m.in_flight = *in_flight;
       stage.layers.clear();
