@@ -41,6 +41,14 @@ TEST(FsdpUnits, EachBlockIsAUnitWhateverTheSegments) {
   // 1 and 1 (and 1 gathered again while recomputing): at least 4 more
   // blocks of 218,112,000 parameters at the segment unit's peak, 2 B each
   // at the least (gathered in the param dtype: 4 B under amp_bf16).
+  // Block units name the gather a recompute makes; the terms add up to
+  // the rank's peak.
+  const nlohmann::json& terms = block["predicted"]["per_rank"][0]["terms"];
+  ASSERT_TRUE(terms.contains("recompute_gather")) << terms;
+  EXPECT_FALSE(segment["predicted"]["per_rank"][0]["terms"].contains("recompute_gather"));
+  int64_t sum = 0;
+  for (const auto& [name, bytes] : terms.items()) sum += bytes.get<int64_t>();
+  EXPECT_EQ(sum, block["predicted"]["per_rank"][0]["peak_bytes"].get<int64_t>());
   const int64_t b = block["predicted"]["per_rank"][0]["peak_bytes"];
   const int64_t s = segment["predicted"]["per_rank"][0]["peak_bytes"];
   EXPECT_GT(s - b, int64_t{4} * 218'112'000 * 2) << b << " " << s;

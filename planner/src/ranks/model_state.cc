@@ -72,6 +72,7 @@ std::vector<MemoryTerm> RankModelState::terms() const {
   if (persistent_bytes > 0) t.push_back({"zero3_persistent", persistent_bytes});
   if (optimizer_gradient_bytes > 0) t.push_back({"zero3_optimizer_grads", optimizer_gradient_bytes});
   if (bucket_flush_bytes > 0) t.push_back({"bucket_flush", bucket_flush_bytes});
+  if (recompute_gather_bytes > 0) t.push_back({"recompute_gather", recompute_gather_bytes});
   return t;
 }
 

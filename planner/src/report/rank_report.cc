@@ -56,6 +56,7 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
   // backward (micro-batches 2..K's where FSDP2 accumulates).
   const Plan& plan = rank.plans.chosen;
   RankLayerBuffers at;
+  int64_t gather = 0;  // a recomputed block gathered again (a recompute follows it)
   if (r.peak_op >= 0 && r.peak_op < static_cast<int>(plan.schedule.ops.size())) {
     const Op& op = plan.schedule.ops[r.peak_op];
     const std::vector<RankLayerBuffers> buffers =
@@ -64,6 +65,17 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
       const RankLayerBuffers& b = buffers[op.layer];
       if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {
         at.prefetch_forward = b.prefetch_forward;
+        for (size_t k = static_cast<size_t>(r.peak_op) + 1;
+             op.kind == OpKind::kRecompute && k < plan.schedule.ops.size(); ++k) {
+          const OpKind next = plan.schedule.ops[k].kind;
+          if (next == OpKind::kRecompute) {
+            gather = rank.memory.profile.layers[op.layer].recompute_gather_bytes;
+          }
+          if (next == OpKind::kRecompute || next == OpKind::kForward ||
+              next == OpKind::kBackward || next == OpKind::kOptimizerStep) {
+            break;
+          }
+        }
       } else if (op.kind == OpKind::kBackward) {
         at = b;
         at.prefetch_forward = 0;
@@ -80,6 +92,7 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
     }
     if (t.name == "reduce_scatter") t.bytes = at.reduce_scatter;
     if (t.name == "bucket_flush") t.bytes = at.bucket_flush;
+    if (t.name == "recompute_gather") t.bytes = gather;
     sum += t.bytes;
     terms.push_back(t);
   }

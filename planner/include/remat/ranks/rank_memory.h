@@ -129,7 +129,8 @@ struct RankModelState {
   int64_t total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
            fsdp_prefetch_bytes + gather_blocks * fsdp_gradient_bytes + reduce_scatter_bytes +
-           reduce_bucket_bytes + persistent_bytes + optimizer_gradient_bytes + bucket_flush_bytes;
+           reduce_bucket_bytes + persistent_bytes + optimizer_gradient_bytes + bucket_flush_bytes +
+           recompute_gather_bytes;
   }
   // The terms by name, those above 0 only beyond the first three.
   std::vector<MemoryTerm> terms() const;
