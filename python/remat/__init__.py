@@ -15,6 +15,7 @@ command's, with underscores: ``micro_batch=8`` is ``--micro-batch 8``.
 """
 from ._planner import Error, Export, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
 from ._profiler import Profile, profile
+from ._trace import trace
 from .apply import apply, unapply
 
 __version__ = "0.1.0"
@@ -30,4 +31,4 @@ def measure(*args, **kwargs):
 
 
 __all__ = ["Error", "Export", "InputError", "NoFitError", "Plan", "ParetoCurve", "Profile", "apply", "measure", "pareto",
-           "plan", "profile", "run_planner", "unapply", "__version__"]
+           "plan", "profile", "run_planner", "trace", "unapply", "__version__"]

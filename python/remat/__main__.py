@@ -2,6 +2,8 @@
 
   train   a plan run on N local ranks by a distributed engine, metered per
           rank (python -m remat train --help; docs/distributed-runs.md)
+  trace   a config.json's training step traced with fake tensors into a
+          remat profile (python -m remat trace --help; docs/trace.md)
 """
 import sys
 
@@ -14,7 +16,11 @@ def main(argv):
         from ._train_cli import main as train
 
         return train(argv[1:])
-    print(f"python -m remat: unknown command {argv[0]} (commands: train)", file=sys.stderr)
+    if argv[0] == "trace":
+        from ._trace_cli import main as trace
+
+        return trace(argv[1:])
+    print(f"python -m remat: unknown command {argv[0]} (commands: train, trace)", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,83 @@
+"""The architectures people fine-tune, each from transformers' default
+config for its model_type (AutoConfig.for_model, saved as config.json),
+through `python -m remat trace` (one child process each, so that one
+model's failure is its own line) and, where traced, `planner` on the
+profile. Prints one line per architecture: the plan, or the one-line
+reason it is refused.
+
+    PYTHONPATH=build/python PLANNER=build/bin/planner .venv/bin/python bench/trace/sweep.py \\
+        [--seq-len 256] [--timeout 600] [model_type ...]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ARCHITECTURES = ["modernbert", "mpnet", "nomic_bert", "electra", "t5", "bart", "whisper", "vit",
+                 "dinov2", "clip", "siglip", "qwen2_5_vl", "gpt_oss", "deepseek_v3", "qwen2_moe",
+                 "qwen3_next", "olmo2", "llama4", "smollm3", "granite", "glm4", "cohere2",
+                 "mistral3", "phi", "falcon", "gpt_neox", "stablelm", "xlm-roberta", "gemma3",
+                 "qwen3"]
+
+
+def default_config(model_type, path):
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type)
+    config.save_pretrained(os.path.dirname(path))
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("types", nargs="*", default=ARCHITECTURES)
+    parser.add_argument("--seq-len", type=int, default=256)
+    parser.add_argument("--timeout", type=int, default=600)
+    args = parser.parse_args()
+    planner = os.environ.get("PLANNER", "build/bin/planner")
+    for model_type in args.types:
+        with tempfile.TemporaryDirectory() as d:
+            config = os.path.join(d, "config.json")
+            try:
+                default_config(model_type, config)
+            except Exception as e:
+                print(f"{model_type:12s} refused: transformers cannot make its default config "
+                      f"({type(e).__name__})", flush=True)
+                continue
+            profile = os.path.join(d, "profile.json")
+            t = time.perf_counter()
+            try:
+                r = subprocess.run([sys.executable, "-W", "ignore", "-m", "remat", "trace", config,
+                                    "-o", profile, "--seq-len", str(args.seq_len),
+                                    "--precision", "bf16"],
+                                   capture_output=True, text=True, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                print(f"{model_type:12s} not traced in {args.timeout} s", flush=True)
+                continue
+            seconds = time.perf_counter() - t
+            if r.returncode != 0:
+                line = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+                print(f"{model_type:12s} refused ({seconds:.0f} s): {line}", flush=True)
+                continue
+            with open(profile) as f:
+                p = json.load(f)
+            plan = subprocess.run([planner, "--budget", "80GB", "--json", profile],
+                                  capture_output=True, text=True)
+            if plan.returncode in (0, 3):
+                out = json.loads(plan.stdout)
+                what = (f"plans: {out['strategy']}, peak "
+                        f"{out['predicted']['peak_bytes'] / 2**30:.2f} GiB"
+                        f"{'' if plan.returncode == 0 else ' (does not fit 80GB)'}")
+            else:
+                what = "planner: " + (plan.stderr.strip().splitlines() or [""])[-1]
+            print(f"{model_type:12s} traced in {seconds:.0f} s ({p['trace']['traced_layers']} of "
+                  f"{len(p['layers'])} layers, {p['parameters']:,} parameters); {what}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

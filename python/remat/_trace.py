@@ -1,0 +1,182 @@
+"""remat.trace: a remat profile of a model's training step, traced with
+fake tensors: nothing is allocated, so a 70B model traces on a laptop.
+
+The model is transformers' own class built from a config.json (or a copy
+of the user's module), its parameters fake tensors. One training step runs
+under PyTorch's FakeTensorMode with the tracer's meter
+(_trace_meter.FakeMeter): the chain's layers with grad, their backwards and
+without grad (_trace_chain), then an AdamW step; the meter counts storages
+as remat's CPU allocator meter counts allocations, and each op call's
+FLOPs (torch.utils.flop_counter) and bytes give its time on a device preset
+(_trace_roofline). The profile is the measured-profile format
+(docs/formats.md) with source "traced".
+"""
+import time
+
+from ._blocks import find_blocks
+from ._planner import EXIT_BAD_INPUT, InputError
+from ._profiler import Profile
+from ._trace_build import (base_loss, build_from_config, example_batch, fake_inputs,
+                           fake_module, hf_config, read_config)
+from ._trace_roofline import Roofline
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _static(module, params):
+    """Parameters and buffers (each storage once), AdamW's two moments per
+    parameter and its step counter (one 4-byte tensor per parameter)."""
+    from ._trace_meter import storage_bytes, storage_key
+
+    storages = {}
+    for t in list(module.parameters()) + list(module.buffers()):
+        storages[storage_key(t)] = storage_bytes(t)
+    optimizer = sum(2 * p.numel() * p.element_size() + 4 for p in params)
+    return {"parameter_bytes": sum(storages.values()), "gradient_bytes": 0,
+            "optimizer_bytes": optimizer}
+
+
+def _optimizer_step(params, meter, roofline):
+    """(ms, workspace bytes) of an AdamW step on fake copies of the
+    parameters: the second step (the first makes the state)."""
+    import torch
+
+    copies = [torch.empty_like(p).requires_grad_(True) for p in params]
+    for c in copies:
+        c.grad = torch.empty_like(c)
+    opt = torch.optim.AdamW(copies, lr=1e-4)
+    opt.step()
+    before = meter.current_bytes()
+    meter.reset_peak()
+    costs = meter.costs = []
+    opt.step()
+    meter.costs = None
+    return roofline.ms(costs), meter.peak_bytes() - before
+
+
+def _layers(chain, traces, owner, roofline, inputs):
+    from ._trace_meter import storage_bytes
+
+    xs = chain.layer_inputs()
+    outputs = xs[1:] + [None]
+    layers = []
+    for i, (name, kind) in enumerate(chain.names_and_kinds()):
+        tr = traces[i]
+        in_bytes = storage_bytes(xs[i]) if xs[i] is not None else _input_bytes(inputs)
+        out_bytes = storage_bytes(outputs[i]) if outputs[i] is not None else 4
+        activation = max(tr.kept, out_bytes)
+        layer = {"name": name, "kind": kind,
+                 "forward_ms": roofline.ms(tr.forward_costs),
+                 "backward_ms": roofline.ms(tr.backward_costs),
+                 "input_bytes": in_bytes, "output_bytes": out_bytes,
+                 "activation_bytes": activation,
+                 "forward_workspace_bytes": max(0, tr.forward_workspace),
+                 "forward_nograd_workspace_bytes": max(0, tr.nograd_workspace),
+                 "backward_workspace_bytes": max(tr.backward_workspace, -(activation - out_bytes)),
+                 "gradient_bytes": tr.gradients,
+                 "saved_bytes": tr.saved,
+                 "forward_flops": roofline.flops(tr.forward_costs),
+                 "backward_flops": roofline.flops(tr.backward_costs),
+                 "traced_as": chain.names_and_kinds()[owner[i]][0]}
+        layers.append(layer)
+    return layers
+
+
+def _input_bytes(inputs):
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    from ._trace_meter import storage_bytes, storage_key
+
+    storages = {storage_key(t): storage_bytes(t) for t in tree_flatten(inputs)[0]
+                if isinstance(t, torch.Tensor)}
+    return sum(storages.values())
+
+
+def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,
+          precision="fp32", device="a100", name=None):
+    """A remat.Profile of one training step (forward, loss, backward, AdamW
+    step) of `model`, traced with fake tensors.
+
+    model: a config.json path (or a model folder holding one), a config
+    dict, or an nn.Module (any device, meta included; left untouched).
+    From a config the batch is `micro_batch` sequences of `seq_len` tokens
+    (default: the config's max_position_embeddings, else 512) and the
+    weights are in `precision` ("fp32", "bf16" or "fp16"). From a module,
+    example_inputs is one micro-batch (a tensor, a tuple of positional
+    inputs or a dict of keyword inputs) and loss_fn(output, inputs) the
+    loss (default: the output when a scalar, else its .loss), as for
+    remat.profile; blocks: the chain's blocks (default: the ModuleList
+    remat.apply finds). device: the preset whose roofline gives the times
+    ("a100", "h200", "rtx4090", "cpu")."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from ._trace_chain import trace_layers
+    from ._trace_meter import FakeMeter
+
+    roofline = Roofline(device)
+    started = time.perf_counter()
+    # A module's own tensors that are neither parameters nor buffers (a
+    # cached table) become fake where an op reads them.
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    provenance = {"torch_version": torch.__version__}
+    about = {"tracer": "remat.trace"}
+    config = None
+    if isinstance(model, (str, dict)) or hasattr(model, "__fspath__"):
+        if precision not in DTYPES:
+            raise InputError(f"remat.trace: precision {precision!r} is not one of "
+                             f"{', '.join(DTYPES)}", EXIT_BAD_INPUT)
+        data = read_config(str(model)) if not isinstance(model, dict) else dict(model)
+        config = hf_config(data, str(model) if not isinstance(model, dict) else "config")
+        import transformers
+
+        about["transformers_version"] = transformers.__version__
+        module, kind = build_from_config(config, fake_mode, getattr(torch, DTYPES[precision]))
+        config = module.config
+        seq_len = seq_len or getattr(config, "max_position_embeddings", None) or 512
+        inputs = example_batch(module, config, kind, micro_batch, seq_len, fake_mode)
+        if kind == "base" and loss_fn is None:
+            loss_fn = base_loss
+        about["model_class"] = type(module).__name__
+        name = name or data.get("_name_or_path") or config.model_type
+    elif isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise InputError("remat.trace: a module traces on example_inputs (one micro-batch)",
+                             EXIT_BAD_INPUT)
+        module = fake_module(model, fake_mode)
+        module.train(model.training)
+        inputs = fake_inputs(example_inputs, fake_mode)
+        name = name or type(model).__name__
+        about["model_class"] = type(model).__name__
+    else:
+        raise InputError(f"remat.trace: expected a config.json path, a config dict or an "
+                         f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
+    if blocks is None:
+        try:
+            _, blocks = find_blocks(module)
+        except InputError as e:
+            raise InputError(e.message.replace("remat.apply:", "remat.trace:", 1),
+                             e.exit_code) from None
+    elif isinstance(model, torch.nn.Module):
+        names = {id(m): n for n, m in model.named_modules()}
+        copies = dict(module.named_modules())
+        blocks = [copies[names[id(b)]] for b in blocks]
+    blocks = list(blocks)
+    params = [p for p in module.parameters() if p.requires_grad]
+    meter = FakeMeter()
+    with fake_mode, meter:
+        chain, traces, owner = trace_layers(module, inputs, blocks, loss_fn, meter)
+        optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
+    static = _static(module, params)
+    layers = _layers(chain, traces, owner, roofline, inputs)
+    about["traced_layers"] = len(set(owner))
+    about["seconds"] = round(time.perf_counter() - started, 3)
+    data = {"model": name, "source": "traced", "device": roofline.name,
+            "parameters": sum(p.numel() for p in module.parameters()),
+            "static_bytes": sum(static.values()), "static": static,
+            "optimizer_ms": optimizer_ms, "optimizer_workspace_bytes": optimizer_workspace,
+            "layers": layers, "provenance": provenance, "trace": about}
+    if config is not None:
+        data["micro_batch"], data["seq_len"] = micro_batch, seq_len
+    return Profile(data)

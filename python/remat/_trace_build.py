@@ -1,0 +1,166 @@
+"""What the tracer runs: a model built from a Hugging Face config.json by
+transformers' own class, or a copy of the user's module, with fake tensors
+(shapes, dtypes and a device, no data) in place of its parameters and
+buffers, and the example batch of one training step.
+
+From a config the model is the family's causal-LM class where transformers
+has one (labels: the input ids), else its masked-LM class, else its base
+model, whose loss is the mean of the last hidden state (a stand-in head
+that keeps every block's backward). A config's "dtype" (or
+"torch_dtype") of null is a config without a dtype.
+"""
+import copy
+import json
+
+from ._planner import EXIT_BAD_INPUT, InputError
+
+
+def read_config(path):
+    """The config.json at `path` (or the folder holding it) as a dict."""
+    import os
+
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise InputError(f"remat.trace: cannot read {path}: {e.strerror}", EXIT_BAD_INPUT)
+    except json.JSONDecodeError as e:
+        raise InputError(f"remat.trace: {path}: not JSON ({e.msg} at line {e.lineno})",
+                         EXIT_BAD_INPUT)
+    if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
+        raise InputError(f"remat.trace: {path}: expected a config.json with a \"model_type\" "
+                         "string", EXIT_BAD_INPUT)
+    return data
+
+
+def hf_config(data, source="config.json"):
+    """transformers' config object for a config dict (null dtypes dropped)."""
+    import transformers
+
+    data = {k: v for k, v in data.items()
+            if not (k in ("dtype", "torch_dtype") and v is None)}
+    model_type = data.pop("model_type")
+    try:
+        return transformers.AutoConfig.for_model(model_type, **data)
+    except ValueError:
+        raise InputError(f"remat.trace: {source}: model_type \"{model_type}\": transformers "
+                         f"{transformers.__version__} does not know it", EXIT_BAD_INPUT) from None
+
+
+def model_class(config):
+    """(class, kind): transformers' causal-LM, masked-LM or base class for
+    the config ("causal_lm", "masked_lm", "base"). An encoder-decoder is
+    refused: two chains of blocks."""
+    import transformers
+    from transformers.models.auto import modeling_auto as auto
+
+    if getattr(config, "is_encoder_decoder", False):
+        # Its causal-LM class, where it has one, is the decoder alone.
+        raise InputError(f"remat.trace: model_type \"{config.model_type}\" is an encoder-decoder: "
+                         "its encoder and decoder are two chains of blocks, and remat plans one "
+                         "(trace one of them as a module: remat.trace(module, example_inputs))",
+                         EXIT_BAD_INPUT)
+    for names, kind in ((auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, "causal_lm"),
+                        (auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES, "masked_lm"),
+                        (auto.MODEL_MAPPING_NAMES, "base")):
+        name = names.get(config.model_type)
+        if isinstance(name, (tuple, list)):
+            name = name[0]
+        if name and hasattr(transformers, name):
+            return getattr(transformers, name), kind
+    raise InputError(f"remat.trace: transformers has no model class for model_type "
+                     f"\"{config.model_type}\"", EXIT_BAD_INPUT)
+
+
+def build_from_config(config, fake_mode, dtype):
+    """(model, kind) built under `fake_mode` in `dtype`, in training mode
+    with no KV cache. Where the class is built from the config's text part
+    (Llama 4's causal LM), model.config is that part."""
+    import torch
+
+    cls, kind = model_class(config)
+    wanted = getattr(cls, "config_class", None)
+    if isinstance(wanted, type) and not isinstance(config, wanted) and \
+            hasattr(config, "get_text_config"):
+        config = config.get_text_config()  # a causal-LM class of the text model alone
+    if hasattr(config, "use_cache"):
+        config.use_cache = False
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with fake_mode:
+            model = cls._from_config(config, dtype=dtype) if hasattr(cls, "_from_config") \
+                else cls(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.train(), kind
+
+
+def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
+    """One micro-batch for the model's main input: images of the config's
+    size for a vision model (pixel_values), else token ids (and labels, for
+    the LM classes)."""
+    import torch
+
+    if getattr(model, "main_input_name", "input_ids") == "pixel_values":
+        size = getattr(config, "image_size", 224)
+        size = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
+        channels = getattr(config, "num_channels", 3)
+        with fake_mode:
+            pixels = torch.empty((micro_batch, channels) + size,
+                                 dtype=next(model.parameters()).dtype)
+        return {"pixel_values": pixels}
+    vocab = getattr(config, "vocab_size", None) or 2
+    with fake_mode:
+        ids = torch.randint(0, vocab, (micro_batch, seq_len))
+    batch = {"input_ids": ids}
+    if kind in ("causal_lm", "masked_lm"):
+        batch["labels"] = ids
+    return batch
+
+
+def base_loss(output, inputs):
+    """The base model's stand-in loss: the mean of its last hidden state."""
+    hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+    return hidden.float().mean()
+
+
+def fake_module(module, fake_mode, device="cpu"):
+    """A copy of `module` whose parameters and buffers are fake tensors of
+    the same shapes, strides, dtypes and requires_grad, on `device` (a
+    module on the meta device traces as on the CPU); tied tensors stay
+    tied. The module's own tensors are not touched."""
+    import torch
+
+    memo = {}
+    with fake_mode:
+        for t in list(module.parameters()) + list(module.buffers()):
+            if id(t) in memo:
+                continue
+            fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device)
+            if isinstance(t, torch.nn.Parameter):
+                fake = torch.nn.Parameter(fake, requires_grad=t.requires_grad)
+            memo[id(t)] = fake
+    return copy.deepcopy(module, memo)
+
+
+def fake_inputs(inputs, fake_mode, device="cpu"):
+    """The example inputs with each tensor replaced by a fake one of the
+    same shape, strides and dtype on `device` (one fake per real tensor)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    made = {}
+
+    def fake(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        if id(t) not in made:
+            with fake_mode:
+                made[id(t)] = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                                                  device=device)
+        return made[id(t)]
+
+    return tree_map(fake, inputs)

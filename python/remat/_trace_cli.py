@@ -1,0 +1,53 @@
+"""python -m remat trace CONFIG -o PROFILE: a config.json (or a model
+folder holding one) traced with fake tensors into a remat profile
+(remat.trace; docs/trace.md). Exit 0 with the profile written, 2 with one
+line on bad input."""
+import argparse
+import sys
+
+from ._planner import EXIT_BAD_INPUT, EXIT_INTERNAL, InputError
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m remat trace",
+        description="Trace a config.json's training step with fake tensors into a remat profile.")
+    parser.add_argument("config", help="config.json, or a folder holding one")
+    parser.add_argument("-o", "--output", required=True, help="the profile JSON to write")
+    parser.add_argument("--micro-batch", type=int, default=1, help="sequences a step, default 1")
+    parser.add_argument("--seq-len", type=int, default=None,
+                        help="tokens a sequence (default: max_position_embeddings, else 512)")
+    parser.add_argument("--precision", default="fp32", help="fp32 (default), bf16 or fp16")
+    parser.add_argument("--device", default="a100",
+                        help="device preset for the roofline times: a100 (default), h200, "
+                             "rtx4090, cpu")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_BAD_INPUT if e.code else 0
+    for flag, value in (("--micro-batch", args.micro_batch), ("--seq-len", args.seq_len)):
+        if value is not None and value < 1:
+            print(f"python -m remat trace: {flag} must be at least 1, got {value}",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        from ._trace import trace
+
+        profile = trace(args.config, micro_batch=args.micro_batch, seq_len=args.seq_len,
+                        precision=args.precision, device=args.device)
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return e.exit_code
+    except ImportError as e:
+        print(f"python -m remat trace: needs torch and transformers ({e})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:  # the model's own code failed under fake tensors: one line
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"python -m remat trace: {args.config}: the traced step failed: "
+              f"{type(e).__name__}: {first}", file=sys.stderr)
+        return EXIT_INTERNAL
+    profile.save(args.output)
+    print(f"{args.output}: {len(profile.layers)} layers of {profile.json['model']} "
+          f"({profile.json['trace']['traced_layers']} traced), "
+          f"{profile.json['parameters']:,} parameters", file=sys.stderr)
+    return 0

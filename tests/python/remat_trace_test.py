@@ -1,0 +1,248 @@
+"""python/remat/_trace*.py: remat.trace, a training step traced with fake
+tensors, against real training steps metered by remat's CPU meter.
+
+  - ModernBERT (from its config.json, transformers' masked-LM class)
+    trained for one AdamW step by transformers without and with its
+    gradient checkpointing, metered: the traced profile's plan (strategy
+    none; uniform, every block) predicts the peak within 3% (the fidelity
+    target, docs/fidelity.md);
+  - MPNet in a SentenceTransformer (mean pooling, an in-batch contrastive
+    loss; the module traced): the traced profile equals remat.profile's,
+    metered on the real module, layer by layer (the first layer's input
+    aside: remat.profile counts only tensors given directly);
+  - a config with "dtype": null traces as one without a dtype;
+  - a Llama config's parameter count is transformers' own on the meta
+    device, its identical blocks traced once;
+  - python -m remat trace writes a profile the planner plans, and refuses
+    a model_type transformers does not know with one line (exit 2).
+
+Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
+skipped, visibly, where torch, transformers, sentence-transformers or the
+meter is missing (tests/python/needs.py). Models are tiny, fp32 on CPU,
+dropout off. The meter is loaded before torch allocates anything.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import needs
+import remat
+
+torch = transformers = None
+if not needs.missing("torch") and not needs.meter_problem():
+    import remat_measure
+
+    remat_measure.load()  # before torch allocates the models' tensors
+if not needs.missing("torch"):
+    import torch
+
+    transformers = needs.optional("transformers")
+
+PEAK_TOLERANCE = 0.03
+# The traced MPNet profile against remat.profile's, metered on the real
+# module: the figures agree within 1 KiB (seen: 512 B in a block's backward
+# workspace and 8 B in a hidden state's storage; a kernel's allocations that
+# it frees before returning are no op's output, and the fake meter does not
+# see them).
+PROFILE_TOLERANCE_BYTES = 1024
+FIGURES = ("input_bytes", "activation_bytes", "forward_workspace_bytes",
+           "forward_nograd_workspace_bytes", "backward_workspace_bytes", "gradient_bytes")
+MICRO_BATCH, SEQ_LEN = 2, 64
+SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+             vocab_size=128, max_position_embeddings=128)
+MODERNBERT = dict(SMALL, model_type="modernbert", pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                  cls_token_id=1, sep_token_id=2, embedding_dropout=0.0, mlp_dropout=0.0,
+                  attention_dropout=0.0, global_attn_every_n_layers=2, local_attention=32)
+MPNET = dict(SMALL, model_type="mpnet", hidden_dropout_prob=0.0,
+             attention_probs_dropout_prob=0.0)
+
+
+def metered_peak(step, start):
+    """The peak of step() over `start` (bytes in use before the model was
+    made): a first step makes AdamW's moments, the second is metered."""
+    step()
+    gc.collect()
+    m = remat_measure.measure(step, timeline=False)
+    return m.baseline_bytes + m.peak_bytes - start
+
+
+class _Model:
+    """A real model and its training step, and the same traced."""
+
+    checkpointing = False
+
+    def step(self, model, batch):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def run():
+            self.loss(model, batch).backward()
+            opt.step()
+            opt.zero_grad()
+        return run
+
+
+class ModernBert(_Model):
+    config = MODERNBERT
+
+    def build(self):
+        cfg = transformers.AutoConfig.for_model(**self.config)
+        return transformers.AutoModelForMaskedLM.from_config(cfg).train()
+
+    def batch(self):
+        ids = torch.randint(3, self.config["vocab_size"], (MICRO_BATCH, SEQ_LEN))
+        return {"input_ids": ids, "labels": ids}
+
+    def loss(self, model, batch):
+        return model(**batch).loss
+
+    def trace(self, model, batch):
+        return remat.trace(self.config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
+
+    def checkpoint(self, model, plan):
+        model.gradient_checkpointing_enable()
+
+
+class SentenceMpnet(_Model):
+    """MPNetModel as a SentenceTransformer module (what models.Transformer
+    does without a tokenizer), mean pooling, and an in-batch contrastive
+    loss over the sentence embeddings (cross-entropy of scaled cosine
+    similarities, each text its own positive)."""
+    config = MPNET
+
+    def build(self):
+        from sentence_transformers import SentenceTransformer, models
+
+        class AutoModule(torch.nn.Module):
+            def __init__(self, auto):
+                super().__init__()
+                self.auto_model = auto
+
+            def forward(self, features):
+                out = self.auto_model(input_ids=features["input_ids"],
+                                      attention_mask=features["attention_mask"], return_dict=True)
+                return dict(features, token_embeddings=out.last_hidden_state)
+
+        cfg = transformers.AutoConfig.for_model(**self.config)
+        auto = transformers.MPNetModel(cfg, add_pooling_layer=False)
+        pooling = models.Pooling(cfg.hidden_size, "mean")
+        return SentenceTransformer(modules=[AutoModule(auto), pooling], device="cpu").train()
+
+    def batch(self):
+        shape = (MICRO_BATCH * 4, SEQ_LEN)
+        mask = torch.ones(shape, dtype=torch.long)
+        mask[::2, SEQ_LEN // 2:] = 0  # every other text padded to half the length
+        return {"input_ids": torch.randint(3, self.config["vocab_size"], shape),
+                "attention_mask": mask}
+
+    @staticmethod
+    def loss_of(output, batch):
+        e = torch.nn.functional.normalize(output["sentence_embedding"], dim=-1)
+        scores = 20 * e @ e.t()
+        return torch.nn.functional.cross_entropy(scores, torch.arange(len(e)))
+
+    def loss(self, model, batch):
+        return self.loss_of(model(dict(batch)), batch)
+
+    def trace(self, model, batch):
+        return remat.trace(model, (dict(batch),), loss_fn=lambda out, inputs: self.loss_of(out, batch),
+                           device="cpu")
+
+    def checkpoint(self, model, plan):
+        remat.apply(model, plan)  # MPNetModel has no checkpointing of its own
+
+
+@needs.modules("torch", "transformers")
+@needs.meter_library()
+class TracedStepTest(unittest.TestCase):
+    def check(self, kind):
+        for checkpointing in (False, True):
+            with self.subTest(model=type(kind).__name__, checkpointing=checkpointing):
+                gc.collect()
+                start = remat_measure.load().current_bytes()
+                torch.manual_seed(0)
+                model = kind.build()
+                batch = kind.batch()
+                profile = kind.trace(model, batch)
+                plan = remat.plan(profile, budget="1TB", strategy="uniform" if checkpointing
+                                  else "none", **({"every": 1} if checkpointing else {}))
+                if checkpointing:
+                    kind.checkpoint(model, plan)
+                gc.collect()
+                measured = metered_peak(kind.step(model, batch), start)
+                predicted = plan.predicted_peak_bytes
+                error = (measured - predicted) / predicted
+                print(f"{type(kind).__name__} checkpointing={checkpointing}: predicted "
+                      f"{predicted:,} B, measured {measured:,} B ({error:+.2%})")
+                self.assertLessEqual(abs(error), PEAK_TOLERANCE)
+                del model, batch, profile
+
+    def test_modernbert_from_its_config(self):
+        self.check(ModernBert())
+
+    def test_sentence_transformers_mpnet_as_remat_profile_meters_it(self):
+        needs.skip_without(self, "sentence_transformers")
+        kind = SentenceMpnet()
+        torch.manual_seed(0)
+        model, batch = kind.build(), kind.batch()
+        traced = kind.trace(model, batch)
+        measured = remat.profile(model, (dict(batch),),
+                                 loss_fn=lambda out, inputs: kind.loss_of(out, batch), repeats=1)
+        self.assertEqual([l["name"] for l in traced.layers], [l["name"] for l in measured.layers])
+        self.assertEqual(traced.json["static"], measured.json["static"])
+        for t, m in zip(traced.layers[1:], measured.layers[1:]):
+            for key in FIGURES:
+                with self.subTest(layer=t["name"], figure=key):
+                    self.assertLessEqual(abs(t[key] - m[key]), PROFILE_TOLERANCE_BYTES,
+                                         f"traced {t[key]}, metered {m[key]}")
+
+
+@needs.modules("torch", "transformers")
+class TraceConfigTest(unittest.TestCase):
+    LLAMA = dict(model_type="llama", hidden_size=64, intermediate_size=160, num_hidden_layers=6,
+                 num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                 max_position_embeddings=256, tie_word_embeddings=True)
+
+    def test_parameters_and_identical_blocks(self):
+        # Six identical blocks are traced once: embedding, block0, head.
+        p = remat.trace(self.LLAMA, micro_batch=2, seq_len=32)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(
+                transformers.AutoConfig.for_model(**self.LLAMA))
+        self.assertEqual(p.json["parameters"], sum(t.numel() for t in model.parameters()))
+        self.assertEqual(p.json["trace"]["traced_layers"], 3)
+        self.assertEqual([l["traced_as"] for l in p.layers[1:-1]], ["block0"] * 6)
+        self.assertEqual(p.json["source"], "traced")
+        # Each gradient created once (the tied embedding's by the head).
+        self.assertEqual(sum(l["gradient_bytes"] for l in p.layers), 4 * p.json["parameters"])
+        hidden = 2 * 32 * 64 * 4
+        self.assertEqual([l["input_bytes"] for l in p.layers[1:]], [hidden] * 7)
+
+    def test_null_dtype_is_no_dtype(self):
+        with_null = remat.trace(dict(self.LLAMA, dtype=None), micro_batch=1, seq_len=16)
+        without = remat.trace(self.LLAMA, micro_batch=1, seq_len=16)
+        self.assertEqual(with_null.layers, without.layers)
+
+    def test_command(self):
+        with tempfile.TemporaryDirectory() as d:
+            config, out = os.path.join(d, "config.json"), os.path.join(d, "profile.json")
+            with open(config, "w") as f:
+                json.dump(dict(self.LLAMA, dtype=None), f)
+            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out,
+                                "--seq-len", "16"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            plan = remat.plan(out, budget="1GB")
+            self.assertTrue(plan.fits)
+            with open(config, "w") as f:
+                json.dump({"model_type": "no-such-family"}, f)
+            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn('model_type "no-such-family"', r.stderr)
+
+if __name__ == "__main__":
+    unittest.main()
