@@ -9,7 +9,7 @@ std::vector<FlagSpec> HostLinkFlags() {
   return {
       {"host-link", "L",
        "activation offload link: pcie4, pcie5, nvlink-c2c, cpu, none or <N>GB/s (default: "
-       "--device preset's, h200: pcie5; else none)"},
+       "--device preset's (docs/devices.md); none without --device)"},
       {"host-budget", "SIZE",
        "host memory for offloaded activations, e.g. 64GB (default: no limit)"},
   };

@@ -7,7 +7,8 @@ namespace remat::cli {
 
 std::vector<FlagSpec> JobFlags() {
   std::vector<FlagSpec> flags = {
-      {"device", "NAME", "device for analytic times: h200, a100 (default), rtx4090, cpu"},
+      {"device", "NAME", "device for analytic times and memory besides tensors: h100, h100-nvl, gh200, h200, b200, "
+       "a100 (default), a10g, l4, l40s, rtx3090, rtx4090, rtx5090, mi300x, cpu (docs/devices.md)"},
       {"tflops", "X", "achieved TFLOP/s for analytic times (overrides --device peaks)"},
       {"micro-batch", "N", "override model.json micro_batch"},
       {"grad-accumulation", "K",

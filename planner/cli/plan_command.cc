@@ -171,8 +171,8 @@ Result<PlanOptions> ParseOptions(const Args& args) {
   REMAT_ASSIGN_OR_RETURN(o.device_memory, ParseDeviceMemory(args));
   if (args.Has("alloc-trace") && !o.device_memory.caching_allocator) {
     return Status::Invalid(
-        "option --alloc-trace: the plan has no caching allocator to replay; use --device "
-        "h200|a100|rtx4090, --alloc-conf or a --cuda-* flag");
+        "option --alloc-trace: the plan has no caching allocator to replay; use a GPU --device "
+        "(h100, a100, ...), --alloc-conf or a --cuda-* flag");
   }
   return o;
 }

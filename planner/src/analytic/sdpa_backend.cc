@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "remat/device/devices.h"
+
 namespace remat::analytic {
 namespace {
 
@@ -112,10 +114,9 @@ const char* SdpaBackendName(SdpaBackend backend) {
 
 SdpaDevice SdpaDeviceFor(std::string_view device_name) {
   constexpr int64_t kCudnn919 = 91900;  // nvidia-cudnn-cu13 9.19.0.56, the cu130 wheel's
-  if (device_name == "h200") return {true, 9, 0, kCudnn919, 13000};
-  if (device_name == "a100") return {true, 8, 0, kCudnn919, 13000};
-  if (device_name == "rtx4090") return {true, 8, 9, kCudnn919, 13000};
-  return {};
+  const Result<DeviceSpec> spec = LookupDevice(device_name);
+  if (!spec.ok() || spec->sm_major == 0) return {};
+  return {true, spec->sm_major, spec->sm_minor, spec->cudnn ? kCudnn919 : 0, 13000};
 }
 
 SdpaBackend SelectSdpaBackend(const SdpaDevice& device, const SdpaCall& call) {

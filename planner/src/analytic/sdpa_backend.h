@@ -34,9 +34,11 @@ struct SdpaDevice {
   int cuda_version = 13000;  // the CUDA PyTorch was built with (13.0)
 };
 
-// The GPU of a device preset (planner --device): h200 sm90, a100 sm80,
-// rtx4090 sm89, each with PyTorch 2.11's cu130 wheel (cuDNN 9.19); "cpu"
-// and unknown names are the CPU.
+// The GPU of a device preset (planner --device): its compute capability
+// (DeviceSpec::sm_major, sm_minor), with PyTorch 2.11's cu130 wheel (cuDNN
+// 9.19) where the preset's build ships cuDNN (a ROCm card: none, its flash
+// kernel passing the same checks as CUDA's from sm80); "cpu" and unknown
+// names are the CPU.
 SdpaDevice SdpaDeviceFor(std::string_view device_name);
 
 // The arguments of one scaled_dot_product_attention call, as the kernel

@@ -59,24 +59,76 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kKiB = int64_t{1} << 10;
 
+constexpr int64_t kGB = 1000 * 1000 * 1000;
+
+// A GPU preset: peaks and memory from the data sheet, the memory besides
+// tensors (above), the host link, the compute capability and whether the
+// build ships cuDNN.
+DeviceSpec Gpu(const char* name, double tflops_16bit, double tflops_fp32, double bandwidth_gbps,
+               int64_t memory_bytes, int64_t cuda_context_bytes, int64_t workspace_bytes,
+               const char* host_link, int sm_major, int sm_minor, bool cudnn = true) {
+  DeviceSpec d;
+  d.name = name;
+  d.tflops_16bit = tflops_16bit;
+  d.tflops_fp32 = tflops_fp32;
+  d.bandwidth_gbps = bandwidth_gbps;
+  d.memory_bytes = memory_bytes;
+  d.cuda_context_bytes = cuda_context_bytes;
+  d.workspace_bytes = workspace_bytes;
+  d.caching_allocator = true;
+  d.host_link = host_link;
+  d.sm_major = sm_major;
+  d.sm_minor = sm_minor;
+  d.cudnn = cudnn;
+  return d;
+}
+
 const std::vector<DeviceSpec>& Devices() {
+  // Terms of the Hopper and Blackwell data-center cards: the H200's measured
+  // ones (same driver stack, 32 MiB cuBLAS workspaces on sm90); of the
+  // others: the A100's or RTX 4090's assumed ones, 8,320 KiB a handle.
+  constexpr int64_t kHopperContext = 749 * kMiB, kHopperWorkspaces = (2 * 32 + 1) * kMiB;
+  constexpr int64_t kPreHopperWorkspaces = 2 * 8320 * kKiB;
+  // Peaks: dense (no 2:4 sparsity) bf16/fp16 tensor TFLOP/s with fp32
+  // accumulation, fp32 non-tensor TFLOP/s; bandwidth GB/s; memory as the
+  // sheet gives it. Sources per card: docs/devices.md.
   // clang-format off
   static const std::vector<DeviceSpec> devices = {
-      // name      16-bit TF  fp32 TF  GB/s    memory bytes                       efficiency
-      //           cuda context  workspaces               caching allocator
-      {"h200",    989.0, 67.0, 4800.0, int64_t{141} * 1000 * 1000 * 1000, 0.5,
-                  749 * kMiB,    (2 * 32 + 1) * kMiB,     true, "pcie5"},
-      {"a100",    312.0, 19.5, 2039.0, int64_t{80} * 1000 * 1000 * 1000,  0.5,
-                  500 * kMiB,    2 * 8320 * kKiB,         true, ""},
-      {"rtx4090", 165.2, 82.6, 1008.0, int64_t{24} << 30,                 0.5,
-                  400 * kMiB,    2 * 8320 * kKiB,         true, ""},
-      // A 2-core AVX2 machine with OpenBLAS (this project's CI machine kind).
-      // Random draws: 1.1e8 elements/s (above).
-      {"cpu",     0.05,  0.1,  20.0,   int64_t{24} << 30,                 0.5,
-                  0,             0,                       false, "", 1.1e8},
+      //   name        16-bit TF fp32 TF  GB/s    memory             cuda context  workspaces            host link     sm
+      Gpu("h200",      989.0,  67.0,  4800.0, 141 * kGB,          kHopperContext, kHopperWorkspaces,   "pcie5",      9, 0),
+      Gpu("h100",      989.4,  67.0,  3350.0, 80 * kGB,           kHopperContext, kHopperWorkspaces,   "pcie5",      9, 0),
+      Gpu("h100-nvl",  835.5,  60.0,  3900.0, 94 * kGB,           kHopperContext, kHopperWorkspaces,   "pcie5",      9, 0),
+      Gpu("gh200",     989.5,  67.0,  4000.0, 96 * kGB,           kHopperContext, kHopperWorkspaces,   "nvlink-c2c", 9, 0),
+      Gpu("b200",      2250.0, 75.0,  8000.0, 180 * kGB,          kHopperContext, kHopperWorkspaces,   "pcie5",      10, 0),
+      Gpu("a100",      312.0,  19.5,  2039.0, 80 * kGB,           500 * kMiB,     kPreHopperWorkspaces, "",          8, 0),
+      Gpu("a10g",      125.0,  31.2,  600.0,  24 * kGB,           500 * kMiB,     kPreHopperWorkspaces, "pcie4",     8, 6),
+      Gpu("l4",        121.0,  30.3,  300.0,  24 * kGB,           500 * kMiB,     kPreHopperWorkspaces, "pcie4",     8, 9),
+      Gpu("l40s",      362.05, 91.6,  864.0,  48 * kGB,           500 * kMiB,     kPreHopperWorkspaces, "pcie4",     8, 9),
+      Gpu("rtx3090",   71.0,   35.6,  936.0,  24 * kGB,           400 * kMiB,     kPreHopperWorkspaces, "pcie4",     8, 6),
+      Gpu("rtx4090",   165.2,  82.6,  1008.0, int64_t{24} << 30,  400 * kMiB,     kPreHopperWorkspaces, "",          8, 9),
+      Gpu("rtx5090",   209.5,  104.8, 1792.0, 32 * kGB,           400 * kMiB,     kPreHopperWorkspaces, "pcie5",     12, 0),
+      // ROCm: no cuDNN; hipBLASLt's workspaces assumed as cuBLAS's on sm90.
+      Gpu("mi300x",    1307.4, 163.4, 5300.0, 192 * kGB,          kHopperContext, kHopperWorkspaces,   "pcie5",      9, 4, false),
   };
   // clang-format on
   return devices;
+}
+
+// The CPU preset: a 2-core AVX2 machine with OpenBLAS (this project's CI
+// machine kind), no memory besides tensors, random draws 1.1e8 elements/s
+// (above).
+const DeviceSpec& Cpu() {
+  static const DeviceSpec cpu = [] {
+    DeviceSpec d;
+    d.name = "cpu";
+    d.tflops_16bit = 0.05;
+    d.tflops_fp32 = 0.1;
+    d.bandwidth_gbps = 20.0;
+    d.memory_bytes = int64_t{24} << 30;
+    d.random_elements_per_s = 1.1e8;
+    return d;
+  }();
+  return cpu;
 }
 
 const std::vector<HostLink>& HostLinks() {
@@ -121,6 +173,7 @@ Result<HostLink> LookupHostLink(std::string_view name) {
 std::vector<std::string> DeviceNames() {
   std::vector<std::string> names;
   for (const DeviceSpec& d : Devices()) names.push_back(d.name);
+  names.push_back(Cpu().name);
   return names;
 }
 
@@ -128,6 +181,7 @@ Result<DeviceSpec> LookupDevice(std::string_view name) {
   for (const DeviceSpec& d : Devices()) {
     if (d.name == name) return d;
   }
+  if (name == Cpu().name) return Cpu();
   return Status::Invalid("unknown device '" + std::string(name) + "', expected " +
                          JoinAlternatives(DeviceNames()) + " (or give an achieved TFLOP/s)");
 }

@@ -35,6 +35,12 @@ struct DeviceSpec {
   // (the GPUs' fused dropout draws Philox numbers inside a memory-bound
   // kernel; the roofline covers it).
   double random_elements_per_s = 0;
+  // CUDA compute capability (9.0 for an H100), which picks the SDPA kernel
+  // (analytic/sdpa_backend.h); 0.0 for a CPU. A ROCm card gives what
+  // torch.cuda.get_device_capability reports there (gfx942: 9.4).
+  int sm_major = 0;
+  int sm_minor = 0;
+  bool cudnn = false;  // PyTorch's build for the card ships cuDNN (CUDA: yes; ROCm: no)
 };
 
 // Host link presets for activation offload (HostLink, profile.h; sources in
@@ -44,7 +50,8 @@ struct DeviceSpec {
 // names on error.
 Result<HostLink> LookupHostLink(std::string_view name);
 
-// "h200", "a100", "rtx4090", "cpu". Lists the accepted names on error.
+// A preset by name (DeviceNames; docs/devices.md lists them with their data
+// sheets). Lists the accepted names on error.
 Result<DeviceSpec> LookupDevice(std::string_view name);
 std::vector<std::string> DeviceNames();
 
