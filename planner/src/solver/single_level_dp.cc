@@ -200,6 +200,21 @@ REMAT_VECTOR_CLONES void RelaxRow(double* __restrict row, int* __restrict choice
   }
 }
 
+// best[m] = min(best[m], add + sub[m - shift]) for m in [lo, hi].
+REMAT_VECTOR_CLONES void MinShifted(double* __restrict best, const double* __restrict sub,
+                                    int64_t shift, double add, int64_t lo, int64_t hi) {
+  for (int64_t m = lo; m <= hi; ++m) {
+    const double v = add + sub[m - shift];
+    best[m] = v < best[m] ? v : best[m];
+  }
+}
+
+// best[m] = min(best[m], add + 0) for m in [lo, hi].
+REMAT_VECTOR_CLONES void MinConstant(double* __restrict best, double add, int64_t lo, int64_t hi) {
+  const double v = add + 0;
+  for (int64_t m = lo; m <= hi; ++m) best[m] = v < best[m] ? v : best[m];
+}
+
 }  // namespace
 
 SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
@@ -329,6 +344,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     const double* row;  // nullptr: sp is the last layer
   };
   std::vector<Term> terms;
+  std::vector<double> off_best(can_offload ? M_ + 1 : 0);
   for (int sp = s + 1; sp < L; ++sp) {
     const int j = sp - 1;
     const int64_t here = T.NoGradForwardBytes(j);
@@ -370,16 +386,21 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     }
     terms.push_back({T.segment_backward_need(sp) + xs, 0, CopyCostMs(s, backward_ms),
                      a_.data() + static_cast<size_t>(sp) * (M_ + 1)});
-    for (int64_t m = off_need; m <= M_; ++m) {
-      double best = kInf;
-      for (const Term& t : terms) {
-        if (m < t.need) continue;
-        const double v = t.add + (t.row == nullptr ? 0 : m >= t.shift ? t.row[m - t.shift] : kInf);
-        best = std::min(best, v);
+    if (off_need > M_) continue;
+    // The least term at each m (a term below its need, or reading below
+    // its shift, costs kInf), one vectorized pass a term, then the row
+    // relaxed by fwd + penalty + it.
+    std::fill(off_best.begin() + off_need, off_best.end(), kInf);
+    for (const Term& t : terms) {
+      const int64_t from = std::max(off_need, t.row == nullptr ? t.need : std::max(t.need, t.shift));
+      if (from > M_) continue;
+      if (t.row == nullptr) {
+        MinConstant(off_best.data(), t.add, from, M_);
+      } else {
+        MinShifted(off_best.data(), t.row, t.shift, t.add, from, M_);
       }
-      const double c = fwd + penalty + best;
-      if (c < a_row[m]) a_row[m] = c, ac[m] = sp + L + 1;
     }
+    RelaxRow(a_row, ac, off_best.data(), 0, fwd + penalty, sp + L + 1, off_need, M_);
   }
   if (n_is_k) {
     std::copy(k_row, k_row + M_ + 1, n_row);
