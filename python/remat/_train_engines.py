@@ -128,56 +128,13 @@ def block_groups(model, plan, units="block"):
     return [[blocks[i] for i in g] for g in groups]
 
 
-def gather_in_segments(model):
-    """Per-block fully_shard units under recompute segments of several
-    blocks: remat.apply runs a segment's blocks inside its first block's
-    call (their own forwards, not their modules' calls), so FSDP2's module
-    hooks would gather the first block for the whole segment and the later
-    ones not at all, and would register every block's pre-backward on the
-    segment's output (all of them gathered through its backward). Instead
-    each of the segment's blocks runs its own forward between its unit's
-    pre- and post-forward, as torch.distributed.fsdp.
-    register_fsdp_forward_method runs a method, and its module hooks are
-    removed: the block is gathered as it computes (again when the recompute
-    reaches it), resharded after, its pre-backward registered on its own
-    output, and its gradients reduced by its own unit. Returns how many
-    forwards it wrapped."""
-    from ._blocks import find_blocks
-
-    _, blocks = find_blocks(model)
-    wrapped = 0
-    for block in blocks:
-        runner = getattr(block.__dict__.get("forward"), "__self__", None)
-        originals = getattr(runner, "originals", None)
-        members = getattr(runner, "blocks", None)
-        if not originals or not members or len(originals) < 2:
-            continue
-        for j, member in enumerate(members):
-            state = member._get_fsdp_state()
-            state._pre_forward_hook_handle.remove()
-            state._post_forward_hook_handle.remove()
-            originals[j] = _unit_forward(member, originals[j])
-            wrapped += 1
-        for start, selective in getattr(runner, "selectives", {}).items():
-            selective.original = _unit_forward(members[start - runner.start], selective.original)
-    return wrapped
-
-
-def _unit_forward(module, original):
-    def forward(*args, **kwargs):
-        state = module._get_fsdp_state()
-        args, kwargs = state._pre_forward(module, args, kwargs)
-        return state._post_forward(module, args, original(*args, **kwargs))
-
-    return forward
-
-
 class Fsdp2(_TorchEngine):
     """torch.distributed.fsdp.fully_shard per decoder block (per recompute
     segment where the plan says job.parallel.fsdp_units "segment",
     block_groups) then the root, with the plan's reshard_after_forward;
     per-block units under multi-block segments gathered as each block
-    computes (gather_in_segments); set_all_reduce_hook counts each module's
+    computes (remat.apply runs each between its unit's hooks);
+    set_all_reduce_hook counts each module's
     gradient reduction; set_requires_gradient_sync(False) on the non-final
     micro-batches where the plan says so (job.parallel.fsdp_no_sync), else
     a reduce-scatter in every micro-batch."""
@@ -194,8 +151,6 @@ class Fsdp2(_TorchEngine):
             fully_shard(group if len(group) > 1 else group[0], mesh=mesh,
                         reshard_after_forward=job.reshard_after_forward)
         fully_shard(model, mesh=mesh)
-        if job.fsdp_units != "segment":
-            gather_in_segments(model)
         self.groups = len(groups) + 1
         self.no_sync = job.fsdp_no_sync
         for i, module in enumerate([g[0] for g in groups] + [model]):

@@ -46,6 +46,15 @@ running the same modules once per text column group) gives each pass its
 own forwards: the model's forwards with grad are its passes in turn,
 counted from the first after apply by a pre-hook on the embedding or
 block0.
+FSDP2: where a segment's blocks are fully_shard units of their own (before
+or after apply), the segment runs each block's forward between its unit's
+pre- and post-forward (as torch.distributed.fsdp.
+register_fsdp_forward_method runs a method), and the blocks' module hooks
+are removed while applied (unapply registers them again): each block is
+gathered as it computes (again when the recompute reaches it), resharded
+after, its pre-backward registered on its own output, and its gradients
+reduced by its own unit. A unit of several blocks (fully_shard([...]))
+keeps its module hooks.
 The plan's shape (micro-batch, sequence length, hidden size) is checked
 against the first block's input at the first forward with grad; a
 recomputed block given a KV cache is refused (train with use_cache=False).
@@ -135,16 +144,19 @@ class _Selective:
         self.original, self.index, self.parts, self.scopes = original, index, parts, scopes
         self.records = {}
 
-    def __call__(self, hidden, args, kwargs, selective=True):
+    def __call__(self, hidden, args, kwargs, selective=True, forward=None):
         """The block's output, under a selective checkpoint (grad on); with
         selective False under a plain one, which saves the same tensors to
-        an enclosing checkpoint and caches nothing."""
+        an enclosing checkpoint and caches nothing. forward: the block's
+        forward as its segment runs it (_Segment.forward_of)."""
         import torch
         from torch.utils.checkpoint import checkpoint
 
+        forward = forward or self.original
+
         def run(h):
             a, k = _with_hidden(args, kwargs, h)
-            return self.original(*a, **k)
+            return forward(*a, **k)
 
         if not selective:
             return checkpoint(run, hidden, use_reentrant=False)
@@ -153,6 +165,29 @@ class _Selective:
             self.records[key] = record(run, hidden, self.parts, self.scopes)
         return checkpoint(run, hidden, use_reentrant=False,
                           context_fn=context_fn(self.parts, self.scopes, self.records[key]))
+
+
+def _own_unit(module):
+    """The FSDP2 state of `module` where it is a fully_shard unit of its
+    own, else None."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return None
+    if not isinstance(module, FSDPModule):
+        return None
+    state = module._get_fsdp_state()
+    modules = getattr(state, "_modules", ())
+    return state if len(modules) == 1 and modules[0] is module else None
+
+
+def _attach(fsdp, module):
+    """Registers a unit's module hooks again, as fully_shard registers them."""
+    if _own_unit(module) is fsdp:
+        fsdp._pre_forward_hook_handle = module.register_forward_pre_hook(
+            fsdp._pre_forward, prepend=True, with_kwargs=True)
+        fsdp._post_forward_hook_handle = module.register_forward_hook(
+            fsdp._post_forward, prepend=False)
 
 
 def _first_tensor(args, kwargs):
@@ -174,7 +209,7 @@ class _Segment:
     tail's modules (_tail.Tail) return."""
 
     def __init__(self, blocks, originals, seg, checker, selectives, embedding=None,
-                 tail=None, tail_at=None):
+                 tail=None, tail_at=None, detached=None):
         self.blocks, self.originals, self.kind = blocks, originals, seg.kind
         self.lo, self.start = seg.start, max(seg.start, 0)
         self.children, self.selectives = seg.children, selectives
@@ -182,6 +217,49 @@ class _Segment:
         self.tail, self.tail_at = tail, tail_at
         self.embedded = None  # (args, kwargs, placeholder) of the embedding's call
         self.pending = None  # (next block, output, hidden, args, kwargs) within one forward
+        # FSDP2: each block's own unit (_own_unit) whose module hooks were
+        # removed; detached: the applied state's list of them, for unapply.
+        self.units, self.detached = [None] * len(blocks), detached
+        self.entered = False  # block0's module pre-forward ran in this call
+        self.detach()
+
+    def detach(self):
+        """Removes the module hooks of the blocks that are FSDP2 units of
+        their own where the segment spans several blocks (their forwards run
+        inside the first block's call: forward_of runs each between its
+        unit's hooks). Returns whether block0's were still attached: its
+        pre-forward then ran for the call under way (fully_shard after
+        apply)."""
+        entered = False
+        if len(self.blocks) < 2:
+            return entered
+        for j, block in enumerate(self.blocks):
+            fsdp = self.units[j] = _own_unit(block)
+            if fsdp is None or fsdp._pre_forward_hook_handle.id not in block._forward_pre_hooks:
+                continue
+            fsdp._pre_forward_hook_handle.remove()
+            fsdp._post_forward_hook_handle.remove()
+            if self.detached is not None:
+                self.detached.append((fsdp, block))
+            entered = entered or j == 0
+        return entered
+
+    def forward_of(self, j):
+        """Block start+j's forward as the segment runs it: between its own
+        FSDP2 unit's pre- and post-forward where it is one."""
+        fsdp, original = self.units[j], self.originals[j]
+        if fsdp is None:
+            return original
+        module = self.blocks[j]
+
+        def forward(*args, **kwargs):
+            if j == 0 and self.entered:
+                self.entered = False
+            else:
+                args, kwargs = fsdp._pre_forward(module, args, kwargs)
+            return fsdp._post_forward(module, args, original(*args, **kwargs))
+
+        return forward
 
     def past_blocks(self, children):
         """Whether `children` end past the blocks (at the final norm or head)."""
@@ -227,11 +305,12 @@ class _Segment:
                         output = self.tail.head(hidden)
                     else:
                         a, k = _with_hidden(args, kwargs, hidden)
-                        output = block = self.originals[i - self.start](*a, **k)
+                        output = block = self.forward_of(i - self.start)(*a, **k)
                     hidden = _hidden(output)
                 continue
             if child.kind == "selective":
-                output = block = self.selectives[child.start](hidden, args, kwargs, recompute)
+                output = block = self.selectives[child.start](
+                    hidden, args, kwargs, recompute, self.forward_of(child.start - self.start))
             else:
                 run = self.checkpointed(child.children, args, kwargs,
                                         call if child.start < 0 else None)
@@ -246,9 +325,9 @@ class _Segment:
 
     def run_plain(self, hidden, args, kwargs):
         output = None
-        for original in self.originals:
+        for j in range(len(self.originals)):
             a, k = _with_hidden(args, kwargs, hidden)
-            output = original(*a, **k)
+            output = self.forward_of(j)(*a, **k)
             hidden = _hidden(output)
         return output
 
@@ -259,6 +338,7 @@ class _Segment:
         hidden = _input(args, kwargs)
         self.checker(self.start, hidden)
         self.device = hidden.device
+        self.entered = self.detach()
         if torch.is_grad_enabled():
             _refuse_cache(self.originals[0], self.start, args, kwargs)
             call, start = None, hidden.to("cpu") if self.kind == "offload" else hidden
@@ -365,6 +445,7 @@ class _Applied:
         self.modules = modules
         self.saved = [m.__dict__["forward"] if "forward" in m.__dict__ else None for m in modules]
         self.scopes, self.handles = [], []
+        self.detached = []  # (FSDP2 state, block) whose module hooks a segment removed
         self.head = None  # the chunked loss (_lm_head.ChunkedHead) where the plan has one
         self.checked = set()  # the passes whose input shape was checked
         self.passes, self.current = passes, passes - 1
@@ -379,6 +460,9 @@ class _Applied:
             scopes.remove()
         for handle in self.handles:
             handle.remove()
+        for fsdp, module in self.detached:
+            _attach(fsdp, module)
+        self.detached = []
         if self.head is not None:
             self.head.remove()
 
@@ -521,7 +605,7 @@ def _pass_forwards(p, which, blocks, embedding, tail, state, plan):
         selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
                       if c.kind == "selective"}
         runner = _Segment(members, [b.forward for b in members], seg, checker, selectives,
-                          original, ends, n if ends is not None else None)
+                          original, ends, n if ends is not None else None, state.detached)
         if seg.start < 0:
             forwards[id(embedding)] = _Embedding(original, runner)
         forwards[id(members[0])] = runner.first
