@@ -2,6 +2,7 @@
 
 #include "host_link_flags.h"
 #include "parallel_flags.h"
+#include "traced_input.h"
 
 namespace remat::cli {
 
@@ -145,8 +146,15 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
 }
 
 Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
-  REMAT_ASSIGN_OR_RETURN(const JobOverrides overrides, ParseJobOverrides(args));
-  REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(path, overrides));
+  REMAT_ASSIGN_OR_RETURN(JobOverrides overrides, ParseJobOverrides(args));
+  REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
+  if (traced) {  // the trace took the job's sizes, precision and device in
+    overrides.micro_batch.reset();
+    overrides.seq_len.reset();
+    overrides.precision.reset();
+    overrides.device.reset();
+  }
+  REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(traced ? *traced : path, overrides));
   REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
   for (RankMemory& r : job.ranks) r.profile.host_link = job.profile.host_link;
   return job;

@@ -231,7 +231,8 @@ INSTANTIATE_TEST_SUITE_P(
              "field 'lora_dropout': set without lora_rank"},
         // Hugging Face config.json.
         Case{
-            "hf_unsupported", {"{dir}/hf_t5.json"}, "field 'model_type': unsupported value \"t5\""},
+            "hf_unsupported", {"{dir}/hf_t5.json"},
+            "model_type \"t5\" has no hand-written model; trace it: python -m remat trace"},
         Case{"hf_missing", {"{dir}/hf_missing.json"}, "hf_missing.json: missing 'n_layer'"},
         // Files and flags.
         Case{"not_regular", {"/dev/null"}, "/dev/null: not a regular file"},

@@ -244,5 +244,35 @@ class TraceConfigTest(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertIn('model_type "no-such-family"', r.stderr)
 
+    def test_planner_traces_a_model_type_it_has_no_model_for(self):
+        # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace and
+        # caches the profile by the config and the job flags.
+        saved = {k: os.environ.get(k) for k in ("REMAT_PYTHON", "REMAT_TRACE_CACHE")}
+        with tempfile.TemporaryDirectory() as d:
+            config = os.path.join(d, "config.json")
+            with open(config, "w") as f:
+                json.dump(MPNET, f)
+            os.environ["REMAT_PYTHON"] = sys.executable
+            os.environ["REMAT_TRACE_CACHE"] = os.path.join(d, "cache")
+            try:
+                plan = remat.plan(config, budget="1GB", micro_batch=2, seq_len=32)
+                again = remat.plan(config, budget="1GB", micro_batch=2, seq_len=32)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            self.assertTrue(plan.fits)
+            self.assertEqual(plan.predicted_peak_bytes, again.predicted_peak_bytes)
+            cached = os.listdir(os.path.join(d, "cache"))
+            self.assertEqual(len(cached), 1)
+            with open(os.path.join(d, "cache", cached[0])) as f:
+                traced = json.load(f)
+            self.assertEqual(traced["source"], "traced")
+            self.assertEqual(traced["micro_batch"], 2)
+            self.assertEqual(traced["seq_len"], 32)
+
+
 if __name__ == "__main__":
     unittest.main()

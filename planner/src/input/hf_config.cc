@@ -14,6 +14,7 @@
 #include "io/json_fields.h"
 #include "model/lora_config.h"
 #include "remat/input/input.h"
+#include "remat/input/model_types.h"
 
 namespace remat {
 
@@ -150,6 +151,12 @@ const std::vector<std::string> kJobKeys = {
     "gradients",  "merge_columns", "loss_chunks"};
 
 }  // namespace
+
+bool IsHandWrittenModelType(const std::string& type) {
+  return type == "gpt2" || type == "llama" || type == "mistral" || type == "qwen2" ||
+         internal::IsHfVariant(type) || type == "bert" || type == "roberta" ||
+         type == "xlm-roberta" || type == "distilroberta" || type == "distilbert";
+}
 
 Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string& source) {
   REMAT_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, source));
