@@ -4,7 +4,7 @@ N chunks of the tokens, the gradients made in the forward, as remat's
 runtime (runtime/src/chunked_loss.cc) and Liger-Kernel's
 LigerFusedLinearCrossEntropyFunction compute it.
 
-    loss = linear_cross_entropy(x, weight, targets, chunks, denominator)
+    loss = linear_cross_entropy(x, weight, targets, chunks, denominator, softcap=c)
 
 x is (tokens, hidden), weight (vocab, hidden), targets (tokens,) with
 ignore_index for tokens without a target. With grad, the forward holds the
@@ -17,6 +17,14 @@ gradient is multiplied into the input's and the weight's gradients. The
 backward only scales them by the loss's gradient. No tokens x vocab tensor
 exists. Without grad (or where neither input needs one) only the loss is
 computed, chunk by chunk.
+
+With `softcap` c (Gemma 2's final_logit_softcapping) the loss is taken over
+c * tanh(logits / c), as transformers' Gemma2ForCausalLM computes it: a
+chunk's 32-bit logits become t = tanh(logits / c) in place, the capped
+logits c * t are a new chunk beside it (in which softmax - one_hot is made
+in place), and their gradient is multiplied by d(c * t)/d(logits) =
+1 - t^2, made in place in t: two 32-bit chunks at once, nothing of
+tokens x vocab.
 
 The loss is the sum over the tokens with a target of logsumexp(logits) -
 logits[target], over `denominator` (the number of tokens with a target when
@@ -57,7 +65,7 @@ def _function():
 
     class LinearCrossEntropy(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, weight, targets, chunks, denominator, ignore_index):
+        def forward(ctx, x, weight, targets, chunks, denominator, ignore_index, softcap):
             cdt = _matmul_dtype(x)
             with torch.autocast(x.device.type, enabled=False):
                 w, xc = weight.to(cdt), x.to(cdt)  # no copy where already cdt
@@ -74,6 +82,10 @@ def _function():
                     g = torch.mm(xi, w.t())  # the chunk's logits
                     if g.dtype != loss.dtype:
                         g = g.to(loss.dtype)
+                    t = None
+                    if softcap:  # t = tanh(logits / c) in place; c * t a new chunk
+                        t = g.div_(softcap).tanh_()
+                        g = t * softcap
                     # loss = log(sum(exp(l - max))) + max - l[target]; the
                     # gradient softmax - one_hot made in place in the logits.
                     picked = g.gather(1, index)
@@ -85,6 +97,9 @@ def _function():
                     g.scatter_add_(1, index, torch.full((m, 1), -1.0, dtype=g.dtype,
                                                         device=g.device))
                     g.mul_(keep * scale)
+                    if t is not None:  # times 1 - t^2, made in t
+                        g.mul_(t.mul_(t).neg_().add_(1.0))
+                        t = None
                     gc = g if g.dtype == cdt else g.to(cdt)
                     del g
                     rows = grad_x.narrow(0, start, m)
@@ -110,13 +125,13 @@ def _function():
             dw, ctx.grad_w = ctx.grad_w, None
             if dw is not None:
                 dw.mul_(dy.to(dw.dtype))
-            return dx, dw, None, None, None, None
+            return dx, dw, None, None, None, None, None
 
     _FUNCTION.append(LinearCrossEntropy)
     return LinearCrossEntropy
 
 
-def _loss_only(x, weight, targets, chunks, denominator, ignore_index):
+def _loss_only(x, weight, targets, chunks, denominator, ignore_index, softcap):
     import torch
 
     cdt = _matmul_dtype(x)
@@ -127,23 +142,30 @@ def _loss_only(x, weight, targets, chunks, denominator, ignore_index):
         loss = torch.zeros((), dtype=_loss_dtype(x.dtype), device=x.device)
         for start, m in _chunks(x.shape[0], chunks):
             g = torch.mm(xc.narrow(0, start, m), w.t()).to(loss.dtype)
+            if softcap:
+                g.div_(softcap).tanh_().mul_(softcap)
             index = targets.narrow(0, start, m).clamp_min(0).unsqueeze(1)
             rows = g.logsumexp(1, keepdim=True) - g.gather(1, index)
             loss.add_((rows * valid.narrow(0, start, m).unsqueeze(1)).sum())
         return loss / float(count)
 
 
-def linear_cross_entropy(x, weight, targets, chunks, denominator=None, ignore_index=-100):
-    """The mean cross-entropy of x @ weight.T against targets over `chunks`
-    chunks of x's rows (module docstring). x: (tokens, hidden); weight:
-    (vocab, hidden); targets: (tokens,) int64; denominator: what the summed
-    loss is divided by (a number or a one-element tensor; None: the tokens
-    whose target is not ignore_index, at least 1). Returns a 0-dim tensor
-    (fp32 for 16-bit and fp32 inputs, fp64 for fp64)."""
+def linear_cross_entropy(x, weight, targets, chunks, denominator=None, ignore_index=-100,
+                         softcap=None):
+    """The mean cross-entropy of x @ weight.T (soft-capped: softcap *
+    tanh(x @ weight.T / softcap)) against targets over `chunks` chunks of x's
+    rows (module docstring). x: (tokens, hidden); weight: (vocab, hidden);
+    targets: (tokens,) int64; denominator: what the summed loss is divided
+    by (a number or a one-element tensor; None: the tokens whose target is
+    not ignore_index, at least 1); softcap: a positive number, or None or 0
+    for none. Returns a 0-dim tensor (fp32 for 16-bit and fp32 inputs, fp64
+    for fp64)."""
     import torch
 
     if torch.is_tensor(denominator):
         denominator = denominator.item()
+    softcap = float(softcap) if softcap else None
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-        return _function().apply(x, weight, targets, int(chunks), denominator, ignore_index)
-    return _loss_only(x, weight, targets, chunks, denominator, ignore_index)
+        return _function().apply(x, weight, targets, int(chunks), denominator, ignore_index,
+                                 softcap)
+    return _loss_only(x, weight, targets, chunks, denominator, ignore_index, softcap)

@@ -12,20 +12,81 @@ target or transformers' `num_items_in_batch`. The model (its forward replaced
 on the instance) returns that loss and `logits` None: no tokens x vocab tensor exists. A forward without
 labels runs the head as it is (full logits, e.g. generation).
 
+A model that soft-caps its logits between the head and the loss (Gemma 2:
+logits / c, tanh, * c with c its final_logit_softcapping) does so on the
+placeholder, a tensor subclass (_placeholder_type) whose division and
+multiplication by a number and tanh return another placeholder recording
+the step, nothing computed; the loss finds that record, and the chunked
+loss soft-caps each chunk with c.
+
 Refused (InputError, one line naming the plan's chunked_loss and
 `chunked_loss=0`): a model that is not a transformers causal LM whose loss
 is ForCausalLM (find_causal_lm), a head that is not a bias-free nn.Linear,
-soft-capped or scaled logits (`final_logit_softcapping`, `logit_scale`,
-`logits_scaling`); and, at the forward, a model whose loss does not get the
-head's output as the head returned it (it changes the logits in between)."""
+scaled logits (`logit_scale`, `logits_scaling`); and, at the forward, a
+model whose loss does not get the head's output as the head returned it or
+soft-capped as above (it changes the logits otherwise in between)."""
 import inspect
 
 from ._chunked_loss import linear_cross_entropy
 from ._planner import EXIT_BAD_INPUT, InputError
 
-# config.json keys of families that change the logits between the head
-# and the loss (Gemma 2's soft-cap, Cohere's and Granite's scales).
-LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+# config.json keys of families that scale the logits between the head and
+# the loss (Cohere's and Granite's), which the chunked loss does not.
+LOGIT_TRANSFORMS = ("logit_scale", "logits_scaling")
+# What a placeholder records of the steps taken on it, by torch function name.
+_STEPS = {"div": "div", "true_divide": "div", "__truediv__": "div", "mul": "mul",
+          "multiply": "mul", "__mul__": "mul", "__rmul__": "mul", "tanh": "tanh"}
+_PLACEHOLDER = []
+
+
+def _placeholder_type():
+    """The placeholder's tensor subclass, made once (torch is imported on
+    first use): `steps` records (step, number) for each division or
+    multiplication by a number and each tanh taken on it (the result another
+    placeholder, nothing computed); any other function runs on the plain
+    tensor and returns plain tensors."""
+    if _PLACEHOLDER:
+        return _PLACEHOLDER[0]
+    import numbers
+
+    import torch
+
+    class Placeholder(torch.Tensor):
+        steps = ()
+        head = None
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            step = _STEPS.get(getattr(func, "__name__", None))
+            others = [a for a in args if not isinstance(a, Placeholder)]
+            if step and not kwargs and args and isinstance(args[0], Placeholder) and (
+                    (step == "tanh" and len(args) == 1) or
+                    (step != "tanh" and len(args) == 2 and len(others) == 1
+                     and isinstance(others[0], numbers.Real)
+                     and not isinstance(others[0], bool))):
+                return args[0].then(step, float(others[0]) if others else None)
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+        def then(self, step, number):
+            with torch._C.DisableTorchFunctionSubclass():
+                out = self.new_zeros(()).expand(self.shape).as_subclass(Placeholder)
+            out.steps, out.head = self.steps + ((step, number),), self.head
+            return out
+
+    _PLACEHOLDER.append(Placeholder)
+    return Placeholder
+
+
+def _softcap_of(steps):
+    """The soft-cap c where `steps` are / c, tanh, * c (Gemma2ForCausalLM's),
+    0 where there are none, None for anything else."""
+    if not steps:
+        return 0.0
+    if (len(steps) == 3 and [s for s, _ in steps] == ["div", "tanh", "mul"]
+            and steps[0][1] == steps[2][1] and steps[0][1] > 0):
+        return steps[0][1]
+    return None
 
 
 def _refuse(chunks, why):
@@ -126,7 +187,12 @@ class ChunkedHead:
                 "with chunked_loss=0", EXIT_BAD_INPUT)
         self.hidden = hidden
         shape = tuple(hidden.shape[:-1]) + (self.head.out_features,)
-        self.placeholder = hidden.new_zeros(()).expand(shape)
+        import torch
+
+        with torch._C.DisableTorchFunctionSubclass():
+            self.placeholder = hidden.new_zeros(()).expand(shape).as_subclass(
+                _placeholder_type())
+        self.placeholder.head = self
         return self.placeholder
 
     def loss_function(self, logits, labels, vocab_size=None, num_items_in_batch=None,
@@ -136,7 +202,9 @@ class ChunkedHead:
                                       num_items_in_batch=num_items_in_batch,
                                       ignore_index=ignore_index, shift_labels=shift_labels,
                                       **kwargs)
-        if logits is not self.placeholder:
+        steps = getattr(logits, "steps", None) if getattr(logits, "head", None) is self else None
+        softcap = _softcap_of(steps) if steps is not None else None
+        if softcap is None:
             self.armed = False
             raise InputError(
                 f"remat.apply: {type(self.lm).__name__}'s loss got other logits than its head "
@@ -153,7 +221,7 @@ class ChunkedHead:
         targets = shift_labels.reshape(-1).to(hidden.device)
         x = hidden.reshape(-1, hidden.shape[-1])
         return linear_cross_entropy(x, self.head.weight, targets, self.chunks,
-                                    num_items_in_batch, ignore_index)
+                                    num_items_in_batch, ignore_index, softcap)
 
     def after(self, armed, consumed, output):
         if not armed:

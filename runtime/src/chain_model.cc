@@ -216,7 +216,7 @@ at::Tensor ChainModel::Forward(int layer, const at::Tensor& x, const at::Tensor&
   if (config_.loss_chunks > 0 && layer_kind(layer) == LayerKind::kHead) {
     const at::Tensor rows = x.reshape({-1, config_.hidden});
     return ChunkedLmLoss(rows, LmHeadWeight(), batch[1].reshape({rows.size(0)}),
-                         config_.loss_chunks);
+                         config_.loss_chunks, config_.logit_softcap);
   }
   if (config_.loss_chunks > 0 && layer_kind(layer) == LayerKind::kLoss) return x.view_as(x);
   if (layer_kind(layer) != LayerKind::kBlock) return ForwardLayer(layer, x, batch, seeds);

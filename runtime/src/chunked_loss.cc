@@ -13,7 +13,7 @@ using torch::autograd::variable_list;
 
 struct ChunkedLinearCrossEntropy : torch::autograd::Function<ChunkedLinearCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            const at::Tensor& targets, int64_t chunks) {
+                            const at::Tensor& targets, int64_t chunks, double softcap) {
     const int64_t n = x.size(0);
     const c10::DeviceType device = x.device().type();
     const at::ScalarType cdt = at::autocast::is_autocast_enabled(device)
@@ -34,6 +34,12 @@ struct ChunkedLinearCrossEntropy : torch::autograd::Function<ChunkedLinearCrossE
       const at::Tensor keep = valid.narrow(0, start, m).unsqueeze(1).to(at::kFloat);
       at::Tensor g = at::mm(xi, w.t());  // the chunk's logits
       if (g.scalar_type() != at::kFloat) g = g.to(at::kFloat);
+      // Soft-capped: t = tanh(logits / c) in place, c * t a new chunk.
+      at::Tensor t;
+      if (softcap > 0) {
+        t = g.div_(softcap).tanh_();
+        g = t * softcap;
+      }
       // loss = log(sum(exp(l - max))) + max - l[target]; the gradient
       // softmax - one_hot made in place in the fp32 logits.
       const at::Tensor picked = g.gather(1, index);
@@ -44,6 +50,10 @@ struct ChunkedLinearCrossEntropy : torch::autograd::Function<ChunkedLinearCrossE
       g.div_(sum);
       g.scatter_add_(1, index, at::full({m, 1}, -1.0, g.options()));
       g.mul_(keep * scale);
+      if (t.defined()) {  // times d(c * t)/d(logits) = 1 - t^2, made in t
+        g.mul_(t.mul_(t).neg_().add_(1.0));
+        t.reset();
+      }
       at::Tensor gc = g.scalar_type() == cdt ? g : g.to(cdt);
       if (!gc.is_same(g)) g.reset();
       at::Tensor rows_grad = grad_x.narrow(0, start, m);
@@ -79,15 +89,16 @@ struct ChunkedLinearCrossEntropy : torch::autograd::Function<ChunkedLinearCrossE
       ctx->saved_data.erase(it);
       dw.mul_(dy);
     }
-    return {dx, dw, at::Tensor(), at::Tensor()};
+    return {dx, dw, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor ChunkedLmLoss(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& targets,
-                         int64_t chunks) {
-  return ChunkedLinearCrossEntropy::apply(x, weight, targets, std::max<int64_t>(1, chunks));
+                         int64_t chunks, double softcap) {
+  return ChunkedLinearCrossEntropy::apply(x, weight, targets, std::max<int64_t>(1, chunks),
+                                          softcap);
 }
 
 }  // namespace remat::runtime

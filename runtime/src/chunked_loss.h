@@ -24,10 +24,14 @@ namespace remat::runtime {
 // scaled, a new tensor) and, if the weight requires grad, its gradient
 // (handed over as the weight's gradient in backward, scaled in place), and
 // one chunk's logits, their fp32 copy (in which the gradient is made) and
-// its cast back. Returns a 0-dim fp32 tensor whose backward gives x and the
-// weight their gradients.
+// its cast back. `softcap` > 0 (ModelConfig::logit_softcap, Gemma 2's
+// final_logit_softcapping): the loss of softcap * tanh(logits / softcap);
+// a chunk's fp32 logits become t = tanh(logits / softcap) in place, the
+// capped logits are a new fp32 chunk beside t (the gradient made in them),
+// and that gradient is multiplied by 1 - t^2 (made in t). Returns a 0-dim
+// fp32 tensor whose backward gives x and the weight their gradients.
 at::Tensor ChunkedLmLoss(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& targets,
-                         int64_t chunks);
+                         int64_t chunks, double softcap = 0);
 
 }  // namespace remat::runtime
 

@@ -1,6 +1,7 @@
 // The chunked (fused linear) cross-entropy (chunked_loss.h,
-// ModelConfig::loss_chunks): its gradients are the plain loss's, and the
-// peak it saves on the CPU is the one the planner predicts.
+// ModelConfig::loss_chunks): its gradients are the plain loss's (plain and
+// soft-capped logits), and the peak it saves on the CPU is the one the
+// planner predicts.
 #include "chunked_loss.h"
 
 #include <ATen/ATen.h>
@@ -61,6 +62,32 @@ TEST(ChunkedLoss, EqualsCrossEntropyOfTheLinearInFloat64) {
   const at::Tensor x = x0.to(at::kFloat).requires_grad_(true);
   ChunkedLmLoss(x, w0.to(at::kFloat), targets, 3).backward();
   EXPECT_LE(RelativeError(x.grad(), xr.grad()), kRelative);
+}
+
+// Soft-capped logits (Gemma 2's final_logit_softcapping): the loss of
+// cap * tanh(logits / cap). Logits of about 0.4 (x of 1, weights of 0.1
+// over 16) against a cap of 0.5: tanh far from linear.
+TEST(ChunkedLoss, SoftCappedEqualsCrossEntropyOfTheCappedLinearInFloat64) {
+  at::manual_seed(5);
+  const int64_t n = 37, h = 16, V = 1024;
+  const double cap = 0.5;
+  const at::Tensor x0 = at::randn({n, h}, at::kDouble), w0 = at::randn({V, h}, at::kDouble) * 0.1;
+  at::Tensor targets = at::randint(V, {n}, at::kLong);
+  targets[3] = -100;
+  const at::Tensor xr = x0.clone().requires_grad_(true), wr = w0.clone().requires_grad_(true);
+  const at::Tensor capped = at::tanh(at::linear(xr, wr) / cap) * cap;
+  const at::Tensor ref = at::cross_entropy_loss(capped, targets, {}, at::Reduction::Mean, -100);
+  ref.backward();
+  for (int64_t chunks : {1, 4, 5, 37, 100}) {
+    SCOPED_TRACE(chunks);
+    const at::Tensor x = x0.to(at::kFloat).requires_grad_(true);
+    const at::Tensor w = w0.to(at::kFloat).requires_grad_(true);
+    const at::Tensor loss = ChunkedLmLoss(x, w, targets, chunks, cap);
+    (loss * 2).backward();
+    EXPECT_LE(std::abs(loss.item<double>() - ref.item<double>()), kRelative * ref.item<double>());
+    EXPECT_LE(RelativeError(x.grad() / 2, xr.grad()), kRelative);
+    EXPECT_LE(RelativeError(w.grad() / 2, wr.grad()), kRelative);
+  }
 }
 
 // A tiny llama and gpt whose vocabulary (1024 over hidden 32) makes the

@@ -122,7 +122,13 @@ T Mnrl(Builder& B, const std::vector<T>& reps) {
 // logits), in which the gradient softmax - one_hot is made in place, that
 // gradient cast to the matmul dtype (not in fp32), and, where the weight's
 // dtype is not the matmul dtype, the chunk's weight gradient before it is
-// added (V x h). Nothing of size n x V exists.
+// added (V x h). With ModelConfig::logit_softcap c (Gemma 2's
+// final_logit_softcapping) a chunk's fp32 logits z become t = tanh(z / c) in
+// place (its matmul-dtype logits freed after the copy) and y = c * t a new
+// fp32 chunk beside it, t kept until y's gradient (softmax - one_hot, made
+// in place in y) is multiplied by c * dtanh = 1 - t^2 (made in place in t):
+// two fp32 chunks (8 bytes an element) at once. Nothing of size n x V
+// exists.
 T ChunkedLmLoss(Builder& B, const T& x) {
   const ModelConfig& c = B.config();
   const int64_t h = c.hidden, V = c.vocab, n = B.tokens();
@@ -133,6 +139,8 @@ T ChunkedLmLoss(Builder& B, const T& x) {
   T grad_x = B.Tensor("chunked_loss.input_grad", x.elems, x.elem_bytes);
   const int64_t chunk_logits = B.Mul({m, V});
   int64_t chunk_peak = B.Mul({chunk_logits, mdt + (mdt != 4 ? 4 : 0)});
+  const bool softcap = c.logit_softcap > 0;
+  if (softcap) chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, 2 * 4}));
   if (trains && param != mdt) {
     chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, mdt}) + B.Mul({V, h, mdt}));
   }
@@ -141,7 +149,9 @@ T ChunkedLmLoss(Builder& B, const T& x) {
   if (x.elem_bytes != mdt) workspace += B.Mul({n, h, mdt});
   if (trains) workspace += B.Mul({V, h, param});
   const double nvh = static_cast<double>(n) * V * h;
-  const double flops = (trains ? 6.0 : 4.0) * nvh + 8.0 * static_cast<double>(n) * V;
+  // The soft-cap: / c, tanh (about 4), * c forward; 1 - t^2 and its product.
+  const double flops =
+      (trains ? 6.0 : 4.0) * nvh + (softcap ? 17.0 : 8.0) * static_cast<double>(n) * V;
   const double backward = static_cast<double>(x.elems + (trains ? V * h : 0));
   const bool tied = c.tie_embeddings;
   B.Op("chunked_lm_loss", {x}, {loss, grad_x}, {grad_x}, flops, backward / flops,

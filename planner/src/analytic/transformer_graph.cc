@@ -88,7 +88,8 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
     }
     B.Layer(prefix + "head", kHeadKind);
     x = AddHead(B, x);
-    if (c.head == Head::kLm) x = SoftCapLogits(B, x, c.logit_softcap);
+    // The chunked loss soft-caps each chunk itself (heads.cc ChunkedLmLoss).
+    if (c.head == Head::kLm && c.loss_chunks == 0) x = SoftCapLogits(B, x, c.logit_softcap);
     if (pass + 1 < passes) {
       earlier_passes.push_back(x);
       boundary = B.Tensor("next_pass", 0, 8, false);

@@ -222,7 +222,7 @@ Status CheckPoolerArchitecture(const ModelConfig& c, const std::string& source) 
 }
 
 // The chunked loss: a chunk count in range (or auto), on the lm head's
-// cross-entropy, over logits without soft-capping.
+// cross-entropy (soft-capped logits included: each chunk is soft-capped).
 Status CheckLossChunks(const ModelConfig& c, const std::string& source) {
   if (c.loss_chunks == 0) return Status::Ok();
   if (c.loss_chunks != kLossChunksAuto && (c.loss_chunks < 1 || c.loss_chunks > kMaxTokens)) {
@@ -234,11 +234,6 @@ Status CheckLossChunks(const ModelConfig& c, const std::string& source) {
     return Bad(source, "loss_chunks",
                "the chunked loss is the lm head's cross-entropy (head is \"" +
                    std::string(ToString(c.head)) + "\"); expected head lm or no loss_chunks");
-  }
-  if (c.logit_softcap > 0) {
-    return Bad(source, "loss_chunks",
-               "the chunked loss does not soft-cap its logits (logit_softcap is set); "
-               "expected logit_softcap 0 or no loss_chunks");
   }
   return Status::Ok();
 }

@@ -199,7 +199,7 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
 // the plan does not fit.
 std::string ChunkedLossAdvice(const Job& job, const PlanOptions& options, int64_t peak_bytes) {
   const ModelConfig c = WithDefaults(job.config());
-  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0) return "";
+  if (c.head != Head::kLm || c.loss_chunks != 0) return "";
   ModelConfig auto_chunks = c;
   auto_chunks.loss_chunks = kLossChunksAuto;
   const int64_t chunks = WithDefaults(auto_chunks).loss_chunks;

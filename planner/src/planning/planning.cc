@@ -32,7 +32,7 @@ std::string Ms(double ms) {
 Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
   if (!job.has_config()) return Status::Ok();
   const ModelConfig c = WithDefaults(job.config());
-  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0 ||
+  if (c.head != Head::kLm || c.loss_chunks != 0 ||
       job.parallel().tensor > 1) {
     return Status::Ok();
   }

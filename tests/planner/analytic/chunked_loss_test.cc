@@ -77,6 +77,36 @@ TEST(ChunkedLoss, AutocastCastsOnceAndKeepsTheChunkInFp32) {
   EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
 }
 
+// Soft-capped logits (Gemma 2's final_logit_softcapping): a chunk's fp32
+// tanh output t and the capped logits c * t, in which the gradient is made,
+// live together (8 bytes an element, over the 4 or 6 of the plain chunk);
+// nothing logits-sized is kept, where the plain soft-capped loss keeps
+// tanh's output and the log-probabilities.
+TEST(ChunkedLoss, SoftCapHoldsTheTanhOutputBesideTheChunk) {
+  ModelConfig c = Llama(Precision::kFp32, 8);
+  c.logit_softcap = 30;
+  const Profile fp32 = Cpu(c);
+  EXPECT_EQ(Layer(fp32, "head").forward_workspace_bytes, kV * kH * 4 + 8 * kV * 8);
+  EXPECT_EQ(Layer(fp32, "head").activation_bytes, 4 + kTokens * kH * 4);
+  EXPECT_EQ(Layer(fp32, "loss").activation_bytes, 4);
+  c.loss_chunks = 0;
+  EXPECT_EQ(Layer(Cpu(c), "loss").activation_bytes, 4 + kTokens * kV * 4);
+  EXPECT_GE(Layer(Cpu(c), "head").activation_bytes, kTokens * kV * 4);  // tanh's output
+  c.precision = Precision::kAmpBf16;
+  c.loss_chunks = 8;
+  const int64_t chunk = std::max({8 * kV * 6, 8 * kV * 8, 8 * kV * 2 + kV * kH * 2});
+  EXPECT_EQ(Layer(Cpu(c), "head").forward_workspace_bytes,
+            kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
+  // model.json takes the two together and writes them back.
+  Result<ModelConfig> parsed = ParseModelConfig(
+      R"({"architecture": "llama", "layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128,
+          "vocab": 4096, "seq_len": 32, "loss_chunks": 4, "logit_softcap": 30})",
+      "m.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->loss_chunks, 4);
+  EXPECT_EQ(parsed->logit_softcap, 30.0);
+}
+
 TEST(ChunkedLoss, AutoIsLigerKernelsChunkSize) {
   // ceil(4096 / 64) = 64; 64 tokens / 64 = 1 row a chunk: 64 chunks.
   ModelConfig c = Llama(Precision::kFp32, kLossChunksAuto);
@@ -121,8 +151,7 @@ TEST(ChunkedLoss, ModelJsonFieldAndItsChecks) {
            {base + R"(, "loss_chunks": 0})", "expected an integer in [1"},
            {base + R"(, "loss_chunks": "some"})", "or \"auto\", got \"some\""},
            {base + R"(, "loss_chunks": 4, "head": "classification"})",
-            "head is \"classification\""},
-           {base + R"(, "loss_chunks": 4, "logit_softcap": 30})", "does not soft-cap"}}) {
+            "head is \"classification\""}}) {
     Result<ModelConfig> bad = ParseModelConfig(json, "m.json");
     ASSERT_FALSE(bad.ok()) << json;
     EXPECT_NE(bad.status().message().find("m.json: field 'loss_chunks'"), std::string::npos)
