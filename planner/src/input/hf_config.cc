@@ -6,6 +6,7 @@
 // holds model.json fields for the training job and overrides all of that
 // (head, pooling, loss, texts_per_example, num_labels, pooler, seq_len,
 // micro_batch, ...); the result is checked as a model.json is.
+#include <algorithm>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
@@ -201,12 +202,14 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
   if (c.vocab == 0) REMAT_RETURN_IF_ERROR(IntAny(r, {"vocab_size"}, &c.vocab, true));
   if (c.ffn_hidden == 0) c.ffn_hidden = 4 * c.hidden;
   if (dropout >= 0) c.dropout = dropout;
-  // Positions beyond what the model learned are meaningless: train at its maximum.
+  // Positions beyond what the model learned are meaningless: at most its
+  // maximum, and at most the length people train at (kDefaultSeqLen).
   c.seq_len = c.max_position;
   if (encoder && type != "bert" && type != "distilbert") {
     // RoBERTa reserves padding_idx + 1 = 2 position rows: 514 rows -> 512 tokens.
     c.seq_len = std::max<int64_t>(1, c.max_position - 2);
   }
+  c.seq_len = std::min(c.seq_len, kDefaultSeqLen);
   std::string dtype;
   REMAT_RETURN_IF_ERROR(r.String("torch_dtype", &dtype, false));
   if (dtype.empty()) REMAT_RETURN_IF_ERROR(r.String("dtype", &dtype, false));

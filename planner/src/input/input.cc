@@ -38,6 +38,9 @@ Result<PlannerInput> ParsePlannerInput(std::string_view text, const std::string&
   } else if (doc.contains("model_type")) {
     in.kind = PlannerInput::Kind::kHfConfig;
     REMAT_ASSIGN_OR_RETURN(in.config, ParseHfConfig(text, source));
+    const auto job = doc.find("remat");
+    in.default_seq_len = job == doc.end() || !job->is_object() || !job->contains("seq_len") ||
+                         job->at("seq_len").is_null();
   } else {
     in.kind = PlannerInput::Kind::kModel;
     REMAT_ASSIGN_OR_RETURN(in.config, ParseModelConfig(text, source));

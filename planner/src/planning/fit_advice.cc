@@ -10,19 +10,60 @@
 namespace remat {
 namespace {
 
-// Auto's plan for `job` at micro-batch `mb`, if one fits.
-// Auto's plan of `job` (its worst rank's, distributed), if every rank fits.
-std::optional<Plan> FittingPlan(const Job& job, const PlanOptions& options) {
-  PlanOptions auto_options = options;
+// How the advice plans each alternative: as the plan was made (its
+// options, and whether auto weighed the chunked loss).
+struct Alternatives {
+  PlanOptions options;
+  bool chunked_loss = false;  // PlanningRequest::weigh_chunked_loss
+};
+
+// `job` with the chunked loss auto weighs (PlanningRequest::
+// weigh_chunked_loss), where it applies.
+std::optional<Job> WithChunkedLoss(const Job& job) {
+  if (!job.has_config()) return std::nullopt;
+  const ModelConfig c = WithDefaults(job.config());
+  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0 ||
+      job.parallel().tensor > 1) {
+    return std::nullopt;
+  }
+  ModelConfig auto_chunks = c;
+  auto_chunks.loss_chunks = kLossChunksAuto;
+  Job changed = job;
+  changed.model.loss_chunks = WithDefaults(auto_chunks).loss_chunks;
+  if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
+  Result<Job> chunked = WithParallel(changed, job.parallel());
+  if (!chunked.ok()) return std::nullopt;
+  return *std::move(chunked);
+}
+
+// Auto's plans of `job` (its worst rank's, distributed), if every rank
+// fits; where they do not and the plan weighed the chunked loss, those of
+// the job with it.
+std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a) {
+  PlanOptions auto_options = a.options;
   auto_options.strategy = Strategy::kAuto;
   Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
   if (!ranks.ok()) return std::nullopt;
-  const PlanSet s = WorstRankPlans(*ranks);
+  PlanSet s = WorstRankPlans(*ranks);
+  if (s.chosen.fits) return s;
+  if (!a.chunked_loss) return std::nullopt;
+  const std::optional<Job> chunked = WithChunkedLoss(job);
+  if (!chunked) return std::nullopt;
+  ranks = PlanRanks(*chunked, auto_options);
+  if (!ranks.ok()) return std::nullopt;
+  s = WorstRankPlans(*ranks);
   if (!s.chosen.fits) return std::nullopt;
-  return s.chosen;
+  return s;
 }
 
-std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const PlanOptions& options) {
+// Auto's plan of `job`, if one fits (FittingPlans).
+std::optional<Plan> FittingPlan(const Job& job, const Alternatives& a) {
+  std::optional<PlanSet> s = FittingPlans(job, a);
+  if (!s) return std::nullopt;
+  return std::move(s->chosen);
+}
+
+std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const Alternatives& options) {
   Result<Job> other = WithMicroBatch(job, mb);
   if (!other.ok()) return std::nullopt;
   return FittingPlan(*other, options);
@@ -33,7 +74,7 @@ std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const PlanOptions&
 // full_shard on 2 GPUs (auto, peak ...)"; "" when none up to 8 does (or the
 // job shards over as many already); nullopt when the job cannot be
 // sharded so (a profile whose model state is divided already).
-std::optional<std::string> ShardingAdvice(const Job& job, const PlanOptions& options) {
+std::optional<std::string> ShardingAdvice(const Job& job, const Alternatives& options) {
   const Parallelism& now = job.parallel();
   const bool sharded = now.data == DataParallel::kFsdp2 || now.data == DataParallel::kZero3;
   for (int64_t data : {2, 4, 8}) {
@@ -59,7 +100,7 @@ std::optional<std::string> ShardingAdvice(const Job& job, const PlanOptions& opt
 // monotone in it: bisect for the largest micro-batch below `above` that fits
 // (walking down one by one from a micro-batch of 100,000 would plan 100,000
 // times). 0 when even 1 does not.
-int64_t LargestFittingMicroBatch(const Job& job, int64_t above, const PlanOptions& options,
+int64_t LargestFittingMicroBatch(const Job& job, int64_t above, const Alternatives& options,
                                  std::optional<Plan>* plan) {
   int64_t lo = 0, hi = above;  // lo fits (0: none does), hi does not
   while (hi - lo > 1) {
@@ -89,27 +130,21 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
 // Auto's plans for the job's model changed by `change`, if the chosen one
 // fits.
 template <typename Change>
-std::optional<PlanSet> FittingPlansWith(const Job& job, const PlanOptions& options, Change change) {
+std::optional<PlanSet> FittingPlansWith(const Job& job, const Alternatives& options, Change change) {
   Job changed = job;
   change(&changed.model);
   if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
   // The profile (and a distributed job's ranks) made again; --host-link kept.
   Result<Job> other = WithParallel(changed, job.parallel());
-  if (!other.ok() || other->profile.model_state_bytes() >= options.budget_bytes) {
+  if (!other.ok() || other->profile.model_state_bytes() >= options.options.budget_bytes) {
     return std::nullopt;
   }
-  PlanOptions auto_options = options;
-  auto_options.strategy = Strategy::kAuto;
-  Result<std::vector<RankPlan>> ranks = PlanRanks(*other, auto_options);
-  if (!ranks.ok()) return std::nullopt;
-  PlanSet s = WorstRankPlans(*ranks);
-  if (!s.chosen.fits) return std::nullopt;
-  return s;
+  return FittingPlans(*other, options);
 }
 
 // Auto's plan for the job's model changed by `change`, if one fits.
 template <typename Change>
-std::optional<Plan> FittingPlanWith(const Job& job, const PlanOptions& options, Change change) {
+std::optional<Plan> FittingPlanWith(const Job& job, const Alternatives& options, Change change) {
   std::optional<PlanSet> s = FittingPlansWith(job, options, change);
   if (!s) return std::nullopt;
   return std::move(s->chosen);
@@ -130,7 +165,7 @@ std::string Fits(const std::string& what, const Plan& plan) {
 // What shrinks the model state enough to fit, each planned at the job's
 // micro-batch: other precision conventions and optimizers, never the ones
 // the job already uses; sharding the model state over more GPUs last.
-std::string StateAdvice(const Job& job, const PlanOptions& options) {
+std::string StateAdvice(const Job& job, const Alternatives& options) {
   std::string text;
   auto add = [&](const std::string& o) { text += (text.empty() ? "" : "; ") + o; };
   if (job.has_config()) {
@@ -197,7 +232,7 @@ std::string StateAdvice(const Job& job, const PlanOptions& options) {
 // size), planned, and what its lowest peak saves against `peak_bytes`, the
 // job's. Empty where the job has no lm head, chunks its loss already, or
 // the plan does not fit.
-std::string ChunkedLossAdvice(const Job& job, const PlanOptions& options, int64_t peak_bytes) {
+std::string ChunkedLossAdvice(const Job& job, const Alternatives& options, int64_t peak_bytes) {
   const ModelConfig c = WithDefaults(job.config());
   if (c.head != Head::kLm || c.loss_chunks != 0) return "";
   ModelConfig auto_chunks = c;
@@ -212,9 +247,11 @@ std::string ChunkedLossAdvice(const Job& job, const PlanOptions& options, int64_
 
 }  // namespace
 
-FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search) {
+FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& plan_options,
+                    bool search, bool weigh_chunked_loss) {
+  const Alternatives options{plan_options, weigh_chunked_loss};
   FitAdvice a;
-  a.budget_bytes = options.budget_bytes;
+  a.budget_bytes = plan_options.budget_bytes;
   a.lowest_peak_bytes = plans.chosen.memory.total_bytes;
   a.lowest_peak_strategy = plans.chosen.strategy;
   for (const Plan& c : plans.candidates) {
@@ -224,10 +261,10 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& opt
     }
   }
   a.model_state_bytes = job.profile.model_state_bytes();
-  const int64_t tensor_budget = TensorBudget(options.budget_bytes, options.device_memory);
+  const int64_t tensor_budget = TensorBudget(plan_options.budget_bytes, plan_options.device_memory);
   a.model_state_exceeds_budget = a.model_state_bytes >= tensor_budget;
-  a.message = "no plan fits in " + FormatBytes(options.budget_bytes) +
-              (options.device_memory.any()
+  a.message = "no plan fits in " + FormatBytes(plan_options.budget_bytes) +
+              (plan_options.device_memory.any()
                    ? " (" + FormatBytes(tensor_budget) + " for tensors after the device's terms)"
                    : "") +
               ": the smallest peak any strategy reaches is " + FormatBytes(a.lowest_peak_bytes) +

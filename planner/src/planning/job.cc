@@ -149,6 +149,7 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
     return job;
   }
   job.model = std::move(input.config);
+  job.default_seq_len = input.default_seq_len && !overrides.seq_len;
   REMAT_RETURN_IF_ERROR(ApplyOverrides(overrides, job.kind, &job.model, path));
   if (overrides.parallel) {
     REMAT_RETURN_IF_ERROR(ValidateParallelism(*overrides.parallel, job.model, path));

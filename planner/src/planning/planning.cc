@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "planning/job_plans.h"
 #include "remat/io/units.h"
 
 namespace remat {
@@ -83,17 +84,17 @@ Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
                            WithMicroBatch(job, pick.micro_batch, pick.grad_accumulation));
     planned = &*result.batch_job;
   }
-  if (planned->ranks.empty()) {
-    REMAT_ASSIGN_OR_RETURN(result.plans, MakePlan(planned->profile, request.options));
-  } else {
-    REMAT_ASSIGN_OR_RETURN(result.ranks, PlanRanks(*planned, request.options));
-    result.worst_rank = WorstRank(result.ranks);
-    result.plans = WorstRankPlans(result.ranks);
-  }
+  REMAT_ASSIGN_OR_RETURN(planning_internal::JobPlans plans,
+                         planning_internal::PlanJobStrategies(*planned, request.options));
+  result.plans = std::move(plans.plans);
+  result.ranks = std::move(plans.ranks);
+  result.worst_rank = plans.worst_rank;
   if (!result.plans.chosen.fits) {
     // With a global batch, smaller micro-batches were weighed already.
     const bool search = request.suggest_fit && !result.batch;
-    result.advice = AdviseFit(*planned, result.plans, request.options, search);
+    result.advice =
+        AdviseFit(*planned, result.plans, request.options, search,
+                  request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto);
     if (result.batch) {
       result.advice->message =
           "no micro-batch of the global batch of " + std::to_string(request.global_batch) +

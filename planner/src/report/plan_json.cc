@@ -221,6 +221,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},
                 {"seq_len", profile.seq_len}};
+  if (ctx.default_seq_len) j["model"]["seq_len_default"] = true;
   if (ctx.has_config || ctx.parallel.distributed()) {
     PlannedJob job = ctx.has_config ? PlannedJobOf(ctx.config) : PlannedJob{};
     if (!plan.terms.alloc_conf_text.empty()) job.alloc_conf = plan.terms.alloc_conf_text;

@@ -10,6 +10,7 @@ ReportContext ReportContextOf(const Job& job) {
   ctx.input_kind = ToString(job.kind);
   ctx.has_config = job.has_config();
   if (ctx.has_config) ctx.config = job.config();
+  ctx.default_seq_len = job.default_seq_len;
   ctx.grad_accumulation = job.grad_accumulation();
   ctx.parallel = job.parallel();
   return ctx;

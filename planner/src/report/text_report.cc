@@ -121,7 +121,9 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
     o << "  model            " << ToString(c.architecture) << ", " << c.layers << " layers, hidden "
       << c.hidden << ", " << c.heads << " heads, ffn " << c.ffn_hidden << ", vocab " << c.vocab
       << "\n";
-    o << "  job              seq_len " << c.seq_len << ", micro_batch " << c.micro_batch << ", "
+    o << "  job              seq_len " << c.seq_len
+      << (ctx.default_seq_len ? " (the default: the config.json sets none; --seq-len N)" : "")
+      << ", micro_batch " << c.micro_batch << ", "
       << ToString(c.precision) << ", " << ToString(c.optimizer) << ", " << ToString(c.attention)
       << " attention" << SdpaKernel(c, p) << ", dropout " << c.dropout;
     if (c.grad_accumulation > 1) o << ", grad_accumulation " << c.grad_accumulation;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "strategies/solvers.h"
@@ -32,6 +33,25 @@ std::vector<LayerDecision> SegmentDecisions(int num_layers, const std::vector<in
                                                  : LayerDecision::kRecompute;
   }
   return d;
+}
+
+// "14 recomputes, up to 3 per layer, 5 selective".
+std::string DescribeRecompute(const Plan& plan) {
+  std::vector<int> per_layer(plan.schedule.num_layers, 0);
+  int total = 0;
+  for (const Op& op : plan.schedule.ops) {
+    if (op.kind == OpKind::kRecompute) ++per_layer[op.layer], ++total;
+  }
+  const int selective = static_cast<int>(
+      std::count(plan.decisions.begin(), plan.decisions.end(), LayerDecision::kSelective));
+  std::string out;
+  if (total > 0) {
+    const int most = *std::max_element(per_layer.begin(), per_layer.end());
+    out = std::to_string(total) + (total == 1 ? " recompute" : " recomputes") +
+          (most > 1 ? ", up to " + std::to_string(most) + " per layer" : "");
+  }
+  if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
+  return out.empty() ? "nothing recomputed" : out;
 }
 
 int RoundSqrt(int n) { return std::max(1, static_cast<int>(std::lround(std::sqrt(n)))); }

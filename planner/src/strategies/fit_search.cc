@@ -1,12 +1,17 @@
-// The fit search over one strategy's solver: the retries and bisections
+// The fit search over the strategies' solvers: the retries and bisections
 // that turn a solver's plan at a tensor budget into the fastest plan that
 // fits the device budget (the caching allocator's reserved bytes, the
-// memory beside tensors, a pipeline stage's micro-batches in flight).
+// memory beside tensors, a pipeline stage's micro-batches in flight), and
+// each strategy's least-memory plan where nothing fits.
 #include "strategies/fit_search.h"
 
+#include "remat/strategies/fit_search.h"
+
 #include <algorithm>
+#include <vector>
 
 #include "remat/device/device_memory.h"
+#include "strategies/solvers.h"
 
 namespace remat::strategies {
 
@@ -21,18 +26,9 @@ constexpr int kRoundingRetries = 4;
 // allocated ones differ from plan to plan: lowering the tensor budget by one
 // plan's excess can overshoot).
 constexpr int kRefineSteps = 3;
-// Where the retries found no fitting plan but the strategy's least-memory
+// Where the search found no fitting plan but the strategy's least-memory
 // plan fits, the bisection starts from that plan, over a wider range.
 constexpr int kSearchSteps = 8;
-
-// Whether two schedules run the same ops.
-bool SameOps(const Schedule& a, const Schedule& b) {
-  return std::equal(a.ops.begin(), a.ops.end(), b.ops.begin(), b.ops.end(),
-                    [](const Op& x, const Op& y) {
-                      return x.kind == y.kind && x.layer == y.layer && x.save == y.save &&
-                             x.option == y.option && x.tensor == y.tensor;
-                    });
-}
 
 // Up to `steps` solves between a setting whose plan (`*plan`) fits and
 // one whose plan did not, halving the gap while `more(fits_at, over_at,
@@ -51,6 +47,20 @@ Status Bisect(int steps, int64_t fits_at, int64_t over_at, More more, Solve solv
   }
   return Status::Ok();
 }
+
+// Whether a strategy has plans other than one (none and manual do not).
+bool HasLeastPlan(Strategy s) { return s != Strategy::kNone && s != Strategy::kManual; }
+
+bool Pipelined(const Profile& profile) {
+  for (const LayerProfile& l : profile.layers) {
+    if (l.in_flight_microbatches > 1) return true;
+  }
+  return false;
+}
+
+// The stage search (FitSearch): the reserve for the other micro-batches in
+// flight is retried at most this many times.
+constexpr int kReserveRetries = 6;
 
 }  // namespace
 
@@ -71,39 +81,21 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   };
   int64_t over_at = tensors.budget_bytes;  // a tensor budget whose plan did not fit
   Plan plan;
-  int steps = kRefineSteps;
-  const bool has_least_plan =
-      solver.strategy() != Strategy::kNone && solver.strategy() != Strategy::kManual;
   for (int attempt = 0;; ++attempt) {
     bool fits_tensors = false;
     REMAT_ASSIGN_OR_RETURN(plan, solve(tensors.budget_bytes, &fits_tensors));
     if (plan.fits && attempt > 0) break;
     if (plan.fits || options.budget_bytes <= 0) return plan;
-    if (!fits_tensors || attempt == kRoundingRetries || tensors.budget_bytes <= 1) {
-      // A strategy with one plan (none, manual) has nothing less to offer.
-      if (!has_least_plan) return plan;
-      // Most solvers return their least-memory plan when nothing fits
-      // their tensor budget: that one was replayed already.
-      tensors.budget_bytes = 1;
-      REMAT_ASSIGN_OR_RETURN(Plan least, solver.Solve(profile, tensors));
-      if (SameOps(least.schedule, plan.schedule)) return plan;
-      REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile, terms, options.budget_bytes, &least));
-      if (!least.fits) return plan;
-      plan = std::move(least);
-      tensors.budget_bytes = plan.predicted.peak_bytes;
-      steps = kSearchSteps;
-      break;
-    }
+    if (!fits_tensors || attempt == kRoundingRetries || tensors.budget_bytes <= 1) return plan;
     over_at = tensors.budget_bytes;
     const int64_t over = plan.memory.total_bytes - options.budget_bytes;
     tensors.budget_bytes = std::max<int64_t>(1, tensors.budget_bytes - over);
   }
-  int64_t fits_at = tensors.budget_bytes;
   // Not worth a solve: the plan fills the card to within 2%, or the tensor
   // budgets left to try are within 0.5% of the budget of each other.
   const int64_t budget = options.budget_bytes;
   REMAT_RETURN_IF_ERROR(Bisect(
-      steps, fits_at, over_at,
+      kRefineSteps, tensors.budget_bytes, over_at,
       [&](int64_t fits, int64_t over, const Plan& best) {
         return over - fits > budget / 200 && best.memory.total_bytes < budget - budget / 50;
       },
@@ -115,24 +107,131 @@ Result<Plan> SolveOnDevice(const StrategySolver& solver, const Profile& profile,
   return plan;
 }
 
-namespace {
+}  // namespace remat::strategies
 
-// The stage search of SearchFit (fit_search.h): the reserve for the other
-// micro-batches in flight is retried at most this many times.
-constexpr int kReserveRetries = 6;
+namespace remat {
 
-bool Pipelined(const Profile& profile) {
-  for (const LayerProfile& l : profile.layers) {
-    if (l.in_flight_microbatches > 1) return true;
+using strategies::Bisect;
+using strategies::HasLeastPlan;
+using strategies::kRefineSteps;
+using strategies::kReserveRetries;
+using strategies::kSearchSteps;
+using strategies::Pipelined;
+using strategies::SolveOnDevice;
+
+std::vector<Strategy> ContainedStrategies(Strategy s) {
+  if (s == Strategy::kOptimal) {
+    return {Strategy::kOptimalSingle, Strategy::kUniform, Strategy::kSegment,
+            Strategy::kSelective};
   }
-  return false;
+  if (s == Strategy::kOptimalSingle) {
+    return {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective};
+  }
+  return {};
 }
 
-}  // namespace
+Plan AsStrategyPlan(Plan plan, Strategy s) {
+  plan.strategy = s;
+  plan.parameter = (plan.fits ? "" : "lowest peak, ") + strategies::DescribeRecompute(plan);
+  return plan;
+}
 
-Result<Plan> SearchFit(const StrategySolver& solver, const Profile& profile,
-                       const PlanOptions& options) {
+PlanOptions FitSearch::OptionsFor(Strategy s) const {
+  PlanOptions o = options_;
+  // Under auto the solvers know they were not asked for by name (optimal
+  // then declines a chain too long for it instead of failing).
+  if (o.strategy != Strategy::kAuto) o.strategy = s;
+  return o;
+}
+
+Result<Plan> FitSearch::Of(Strategy s) {
+  if (auto it = plans_.find(s); it != plans_.end()) return it->second;
+  const StrategySolver* solver = FindSolver(s);
+  if (solver == nullptr || s == Strategy::kAuto) {
+    return Status::Invalid(std::string("strategy '") + ToString(s) +
+                           "' is not available in this build");
+  }
+  const PlanOptions options = OptionsFor(s);
+  REMAT_ASSIGN_OR_RETURN(Plan plan, Search(*solver, options));
+  if (!plan.fits && options.budget_bytes > 0 && HasLeastPlan(s)) {
+    REMAT_ASSIGN_OR_RETURN(Plan least, LeastMemory(s));
+    if (least.fits) {
+      REMAT_ASSIGN_OR_RETURN(plan, FasterThanLeast(*solver, options, std::move(least)));
+    } else {
+      plan = std::move(least);
+    }
+    for (Strategy c : ContainedStrategies(s)) {
+      REMAT_ASSIGN_OR_RETURN(const Plan contained, Of(c));
+      if (contained.fits && BetterPlan(contained, plan)) plan = AsStrategyPlan(contained, s);
+    }
+  }
+  plans_.emplace(s, plan);
+  return plan;
+}
+
+Result<Plan> FitSearch::LeastMemory(Strategy s) {
+  if (auto it = least_.find(s); it != least_.end()) return it->second;
+  const StrategySolver* solver = FindSolver(s);
+  if (solver == nullptr || s == Strategy::kAuto) {
+    return Status::Invalid(std::string("strategy '") + ToString(s) +
+                           "' is not available in this build");
+  }
+  const PlanOptions options = OptionsFor(s);
+  Plan least;
+  if (!HasLeastPlan(s)) {
+    REMAT_ASSIGN_OR_RETURN(least, Search(*solver, options));
+  } else {
+    REMAT_ASSIGN_OR_RETURN(least, SolverLeast(*solver, options));
+    for (Strategy c : ContainedStrategies(s)) {
+      REMAT_ASSIGN_OR_RETURN(const Plan contained, LeastMemory(c));
+      if (contained.memory.total_bytes < least.memory.total_bytes) {
+        least = AsStrategyPlan(contained, s);
+      }
+    }
+  }
+  least_.emplace(s, least);
+  return least;
+}
+
+Result<Plan> FitSearch::SolverLeast(const StrategySolver& solver,
+                                    const PlanOptions& options) const {
+  PlanOptions tensors = options;
+  tensors.device_memory = DeviceMemoryTerms{};
+  tensors.budget_bytes = 1;
+  REMAT_ASSIGN_OR_RETURN(Plan least, solver.Solve(profile_, tensors));
+  REMAT_RETURN_IF_ERROR(
+      AccountPlanMemory(profile_, options.device_memory, options.budget_bytes, &least));
+  return least;
+}
+
+Result<Plan> FitSearch::FasterThanLeast(const StrategySolver& solver, const PlanOptions& options,
+                                        Plan least) const {
+  const DeviceMemoryTerms& terms = options.device_memory;
+  const int64_t budget = options.budget_bytes;
+  PlanOptions tensors = options;
+  tensors.device_memory = DeviceMemoryTerms{};
+  // The tensor budget of the search that found nothing: a setting over it.
+  const int64_t over_at = terms.any() ? TensorBudget(budget, terms) : budget;
+  const int64_t fits_at = std::min(least.predicted.peak_bytes, over_at);
+  Plan plan = std::move(least);
+  REMAT_RETURN_IF_ERROR(Bisect(
+      kSearchSteps, fits_at, over_at,
+      [&](int64_t fits, int64_t over, const Plan& best) {
+        return over - fits > budget / 200 && best.memory.total_bytes < budget - budget / 50;
+      },
+      [&](int64_t mid) -> Result<Plan> {
+        tensors.budget_bytes = mid;
+        REMAT_ASSIGN_OR_RETURN(Plan between, solver.Solve(profile_, tensors));
+        REMAT_RETURN_IF_ERROR(AccountPlanMemory(profile_, terms, budget, &between));
+        return between;
+      },
+      &plan));
+  return plan;
+}
+
+Result<Plan> FitSearch::Search(const StrategySolver& solver, const PlanOptions& options) const {
   const Strategy s = solver.strategy();
+  const Profile& profile = profile_;
   const bool dp = s == Strategy::kOptimal || s == Strategy::kOptimalSingle ||
                   s == Strategy::kOffload;
   if (!dp || options.budget_bytes <= 0 || !Pipelined(profile)) {
@@ -177,10 +276,10 @@ Result<Plan> SearchFit(const StrategySolver& solver, const Profile& profile,
   // A faster plan may fit with less reserve.
   const int64_t budget = options.budget_bytes;
   REMAT_RETURN_IF_ERROR(Bisect(
-      kRefineSteps,       reserve, over_at,
+      kRefineSteps, reserve, over_at,
       [&](int64_t fits, int64_t over, const Plan&) { return fits - over > budget / 200; }, at,
       &plan));
   return better(std::move(plan));
 }
 
-}  // namespace remat::strategies
+}  // namespace remat

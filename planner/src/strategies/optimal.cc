@@ -69,25 +69,6 @@ bool TooLongForAuto(const Profile& p) { return p.num_layers() > kMaxLayers; }
 const std::string kNotSolved =
     "not solved: chain longer than " + std::to_string(kMaxLayers) + " layers";
 
-// "14 recomputes, up to 3 per layer, 5 selective".
-std::string DescribeRecompute(const Plan& plan) {
-  std::vector<int> per_layer(plan.schedule.num_layers, 0);
-  int total = 0;
-  for (const Op& op : plan.schedule.ops) {
-    if (op.kind == OpKind::kRecompute) ++per_layer[op.layer], ++total;
-  }
-  const int selective = static_cast<int>(
-      std::count(plan.decisions.begin(), plan.decisions.end(), LayerDecision::kSelective));
-  std::string out;
-  if (total > 0) {
-    const int most = *std::max_element(per_layer.begin(), per_layer.end());
-    out = std::to_string(total) + (total == 1 ? " recompute" : " recomputes") +
-          (most > 1 ? ", up to " + std::to_string(most) + " per layer" : "");
-  }
-  if (selective > 0) out += (out.empty() ? "" : ", ") + std::to_string(selective) + " selective";
-  return out.empty() ? "nothing recomputed" : out;
-}
-
 // "3 segments, 2 selective" ("3 segments (1 offloaded)").
 std::string DescribeDecisions(const std::vector<LayerDecision>& d) {
   const int offloaded = static_cast<int>(std::count(d.begin(), d.end(), LayerDecision::kOffload));

@@ -30,6 +30,10 @@ std::vector<LayerDecision> SegmentDecisions(int num_layers, const std::vector<in
 
 int RoundSqrt(int n);
 
+// What `plan` recomputes: "14 recomputes, up to 3 per layer, 5 selective",
+// "nothing recomputed".
+std::string DescribeRecompute(const Plan& plan);
+
 // The optimal strategies (optimal.cc).
 const StrategySolver* OptimalStrategySolver();        // multi-level
 const StrategySolver* OptimalSingleStrategySolver();  // best single-level layer list

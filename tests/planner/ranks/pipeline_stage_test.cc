@@ -178,7 +178,7 @@ TEST(PipelineStage, SolversPlanTheStageWithinItsBudget) {
 // MakePlan takes the better: here the reserve's (GPT-2 small shape, 8
 // blocks, micro-batch 2, first of 4 stages, 16 micro-batches: 4 in flight).
 // The first of `stages` stages of an 8-block GPT-2-small-shaped chain at
-// micro-batch 2, 16 micro-batches a step; the peaks of its optimal
+// micro-batch 2, 16 micro-batches a step; the peaks of the optimal DP's
 // lowest-peak plan and of keeping everything.
 struct FirstStage {
   explicit FirstStage(int64_t stages) {
@@ -186,7 +186,11 @@ struct FirstStage {
     const Parallelism p = Pipeline(stages);
     stage = StageProfile(model, p, 0, EvenChunkBlocks(p, 8).value(), 16, model.static_memory)
                 .value();
-    low = Planned(stage, Strategy::kOptimal, 1).predicted.peak_bytes;
+    // The DP's own lowest peak (MakePlan's may be a contained strategy's).
+    PlanOptions least;
+    least.strategy = Strategy::kOptimal;
+    least.budget_bytes = 1;
+    low = FindSolver(Strategy::kOptimal)->Solve(stage, least).value().predicted.peak_bytes;
     keep = Planned(stage, Strategy::kNone).predicted.peak_bytes;
   }
   Profile stage;

@@ -12,12 +12,22 @@
 
 namespace remat {
 
+// The sequence length a config.json's job gets where it sets none (no
+// "remat" seq_len): the length Llama 2 was trained at and a common
+// fine-tuning length, or the model's maximum where that is shorter (BERT's
+// 512, GPT-2's 1,024). A model's context limit (Llama 3.1's 131,072
+// positions) is what it can read, not what people train at.
+inline constexpr int64_t kDefaultSeqLen = 4096;
+
 struct PlannerInput {
   enum class Kind { kModel, kHfConfig, kProfile };
   Kind kind = Kind::kModel;
   std::string path;
   ModelConfig config;  // kModel, kHfConfig
   Profile profile;     // kProfile
+  // kHfConfig: the file sets no sequence length, config.seq_len is the
+  // default (kDefaultSeqLen, or the model's maximum where shorter).
+  bool default_seq_len = false;
 };
 
 // "model.json", "config.json" or "profile".
@@ -30,8 +40,8 @@ Result<PlannerInput> ParsePlannerInput(std::string_view text, const std::string&
 
 // Hugging Face config.json (gpt2, llama/mistral, bert/roberta families) ->
 // ModelConfig. Training-job fields HF does not have (seq_len, micro_batch,
-// precision, optimizer) get model.json defaults; seq_len defaults to the
-// model's maximum position count.
+// precision, optimizer) get model.json defaults; seq_len defaults to
+// kDefaultSeqLen, or the model's maximum position count where shorter.
 Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string& source);
 
 }  // namespace remat

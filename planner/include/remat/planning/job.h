@@ -81,6 +81,9 @@ struct Job {
   // with its profile and model state, one per pipeline stage. Empty on one
   // GPU.
   std::vector<RankMemory> ranks;
+  // A config.json that sets no sequence length, and no --seq-len: the job
+  // plans at the default (PlannerInput::default_seq_len, kDefaultSeqLen).
+  bool default_seq_len = false;
   const Parallelism& parallel() const { return analytic.parallel; }
   bool has_config() const { return kind != PlannerInput::Kind::kProfile; }
   const ModelConfig& config() const { return model; }

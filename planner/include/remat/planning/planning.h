@@ -164,8 +164,12 @@ struct PlanningResult {
 Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request);
 
 // Why `plans` (made for `job` under `options`) does not fit, and, with
-// `search`, the micro-batches that would.
-FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search);
+// `search`, the micro-batches that would. Each alternative is planned as
+// the plan was: with `options`, and with `weigh_chunked_loss` (the plan's
+// PlanningRequest::weigh_chunked_loss) the chunked loss weighed where the
+// alternative does not fit without it.
+FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search,
+                    bool weigh_chunked_loss = false);
 
 }  // namespace remat
 

@@ -29,6 +29,9 @@ struct ReportContext {
   std::string input_path;   // the file the user gave
   std::string input_kind;   // "model.json", "config.json", "profile"
   bool has_config = false;  // `config` is meaningful
+  // config.seq_len is the default a config.json without one gets
+  // (kDefaultSeqLen): the job line and the JSON say so.
+  bool default_seq_len = false;
   ModelConfig config;
   int64_t grad_accumulation = 1;  // micro-batches per optimizer step (config's or overridden)
   std::string note;  // extra line (e.g. a suggestion), may be empty

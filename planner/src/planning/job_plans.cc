@@ -1,0 +1,199 @@
+// A distributed job planned strategy by strategy: each strategy alone on
+// every distinct rank, with the FSDP2 units its own plan's segments need,
+// so that a row of the strategies table is what that strategy run alone
+// returns, and auto's plan of each rank the fastest of them that fits.
+#include "planning/job_plans.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "remat/strategies/fit_search.h"
+
+namespace remat::planning_internal {
+namespace {
+
+// The blocks of the plan's largest recompute segment: a checkpoint or
+// offload and the recompute layers after it, blocks counted (a segment
+// starting at the embedding holds the blocks after it); 1 where none spans
+// several blocks. FSDP2 gathers such a segment as one fully_shard unit.
+int64_t LargestSegmentBlocks(const Profile& profile, const Plan& plan) {
+  int64_t largest = 1, blocks = 0;
+  bool in_segment = false;
+  for (size_t i = 0; i < plan.decisions.size() && i < profile.layers.size(); ++i) {
+    const LayerDecision d = plan.decisions[i];
+    if (d == LayerDecision::kCheckpoint || d == LayerDecision::kOffload) {
+      in_segment = true;
+      blocks = 0;
+    } else if (d != LayerDecision::kRecompute) {
+      in_segment = false;
+    }
+    if (in_segment && profile.layers[i].kind == kBlockKind) {
+      largest = std::max(largest, ++blocks);
+    }
+  }
+  return largest;
+}
+
+// One strategy's plan of one rank, and the rank's memory with the FSDP2
+// units that plan needs.
+struct RankStrategyPlan {
+  const RankMemory* memory = nullptr;
+  Plan plan;
+};
+
+// The searches of one rank, one per FSDP2 unit size tried; each strategy
+// planned from the rank as given, with units as large as its plan's
+// segments: the rank is planned again with that unit until the plan's
+// segments fit in the unit assumed (the unit only grows, at most to every
+// block). The strategies share each unit size's search.
+class RankSearches {
+ public:
+  RankSearches(const RankMemory& memory, const PlanOptions& options) : options_(options) {
+    levels_.push_back(std::make_unique<Level>(memory, options_));
+  }
+  RankSearches(const RankSearches&) = delete;
+  RankSearches& operator=(const RankSearches&) = delete;
+
+  // `s` planned alone on the rank. optimal and optimal-single, where their
+  // own plan does not fit, take the better plan of a strategy they contain
+  // (ContainedStrategies), as FitSearch does on one profile: their own
+  // search may follow its segments to units where nothing fits.
+  Result<RankStrategyPlan> Of(Strategy s) {
+    if (auto it = plans_.find(s); it != plans_.end()) return it->second;
+    REMAT_ASSIGN_OR_RETURN(RankStrategyPlan p, Follow(s));
+    const bool own_fits = p.plan.fits;
+    for (Strategy c : ContainedStrategies(s)) {
+      if (own_fits || options_.budget_bytes <= 0) break;
+      REMAT_ASSIGN_OR_RETURN(const RankStrategyPlan q, Of(c));
+      if (BetterPlan(q.plan, p.plan)) p = RankStrategyPlan{q.memory, AsStrategyPlan(q.plan, s)};
+    }
+    plans_.emplace(s, p);
+    return p;
+  }
+
+ private:
+  // `s`'s plan from the rank as given, the units grown to its segments.
+  Result<RankStrategyPlan> Follow(Strategy s) {
+    Level* level = levels_.front().get();
+    for (;;) {
+      REMAT_RETURN_IF_ERROR(level->Validate());
+      REMAT_ASSIGN_OR_RETURN(Plan plan, level->search.Of(s));
+      const RankMemory& m = level->memory;
+      const int64_t blocks = LargestSegmentBlocks(m.profile, plan);
+      if (blocks <= m.state.gather_blocks) return RankStrategyPlan{&m, std::move(plan)};
+      RankMemory grown = WithGatherBlocks(m, blocks);
+      if (grown.state.gather_blocks == m.state.gather_blocks) {
+        return RankStrategyPlan{&m, std::move(plan)};
+      }
+      level = Find(std::move(grown));
+    }
+  }
+
+  struct Level {
+    Level(RankMemory m, const PlanOptions& options)
+        : memory(std::move(m)), search(memory.profile, options) {}
+    Status Validate() {
+      if (!validated) {
+        REMAT_RETURN_IF_ERROR(ValidateProfile(
+            memory.profile, memory.profile.model.empty() ? "profile" : memory.profile.model));
+        validated = true;
+      }
+      return Status::Ok();
+    }
+    RankMemory memory;
+    FitSearch search;  // holds memory.profile
+    bool validated = false;
+  };
+
+  Level* Find(RankMemory memory) {
+    for (const std::unique_ptr<Level>& l : levels_) {
+      if (l->memory.state.gather_blocks == memory.state.gather_blocks) return l.get();
+    }
+    levels_.push_back(std::make_unique<Level>(std::move(memory), options_));
+    return levels_.back().get();
+  }
+
+  const PlanOptions options_;
+  std::vector<std::unique_ptr<Level>> levels_;
+  std::map<Strategy, RankStrategyPlan> plans_;
+};
+
+RankPlan RankPlanOf(const RankStrategyPlan& p, const Plan& baseline) {
+  RankPlan r;
+  r.memory = *p.memory;
+  r.plans.chosen = p.plan;
+  r.plans.candidates = {p.plan};
+  r.plans.baseline = baseline;
+  return r;
+}
+
+}  // namespace
+
+Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
+  JobPlans out;
+  if (job.ranks.empty()) {
+    REMAT_ASSIGN_OR_RETURN(out.plans, MakePlan(job.profile, options));
+    return out;
+  }
+  const bool is_auto = options.strategy == Strategy::kAuto;
+  if (!is_auto && FindSolver(options.strategy) == nullptr) {
+    return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
+                           "' is not available in this build");
+  }
+  // The strategies planned: auto's, those that apply to every rank.
+  std::vector<Strategy> strategies;
+  if (is_auto) {
+    for (Strategy s : SweepableStrategies()) {
+      const bool applies = std::all_of(job.ranks.begin(), job.ranks.end(),
+                                       [&](const RankMemory& m) { return AppliesTo(s, m.profile); });
+      if (applies) strategies.push_back(s);
+    }
+  } else {
+    strategies.push_back(options.strategy);
+  }
+  // Each strategy's ranks, planned alone; none's for the baseline.
+  std::vector<std::vector<RankPlan>> alone(strategies.size());
+  std::vector<RankPlan> none;
+  for (const RankMemory& m : job.ranks) {
+    auto with_rank = [&](const Status& s) {
+      return s.WithPrefix("rank " + std::to_string(m.rank) + " (pipeline stage " +
+                          std::to_string(m.stage) + ")");
+    };
+    RankSearches searches(m, options);
+    Result<RankStrategyPlan> base = searches.Of(Strategy::kNone);
+    if (!base.ok()) return with_rank(base.status());
+    none.push_back(RankPlanOf(*base, base->plan));
+    RankPlan best;
+    best.plans.auto_selected = true;
+    best.plans.baseline = base->plan;
+    for (size_t i = 0; i < strategies.size(); ++i) {
+      Result<RankStrategyPlan> p = searches.Of(strategies[i]);
+      if (!p.ok()) return with_rank(p.status());
+      alone[i].push_back(RankPlanOf(*p, base->plan));
+      if (!is_auto) continue;
+      if (i == 0 || BetterPlan(p->plan, best.plans.chosen)) {
+        best.memory = *p->memory;
+        best.plans.chosen = p->plan;
+      }
+      best.plans.candidates.push_back(p->plan);
+    }
+    if (is_auto) out.ranks.push_back(std::move(best));
+  }
+  if (!is_auto) out.ranks = std::move(alone.front());
+  out.worst_rank = WorstRank(out.ranks);
+  out.plans = WorstRankPlans(out.ranks);
+  // The table: each strategy's plan as the job planned with it alone gives it.
+  out.plans.candidates.clear();
+  if (is_auto) {
+    for (const std::vector<RankPlan>& ranks : alone) {
+      out.plans.candidates.push_back(WorstRankPlans(ranks).chosen);
+    }
+  } else {
+    out.plans.candidates.push_back(out.plans.chosen);
+  }
+  out.plans.baseline = WorstRankPlans(none).chosen;
+  return out;
+}
+
+}  // namespace remat::planning_internal
