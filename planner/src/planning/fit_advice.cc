@@ -22,8 +22,7 @@ struct Alternatives {
 std::optional<Job> WithChunkedLoss(const Job& job) {
   if (!job.has_config()) return std::nullopt;
   const ModelConfig c = WithDefaults(job.config());
-  if (c.head != Head::kLm || c.loss_chunks != 0 || c.logit_softcap > 0 ||
-      job.parallel().tensor > 1) {
+  if (c.head != Head::kLm || c.loss_chunks != 0 || job.parallel().tensor > 1) {
     return std::nullopt;
   }
   ModelConfig auto_chunks = c;
