@@ -1,6 +1,7 @@
 // A distributed job planned strategy by strategy: each strategy alone on
-// every distinct rank, with the FSDP2 units its own plan's segments need,
-// so that a row of the strategies table is what that strategy run alone
+// every distinct rank (under --fsdp-units segment, with the FSDP2 units its
+// own plan's segments need; the default, a unit per block, never grows), so
+// that a row of the strategies table is what that strategy run alone
 // returns, and auto's plan of each rank the fastest of them that fits.
 #include "planning/job_plans.h"
 
@@ -44,7 +45,7 @@ struct RankStrategyPlan {
 
 // The searches of one rank, one per FSDP2 unit size tried; each strategy
 // planned from the rank as given, with units as large as its plan's
-// segments: the rank is planned again with that unit until the plan's
+// segments where units follow segments (--fsdp-units segment): the rank is planned again with that unit until the plan's
 // segments fit in the unit assumed (the unit only grows, at most to every
 // block). The strategies share each unit size's search.
 class RankSearches {
