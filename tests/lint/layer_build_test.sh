@@ -26,7 +26,8 @@ plant() {  # plant HEADER [CMAKE_ARGS]: an io source including it; the build mus
     echo "layer_build_test: an io source including $header built; the layers are not enforced"
     exit 1
   fi
-  if ! grep -q "$header: No such file" "$tmp/log"; then
+  # GCC says "HEADER: No such file or directory", Clang "'HEADER' file not found".
+  if ! grep -qE "$header: No such file|'$header' file not found" "$tmp/log"; then
     echo "layer_build_test: the planted build failed, but not for want of $header:"; cat "$tmp/log"; exit 1
   fi
   echo "layer_build_test: io including $header fails to build, as it should"
