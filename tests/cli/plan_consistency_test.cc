@@ -98,5 +98,26 @@ TEST(PlanConsistency, FitAdviceWeighsTheChunkedLossAsThePlanDoes) {
   EXPECT_NE(r.err.find("QLoRA (nf4 base weights, lora_rank 16) fits"), std::string::npos) << r.err;
 }
 
+// Nothing fits with the chunked loss or without: auto shows the lower of
+// the two lowest peaks, and the no-fit line names it, no higher than any
+// strategy reaches alone with the chunked loss.
+TEST(PlanConsistency, NoFitUnderAutoNamesTheLowerPeakChunkedOrNot) {
+  const std::string gpt2 = std::string(REMAT_SOURCE_DIR) + "/examples/gpt2-small.json";
+  const Captured plan = RunCli({"--budget", "3GB", "--format", "json", "--quiet", gpt2});
+  ASSERT_EQ(plan.code, 3) << plan.err;
+  const nlohmann::json j = nlohmann::json::parse(plan.out);
+  EXPECT_EQ(j["job"]["loss_chunks"], 64) << plan.out.substr(0, 400);
+  const int64_t auto_peak = j["predicted"]["peak_bytes"];
+  for (const char* strategy : {"uniform", "segment", "optimal"}) {
+    const Captured alone = RunCli({"--budget", "3GB", "--format", "json", "--quiet",
+                                   "--chunked-loss", "0", "--strategy", strategy, gpt2});
+    ASSERT_EQ(alone.code, 3) << alone.err;
+    EXPECT_LT(auto_peak, nlohmann::json::parse(alone.out)["predicted"]["peak_bytes"]) << strategy;
+  }
+  EXPECT_NE(plan.err.find("the smallest peak any strategy reaches is 4.65 GiB"),
+            std::string::npos)
+      << plan.err;
+}
+
 }  // namespace
 }  // namespace remat::cli

@@ -14,7 +14,8 @@ Status PlanningResult::fit_status() const {
 
 namespace {
 
-// Plans `job` as `request` asks, without the sweep and the chunked loss.
+// Plans `job` as `request` asks, without the sweep, the chunked loss and
+// the fit advice (AddFitAdvice).
 Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request);
 
 std::string Ms(double ms) {
@@ -24,9 +25,10 @@ std::string Ms(double ms) {
 }
 
 // PlanningRequest::weigh_chunked_loss: `plain` (the plain job's result)
-// replaced by the chunked job's where only it fits, or (one micro-batch
-// size, no --global-batch search) where `plain` recomputes and the chunked
-// plan recomputes less. Whole steps are not compared: the chunked op's time
+// replaced by the chunked job's where only it fits, where neither fits and
+// the chunked job's lowest peak is the lower, or (one micro-batch size, no
+// --global-batch search) where `plain` recomputes and the chunked plan
+// recomputes less. Whole steps are not compared: the chunked op's time
 // counts its matmuls, not its chunks' memory traffic, so it would win by
 // what the model leaves out; the recompute a plan adds is the difference
 // the chunked loss makes.
@@ -47,10 +49,12 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   // The profile (and a distributed job's ranks) made again.
   Result<Job> chunked_job = WithParallel(changed, job.parallel());
   if (!chunked_job.ok()) return Status::Ok();
-  PlanningRequest chunked_request = request;
-  chunked_request.suggest_fit = false;
-  Result<PlanningResult> chunked = PlanJob(*chunked_job, chunked_request);
-  if (!chunked.ok() || !chunked->plans.chosen.fits) return Status::Ok();
+  Result<PlanningResult> chunked = PlanJob(*chunked_job, request);
+  if (!chunked.ok()) return Status::Ok();
+  const bool chunked_fits = chunked->plans.chosen.fits;
+  const bool lower_peak = chunked->plans.chosen.predicted.peak_bytes <
+                          plain->plans.chosen.predicted.peak_bytes;
+  if (!chunked_fits && (plain_fits || !lower_peak)) return Status::Ok();
   const double plain_ms = plain->plans.chosen.predicted.recompute_ms;
   const double chunked_ms = chunked->plans.chosen.predicted.recompute_ms;
   if (plain_fits && (request.global_batch > 0 || chunked_ms >= plain_ms)) return Status::Ok();
@@ -61,9 +65,14 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   choice.message = "chunked loss chosen by auto: saves " + FormatBytes(choice.saves_bytes) +
                    " of the peak without checkpointing (--chunked-loss " +
                    std::to_string(choice.chunks) + "); " +
-                   (plain_fits ? "recompute " + Ms(chunked_ms) + " instead of " + Ms(plain_ms) +
-                                     " per step"
-                               : std::string("no plan fits without it"));
+                   (plain_fits     ? "recompute " + Ms(chunked_ms) + " instead of " +
+                                         Ms(plain_ms) + " per step"
+                    : chunked_fits ? std::string("no plan fits without it")
+                                   : "nothing fits either way; the lowest peak is " +
+                                         FormatBytes(chunked->plans.chosen.predicted.peak_bytes) +
+                                         " with it, " +
+                                         FormatBytes(plain->plans.chosen.predicted.peak_bytes) +
+                                         " without");
   if (!chunked->batch_job) chunked->batch_job = std::move(*chunked_job);
   chunked->chunked_loss = std::move(choice);
   *plain = std::move(*chunked);
@@ -89,20 +98,6 @@ Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
   result.plans = std::move(plans.plans);
   result.ranks = std::move(plans.ranks);
   result.worst_rank = plans.worst_rank;
-  if (!result.plans.chosen.fits) {
-    // With a global batch, smaller micro-batches were weighed already.
-    const bool search = request.suggest_fit && !result.batch;
-    result.advice =
-        AdviseFit(*planned, result.plans, request.options, search,
-                  request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto);
-    if (result.batch) {
-      result.advice->message =
-          "no micro-batch of the global batch of " + std::to_string(request.global_batch) +
-          " fits, not even 1 with grad_accumulation " +
-          std::to_string(request.global_batch / job.parallel().data_ranks()) + ": " +
-          result.advice->message;
-    }
-  }
   if (planned->grad_accumulation() > kManyMicroBatches) {
     result.warnings.push_back(
         "grad_accumulation " + std::to_string(planned->grad_accumulation()) + " is above " +
@@ -113,13 +108,33 @@ Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
   return result;
 }
 
+// When nothing fits: the fit advice for the job planned (`job` as
+// `result` replaced it), weighing the chunked loss where auto may and the
+// plan does not have it yet.
+void AddFitAdvice(const Job& job, const PlanningRequest& request, bool weigh_chunked_loss,
+                  PlanningResult* result) {
+  if (result->plans.chosen.fits) return;
+  // With a global batch, smaller micro-batches were weighed already.
+  const bool search = request.suggest_fit && !result->batch;
+  result->advice = AdviseFit(result->planned(job), result->plans, request.options, search,
+                             weigh_chunked_loss && !result->chunked_loss);
+  if (result->batch) {
+    result->advice->message =
+        "no micro-batch of the global batch of " + std::to_string(request.global_batch) +
+        " fits, not even 1 with grad_accumulation " +
+        std::to_string(request.global_batch / job.parallel().data_ranks()) + ": " +
+        result->advice->message;
+  }
+}
+
 }  // namespace
 
 Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request) {
   REMAT_ASSIGN_OR_RETURN(PlanningResult result, PlanJob(job, request));
-  if (request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto) {
-    REMAT_RETURN_IF_ERROR(WeighChunkedLoss(job, request, &result));
-  }
+  const bool weigh_chunked_loss =
+      request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto;
+  if (weigh_chunked_loss) REMAT_RETURN_IF_ERROR(WeighChunkedLoss(job, request, &result));
+  AddFitAdvice(job, request, weigh_chunked_loss, &result);
   const Job* planned = &result.planned(job);
   if (request.sweep_points >= 2) {
     ParetoOptions sweep;
