@@ -26,7 +26,14 @@ ARCHITECTURES = ["modernbert", "mpnet", "nomic_bert", "electra", "t5", "bart", "
 def default_config(model_type, path):
     import transformers
 
+    import remat
+    from remat._trace_build import default_class
+
     config = transformers.AutoConfig.for_model(model_type)
+    try:  # its causal-LM (else masked-LM, else base) class, as a published config names it
+        config.architectures = [default_class(config).__name__]
+    except remat.InputError:
+        pass  # an encoder-decoder: the trace refuses it in its own words
     config.save_pretrained(os.path.dirname(path))
     return path
 

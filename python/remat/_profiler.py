@@ -31,6 +31,7 @@ import statistics
 import time
 
 from ._blocks import find_blocks
+from ._layer_measure import measure_layer, shared_input_gradients
 from ._planner import EXIT_BAD_INPUT, InputError, write_json
 
 
@@ -135,6 +136,7 @@ class _Chain:
         import torch
 
         self.module, self.inputs, self.blocks, self.loss_fn = module, inputs, blocks, loss_fn
+        self.on_rest = None  # called in _rest as the last block's output is handed on
         self.calls = [None] * len(blocks)   # (args, kwargs) each block was given
         self.outputs = [None] * len(blocks)  # each block's output, as returned
         handles = []
@@ -220,6 +222,8 @@ class _Chain:
                 if k < last:
                     return self.outputs[k]
                 torch.set_grad_enabled(grad_mode)
+                if self.on_rest is not None:
+                    self.on_rest()
                 out = self.outputs[k]
                 if isinstance(out, torch.Tensor):
                     return x
@@ -263,79 +267,24 @@ class _Samples:
         self.gradients = 0
 
 
-def _through_ones(out):
-    """A scalar whose backward gives `out` a gradient of ones that only
-    autograd holds, so that the layer's backward frees it once read, as in
-    a chain (a gradient passed to backward() stays held by the caller to
-    the end: one output's bytes too many at a block's backward peak). The
-    price: for a moment at the backward's start the saved ones and the
-    gradient are both live (two output's bytes, below a block's peak)."""
-    import torch
-
-    ones = torch.ones_like(out)
-    return (out * ones).sum()
-
-
 def _measure_round(chain, meter, i, x, params, created, samples, timed):
     """One forward with grad and backward of layer i (profiler.cc
-    MeasureGrad), then one forward without grad."""
-    import torch
-
-    last = i == len(chain.layer_inputs()) - 1
-    if x is not None and i > 0:
-        x = x.detach().requires_grad_(True)
-    before = meter.current_bytes()
-    meter.reset_peak()
-    t = time.perf_counter()
-    out, holder = chain.run(i, x)
-    forward_s = time.perf_counter() - t
-    after = meter.current_bytes()
-    kept, forward_workspace = after - before, meter.peak_bytes() - after
-    root = out if last else _through_ones(out)
+    MeasureGrad), then one forward without grad (_layer_measure)."""
     for p in created[i]:
         p.grad = None
-    created[i] = []
-    had = [p.grad is not None for p in params]
-    # The output is the next layer's input, which a chain frees after that
-    # layer's backward, before this one's, unless this layer saved it. The
-    # planner has it gone at this backward (no layer's backward reads its
-    # output, the loss's aside): what deleting it does not free (saved by
-    # the layer) counts in the workspace.
-    live = meter.current_bytes() - (0 if last else _bytes(out))
-    with_grad = out.requires_grad
-    del out, holder
-    meter.reset_peak()
-    t = time.perf_counter()
-    if with_grad:
-        root.backward()
-    backward_s = time.perf_counter() - t
-    gradients = 0
-    for p, h in zip(params, had):
-        if not h and p.grad is not None:
-            gradients += _bytes(p.grad)
-            created[i].append(p)
-    input_grad = x.grad if x is not None and x.requires_grad else None
-    backward_workspace = meter.peak_bytes() - live - _bytes(input_grad) - gradients
-    del root, input_grad
-    if x is not None:
-        x.grad = None
-    before = meter.current_bytes()
-    meter.reset_peak()
-    with torch.no_grad():
-        out, holder = chain.run(i, x)
-        nograd_workspace = meter.peak_bytes() - before - _bytes(out)
-    del out, holder
+    f = measure_layer(chain, meter, i, x, params)
+    created[i] = f.created
     if timed:
         s = samples[i]
-        s.forward_s.append(forward_s)
-        s.backward_s.append(backward_s)
+        s.forward_s.append(f.forward_s)
+        s.backward_s.append(f.backward_s)
         # Bytes as maxima over the repetitions, as the profiler keeps them.
-        s.kept = max(s.kept, kept)
-        s.forward_workspace = max(s.forward_workspace, forward_workspace)
-        s.backward_workspace = (backward_workspace if s.backward_workspace is None
-                                else max(s.backward_workspace, backward_workspace))
-        s.gradients = max(s.gradients, gradients)
-        s.nograd_workspace = max(s.nograd_workspace, nograd_workspace)
+        s.kept = max(s.kept, f.kept)
+        s.forward_workspace = max(s.forward_workspace, f.forward_workspace)
+        s.backward_workspace = (f.backward_workspace if s.backward_workspace is None
+                                else max(s.backward_workspace, f.backward_workspace))
+        s.gradients = max(s.gradients, f.gradients)
+        s.nograd_workspace = max(s.nograd_workspace, f.nograd_workspace)
 
 
 def _optimizer_step(params, repeats, meter):
@@ -422,6 +371,7 @@ def profile(module, example_inputs, loss_fn=None, blocks=None, repeats=3, name=N
             _measure_round(chain, meter, i, xs[i], params, created, samples, r > 0)
     for p in params:
         p.grad = None
+    shared = shared_input_gradients(chain)
 
     layers = []
     outputs = xs[1:] + [None]
@@ -438,7 +388,7 @@ def profile(module, example_inputs, loss_fn=None, blocks=None, repeats=3, name=N
                  "forward_workspace_bytes": max(0, s.forward_workspace),
                  "forward_nograd_workspace_bytes": max(0, s.nograd_workspace),
                  "backward_workspace_bytes": max(s.backward_workspace, -(activation - out_bytes)),
-                 "gradient_bytes": s.gradients}
+                 "gradient_bytes": s.gradients + shared.get(i, 0)}
         layers.append(layer)
     if chain.has_prefix:
         layers[0]["input_bytes"] = _input_bytes(example_inputs)

@@ -7,8 +7,8 @@ under PyTorch's FakeTensorMode with the tracer's meter
 (_trace_meter.FakeMeter): the chain's layers with grad, their backwards and
 without grad (_trace_chain), then an AdamW step; the meter counts storages
 as remat's CPU allocator meter counts allocations, and each op call's
-FLOPs (torch.utils.flop_counter) and bytes give its time on a device preset
-(_trace_roofline). The profile is the measured-profile format
+FLOPs (torch.utils.flop_counter) and bytes give its time on one of the
+planner's device presets (_trace_roofline). The profile is the measured-profile format
 (docs/formats.md) with source "traced".
 """
 import time
@@ -36,25 +36,51 @@ def _static(module, params):
             "optimizer_bytes": optimizer}
 
 
-def _optimizer_step(params, meter, roofline):
-    """(ms, workspace bytes) of an AdamW step on fake copies of the
-    parameters: the second step (the first makes the state)."""
+def _stepped(shapes, meter):
+    """(op costs, workspace bytes) of AdamW's second step over fake
+    parameters of `shapes` ((shape, stride, dtype) each): the first step
+    makes the state."""
     import torch
 
-    copies = [torch.empty_like(p).requires_grad_(True) for p in params]
-    for c in copies:
-        c.grad = torch.empty_like(c)
-    opt = torch.optim.AdamW(copies, lr=1e-4)
+    copies = []
+    for shape, stride, dtype in shapes:
+        copy = torch.empty_strided(shape, stride, dtype=dtype).requires_grad_(True)
+        copy.grad = torch.empty_like(copy)
+        copies.append(copy)
+    opt = torch.optim.AdamW(copies, lr=1e-4, foreach=False)
     opt.step()
     before = meter.current_bytes()
     meter.reset_peak()
     costs = meter.costs = []
     opt.step()
     meter.costs = None
-    return roofline.ms(costs), meter.peak_bytes() - before
+    return costs, meter.peak_bytes() - before
 
 
-def _layers(chain, traces, owner, roofline, inputs):
+def _optimizer_step(params, meter, roofline):
+    """(ms, workspace bytes) of an AdamW step on fake parameters. AdamW on
+    CPU tensors updates one parameter after another; an update's
+    temporaries are freed by the next update but one (its last, `denom`,
+    lives while the next is computed). So the step's time is the sum of
+    each parameter's alone, and its workspace the largest over each two
+    parameters updated one after the other: one parameter of each shape,
+    stride and dtype is stepped alone, and each distinct pair in the
+    parameters' order together."""
+    keys = [(tuple(p.shape), p.stride(), p.dtype) for p in params]
+    counts = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    ms = workspace = 0
+    for key, count in counts.items():
+        costs, alone = _stepped([key], meter)
+        ms += count * roofline.ms(costs)
+        workspace = max(workspace, alone)
+    for pair in dict.fromkeys(zip(keys, keys[1:])):
+        workspace = max(workspace, _stepped(list(pair), meter)[1])
+    return ms, workspace
+
+
+def _layers(chain, traces, owner, roofline, inputs, shared):
     from ._trace_meter import storage_bytes
 
     xs = chain.layer_inputs()
@@ -73,7 +99,7 @@ def _layers(chain, traces, owner, roofline, inputs):
                  "forward_workspace_bytes": max(0, tr.forward_workspace),
                  "forward_nograd_workspace_bytes": max(0, tr.nograd_workspace),
                  "backward_workspace_bytes": max(tr.backward_workspace, -(activation - out_bytes)),
-                 "gradient_bytes": tr.gradients,
+                 "gradient_bytes": tr.gradients + shared.get(i, 0),
                  "saved_bytes": tr.saved,
                  "forward_flops": roofline.flops(tr.forward_costs),
                  "backward_flops": roofline.flops(tr.backward_costs),
@@ -107,8 +133,8 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     inputs or a dict of keyword inputs) and loss_fn(output, inputs) the
     loss (default: the output when a scalar, else its .loss), as for
     remat.profile; blocks: the chain's blocks (default: the ModuleList
-    remat.apply finds). device: the preset whose roofline gives the times
-    ("a100", "h200", "rtx4090", "cpu")."""
+    remat.apply finds). device: the planner's preset whose roofline gives
+    the times (any `planner --device` name, docs/devices.md)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -166,10 +192,10 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     params = [p for p in module.parameters() if p.requires_grad]
     meter = FakeMeter()
     with fake_mode, meter:
-        chain, traces, owner = trace_layers(module, inputs, blocks, loss_fn, meter)
+        chain, traces, owner, shared = trace_layers(module, inputs, blocks, loss_fn, meter)
         optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
     static = _static(module, params)
-    layers = _layers(chain, traces, owner, roofline, inputs)
+    layers = _layers(chain, traces, owner, roofline, inputs, shared)
     about["traced_layers"] = len(set(owner))
     about["seconds"] = round(time.perf_counter() - started, 3)
     data = {"model": name, "source": "traced", "device": roofline.name,

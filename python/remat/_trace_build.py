@@ -3,10 +3,11 @@ transformers' own class, or a copy of the user's module, with fake tensors
 (shapes, dtypes and a device, no data) in place of its parameters and
 buffers, and the example batch of one training step.
 
-From a config the model is the family's causal-LM class where transformers
-has one (labels: the input ids), else its masked-LM class, else its base
-model, whose loss is the mean of the last hidden state (a stand-in head
-that keeps every block's backward). A config's "dtype" (or
+From a config the model is the class its "architectures" names, as the
+planner reads a config.json: a causal-LM or masked-LM class (labels: the
+input ids), or a base model, also with no "architectures", whose loss is
+the mean of the last hidden state (a stand-in head that keeps every
+block's backward). A config's "dtype" (or
 "torch_dtype") of null is a config without a dtype.
 """
 import copy
@@ -49,35 +50,76 @@ def hf_config(data, source="config.json"):
                          f"{transformers.__version__} does not know it", EXIT_BAD_INPUT) from None
 
 
-def model_class(config):
-    """(class, kind): transformers' causal-LM, masked-LM or base class for
-    the config ("causal_lm", "masked_lm", "base"). An encoder-decoder is
-    refused: two chains of blocks."""
-    import transformers
-    from transformers.models.auto import modeling_auto as auto
+_KINDS = (("ForCausalLM", "causal_lm"), ("LMHeadModel", "causal_lm"),
+          ("ForMaskedLM", "masked_lm"), ("Model", "base"))
 
+
+def _refuse_encoder_decoder(config):
     if getattr(config, "is_encoder_decoder", False):
         # Its causal-LM class, where it has one, is the decoder alone.
         raise InputError(f"remat.trace: model_type \"{config.model_type}\" is an encoder-decoder: "
                          "its encoder and decoder are two chains of blocks, and remat plans one "
                          "(trace one of them as a module: remat.trace(module, example_inputs))",
                          EXIT_BAD_INPUT)
-    for names, kind in ((auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, "causal_lm"),
-                        (auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES, "masked_lm"),
-                        (auto.MODEL_MAPPING_NAMES, "base")):
+
+
+def model_class(config):
+    """(class, kind) of the model a config.json means, as the planner reads
+    it (planner/src/input/hf_config.cc): the class its "architectures"
+    names (...ForCausalLM: "causal_lm", ...ForMaskedLM: "masked_lm",
+    ...Model: "base"), or with no "architectures" the family's base model.
+    A class name transformers does not have, or of another kind, is
+    refused; so is an encoder-decoder: two chains of blocks."""
+    import transformers
+    from transformers.models.auto import modeling_auto as auto
+
+    _refuse_encoder_decoder(config)
+    names = getattr(config, "architectures", None)
+    if not names:
+        name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
+        if isinstance(name, (tuple, list)):
+            name = name[0]
+        if name and hasattr(transformers, name):
+            return getattr(transformers, name), "base"
+        raise InputError(f"remat.trace: transformers has no model class for model_type "
+                         f"\"{config.model_type}\"", EXIT_BAD_INPUT)
+    name = names[0]
+    kind = next((k for tail, k in _KINDS if isinstance(name, str) and name.endswith(tail)), None)
+    if kind is None or not hasattr(transformers, name):
+        raise InputError(f"remat.trace: field 'architectures': class {name!r}: expected a "
+                         f"...ForCausalLM, ...ForMaskedLM or ...Model class of transformers "
+                         f"{transformers.__version__}", EXIT_BAD_INPUT)
+    return getattr(transformers, name), kind
+
+
+def default_class(config):
+    """The class a config of the family is most often trained as: its
+    causal-LM class where transformers has one, else its masked-LM class,
+    else its base model (the name a published config.json's
+    "architectures" would give)."""
+    import transformers
+    from transformers.models.auto import modeling_auto as auto
+
+    _refuse_encoder_decoder(config)
+    for names in (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+                  auto.MODEL_MAPPING_NAMES):
         name = names.get(config.model_type)
         if isinstance(name, (tuple, list)):
             name = name[0]
         if name and hasattr(transformers, name):
-            return getattr(transformers, name), kind
+            return getattr(transformers, name)
     raise InputError(f"remat.trace: transformers has no model class for model_type "
                      f"\"{config.model_type}\"", EXIT_BAD_INPUT)
 
 
 def build_from_config(config, fake_mode, dtype):
-    """(model, kind) built under `fake_mode` in `dtype`, in training mode
-    with no KV cache. Where the class is built from the config's text part
-    (Llama 4's causal LM), model.config is that part."""
+    """(model, kind) in `dtype`, in training mode with no KV cache, its
+    parameters and buffers fake tensors of `fake_mode` on the CPU. The model
+    is built on the meta device (no initialisation runs on data) and its
+    tensors are then made fake in place; a class whose construction reads
+    a tensor's values (which meta tensors do not have) is built under
+    `fake_mode` instead. Where the class is built from the config's text
+    part (Llama 4's causal LM), model.config is that part."""
     import torch
 
     cls, kind = model_class(config)
@@ -89,13 +131,53 @@ def build_from_config(config, fake_mode, dtype):
         config.use_cache = False
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
+
+    def build():
+        return cls._from_config(config, dtype=dtype) if hasattr(cls, "_from_config") \
+            else cls(config)
+
     try:
-        with fake_mode:
-            model = cls._from_config(config, dtype=dtype) if hasattr(cls, "_from_config") \
-                else cls(config)
+        try:
+            with torch.device("meta"):
+                model = build()
+        except (RuntimeError, NotImplementedError):  # e.g. .item() of a meta tensor
+            with fake_mode:
+                model = build()
     finally:
         torch.set_default_dtype(previous)
+    fake_in_place(model, fake_mode)
     return model.train(), kind
+
+
+def fake_in_place(module, fake_mode, device="cpu"):
+    """Replaces the parameters, buffers and other tensor attributes of
+    `module` and its submodules that are not fake tensors by fake tensors
+    of the same shapes, strides, dtypes and requires_grad on `device`;
+    tied tensors stay tied."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    memo = {}
+
+    def fake(t):
+        if isinstance(t, FakeTensor):
+            return t
+        if id(t) not in memo:
+            with fake_mode:
+                f = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device)
+            if isinstance(t, torch.nn.Parameter):
+                f = torch.nn.Parameter(f, requires_grad=t.requires_grad)
+            memo[id(t)] = f
+        return memo[id(t)]
+
+    for mod in module.modules():
+        for table in (mod._parameters, mod._buffers):
+            for name, t in table.items():
+                if t is not None:
+                    table[name] = fake(t)
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+                setattr(mod, name, fake(value))
 
 
 def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):

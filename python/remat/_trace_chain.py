@@ -1,20 +1,24 @@
 """The traced chain's layers measured under the tracer's meter: each layer
 (the prefix, each distinct block, the rest up to the loss) runs alone on
 its input with grad, then its backward, then again without grad, with the
-definitions of remat.profile (python/remat/_profiler.py: activation,
+definitions of remat.profile (python/remat/_layer_measure.py: activation,
 forward, no-grad and backward workspaces, gradients created), so that a
 plan from a traced profile predicts a training step as one from a measured
 profile does. The layers run last first, as a backward meets them.
 
-Blocks are one class when their forwards, run in the model's own forward
-without grad, make the same ops with the same output shapes and dtypes and
-their parameters have the same shapes: 80 identical blocks are traced once.
+Blocks are one class when they are of one class with the same tensors'
+shapes and settings, and their calls in the model's forward get inputs of
+the same shapes and values (block_signatures): 80 identical blocks are
+traced once, and the forward that cuts the chain runs only the first.
 Saved-tensor hooks count what each layer's autograd graph saves (saved_bytes:
 the distinct storages, parameters and the layer's input aside).
 """
+import contextlib
+
 import torch
 
-from ._profiler import _Chain, _through_ones
+from . import _layer_measure
+from ._profiler import _Chain
 from ._trace_meter import storage_bytes, storage_key
 
 
@@ -45,96 +49,141 @@ class _Saved:
         return torch.autograd.graph.saved_tensors_hooks(self.pack, lambda t: t)
 
 
-def block_signatures(module, inputs, blocks, loss_fn, meter):
-    """Per block, what makes it one of a class: its parameters' shapes and
-    the ops its forward runs (names, output shapes and dtypes), recorded in
-    one forward of the module without grad. Returns (signatures, _Chain)."""
-    ops = [[] for _ in blocks]
-    current = [None]
+_PRIMITIVE = (bool, int, float, str, type(None), torch.dtype)
+# Whether blocks of one class share one trace (remat_trace_test turns it
+# off to check that the shared traces are each block's own).
+SHARE_BLOCKS = True
 
-    def enter(k):
-        def hook(*_args, **_kwargs):
-            current[0] = k
-        return hook
 
-    def leave(*_args):
-        current[0] = None
+def _settings(block):
+    """A block's settings: every submodule's attributes that are plain
+    values (a window size, an attention kind, a flag), by path."""
+    out = {}
+    for path, mod in block.named_modules():
+        for name, value in vars(mod).items():
+            if isinstance(value, _PRIMITIVE) or (
+                    isinstance(value, (tuple, list)) and all(isinstance(v, _PRIMITIVE)
+                                                            for v in value)):
+                out[f"{path}.{name}"] = value if not isinstance(value, list) else tuple(value)
+    return out
 
-    def observe(func, outs):
-        if current[0] is not None:
-            ops[current[0]].append((str(func), tuple((tuple(t.shape), t.dtype) for t in outs)))
 
-    handles = []
+def _structures(blocks):
+    """Per block, what its forward's ops follow from besides its input: its
+    class, its parameters' and buffers' shapes and dtypes, and its
+    settings, less a layer number (an int setting that is the block's index
+    plus one constant in every block, which transformers' blocks read only
+    for a KV cache)."""
+    settings = [_settings(b) for b in blocks]
+    numbered = set()
+    if len(blocks) > 1:
+        for key, value in settings[0].items():
+            if type(value) is int and all(type(s.get(key)) is int and s[key] - k == value
+                                          for k, s in enumerate(settings)):
+                numbered.add(key)
+    structures = []
+    for b, found in zip(blocks, settings):
+        tensors = tuple((n, tuple(t.shape), t.dtype, t.requires_grad)
+                        for n, t in list(b.named_parameters()) + list(b.named_buffers()))
+        kept = tuple(sorted((k, repr(v)) for k, v in found.items() if k not in numbered))
+        structures.append((type(b).__qualname__, tensors, kept))
+    return structures
+
+
+def _call_signature(args, kwargs):
+    """What a block's ops follow from in its call: the inputs' tensor
+    shapes, strides, dtypes and grad, and their plain values."""
+    from torch.utils._pytree import tree_flatten
+
+    leaves, spec = tree_flatten((args, kwargs))
+    sig = []
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            sig.append((tuple(v.shape), v.stride(), v.dtype, v.requires_grad))
+        elif isinstance(v, _PRIMITIVE):
+            sig.append(repr(v))
+        else:
+            sig.append(type(v).__qualname__)
+    return str(spec), tuple(sig)
+
+
+def _like(value):
+    """A new tensor like each tensor in `value` (a block's output)."""
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda t: torch.empty_like(t) if isinstance(t, torch.Tensor) else t, value)
+
+
+def block_signatures(module, inputs, blocks, loss_fn):
+    """Per block, what makes it one of a class: its structure (_structures)
+    and its call's signature, recorded in one forward of the module without
+    grad (the _Chain's). A block whose structure and call match an earlier
+    block's runs the same ops on the same shapes: its forward is not run,
+    its output made like that block's. Returns (signatures, _Chain)."""
+    structures = _structures(blocks)
+    run = {}  # (structure, call signature) -> the output of the block that ran
+    signatures = [None] * len(blocks)
+
+    def forward_of(k, original):
+        def forward(*args, **kwargs):
+            key = (structures[k], _call_signature(args, kwargs)) if SHARE_BLOCKS else k
+            signatures[k] = key
+            if key in run:
+                return _like(run[key])
+            out = original(*args, **kwargs)
+            run[key] = out
+            return out
+        return forward
+
+    own = [b.__dict__.get("forward") for b in blocks]  # a wrapper set on the instance
     for k, b in enumerate(blocks):
-        handles.append(b.register_forward_pre_hook(enter(k)))
-        handles.append(b.register_forward_hook(leave))
-    meter.observers.append(observe)
+        b.forward = forward_of(k, b.forward)
     try:
         chain = _Chain(module, inputs, blocks, loss_fn)
     finally:
-        meter.observers.remove(observe)
-        for h in handles:
-            h.remove()
-    signatures = []
-    for k, b in enumerate(blocks):
-        params = tuple((n, tuple(p.shape), p.dtype, p.requires_grad)
-                       for n, p in b.named_parameters())
-        signatures.append((type(b).__qualname__, params, tuple(ops[k])))
+        for b, f in zip(blocks, own):
+            if f is None:
+                del b.forward
+            else:
+                b.forward = f
     return signatures, chain
 
 
+@contextlib.contextmanager
+def _costs(meter, costs, hooks=None):
+    """The meter appends each op call's cost to `costs` (and `hooks`, the
+    saved-tensor hooks, are on) while the block runs."""
+    meter.costs = costs
+    try:
+        with hooks or contextlib.nullcontext():
+            yield
+    finally:
+        meter.costs = None
+
+
 def measure_layer(chain, meter, i, x, params, param_keys):
-    """Layer i's LayerTrace (profile definitions as _profiler's
-    _measure_round). Gradients the layer creates stay (a later layer's
-    backward accumulates into a tied weight's, as in a step)."""
-    n = len(chain.layer_inputs())
-    last = i == n - 1
-    if x is not None and i > 0:
-        x = x.detach().requires_grad_(True)
+    """Layer i's LayerTrace (_layer_measure's figures, as remat.profile
+    takes them), its op costs and saved bytes. Gradients the layer creates
+    stay (a later layer's backward accumulates into a tied weight's, as in
+    a step)."""
     tr = LayerTrace()
     saved = _Saved(param_keys | ({storage_key(x)} if x is not None else set()))
-    before = meter.current_bytes()
-    meter.reset_peak()
-    meter.costs = tr.forward_costs
-    with saved.hooks():
-        out, holder = chain.run(i, x)
-    meter.costs = None
-    after = meter.current_bytes()
-    tr.kept, tr.forward_workspace = after - before, meter.peak_bytes() - after
-    tr.saved = saved.bytes
-    root = out if last else _through_ones(out)
-    had = [p.grad is not None for p in params]
-    live = meter.current_bytes() - (0 if last else storage_bytes(out))
-    with_grad = out.requires_grad
-    del out, holder
-    meter.reset_peak()
-    meter.costs = tr.backward_costs
-    if with_grad:
-        root.backward()
-    meter.costs = None
-    for p, h in zip(params, had):
-        if not h and p.grad is not None:
-            tr.gradients += storage_bytes(p.grad)
-    input_grad = x.grad if x is not None and x.requires_grad else None
-    tr.backward_workspace = (meter.peak_bytes() - live - storage_bytes(input_grad)
-                             - tr.gradients)
-    del root, input_grad
-    if x is not None:
-        x.grad = None
-    before = meter.current_bytes()
-    meter.reset_peak()
-    with torch.no_grad():
-        out, holder = chain.run(i, x)
-        tr.nograd_workspace = meter.peak_bytes() - before - storage_bytes(out)
-    del out, holder
+    f = _layer_measure.measure_layer(chain, meter, i, x, params,
+                                     forward=_costs(meter, tr.forward_costs, saved.hooks()),
+                                     backward=_costs(meter, tr.backward_costs))
+    tr.kept, tr.forward_workspace = f.kept, f.forward_workspace
+    tr.backward_workspace, tr.gradients = f.backward_workspace, f.gradients
+    tr.nograd_workspace, tr.saved = f.nograd_workspace, saved.bytes
     return tr
 
 
 def trace_layers(module, inputs, blocks, loss_fn, meter):
-    """(chain, traces, classes): the chain, one LayerTrace per layer
-    (blocks of one class share their first one's), and per layer the index
-    of the layer whose trace it has."""
-    signatures, chain = block_signatures(module, inputs, blocks, loss_fn, meter)
+    """(chain, traces, classes, shared): the chain, one LayerTrace per
+    layer (blocks of one class share their first one's), per layer the
+    index of the layer whose trace it has, and the gradient bytes of
+    tensors the prefix hands the blocks, by the layer that creates them
+    (_layer_measure.shared_input_gradients)."""
+    signatures, chain = block_signatures(module, inputs, blocks, loss_fn)
     first = 1 if chain.has_prefix else 0
     n = len(chain.layer_inputs())
     owner = list(range(n))
@@ -150,4 +199,5 @@ def trace_layers(module, inputs, blocks, loss_fn, meter):
             traces[i] = measure_layer(chain, meter, i, xs[i], params, param_keys)
     for p in params:
         p.grad = None
-    return chain, [traces[owner[i]] for i in range(n)], owner
+    shared = _layer_measure.shared_input_gradients(chain)
+    return chain, [traces[owner[i]] for i in range(n)], owner, shared

@@ -19,8 +19,8 @@ def main(argv):
                         help="tokens a sequence (default: max_position_embeddings, else 512)")
     parser.add_argument("--precision", default="fp32", help="fp32 (default), bf16 or fp16")
     parser.add_argument("--device", default="a100",
-                        help="device preset for the roofline times: a100 (default), h200, "
-                             "rtx4090, cpu")
+                        help="the planner's device preset for the roofline times (a100 by "
+                             "default; docs/devices.md)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:

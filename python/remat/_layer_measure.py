@@ -1,0 +1,171 @@
+"""One layer of a chain measured alone, with the definitions of remat's
+LibTorch profiler (runtime/src/profiler.cc; python/remat/_profiler.py says
+them): remat.profile measures real layers under remat's CPU meter with it,
+remat.trace fake ones under its fake meter (_trace_chain), so that both
+give the same figures for the same layer.
+
+Two things a chain measured layer by layer would otherwise miss or add:
+
+  - The head runs the module's forward again without grad up to the last
+    block (_Chain._rest); what that run of the prefix leaves alive (a
+    relative position bias, masks) is the prefix's, counted in its
+    activation. The head's forward figures are taken from the moment the
+    last block's output is handed on (_Chain.on_rest), above what is alive
+    then.
+  - A tensor the prefix makes with grad and hands every block (MPNet's
+    relative position bias) gets its gradient summed over the blocks'
+    backwards, from the last reader's backward to the prefix's: that layer
+    creates it (shared_input_gradients), as it creates a parameter's.
+"""
+import time
+
+
+class LayerFigures:
+    """One forward with grad, its backward and one forward without grad of
+    a layer: bytes, the parameters whose gradients it created, seconds."""
+
+    def __init__(self):
+        self.kept = self.forward_workspace = self.nograd_workspace = 0
+        self.backward_workspace = self.gradients = 0
+        self.created = []
+        self.forward_s = self.backward_s = 0.0
+
+
+def storage_bytes(t):
+    """Bytes of the storage behind tensor t (0 for None)."""
+    return 0 if t is None else t.untyped_storage().nbytes()
+
+
+def _through_ones(out):
+    """A scalar whose backward gives `out` a gradient of ones that only
+    autograd holds, so that the layer's backward frees it once read, as in
+    a chain (a gradient passed to backward() stays held by the caller to
+    the end: one output's bytes too many at a block's backward peak). The
+    price: for a moment at the backward's start the saved ones and the
+    gradient are both live (two output's bytes, below a block's peak)."""
+    import torch
+
+    ones = torch.ones_like(out)
+    return (out * ones).sum()
+
+
+class _FromRest:
+    """While the head's forward runs: the meter's bytes when the last
+    block's output is handed on (the peak restarts there)."""
+
+    def __init__(self, chain, meter, last):
+        self.chain, self.meter, self.last = chain, meter, last
+        self.mark = None
+
+    def __enter__(self):
+        if self.last:
+            self.chain.on_rest = self._mark
+        return self
+
+    def _mark(self):
+        self.mark = self.meter.current_bytes()
+        self.meter.reset_peak()
+
+    def __exit__(self, *exc):
+        self.chain.on_rest = None
+
+    def rise(self, before):
+        """The forward's peak above `before`, what the prefix's run left
+        alive at the mark aside."""
+        peak = self.meter.peak_bytes()
+        return peak - before if self.mark is None else peak - self.mark
+
+
+def measure_layer(chain, meter, i, x, params, forward=None, backward=None):
+    """Layer i's LayerFigures on input x: a forward with grad, its backward
+    (from no gradients of `params` but those other layers left), a forward
+    without grad. forward/backward: context managers entered around the
+    forward with grad and the backward (the tracer's op costs and
+    saved-tensor hooks)."""
+    import contextlib
+
+    import torch
+
+    forward = forward or contextlib.nullcontext()
+    backward = backward or contextlib.nullcontext()
+    last = i == len(chain.layer_inputs()) - 1
+    if x is not None and i > 0:
+        x = x.detach().requires_grad_(True)
+    f = LayerFigures()
+    before = meter.current_bytes()
+    meter.reset_peak()
+    t = time.perf_counter()
+    with forward, _FromRest(chain, meter, last) as rest:
+        out, holder = chain.run(i, x)
+    f.forward_s = time.perf_counter() - t
+    after = meter.current_bytes()
+    f.kept = after - before
+    f.forward_workspace = rest.rise(before) - f.kept
+    root = out if last else _through_ones(out)
+    had = [p.grad is not None for p in params]
+    # The output is the next layer's input, which a chain frees after that
+    # layer's backward, before this one's, unless this layer saved it. The
+    # planner has it gone at this backward (no layer's backward reads its
+    # output, the loss's aside): what deleting it does not free (saved by
+    # the layer) counts in the workspace.
+    live = meter.current_bytes() - (0 if last else storage_bytes(out))
+    with_grad = out.requires_grad
+    del out, holder
+    meter.reset_peak()
+    t = time.perf_counter()
+    with backward:
+        if with_grad:
+            root.backward()
+    f.backward_s = time.perf_counter() - t
+    for p, h in zip(params, had):
+        if not h and p.grad is not None:
+            f.gradients += storage_bytes(p.grad)
+            f.created.append(p)
+    input_grad = x.grad if x is not None and x.requires_grad else None
+    f.backward_workspace = (meter.peak_bytes() - live - storage_bytes(input_grad)
+                            - f.gradients)
+    del root, input_grad
+    if x is not None:
+        x.grad = None
+    before = meter.current_bytes()
+    meter.reset_peak()
+    with torch.no_grad(), _FromRest(chain, meter, last) as rest:
+        out, holder = chain.run(i, x)
+        f.nograd_workspace = rest.rise(before) - storage_bytes(out)
+    del out, holder
+    return f
+
+
+def shared_input_gradients(chain):
+    """{layer index: bytes}: the tensors besides the hidden state that the
+    prefix hands the blocks and that need a gradient (made from
+    parameters, with grad), each at the last block given it: its backward
+    creates the gradient that the blocks' backwards sum into, held to the
+    prefix's backward. Runs the prefix once with grad."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    if not chain.has_prefix:
+        return {}
+    from ._profiler import _first_tensor_arg
+
+    calls = [tree_flatten(c)[0] for c in chain.calls]
+    x0 = _first_tensor_arg(*chain.calls[0])
+    with torch.enable_grad():
+        _, holder = chain.run(0, None)
+        with_grad = tree_flatten(holder)[0]
+    owners = {}
+    seen = set()
+    for j, leaf in enumerate(calls[0]):
+        if not isinstance(leaf, torch.Tensor) or j >= len(with_grad):
+            continue
+        graded = with_grad[j]
+        if (leaf is x0 or id(leaf) in seen
+                or not isinstance(graded, torch.Tensor) or not graded.requires_grad):
+            continue
+        seen.add(id(leaf))
+        k_last = max(k for k, c in enumerate(calls) if any(t is leaf for t in c))
+        layer = k_last + 1
+        owners[layer] = owners.get(layer, 0) + storage_bytes(leaf)
+    del holder, with_grad
+    return owners
