@@ -159,12 +159,15 @@ Result<GraphSimulationResult> SimulateGraph(const GraphProfile& graph,
     record(p);
   };
 
+  result.start_bytes = level;
   for (int c : graph.order) {
     for (int k = 0; k < runs[c].split; ++k) run_op(c, k);
   }
+  result.forward_kept_bytes = level;
   for (auto it = graph.order.rbegin(); it != graph.order.rend(); ++it) {
     for (int k : runs[*it].backward_ops) run_op(*it, k);
   }
+  result.end_bytes = level;
   GraphPoint step;
   step.live_before = S + level_sum + crossing_extra();
   step.peak = step.live_before;

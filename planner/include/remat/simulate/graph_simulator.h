@@ -54,6 +54,11 @@ struct GraphSimulationResult {
   double recompute_ms = 0;
   // Each chain's schedule simulated on its own (its own model state only).
   std::vector<SimulationResult> chains;
+  // Per chain, bytes its own simulation holds (model state aside) before
+  // its forward (its batch input), after its forward part (what it keeps
+  // for its backward, its output included) and after its backward (the
+  // parameter gradients it made).
+  std::vector<int64_t> start_bytes, forward_kept_bytes, end_bytes;
   // The step op by op, in the order it runs (empty under kTotals).
   std::vector<GraphPoint> timeline;
 };
