@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "cli.h"
 
 namespace remat::cli {
@@ -23,6 +24,11 @@ Status PlanCommand(const std::vector<std::string>& args, Environment& env);
 Status ProfileCommand(const std::vector<std::string>& args, Environment& env);
 Status TrainCommand(const std::vector<std::string>& args, Environment& env);
 Status ParetoCommand(const std::vector<std::string>& args, Environment& env);
+// The plan command on a graph profile (`text`, read from `path`); `flags`
+// are the plan command's, of which it takes --budget, --slots, --format
+// and -o.
+Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
+                        const std::string& path, const std::string& text, Environment& env);
 
 }  // namespace remat::cli
 

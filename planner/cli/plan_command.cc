@@ -15,6 +15,7 @@
 #include "remat/planning/planning.h"
 #include "remat/report/report.h"
 #include "remat/io/units.h"
+#include "remat/profile/graph_profile.h"
 #include "report_files.h"
 
 namespace remat::cli {
@@ -22,7 +23,7 @@ namespace {
 
 const char kUsage[] =
     "planner --budget 24GB [--strategy auto] [--format text|json|md] [-o plan.json] "
-    "[--report report.html] [--trace trace.json] model.json";
+    "[--report report.html] [--trace trace.json] model.json|config.json|profile.json|graph.json";
 
 // The device's memory besides tensors: --device's preset, then these flags.
 std::vector<FlagSpec> DeviceMemoryFlags() {
@@ -205,6 +206,9 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     return Status::Ok();
   }
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
+  if (Result<std::string> text = ReadTextFile(path); text.ok() && IsGraphProfileText(*text)) {
+    return PlanGraphCommand(args, flags, path, *text, env);
+  }
   PlanningRequest request;
   REMAT_ASSIGN_OR_RETURN(request.options, ParseOptions(args));
   REMAT_ASSIGN_OR_RETURN(const Format format, ParseFormat(args));
