@@ -9,7 +9,7 @@
 namespace remat::cli {
 namespace {
 
-const char kGraph[] = REMAT_SOURCE_DIR "/examples/encoder-decoder-graph.json";
+const char kGraph[] = REMAT_SOURCE_DIR "/examples/graphs/encoder-decoder.json";
 
 // The example with its edges replaced.
 std::string WithEdges(const std::string& edges) {
