@@ -11,13 +11,14 @@ FLOPs (torch.utils.flop_counter) and bytes give its time on one of the
 planner's device presets (_trace_roofline). The profile is the measured-profile format
 (docs/formats.md) with source "traced".
 """
+import contextlib
 import time
 
 from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._profiler import Profile
 from ._trace_build import (base_loss, build_from_config, example_batch, fake_inputs,
-                           fake_module, hf_config, read_config)
+                           fake_module, hf_config, read_config, unpacked_positions)
 from ._trace_roofline import Roofline
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -191,7 +192,10 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     blocks = list(blocks)
     params = [p for p in module.parameters() if p.requires_grad]
     meter = FakeMeter()
-    with fake_mode, meter:
+    # A batch made from a config has the default positions; a module's
+    # example inputs are the user's.
+    positions = unpacked_positions() if config is not None else contextlib.nullcontext()
+    with fake_mode, meter, positions:
         chain, traces, owner, shared = trace_layers(module, inputs, blocks, loss_fn, meter)
         optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
     static = _static(module, params)

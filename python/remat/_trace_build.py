@@ -10,6 +10,7 @@ the mean of the last hidden state (a stand-in head that keeps every
 block's backward). A config's "dtype" (or
 "torch_dtype") of null is a config without a dtype.
 """
+import contextlib
 import copy
 import json
 
@@ -201,6 +202,24 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     if kind in ("causal_lm", "masked_lm"):
         batch["labels"] = ids
     return batch
+
+
+@contextlib.contextmanager
+def unpacked_positions():
+    """With no attention mask and no KV cache (a training batch),
+    transformers looks for packed sequences in the position ids; on fake
+    tensors it cannot read them and builds a full mask, which a real step
+    with the default positions (0, 1, ... in each row) skips (SDPA's
+    is_causal). The batch example_batch makes has those positions: while
+    this is on, the check answers as on real tensors, no packing."""
+    from transformers import masking_utils
+
+    saved = masking_utils.find_packed_sequence_indices
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        masking_utils.find_packed_sequence_indices = saved
 
 
 def base_loss(output, inputs):

@@ -220,6 +220,42 @@ class TracedStepTest(unittest.TestCase):
                     self.assertLessEqual(predicted - measured, bias + PEAK_TOLERANCE * predicted)
                 del model, batch, profile
 
+    def test_llama_blocks_as_metered_and_hand_written(self):
+        # A small Llama from its config (no cache, no attention mask: a
+        # training batch): the traced blocks' figures are remat.profile's,
+        # metered on the real model, and the activation, forward workspace
+        # and gradients are the hand-written model's. (On fake tensors
+        # transformers cannot see that the default positions hold no packed
+        # sequences and would build a full mask; _trace_build's
+        # unpacked_positions answers as a real step does.)
+        config = dict(TraceConfigTest.LLAMA, architectures=["LlamaForCausalLM"],
+                      num_hidden_layers=4, intermediate_size=128, tie_word_embeddings=False)
+        traced = remat.trace(config, micro_batch=2, seq_len=32, device="cpu")
+        cfg = transformers.AutoConfig.for_model(**config)
+        cfg.use_cache = False
+        torch.manual_seed(0)
+        model = transformers.LlamaForCausalLM(cfg).train()
+        ids = torch.randint(0, config["vocab_size"], (2, 32))
+        metered = remat.profile(model, {"input_ids": ids, "labels": ids}, repeats=1)
+        with tempfile.TemporaryDirectory() as d:
+            path, out = os.path.join(d, "config.json"), os.path.join(d, "analytic.json")
+            with open(path, "w") as f:
+                json.dump(config, f)
+            code, _, err = remat._core.run(["profile", "--analytic", path, "--micro-batch", "2",
+                                            "--seq-len", "32", "--device", "cpu", "-o", out])
+            self.assertEqual(code, 0, err)
+            with open(out) as f:
+                analytic = json.load(f)
+        blocks = [l for l in analytic["layers"] if l["kind"] == "block"]
+        self.assertEqual(len(blocks), 4)
+        for t, m, a in zip(traced.layers[1:5], metered.layers[1:5], blocks):
+            for key in FIGURES:
+                with self.subTest(layer=t["name"], figure=key):
+                    self.assertLessEqual(abs(t[key] - m[key]), PROFILE_TOLERANCE_BYTES)
+            for key in ("activation_bytes", "forward_workspace_bytes", "gradient_bytes"):
+                with self.subTest(layer=t["name"], figure=key, against="hand-written"):
+                    self.assertEqual(t[key], a[key])
+
     def test_sentence_transformers_mpnet_as_remat_profile_meters_it(self):
         needs.skip_without(self, "sentence_transformers")
         kind = SentenceMpnet()
