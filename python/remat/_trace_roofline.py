@@ -19,8 +19,9 @@ def device_spec(name):
 
     try:
         return _core.device(name)
-    except ValueError as e:
-        raise InputError(f"remat.trace: {e}", EXIT_BAD_INPUT) from None
+    except ValueError as e:  # the planner's line; the tracer takes no --tflops
+        message = str(e).replace(" (or give an achieved TFLOP/s)", "")
+        raise InputError(f"remat.trace: {message}", EXIT_BAD_INPUT) from None
 
 
 class Roofline:
