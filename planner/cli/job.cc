@@ -26,7 +26,9 @@ std::vector<FlagSpec> JobFlags() {
       {"quantization", "Q", "base weights of the blocks' linears: none, nf4 (QLoRA)"},
       {"gradients", "G",
        "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
-      {"optimizer", "O", "override optimizer: adamw, sgd, sgd_momentum, none"},
+      {"optimizer", "O",
+       "override optimizer: adamw, sgd, sgd_momentum, none, adafactor, muon (AdamW for the "
+       "non-matrices), adamw8bit (bitsandbytes)"},
       {"grad-dtype", "D", "mixed_bf16/mixed_fp16 gradients: fp32, bf16, fp16"},
       {"dropout", "P", "override dropout probability, in [0, 1)"},
       {"head", "H",

@@ -111,6 +111,17 @@ c10::ScalarType ComputeDtype(Precision precision) {
 }  // namespace
 
 Status DeviceRuns(const ModelConfig& config, const c10::Device& device) {
+  switch (config.optimizer) {
+    case Optimizer::kAdafactor:
+    case Optimizer::kMuon:
+    case Optimizer::kAdamW8bit:
+      return Status::Invalid(std::string("optimizer '") + ToString(config.optimizer) +
+                             "': remat's runtime steps adamw, sgd, sgd_momentum or none (the "
+                             "others are planned for torch.optim and bitsandbytes on the "
+                             "user's model: remat.apply)");
+    default:
+      break;
+  }
   const c10::ScalarType dtype = ComputeDtype(config.precision);
   if (dtype == at::kFloat) return Status::Ok();
   const bool autocast = ConventionOf(config.precision).autocast;

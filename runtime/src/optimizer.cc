@@ -163,6 +163,9 @@ void ModelOptimizer::Update(double lr) {
         p.add_(g, -10 * lr);
         break;
       case Optimizer::kNone:
+      case Optimizer::kAdafactor:  // refused before a model is built (DeviceRuns)
+      case Optimizer::kMuon:
+      case Optimizer::kAdamW8bit:
         break;
     }
     if (settings_.master_weights) {

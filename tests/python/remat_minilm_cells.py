@@ -5,7 +5,8 @@ remat.apply, the step metered to the byte by remat's CPU meter
 (python/remat_measure; REMAT_METER_LIB).
 
 A cell is {"name", "texts" (2: pairs, 3: triplets), "micro_batch",
-"seq_len", "optimizer" ("adamw", "sgd", "sgd_momentum"; default adamw),
+"seq_len", "optimizer" ("adamw", "sgd", "sgd_momentum", "adafactor", "muon",
+"adamw8bit"; default adamw),
 "at" or "over"} plus any remat.plan option ("strategy", "every", ...): the
 job is the model's config.json with a `remat` block (head pooling, mean
 pooling, loss mnrl, texts_per_example, micro_batch, seq_len, fp32, the
@@ -15,6 +16,8 @@ strategy uniform every 1 and strategy none (equal where the optimizer
 step is the peak, which checkpointing does not lower). Per cell the model is loaded afresh (seed 0), the plan
 applied, and two steps trained with torch.optim's optimizer of that name
 (AdamW(lr=1e-5); SGD(lr=1e-5), with momentum=0.9 for sgd_momentum;
+Adafactor(lr=1e-5); Muon(lr=1e-5) over the 2-D parameters and AdamW(lr=1e-5)
+over the others, stepped one after the other; bitsandbytes' AdamW8bit(lr=1e-5);
 PyTorch's defaults otherwise: on CPU the per-parameter implementation, not
 foreach); the second step is metered: the process's bytes in use before it
 plus its peak, weights, gradients and optimizer state included (each cell's
@@ -64,6 +67,25 @@ def job_config(directory, cell):
     return path
 
 
+class MuonAdamW:
+    """torch.optim.Muon over the matrices, AdamW over the rest (Muon takes
+    2-D parameters only), stepped one after the other."""
+
+    def __init__(self, parameters, lr):
+        parameters = list(parameters)
+        self.optimizers = [
+            torch.optim.Muon([p for p in parameters if p.ndim == 2], lr=lr),
+            torch.optim.AdamW([p for p in parameters if p.ndim != 2], lr=lr)]
+
+    def step(self):
+        for o in self.optimizers:
+            o.step()
+
+    def zero_grad(self):
+        for o in self.optimizers:
+            o.zero_grad()
+
+
 def optimizer(name, parameters):
     if name == "adamw":
         return torch.optim.AdamW(parameters, lr=1e-5)
@@ -71,7 +93,15 @@ def optimizer(name, parameters):
         return torch.optim.SGD(parameters, lr=1e-5)
     if name == "sgd_momentum":
         return torch.optim.SGD(parameters, lr=1e-5, momentum=0.9)
-    raise SystemExit(f"cell optimizer: {name!r} (adamw, sgd or sgd_momentum)")
+    if name == "adafactor":
+        return torch.optim.Adafactor(parameters, lr=1e-5)
+    if name == "muon":
+        return MuonAdamW(parameters, lr=1e-5)
+    if name == "adamw8bit":
+        import bitsandbytes
+        return bitsandbytes.optim.AdamW8bit(parameters, lr=1e-5)
+    raise SystemExit(f"cell optimizer: {name!r} (adamw, sgd, sgd_momentum, adafactor, muon "
+                     "or adamw8bit)")
 
 
 def run_cell(directory, cell):

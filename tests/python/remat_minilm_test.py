@@ -10,7 +10,10 @@ budget, where:
   - the optimizer step is the step's peak (4 pairs x 64 tokens, no
     checkpointing): AdamW's per-parameter temporaries (CPU: the square
     root of the second moment and its quotient, 2 x the largest tensor),
-    SGD and SGD with momentum (none);
+    SGD and SGD with momentum (none), Adafactor (its factored estimate),
+    Muon with AdamW on the vectors (the Newton-Schulz iterates) and
+    bitsandbytes' AdamW8bit (its CPU path's fp32 copies; skipped, visibly,
+    without bitsandbytes);
   - triplets (64 x 64 tokens, anchors in one pass and the other columns
     merged in a second): the default plan at 30% and 60% of the way from
     every block checkpointed to none, and every block checkpointed.
@@ -47,7 +50,11 @@ DROPOUT = [
 OPTIMIZER = [
     {"name": f"none-{o}", "texts": 2, "micro_batch": 4, "seq_len": 64, "optimizer": o,
      "strategy": "none", "over": 0.005}
-    for o in ("adamw", "sgd", "sgd_momentum")
+    for o in ("adamw", "sgd", "sgd_momentum", "adafactor", "muon")
+]
+EIGHT_BIT = [
+    {"name": "none-adamw8bit", "texts": 2, "micro_batch": 4, "seq_len": 64,
+     "optimizer": "adamw8bit", "strategy": "none", "over": 0.005}
 ]
 TRIPLETS = [
     {"name": "default-30", "texts": 3, "micro_batch": 64, "seq_len": 64, "at": 0.3},
@@ -98,6 +105,11 @@ class MiniLM(unittest.TestCase):
         adamw = cells["none-adamw"]
         self.assertEqual(adamw["peak_op"], "optimizer_step")
         self.assertGreater(adamw["measured_peak_bytes"], adamw["forward_backward_peak_bytes"])
+
+    def test_the_8bit_optimizer_step(self):
+        needs.skip_without(self, "bitsandbytes")
+        cells = self.run_cells(EIGHT_BIT)
+        self.assertEqual(cells["none-adamw8bit"]["peak_op"], "optimizer_step")
 
     def test_triplets(self):
         self.run_cells(TRIPLETS)

@@ -39,8 +39,14 @@ BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimize
       moments = 2;
       break;
     case Optimizer::kSgdMomentum:
+    case Optimizer::kMuon:  // a matrix's; the vectors' under AdamW keep 2
       moments = 1;
       break;
+    case Optimizer::kAdafactor:  // a matrix's rows and columns: counted by tensor
+      break;
+    case Optimizer::kAdamW8bit:  // two bytes, and an fp32 scale per 256 elements
+      b.optimizer = c.master_weight_bytes + 2;
+      return b;
     case Optimizer::kSgd:
       break;
     case Optimizer::kNone:  // no update: no master weights either
@@ -228,8 +234,10 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   // multiplies them in place: its transients are one scalar per tensor.
   const double clip =
       config.max_grad_norm > 0 ? 3.0 * static_cast<double>(p.static_memory.gradient_bytes) : 0.0;
-  p.optimizer_ms =
-      config.optimizer == Optimizer::kNone ? 0 : time.Millis(0, touched + unscale + clip);
+  p.optimizer_ms = config.optimizer == Optimizer::kNone
+                      ? 0
+                      : time.Millis(analytic::OptimizerStepFlops(tg.trained_tensors, config),
+                                    touched + unscale + clip);
   // Its temporaries: torch.optim's defaults, per parameter on the CPU,
   // foreach on a GPU.
   const analytic::StepWorkspace step =

@@ -22,6 +22,7 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   // parallelism); the tied gradient sum is of its rows.
   const int64_t t = B.split().ranks;
   const int64_t tied_sum = TiedHead(c) ? B.Mul({(V + t - 1) / t, h, B.dt().param}) : 0;
+  B.ParameterTensors({{V, h}});
   B.Op("wte", in, {x}, {ids}, 0, 1.0, B.Mul({V, h}), tied_sum);
   x = B.ScatterSequence("wte", x);
   if (c.architecture == Architecture::kLlama) return x;
@@ -32,7 +33,9 @@ T Embedding(Builder& B, const T& ids, const T* after) {
   T pos = B.Tensor("position_embeddings", B.Mul({positions, h}), stream);
   const int64_t rows = c.max_position + (bert ? c.type_vocab : 0);
   // BERT's position and token-type tables are two tensors.
-  if (bert) B.ParameterTensors({B.Mul({c.max_position, h}), B.Mul({c.type_vocab, h})});
+  B.ParameterTensors(bert ? std::vector<std::vector<int64_t>>{{c.max_position, h},
+                                                               {c.type_vocab, h}}
+                          : std::vector<std::vector<int64_t>>{{rows, h}});
   B.Op("wpe", {}, {pos}, {}, 0, 1.0, B.Mul({rows, h}));
   x = B.Add("add_positions", x, pos);
   if (bert) x = B.LayerNorm("embedding_norm", x, h);

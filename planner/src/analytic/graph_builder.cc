@@ -119,11 +119,18 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   Count(bwd_workspace);
   Count(op.gradient_bytes);
   if (count_parameters_ && params_train) {
-    std::vector<int64_t> tensors = std::move(param_tensors_);
-    int64_t sum = 0;
-    for (int64_t n : tensors) sum += n;
-    if (sum != params) tensors = {params};
-    for (int64_t n : tensors) out_->trained_tensors.push_back({n, in_adapter_});
+    std::vector<TrainedTensor> tensors;
+    CheckedInt sum(0);
+    for (std::vector<int64_t>& shape : param_tensors_) {
+      CheckedInt n(1);
+      for (int64_t d : shape) n = n * CheckedInt(d);
+      sum = sum + n;
+      if (!n.ok()) break;
+      tensors.push_back({n.value(), in_adapter_, shape.size() > 1 ? std::move(shape)
+                                                                   : std::vector<int64_t>{}});
+    }
+    if (!sum.ok() || sum.value() != params) tensors = {{params, in_adapter_, {}}};
+    for (TrainedTensor& t : tensors) out_->trained_tensors.push_back(std::move(t));
   }
   param_tensors_.clear();
   if (count_parameters_) {
@@ -215,7 +222,10 @@ T Builder::Linear(const std::string& name, const T& x, int64_t in, int64_t outf,
     if (x_grad || train_w) saved.push_back(w);
   }
   const double bwd_factor = (train_w ? 1.0 : 0.0) + (x_grad ? 1.0 : 0.0);
-  if (bias && weight > 0) ParameterTensors({weight, outf});
+  if (weight > 0) {
+    ParameterTensors(bias ? std::vector<std::vector<int64_t>>{{outf, in}, {outf}}
+                          : std::vector<std::vector<int64_t>>{{outf, in}});
+  }
   Op(name, {xmm}, outs, saved, flops, bwd_factor, params, bwd_workspace, false, trainable,
      tied && train_w ? Mul({in, outf}) : 0);
   return split == Split::kRow ? ScatterSequence(name, y) : y;
@@ -266,7 +276,7 @@ T Builder::FoldedWeight(const std::string& name, int64_t count, int64_t in, int6
   T w = Tensor(name + ".lora_weight", elems, dt_.param);
   std::vector<T> outs = {w};
   if (count == 1 || dt_.param < 4) outs.push_back(Tensor(name + ".lora_delta", elems, dt_.param));
-  ParameterTensors({Mul({count, rank, in}), Mul({count, rank, outf})});  // lora_A, lora_B
+  ParameterTensors({{Mul({count, rank}), in}, {outf, Mul({count, rank})}});  // lora_A, lora_B
   Op(name + ".lora_fold", {}, outs, {}, 2.0 * static_cast<double>(elems) * rank, 2.0,
      Mul({count, rank, in + outf}));
   in_adapter_ = false;
@@ -281,7 +291,7 @@ T Builder::LayerNorm(const std::string& name, const T& x, int64_t width) {
   const int stat_bytes = device_.cpu ? x.elem_bytes : 4;
   T mean = Tensor(name + ".mean", rows, stat_bytes, false);
   T rstd = Tensor(name + ".rstd", rows, stat_bytes, false);
-  ParameterTensors({width, width});  // weight, bias
+  ParameterTensors({{width}, {width}});  // weight, bias
   Op(name, {x}, {y, mean, rstd}, {x, mean, rstd}, 5.0 * x.elems, 2.0, 2 * width);
   return y;
 }

@@ -100,10 +100,14 @@ class Builder {
 
   T Tensor(const std::string& name, int64_t elems, int elem_bytes, bool requires_grad = true);
 
-  // How the next Op's `params` divide into parameter tensors, in the
-  // model's order (a linear's weight then its bias); without it the params
-  // are one tensor. Op takes it (TransformerGraph::trained_tensors).
-  void ParameterTensors(std::vector<int64_t> elements) { param_tensors_ = std::move(elements); }
+  // How the next Op's `params` divide into parameter tensors, by their
+  // shapes in the model's order (a linear's weight (out, in) then its bias
+  // (out)); without it (or where the shapes' elements do not add up to
+  // `params`) the params are one vector. Op takes it
+  // (TransformerGraph::trained_tensors).
+  void ParameterTensors(std::vector<std::vector<int64_t>> shapes) {
+    param_tensors_ = std::move(shapes);
+  }
 
   // Adds an op; forward/backward costs given as flops and bytes. `params`
   // are weights the op owns; `trainable` false: they get no gradient and the
@@ -244,7 +248,7 @@ class Builder {
   CheckedInt adapter_params_{0};
   CheckedInt quantized_params_{0};
   CheckedInt quantized_bytes_{0};
-  std::vector<int64_t> param_tensors_;  // ParameterTensors, for the next Op
+  std::vector<std::vector<int64_t>> param_tensors_;  // ParameterTensors, for the next Op
   std::map<int, T> casts_;
   std::map<int, T> gathers_;  // GatherSequence, by the shard's tensor id
   TensorSplit split_;

@@ -154,6 +154,7 @@ T ChunkedLmLoss(Builder& B, const T& x) {
       (trains ? 6.0 : 4.0) * nvh + (softcap ? 17.0 : 8.0) * static_cast<double>(n) * V;
   const double backward = static_cast<double>(x.elems + (trains ? V * h : 0));
   const bool tied = c.tie_embeddings;
+  if (!tied) B.ParameterTensors({{V, h}});
   B.Op("chunked_lm_loss", {x}, {loss, grad_x}, {grad_x}, flops, backward / flops,
        tied ? 0 : B.Mul({V, h}), 0, false, true, tied && trains ? B.Mul({V, h}) : 0);
   B.HoldInLastOp({}, workspace);

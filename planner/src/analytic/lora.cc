@@ -1,5 +1,7 @@
 #include "analytic/lora.h"
 
+#include "analytic/optimizer_state.h"
+
 #include "remat/analytic/analytic.h"
 #include "remat/io/checked_math.h"
 #include "remat/model/precision.h"
@@ -27,7 +29,9 @@ int LoraWeightBytes(const ModelConfig& c) {
   return ConventionOf(c.precision).weight_bytes;
 }
 
-Result<StaticMemory> GraphModelState(const TransformerGraph& g, const ModelConfig& c) {
+namespace {
+
+Result<StaticMemory> ModelStateByParameter(const TransformerGraph& g, const ModelConfig& c) {
   if (c.lora_rank == 0) {
     return ModelStateBytes(g.parameters, g.trainable_parameters, c.precision, c.optimizer,
                            c.grad_dtype);
@@ -51,6 +55,16 @@ Result<StaticMemory> GraphModelState(const TransformerGraph& g, const ModelConfi
     return Status::Invalid("model state bytes overflow 64-bit arithmetic");
   }
   return StaticMemory{weights.value(), grads.value(), optimizer.value()};
+}
+
+}  // namespace
+
+Result<StaticMemory> GraphModelState(const TransformerGraph& g, const ModelConfig& c) {
+  REMAT_ASSIGN_OR_RETURN(StaticMemory state, ModelStateByParameter(g, c));
+  if (StatePerTensor(c.optimizer)) {
+    REMAT_ASSIGN_OR_RETURN(state.optimizer_bytes, OptimizerStateBytes(g.trained_tensors, c));
+  }
+  return state;
 }
 
 }  // namespace remat::analytic

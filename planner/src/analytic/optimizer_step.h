@@ -19,6 +19,26 @@
 //  - foreach (_multi_tensor_adam, the default on CUDA): `exp_avg_sq_sqrt =
 //    torch._foreach_sqrt(device_exp_avg_sqs)` makes every parameter's at
 //    once, then divides, adds and applies them in place: the sum of d.
+// Adafactor (torch/optim/_adafactor.py; per parameter on every device:
+// its foreach path is taken only when asked for) makes, per matrix, the
+// row and column means of the squared gradient and the estimate row_var @
+// col_var of the gradient's size, which becomes the update in place; per
+// vector grad * grad and a clone of the variance. The loop's locals (the
+// update, the row and column means, the squared gradient) live until
+// reassigned, into the next parameters' iterations.
+// Muon (torch/optim/_muon.py, nesterov on by default) makes per matrix the
+// nesterov update grad.lerp(buf) in the gradient's dtype, its bf16 copy
+// (none if it is bf16 already) and, over 5 Newton-Schulz iterations, the
+// q x q Gram matrix (q the smaller size), its polynomial and the next bf16
+// iterate, each pair of the previous iteration living while the next is
+// made; the bf16 result lives into the next matrix's iteration, and on the
+// CPU param.add_ copies it into the parameter's dtype. The other tensors
+// are AdamW's (below) in a step of their own.
+// bitsandbytes' AdamW8bit on the CPU (backends/cpu/ops.py) dequantizes both
+// moments to fp32, scales an fp32 copy of the gradient, copies a 16-bit
+// weight to fp32, and makes sqrt(v) and its quotient: 5 (6 with a 16-bit
+// weight) fp32 copies of the tensor; under 4,096 elements, its 32-bit path,
+// 3 (4). On a GPU its kernels update the moments and weights in place.
 // SGD, with or without momentum (torch/optim/sgd.py, weight decay 0: the
 // default), adds into the weights and the momentum buffers in place: no
 // temporaries but, per parameter on the CPU, the momentum multiply's
@@ -47,6 +67,11 @@ struct StepWorkspace {
 // or all at once where `foreach`.
 StepWorkspace OptimizerStepWorkspace(const std::vector<TrainedTensor>& tensors,
                                      const ModelConfig& c, bool foreach);
+
+// The step's matmul flops: Muon's Newton-Schulz iterations, per matrix of
+// sizes q <= p 5 x (a Gram matrix 2 q^2 p, its polynomial 2 q^3, the next
+// iterate 2 q^2 p); 0 for the others (their work is the bytes they touch).
+double OptimizerStepFlops(const std::vector<TrainedTensor>& tensors, const ModelConfig& c);
 
 }  // namespace remat::analytic
 

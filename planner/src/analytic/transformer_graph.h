@@ -19,6 +19,10 @@ namespace remat::analytic {
 struct TrainedTensor {
   int64_t elements = 0;
   bool adapter = false;  // a LoRA adapter's (its state in lora_dtype)
+  // Its sizes as PyTorch holds it (a linear's weight (out, in), a stacked
+  // experts' weight (experts, ., .)); empty: a vector of `elements`. What
+  // Adafactor factors and Muon orthogonalizes (optimizer_state.h).
+  std::vector<int64_t> shape;
 };
 
 struct TransformerGraph {

@@ -91,6 +91,7 @@ T GroupedLinear(Builder& B, const std::string& name, const T& x, const T& offset
     saved.push_back(x);
   }
   T y = B.Tensor(name, B.Mul({rows, outf}), x.elem_bytes);
+  B.ParameterTensors({{c.experts, in, outf}});
   B.Op(name, inputs, {y}, saved, 2.0 * rows * in * outf, 2.0, B.Mul({c.experts, in, outf}));
   return y;
 }
@@ -113,6 +114,7 @@ T RouterLogits(Builder& B, const T& y) {
   }
   const int64_t rows = y.elems / h;
   T logits = B.Tensor("router", B.Mul({rows, E}), B.dt().matmul);
+  B.ParameterTensors({{E, h}});
   B.Op("router", inputs, {logits}, saved, 2.0 * rows * h * E, 2.0, B.Mul({h, E}));
   return logits;
 }

@@ -13,7 +13,8 @@ const std::vector<std::string> kPrecisions = {"fp32",     "bf16",       "fp16", 
                                               "amp_fp16", "mixed_bf16", "mixed_fp16"};
 const std::vector<std::string> kGradDtypes = {"default", "fp32", "bf16", "fp16"};
 const std::vector<std::string> kGradients = {"default", "created_in_backward", "persistent"};
-const std::vector<std::string> kOptimizers = {"adamw", "sgd", "sgd_momentum", "none"};
+const std::vector<std::string> kOptimizers = {"adamw",     "sgd",  "sgd_momentum", "none",
+                                               "adafactor", "muon", "adamw8bit"};
 const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
 const std::vector<std::string> kLrSchedules = {"constant", "linear", "cosine"};
 const std::vector<std::string> kHeads = {"default", "lm", "mlm", "pooling", "classification"};

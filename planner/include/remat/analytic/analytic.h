@@ -49,7 +49,10 @@ int64_t TrainableParameterCount(const ModelConfig& config);
 
 // Model-state bytes per trained parameter for a precision convention
 // (precision.h), gradient dtype and optimizer. Master weights (mixed_*)
-// count as optimizer state.
+// count as optimizer state. For adafactor, muon and adamw8bit, whose state
+// depends on each tensor's shape and size, `optimizer` is a matrix's bulk
+// (adafactor none, muon one moment, adamw8bit two bytes); the profile
+// counts their state tensor by tensor.
 struct BytesPerParameter {
   int weights = 0;
   int gradients = 0;

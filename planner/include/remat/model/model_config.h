@@ -86,11 +86,21 @@ enum class Gradients {
   kPersistent,
 };
 
+// The state each keeps, by parameter tensor: optimizer_state.h.
 enum class Optimizer {
   kAdamW,        // two moment buffers per parameter
   kSgd,          // plain SGD (PyTorch default momentum=0): no state
   kSgdMomentum,  // one momentum buffer per parameter
   kNone,         // inference-style step: no optimizer state
+  // torch.optim.Adafactor: a factored second moment (a row and a column
+  // vector) of each matrix, a full one of each vector, no first moment.
+  kAdafactor,
+  // torch.optim.Muon on the 2-D parameters (one momentum buffer each),
+  // torch.optim.AdamW on the others (Muon takes matrices only).
+  kMuon,
+  // bitsandbytes' AdamW8bit: both moments in 8 bits with an fp32 scale per
+  // 256 elements; fp32 moments for a tensor under 4,096 elements.
+  kAdamW8bit,
 };
 
 // The learning rate over the updates, as transformers' schedulers: a linear
