@@ -154,6 +154,13 @@ class Export(unittest.TestCase):
                 self.assertEqual(args.gradient_accumulation_steps, accumulation)
         fields = json.loads(remat.plan(GPT2, budget="24GB", precision="fp32").export("hf"))
         self.assertTrue(fields.get("bf16") is None and fields.get("fp16") is None)
+        self.assertNotIn("optim", fields)
+        # bitsandbytes' 8-bit AdamW, as planned.
+        fields = json.loads(remat.plan(GPT2, budget="24GB", optimizer="adamw8bit").export("hf"))
+        self.assertEqual(fields["optim"], "adamw_bnb_8bit")
+        with tempfile.TemporaryDirectory() as tmp:
+            args = transformers.TrainingArguments(output_dir=tmp, use_cpu=True, **fields)
+            self.assertEqual(args.optim, transformers.training_args.OptimizerNames.ADAMW_BNB)
 
     @needs.modules("deepspeed")
     def test_deepspeed_config_is_accepted(self):

@@ -77,6 +77,13 @@ std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext&
   j["gradient_checkpointing"] = on;
   if (on) j["gradient_checkpointing_kwargs"] = {{"use_reentrant", false}};
   if (MixedPrecision(ctx)) j[HalfOf(ctx) == Half::kBf16 ? "bf16" : "fp16"] = true;
+  // bitsandbytes' AdamW with 8-bit block-wise state, as --optimizer
+  // adamw8bit plans it (docs/optimizers.md). transformers names no
+  // torch.optim.Adafactor or Muon (its "adafactor" is its own, with fp32
+  // state for 16-bit weights): those go to Trainer(optimizers=...).
+  if (ctx.has_config && ctx.config.optimizer == Optimizer::kAdamW8bit) {
+    j["optim"] = "adamw_bnb_8bit";
+  }
   if (e.loss_chunks > 0) {
     // Liger-Kernel's fused linear cross-entropy alone: its other kernels
     // (RoPE, RMSNorm, SwiGLU/GeGLU, LayerNorm, cross-entropy) change what the
