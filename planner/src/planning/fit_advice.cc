@@ -158,7 +158,8 @@ int64_t LowestPeak(const PlanSet& s) {
 
 std::string Fits(const std::string& what, const Plan& plan) {
   return what + " fits (" + ToString(plan.strategy) + ", peak " +
-         FormatBytes(plan.predicted.peak_bytes) + ")";
+         FormatBytes(plan.predicted.peak_bytes) + ", " + FormatMillis(plan.predicted.step_ms) +
+         " per step)";
 }
 
 // What shrinks the model state enough to fit, each planned at the job's
@@ -203,7 +204,10 @@ std::string StateAdvice(const Job& job, const Alternatives& options) {
           std::to_string(job_config.lora_rank > 0 ? job_config.lora_rank : kAdviceRank);
       if (plan) add(Fits("QLoRA (nf4 base weights, lora_rank " + rank + ")", *plan));
     }
-    for (Optimizer o : {Optimizer::kSgdMomentum, Optimizer::kSgd}) {
+    // Smaller state first: 8-bit moments, Adafactor's factored one, Muon's
+    // one moment of each matrix (docs/optimizers.md), then SGD's.
+    for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kAdafactor, Optimizer::kMuon,
+                        Optimizer::kSgdMomentum, Optimizer::kSgd}) {
       if (o == job_config.optimizer) continue;
       std::optional<Plan> plan =
           FittingPlanWith(job, options, [&](ModelConfig* c) { c->optimizer = o; });

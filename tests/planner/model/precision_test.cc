@@ -156,6 +156,19 @@ TEST(FitAdvice, NamesWhatWouldFitNeverWhatIsSet) {
   EXPECT_EQ(b.message.find("16-bit"), std::string::npos) << b.message;
   EXPECT_NE(b.message.find("shard"), std::string::npos) << b.message;
 
+  // Each optimizer with smaller state, with its peak and step time: 8-bit
+  // AdamW (2 B/param of moments against 8), Adafactor, Muon; never the
+  // job's own.
+  for (const char* o : {"adamw8bit", "adafactor", "muon"}) {
+    const std::string fits = std::string("optimizer ") + o + " fits (";
+    const size_t at = a.message.find(fits);
+    ASSERT_NE(at, std::string::npos) << a.message;
+    const std::string said = a.message.substr(at, a.message.find(')', at) - at);
+    EXPECT_NE(said.find(", peak "), std::string::npos) << said;
+    EXPECT_NE(said.find(" per step"), std::string::npos) << said;
+  }
+  EXPECT_EQ(a.message.find("optimizer adamw "), std::string::npos) << a.message;
+
   // mixed_bf16 with fp32 gradients (18 B/param): 16-bit gradients (16 B) fit.
   const FitAdvice m = AdviceFor("mixed_bf16", 0.999);
   EXPECT_NE(m.message.find("grad_dtype bf16 fits ("), std::string::npos) << m.message;
