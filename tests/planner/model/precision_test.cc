@@ -156,18 +156,21 @@ TEST(FitAdvice, NamesWhatWouldFitNeverWhatIsSet) {
   EXPECT_EQ(b.message.find("16-bit"), std::string::npos) << b.message;
   EXPECT_NE(b.message.find("shard"), std::string::npos) << b.message;
 
-  // Each optimizer with smaller state, with its peak and step time: 8-bit
-  // AdamW (2 B/param of moments against 8), Adafactor, Muon; never the
-  // job's own.
-  for (const char* o : {"adamw8bit", "adafactor", "muon"}) {
-    const std::string fits = std::string("optimizer ") + o + " fits (";
-    const size_t at = a.message.find(fits);
-    ASSERT_NE(at, std::string::npos) << a.message;
-    const std::string said = a.message.substr(at, a.message.find(')', at) - at);
-    EXPECT_NE(said.find(", peak "), std::string::npos) << said;
-    EXPECT_NE(said.find(" per step"), std::string::npos) << said;
-  }
+  // An optimizer with smaller state, with its peak and step time, never
+  // the job's own: Adafactor's factored moment (next to no state) here,
+  // and 8-bit AdamW's (2 B/param of moments against 8) at a looser budget.
+  auto names = [](const FitAdvice& f, const std::string& optimizer) {
+    const std::string fits = "optimizer " + optimizer + " fits (";
+    const size_t at = f.message.find(fits);
+    if (at == std::string::npos) return false;
+    const std::string said = f.message.substr(at, f.message.find(')', at) - at);
+    return said.find(", peak ") != std::string::npos &&
+           said.find(" per step") != std::string::npos;
+  };
+  EXPECT_TRUE(names(a, "adafactor")) << a.message;
   EXPECT_EQ(a.message.find("optimizer adamw "), std::string::npos) << a.message;
+  const FitAdvice loose = AdviceFor("amp_bf16", 1.2);
+  EXPECT_TRUE(names(loose, "adamw8bit")) << loose.message;
 
   // mixed_bf16 with fp32 gradients (18 B/param): 16-bit gradients (16 B) fit.
   const FitAdvice m = AdviceFor("mixed_bf16", 0.999);
