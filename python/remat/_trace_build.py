@@ -52,7 +52,8 @@ def hf_config(data, source="config.json"):
 
 
 _KINDS = (("ForCausalLM", "causal_lm"), ("LMHeadModel", "causal_lm"),
-          ("ForMaskedLM", "masked_lm"), ("Model", "base"))
+          ("ForConditionalGeneration", "causal_lm"), ("ForMaskedLM", "masked_lm"),
+          ("Model", "base"))
 
 
 def _refuse_encoder_decoder(config):
@@ -67,7 +68,8 @@ def _refuse_encoder_decoder(config):
 def model_class(config):
     """(class, kind) of the model a config.json means, as the planner reads
     it (planner/src/input/hf_config.cc): the class its "architectures"
-    names (...ForCausalLM: "causal_lm", ...ForMaskedLM: "masked_lm",
+    names (...ForCausalLM, ...ForConditionalGeneration: "causal_lm",
+    ...ForMaskedLM: "masked_lm",
     ...Model: "base"), or with no "architectures" the family's base model.
     A class name transformers does not have, or of another kind, is
     refused; so is an encoder-decoder: two chains of blocks."""
@@ -88,7 +90,8 @@ def model_class(config):
     kind = next((k for tail, k in _KINDS if isinstance(name, str) and name.endswith(tail)), None)
     if kind is None or not hasattr(transformers, name):
         raise InputError(f"remat.trace: field 'architectures': class {name!r}: expected a "
-                         f"...ForCausalLM, ...ForMaskedLM or ...Model class of transformers "
+                         f"...ForCausalLM, ...ForConditionalGeneration, ...ForMaskedLM or ...Model "
+                         f"class of transformers "
                          f"{transformers.__version__}", EXIT_BAD_INPUT)
     return getattr(transformers, name), kind
 

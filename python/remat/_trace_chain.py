@@ -72,15 +72,16 @@ def _structures(blocks):
     """Per block, what its forward's ops follow from besides its input: its
     class, its parameters' and buffers' shapes and dtypes, and its
     settings, less a layer number (an int setting that is the block's index
-    plus one constant in every block, which transformers' blocks read only
-    for a KV cache)."""
+    plus one constant in every block that has it: Qwen3-Next's linear- and
+    full-attention blocks each number theirs; transformers' blocks read it
+    only for a KV cache)."""
     settings = [_settings(b) for b in blocks]
     numbered = set()
-    if len(blocks) > 1:
-        for key, value in settings[0].items():
-            if type(value) is int and all(type(s.get(key)) is int and s[key] - k == value
-                                          for k, s in enumerate(settings)):
-                numbered.add(key)
+    for key in set().union(*settings):
+        held = [(k, s[key]) for k, s in enumerate(settings) if key in s]
+        if len(held) > 1 and all(type(v) is int for _, v in held) and \
+                len({v - k for k, v in held}) == 1:
+            numbered.add(key)
     structures = []
     for b, found in zip(blocks, settings):
         tensors = tuple((n, tuple(t.shape), t.dtype, t.requires_grad)
