@@ -21,12 +21,31 @@ def _is_block_list(module):
     return name.endswith("Layer") or name.endswith("Block")
 
 
+def _refuse_compiled_blocks(model):
+    """Raises InputError where the blocks were compiled one by one before
+    apply (a ModuleList of torch.compile's OptimizedModule wrappers, as
+    torchtitan registers them): the compiled wrappers would not run the
+    forwards apply sets."""
+    import torch
+
+    for path, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) and all(
+                type(m).__name__ == "OptimizedModule" for m in module):
+            inner = type(module[0]._orig_mod).__name__
+            raise InputError(
+                f"remat.apply: {path or 'the model'} holds blocks compiled before apply "
+                f"(torch.compile'd {inner}); call remat.apply(model, plan) first, then compile "
+                "each block (as torchtitan applies activation checkpointing before "
+                "torch.compile)", EXIT_BAD_INPUT)
+
+
 def find_blocks(model):
     """(path, ModuleList) of the model's transformer blocks, in the order the
     model runs them. Raises InputError when there is none, or more than one
     (an encoder-decoder, two towers): the plan's blocks must be one list."""
     found = [(path, m) for path, m in model.named_modules() if _is_block_list(m)]
     if not found:
+        _refuse_compiled_blocks(model)
         raise InputError(
             f"remat.apply: no transformer blocks in {type(model).__name__} (looked for one "
             "nn.ModuleList of ...Layer or ...Block modules, as in GPT-2, Llama, BERT)",

@@ -99,6 +99,7 @@ class Scopes:
     def __init__(self, block, parts, index):
         self.depth = {"mlp": 0, "norm": 0, "experts": 0}
         self.handles = []
+        self.types = {}  # the watched modules' classes -> their scope (compiled_policy)
         if "experts" in parts:
             experts = getattr(mlp_of(block), "experts", None)
             if experts is None:
@@ -121,11 +122,20 @@ class Scopes:
                 self._watch(norm, "norm")
 
     def _watch(self, module, scope):
+        from torch.compiler import is_compiling
+
+        self.types[type(module)] = scope
+
+        # Under torch.compile the scopes are the traced module stack
+        # (_TracedScopes): a count changed inside a compiled checkpoint
+        # would be a side effect dynamo refuses.
         def enter(*_):
-            self.depth[scope] += 1
+            if not is_compiling():
+                self.depth[scope] += 1
 
         def leave(*_):
-            self.depth[scope] -= 1
+            if not is_compiling():
+                self.depth[scope] -= 1
 
         self.handles.append(module.register_forward_pre_hook(enter))
         self.handles.append(module.register_forward_hook(leave, always_call=True))
@@ -478,20 +488,64 @@ def _skip_mode():
     return Skip()
 
 
+class _TracedScopes:
+    """Scopes of the op call torch.compile traces: the module stack dynamo
+    recorded for it (the fx node's nn_module_stack, which AOTAutograd
+    carries while it traces a checkpointed region), matched by the watched
+    modules' classes; module hooks do not run there."""
+
+    def __init__(self, scopes, stack):
+        self.depth = {"mlp": 0, "norm": 0, "experts": 0}
+        for value in stack.values():
+            scope = scopes.types.get(value[1] if isinstance(value, tuple) else None)
+            if scope is not None:
+                self.depth[scope] += 1
+
+
+def compiled_policy(parts, scopes):
+    """The SAC policy under torch.compile, where AOTAutograd traces the
+    checkpointed region once and its partitioner makes the recompute: the
+    option's ops and views PREFER_RECOMPUTE, a draw the option draws again
+    too (compile recomputes it only where its generator state is carried,
+    else it keeps it), every other op MUST_SAVE (the partitioner then saves
+    what the backward reads of it and recomputes none of it). No recorded
+    decisions: the traced calls are not eager's."""
+    import torch.fx.traceback as fx_traceback
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    def decide(ctx, func, *args, **kwargs):
+        stack = (fx_traceback.get_current_meta() or {}).get("nn_module_stack") or {}
+        kind = _classify(func, args, kwargs, parts, _TracedScopes(scopes, stack))
+        keep = kind in ("draw", "other")
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return decide
+
+
+def compiled_context_fn(parts, scopes):
+    """checkpoint's context_fn under torch.compile (compiled_policy); made
+    before compile traces it, as dynamo takes a context_fn defined outside
+    the region it compiles."""
+
+    def contexts():
+        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+        return create_selective_checkpoint_contexts(compiled_policy(parts, scopes),
+                                                    allow_cache_entry_mutation=True)
+
+    return contexts
+
+
 def context_fn(parts, scopes, decisions=None):
     """checkpoint's context_fn for the option: fresh counters per call; the
     recompute skips the calls record found unused (_skip_mode, entered
-    before SAC's mode so that SAC's call of the op reaches it), except
-    under torch.compile, which takes SAC's modes alone."""
+    before SAC's mode so that SAC's call of the op reaches it). Eager only:
+    under torch.compile, compiled_context_fn."""
     import contextlib
 
-    import torch
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
     def contexts():
-        if torch.compiler.is_compiling():
-            return create_selective_checkpoint_contexts(
-                policy(parts, scopes, decisions), allow_cache_entry_mutation=True)
         skip = _skip_mode()
         forward, recompute = create_selective_checkpoint_contexts(
             policy(parts, scopes, decisions, skip), allow_cache_entry_mutation=True)

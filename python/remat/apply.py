@@ -67,7 +67,7 @@ from ._blocks import find_blocks, find_embedding, find_final_norm, find_head
 from ._lm_head import ChunkedHead, find_causal_lm
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._segments import _nodes, plan_segments
-from ._selective import Scopes, context_fn, record
+from ._selective import Scopes, compiled_context_fn, context_fn, record
 from ._tail import Tail
 
 _STATE = "_remat_applied"
@@ -143,6 +143,7 @@ class _Selective:
     def __init__(self, original, index, parts, scopes):
         self.original, self.index, self.parts, self.scopes = original, index, parts, scopes
         self.records = {}
+        self.compiled = compiled_context_fn(parts, scopes)  # made outside what dynamo traces
 
     def __call__(self, hidden, args, kwargs, selective=True, forward=None):
         """The block's output, under a selective checkpoint (grad on); with
@@ -152,7 +153,8 @@ class _Selective:
         import torch
         from torch.utils.checkpoint import checkpoint
 
-        forward = forward or self.original
+        if forward is None:  # (not `or`: dynamo cannot branch on a function's truth)
+            forward = self.original
 
         def run(h):
             a, k = _with_hidden(args, kwargs, h)
@@ -160,6 +162,8 @@ class _Selective:
 
         if not selective:
             return checkpoint(run, hidden, use_reentrant=False)
+        if torch.compiler.is_compiling():  # traced once: no recording pass, the partitioner recomputes
+            return checkpoint(run, hidden, use_reentrant=False, context_fn=self.compiled)
         key = (tuple(hidden.shape), hidden.dtype, hidden.device, torch.is_autocast_enabled())
         if key not in self.records:
             self.records[key] = record(run, hidden, self.parts, self.scopes)
@@ -272,12 +276,17 @@ class _Segment:
         tensors until the recompute); later calls are recomputes, where it
         runs selectively. call: the embedding's (args, kwargs), where the
         children start at it (their input is then unused)."""
+        import torch
+
         calls = [0]
 
         past_blocks = self.past_blocks(children)
 
         def run(hidden):
-            calls[0] += 1
+            # Under torch.compile the region is traced once and the
+            # partitioner makes its recompute: no call counts as one.
+            if not torch.compiler.is_compiling():
+                calls[0] += 1
             if offload:
                 hidden = hidden.to(self.device)
             block, output = self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
