@@ -1,0 +1,239 @@
+"""What a compiled training step keeps, against eager, on CPU.
+
+Two tables, on the models of tests/python/remat_compile_test.py (a tiny
+Hugging Face Llama with GQA and a GPT-2: 4 blocks, hidden 64, vocabulary
+256, micro-batch 2 x 32 tokens, sdpa, fp32, dropout 0), under remat's
+plans none, uniform (every block checkpointed) and selective (the
+selective strategy's lowest peak: attention_core on every block), each
+applied with remat.apply:
+
+  peaks   the metered peak (remat's CPU meter) of one step (forward, loss,
+          backward; gradients created in the backward, the batch and the
+          weights included), eager and compiled whole (inductor, default
+          partitioner), the second of two steps (the first compiles);
+          one child process per cell: the meter is loaded before torch
+          allocates;
+  saved   per block, the bytes and the tensors the backward gets from the
+          forward, less the block's input and the weights (memory that
+          lives anyway): eager's saved tensors (autograd's saved-tensor
+          hooks, each storage once) and the compiled block's (each block
+          compiled as torchtitan compiles it, fullgraph, static shapes; the
+          forward graph's outputs that AOTAutograd's min-cut partitioner
+          hands the backward, less its inputs: the partition inductor
+          compiles).
+
+usage: PYTHONPATH=build/python:python .venv/bin/python bench/compile/kept.py [peaks|saved ...]
+  env: REMAT_METER_LIB (build/lib/libremat_cpu_meter.so), TORCHINDUCTOR_CACHE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MICRO_BATCH, SEQ_LEN = 2, 32
+MODELS = {
+    "llama": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64,
+                  intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+                  num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
+                  rms_norm_eps=1e-6, tie_word_embeddings=False),
+    "gpt2": dict(model_type="gpt2", architectures=["GPT2LMHeadModel"], n_embd=64, n_layer=4,
+                 n_head=4, vocab_size=256, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
+                 attn_pdrop=0.0, bos_token_id=0, eos_token_id=0),
+}
+BLOCKS = {"llama": "model.layers", "gpt2": "transformer.h"}
+PLANS = ("none", "uniform", "selective")
+
+
+def plan_for(name, plan_name, directory):
+    import remat
+
+    path = os.path.join(directory, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump(MODELS[name], f)
+    options = dict(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu",
+                   attention="sdpa", strategy=plan_name)
+    if plan_name == "selective":
+        lowest = remat.plan(path, budget="1B", **options).predicted_peak_bytes
+        return remat.plan(path, budget=f"{lowest}B", **options)
+    return remat.plan(path, budget="1GB", **options)
+
+
+def build(name):
+    import torch
+    import transformers
+
+    cfg = MODELS[name]
+    fields = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures")}
+    config = transformers.AutoConfig.for_model(cfg["model_type"], **fields)
+    config._attn_implementation = "sdpa"
+    config.use_cache = False
+    torch.manual_seed(0)
+    return getattr(transformers, cfg["architectures"][0])(config).train()
+
+
+def peak_cell(name, plan_name, mode):
+    """One cell in this process: the metered peak of the second step."""
+    import remat_measure
+
+    meter = remat_measure.load()
+    import remat
+    import torch
+
+    with tempfile.TemporaryDirectory() as directory:
+        plan = plan_for(name, plan_name, directory)
+    model = build(name)
+    remat.apply(model, plan)
+    run = torch.compile(model) if mode == "compiled" else model
+    ids = torch.randint(0, MODELS[name]["vocab_size"], (MICRO_BATCH, SEQ_LEN))
+
+    def step():
+        for p in model.parameters():
+            p.grad = None
+        run(input_ids=ids, labels=ids).loss.backward()
+
+    step()
+    m = remat_measure.measure(step, timeline=False, meter=meter)
+    return m.baseline_bytes + m.peak_bytes, plan.predicted_peak_bytes
+
+
+def peaks():
+    print("model  plan       eager peak B   compiled peak B   compiled/eager")
+    for name in MODELS:
+        for plan_name in PLANS:
+            row = {}
+            for mode in ("eager", "compiled"):
+                out = subprocess.run([sys.executable, __file__, "cell", name, plan_name, mode],
+                                     check=True, capture_output=True, text=True).stdout
+                row[mode] = json.loads(out.strip().splitlines()[-1])["peak"]
+            print(f"{name:6} {plan_name:10} {row['eager']:>13,} {row['compiled']:>17,}"
+                  f"   {row['compiled'] / row['eager']:.4f}", flush=True)
+
+
+def _base(node):
+    """The fx node whose memory `node`'s value lives in: through view ops
+    (outputs that alias their first argument) to the node that made it."""
+    while node.op == "call_function" and node.args and hasattr(node.target, "_schema"):
+        returns = node.target._schema.returns
+        if not (returns and returns[0].alias_info is not None
+                and not node.target._schema.is_mutable):
+            break
+        node = node.args[0]
+    return node
+
+
+def _storage_bytes(tensors):
+    seen = {}
+    for t in tensors:
+        s = t.untyped_storage()
+        seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+def saved():
+    import torch
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    import remat
+
+    for name in MODELS:
+        for plan_name in PLANS:
+            with tempfile.TemporaryDirectory() as directory:
+                plan = plan_for(name, plan_name, directory)
+            model = build(name)
+            ids = torch.randint(0, MODELS[name]["vocab_size"], (MICRO_BATCH, SEQ_LEN))
+            blocks = model.get_submodule(BLOCKS[name])
+            originals = list(blocks)
+            remat.apply(model, plan)
+            # Eager: what autograd saves while each block's forward runs.
+            eager = {i: [] for i in range(len(originals))}
+            current = [None]
+            handles = []
+            lives = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+            def enter(i):
+                def hook(_, args, kwargs):
+                    current[0] = i
+                    hidden = args[0] if args else kwargs.get("hidden_states")
+                    lives.add(hidden.untyped_storage().data_ptr())
+
+                return hook
+
+            for i, block in enumerate(originals):
+                handles.append(block.register_forward_pre_hook(enter(i), with_kwargs=True))
+                handles.append(block.register_forward_hook(
+                    lambda *_: current.__setitem__(0, None)))
+
+            def pack(t):
+                if (current[0] is not None and isinstance(t, torch.Tensor)
+                        and t.untyped_storage().data_ptr() not in lives):
+                    eager[current[0]].append(t)
+                return t
+
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            for h in handles:
+                h.remove()
+            # Compiled block by block: the partitioned backward's inputs
+            # that are not tangents are the forward's saved tensors.
+            compiled = {}
+
+            def backend_for(i):
+                def backend(gm, inputs):
+                    def partition(joint, joint_inputs, **kwargs):
+                        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+                        nodes = {n.name: n for n in fw.graph.nodes}
+                        kept, bases = [], set()
+                        for n in bw.graph.nodes:
+                            if (n.op != "placeholder" or n.name.startswith("tangents")
+                                    or not isinstance(n.meta.get("val"), torch.Tensor)):
+                                continue
+                            base = _base(nodes.get(n.name, n))
+                            if base.op == "placeholder" or base.name in bases:
+                                continue  # a view of an input or of a tensor already kept
+                            bases.add(base.name)
+                            v = base.meta["val"]
+                            kept.append((tuple(int(d) for d in v.shape),
+                                         int(v.numel()) * v.element_size()))
+                        compiled[i] = kept
+                        return fw, bw
+
+                    return aot_module_simplified(gm, inputs, fw_compiler=lambda g, _: g,
+                                                 bw_compiler=lambda g, _: g,
+                                                 partition_fn=partition)
+
+                return backend
+
+            torch._dynamo.reset()
+            torch._dynamo.config.automatic_dynamic_shapes = False
+            for i, block in enumerate(originals):
+                blocks.register_module(str(i), torch.compile(block, backend=backend_for(i),
+                                                             fullgraph=True))
+            model.zero_grad(set_to_none=True)
+            model(input_ids=ids, labels=ids).loss.backward()
+            for i, block in enumerate(originals):
+                blocks.register_module(str(i), block)
+            remat.unapply(model)
+            for i in range(len(originals)):
+                shapes = compiled.get(i, [])
+                print(f"{name:6} {plan_name:10} block{i}  eager saved {_storage_bytes(eager[i]):>9,} B"
+                      f" ({len(eager[i])} tensors)   compiled saved "
+                      f"{sum(b for _, b in shapes):>9,} B ({len(shapes)} tensors: "
+                      f"{', '.join('x'.join(map(str, s)) or 'scalar' for s, _ in shapes)})",
+                      flush=True)
+
+
+def main(argv):
+    if argv[:1] == ["cell"]:
+        peak, predicted = peak_cell(*argv[1:4])
+        print(json.dumps({"peak": peak, "predicted": predicted}))
+        return 0
+    for what in argv or ["peaks", "saved"]:
+        {"peaks": peaks, "saved": saved}[what]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
