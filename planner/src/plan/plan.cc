@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/json_fields.h"
+#include "remat/plan/plan_memo.h"
 
 namespace remat {
 
@@ -45,7 +46,7 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
         MemoryFractionCapBytes(conf.per_process_memory_fraction, budget_bytes);
   }
   REMAT_ASSIGN_OR_RETURN(TrainingStepReplay replay,
-                         ReplayTrainingSteps(profile, plan.schedule, conf, limit));
+                         plan_memo::Replayed(profile, plan.schedule, conf, limit));
   const int64_t allocated = plan.predicted.peak_bytes;
   const double margin = KnowsItsTensors(profile) ? kTensorReplayMargin : 0;
   // What the reserved peak may reach with its margin beside it.
@@ -57,7 +58,7 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
   if (over && !replay.summary.out_of_memory && allocated <= room && room > 0) {
     limit.driver_bytes = room;
     REMAT_ASSIGN_OR_RETURN(TrainingStepReplay capped,
-                           ReplayTrainingSteps(profile, plan.schedule, conf, limit));
+                           plan_memo::Replayed(profile, plan.schedule, conf, limit));
     if (!capped.summary.out_of_memory) {
       capped.summary.under_budget_limit = true;
       return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,
@@ -88,7 +89,7 @@ Result<Plan> MakePlanFromSchedule(const Profile& profile, Strategy strategy, std
   plan.strategy = strategy;
   plan.parameter = std::move(parameter);
   plan.budget_bytes = budget_bytes;
-  REMAT_ASSIGN_OR_RETURN(plan.predicted, Simulate(profile, schedule, nullptr, detail));
+  REMAT_ASSIGN_OR_RETURN(plan.predicted, plan_memo::Simulated(profile, schedule, detail));
   plan.memory = AccountDeviceMemory(plan.predicted.peak_bytes, plan.predicted.reserved_peak_bytes,
                                     plan.terms);
   plan.fits = Fits(profile, plan, budget_bytes);

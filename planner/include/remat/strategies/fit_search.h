@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 
 namespace remat {
@@ -44,8 +45,10 @@ namespace remat {
 // `profile` and `options` must outlive the FitSearch. Not thread-safe.
 class FitSearch {
  public:
+  // `profile` and `options` must outlive the search and not change while it
+  // lives (its plans and simulations are kept).
   FitSearch(const Profile& profile, const PlanOptions& options)
-      : profile_(profile), options_(options) {}
+      : profile_(profile), options_(options), memo_(profile) {}
   FitSearch(const FitSearch&) = delete;
   FitSearch& operator=(const FitSearch&) = delete;
 
@@ -76,6 +79,8 @@ class FitSearch {
   const PlanOptions& options_;
   std::map<Strategy, Plan> plans_;
   std::map<Strategy, Plan> least_;
+  // The simulations of profile_'s schedules, shared by every search here.
+  PlanMemo memo_;
 };
 
 // The strategies whose plans `s`'s family contains: every single-level
