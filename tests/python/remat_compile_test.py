@@ -165,36 +165,6 @@ class Compiled:
             self.assertLessEqual(breaks, type(self).plain_breaks,
                                  f"{plan_name}, compiled whole: graph breaks the model has not")
 
-    def test_none_whole(self):
-        self.check("none", "whole")
-
-    def test_none_blocks(self):
-        self.check("none", "blocks")
-
-    def test_uniform_whole(self):
-        self.check("uniform", "whole")
-
-    def test_uniform_blocks(self):
-        self.check("uniform", "blocks")
-
-    def test_segment_whole(self):
-        self.check("segment", "whole")
-
-    def test_segment_blocks(self):
-        self.check("segment", "blocks")
-
-    def test_selective_whole(self):
-        self.check("selective", "whole")
-
-    def test_selective_blocks(self):
-        self.check("selective", "blocks")
-
-    def test_optimal_whole(self):
-        self.check("optimal", "whole")
-
-    def test_optimal_blocks(self):
-        self.check("optimal", "blocks")
-
     def test_blocks_compiled_before_apply_are_refused(self):
         blocks = self.model.get_submodule(self.blocks_path)
         originals = list(blocks)
@@ -212,25 +182,42 @@ class Compiled:
         self.assertIn("call remat.apply(model, plan) first", message)
 
 
+def with_cases(cases):
+    """A test method per (plan, mode) of `cases`, or of every plan and mode
+    under REMAT_COMPILE_MATRIX=full."""
+    def add(cls):
+        plans = ["none", "uniform", "segment", "selective", "optimal"] + cls.extra_plans
+        chosen = ([(p, m) for p in plans for m in ("whole", "blocks")]
+                  if os.environ.get("REMAT_COMPILE_MATRIX") == "full" else cases)
+        for plan_name, mode in chosen:
+            setattr(cls, f"test_{plan_name}_{mode}",
+                    lambda self, p=plan_name, m=mode: self.check(p, m))
+        return cls
+    return add
+
+
+# CTest's cases: each construct compiled once, the two modes alternating
+# (a compile of these tiny models takes 20-50 s of one core here, most of it
+# dynamo and AOTAutograd); REMAT_COMPILE_MATRIX=full compiles every plan
+# both ways (26 cases).
 @needs.modules("torch", "transformers")
+@with_cases([("none", "whole"), ("uniform", "blocks"), ("segment", "whole"),
+             ("selective", "blocks"), ("optimal", "whole"), ("chunked", "blocks")])
 class Llama(Compiled, unittest.TestCase):
     config = LLAMA
     blocks_path = "model.layers"
-
     # The chunked loss: remat.apply carries it out on transformers causal LMs
     # whose loss is ForCausalLM's (GPT-2's head is refused, compiled or not).
-    def test_chunked_loss_whole(self):
-        self.check("chunked", "whole")
-
-    def test_chunked_loss_blocks(self):
-        self.check("chunked", "blocks")
+    extra_plans = ["chunked"]
 
 
 @needs.modules("torch", "transformers")
+@with_cases([("optimal", "blocks")])
 class GPT2(Compiled, unittest.TestCase):
     config = GPT2
     blocks_path = "transformer.h"
     reduction = max(256, MICRO_BATCH * SEQ_LEN, 4 * 64)
+    extra_plans = []
 
 
 if __name__ == "__main__":
