@@ -183,6 +183,14 @@ class Plan:
         return self.json["predicted"]["step_ms"]
 
     @property
+    def alternatives(self):
+        """When the model state alone does not fit: every combination of
+        levers that fits, fastest first, as dicts with changes, flags (the
+        options to add), gpus, full_fine_tuning, strategy, peak_bytes and
+        step_ms; [] otherwise (docs/levers.md)."""
+        return self.json.get("fit_advice", {}).get("alternatives", [])
+
+    @property
     def layers(self):
         """Per-layer decisions: dicts with index, name, kind, decision, ..."""
         return self.json["layers"]

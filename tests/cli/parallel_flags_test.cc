@@ -170,10 +170,17 @@ TEST(ParallelFlags, TextReportNamesTheWorstRanksTerms) {
   EXPECT_NE(c.out.find("reduce_scatter"), std::string::npos) << c.out;
 }
 
+// Among the combinations that fit (listed or not): the job as it is,
+// sharded by FSDP2 over more GPUs.
 TEST(ParallelFlags, NoFitAdviceNamesTheShardingThatFits) {
-  const Captured c = RunCli({"--budget", "80GB", "--quiet", kLlama8b});
+  const Captured c = RunCli({"--budget", "80GB", "--json", kLlama8b});
   EXPECT_EQ(c.code, 3) << c.err;
-  EXPECT_NE(c.err.find("fits with --fsdp full_shard on "), std::string::npos) << c.err;
+  const nlohmann::json alternatives = nlohmann::json::parse(c.out)["fit_advice"]["alternatives"];
+  const auto sharded = std::find_if(alternatives.begin(), alternatives.end(),
+                                    [](const nlohmann::json& a) { return a["changes"].empty(); });
+  ASSERT_NE(sharded, alternatives.end()) << c.err;
+  EXPECT_GT((*sharded)["gpus"].get<int>(), 1);
+  EXPECT_NE((*sharded)["flags"].get<std::string>().find(" --fsdp full_shard"), std::string::npos);
 }
 
 TEST(ParallelFlags, PlanFileKeepsTheParallelSettings) {

@@ -1,6 +1,10 @@
 // When nothing fits: the lowest peak reached, and the micro-batch that would
 // fit (keeping the global batch with gradient accumulation where it can).
 #include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 #include <optional>
 
 #include "remat/planning/planning.h"
@@ -36,22 +40,35 @@ std::optional<Job> WithChunkedLoss(const Job& job) {
 }
 
 // Auto's plans of `job` (its worst rank's, distributed), if every rank
-// fits; where they do not and the plan weighed the chunked loss, those of
-// the job with it.
-std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a) {
+// fits. Where the plan weighed the chunked loss, as RunPlanner weighs it at
+// one micro-batch (WeighChunkedLoss): those of the job with it where only
+// they fit, or where both fit and they recompute less. `chunks` (when
+// given) is set to the loss chunks the plans use beyond the job's (0: none).
+std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
+                                    int64_t* chunks = nullptr) {
+  if (chunks != nullptr) *chunks = 0;
   PlanOptions auto_options = a.options;
   auto_options.strategy = Strategy::kAuto;
   Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
   if (!ranks.ok()) return std::nullopt;
-  PlanSet s = WorstRankPlans(*ranks);
-  if (s.chosen.fits) return s;
-  if (!a.chunked_loss) return std::nullopt;
+  PlanSet plain = WorstRankPlans(*ranks);
+  const bool plain_fits = plain.chosen.fits;
+  std::optional<PlanSet> fitting;
+  if (plain_fits) fitting = std::move(plain);
+  if (!a.chunked_loss || (plain_fits && fitting->chosen.predicted.recompute_ms <= 0)) {
+    return fitting;
+  }
   const std::optional<Job> chunked = WithChunkedLoss(job);
-  if (!chunked) return std::nullopt;
+  if (!chunked) return fitting;
   ranks = PlanRanks(*chunked, auto_options);
-  if (!ranks.ok()) return std::nullopt;
-  s = WorstRankPlans(*ranks);
-  if (!s.chosen.fits) return std::nullopt;
+  if (!ranks.ok()) return fitting;
+  PlanSet s = WorstRankPlans(*ranks);
+  if (!s.chosen.fits) return fitting;
+  if (plain_fits &&
+      s.chosen.predicted.recompute_ms >= fitting->chosen.predicted.recompute_ms) {
+    return fitting;
+  }
+  if (chunks != nullptr) *chunks = chunked->config().loss_chunks;
   return s;
 }
 
@@ -66,33 +83,6 @@ std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const Alternatives
   Result<Job> other = WithMicroBatch(job, mb);
   if (!other.ok()) return std::nullopt;
   return FittingPlan(*other, options);
-}
-
-// The fewest data ranks (2, 4, 8) over which FSDP2's full_shard makes the
-// job fit, the tensor and pipeline degrees kept: "fits with --fsdp
-// full_shard on 2 GPUs (auto, peak ...)"; "" when none up to 8 does (or the
-// job shards over as many already); nullopt when the job cannot be
-// sharded so (a profile whose model state is divided already).
-std::optional<std::string> ShardingAdvice(const Job& job, const Alternatives& options) {
-  const Parallelism& now = job.parallel();
-  const bool sharded = now.data == DataParallel::kFsdp2 || now.data == DataParallel::kZero3;
-  for (int64_t data : {2, 4, 8}) {
-    if (sharded && now.reshard_after_forward && data <= now.data_ranks()) continue;
-    Parallelism p = now;
-    p.data = DataParallel::kFsdp2;
-    p.reshard_after_forward = true;
-    p.shard_group = 0;
-    p.gpus = data * now.tensor * now.pipeline;
-    Result<Job> other = WithParallel(job, p);
-    if (!other.ok()) return std::nullopt;
-    std::optional<Plan> plan = FittingPlan(*other, options);
-    if (plan) {
-      return "fits with --fsdp full_shard on " + std::to_string(p.gpus) + " GPUs (" +
-             ToString(plan->strategy) + ", peak " + FormatBytes(plan->memory.total_bytes) +
-             " per GPU)";
-    }
-  }
-  return "";
 }
 
 // Every tensor grows with the micro-batch, so whether a plan fits is
@@ -162,69 +152,261 @@ std::string Fits(const std::string& what, const Plan& plan) {
          " per step)";
 }
 
-// What shrinks the model state enough to fit, each planned at the job's
-// micro-batch: other precision conventions and optimizers, never the ones
-// the job already uses; sharding the model state over more GPUs last.
-std::string StateAdvice(const Job& job, const Alternatives& options) {
-  std::string text;
-  auto add = [&](const std::string& o) { text += (text.empty() ? "" : "; ") + o; };
+// One change of the job the advice weighs: what it is called, the planner
+// flags that make it, and what it does to the model config.
+struct Lever {
+  std::string name;   // "optimizer adafactor"
+  std::string flags;  // "--optimizer adafactor"
+  std::function<void(ModelConfig*)> change;
+};
+
+// A combination of levers (one of each kind at most) on `gpus` GPUs.
+struct Combination {
+  std::vector<const Lever*> levers;
+  bool full_fine_tuning = true;
+};
+
+// The levers of the precision convention the job could change to: its own
+// (none), 16-bit gradients and gradients created in the backward where the
+// job's mixed precision keeps fp32 or persistent ones, and pure bf16 where
+// the job keeps wider weights. Other conventions keep as many bytes a
+// parameter as these or more (precision.h).
+std::vector<std::vector<Lever>> PrecisionLevers(const ModelConfig& job_config) {
+  std::vector<std::vector<Lever>> out = {{}};
+  const bool mixed = job_config.precision == Precision::kMixedBf16 ||
+                     job_config.precision == Precision::kMixedFp16;
+  std::vector<Lever> mixed_levers;
+  if (mixed && GradientBytes(job_config.precision, job_config.grad_dtype) == 4) {
+    const GradDtype half =
+        job_config.precision == Precision::kMixedBf16 ? GradDtype::kBf16 : GradDtype::kFp16;
+    mixed_levers.push_back({std::string("grad_dtype ") + ToString(half),
+                            std::string("--grad-dtype ") + ToString(half),
+                            [half](ModelConfig* c) { c->grad_dtype = half; }});
+  }
+  if (GradientsOf(job_config) == Gradients::kPersistent) {
+    mixed_levers.push_back({"gradients created_in_backward", "--gradients created_in_backward",
+                            [](ModelConfig* c) { c->gradients = Gradients::kCreatedInBackward; }});
+  }
+  for (const Lever& l : mixed_levers) out.push_back({l});
+  if (mixed_levers.size() == 2) out.push_back(mixed_levers);
+  if (job_config.precision != Precision::kBf16 && job_config.precision != Precision::kFp16) {
+    out.push_back({{"precision bf16", "--precision bf16", [](ModelConfig* c) {
+                      c->precision = Precision::kBf16;
+                      c->grad_dtype = GradDtype::kDefault;
+                      c->gradients = Gradients::kDefault;
+                    }}});
+  }
+  return out;
+}
+
+// The levers of what is trained and how it steps: the job's optimizer, the
+// ones with smaller state (8-bit moments, Adafactor's factored one, Muon's
+// one moment of each matrix: docs/optimizers.md), LoRA (rank 16 on q and v,
+// PEFT's default targets) and QLoRA (the blocks' weights in nf4 besides).
+// Each with whether it still trains every weight. SGD is left out: its
+// state is Adafactor's (none) or Muon's (one moment), and it is not how
+// these models are fine-tuned.
+std::vector<std::pair<std::vector<Lever>, bool>> TrainingLevers(const ModelConfig& job_config) {
+  std::vector<std::pair<std::vector<Lever>, bool>> out;
+  const bool full = job_config.lora_rank == 0;
+  out.push_back({{}, full});
+  for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kAdafactor, Optimizer::kMuon}) {
+    if (o == job_config.optimizer) continue;
+    out.push_back({{{std::string("optimizer ") + ToString(o),
+                     std::string("--optimizer ") + ToString(o),
+                     [o](ModelConfig* c) { c->optimizer = o; }}},
+                   full});
+  }
+  constexpr int64_t kAdviceRank = 16;
+  if (full) {
+    out.push_back({{{"LoRA (lora_rank 16 on q,v)", "--lora-rank 16",
+                     [](ModelConfig* c) { c->lora_rank = kAdviceRank; }}},
+                   false});
+  }
+  if (job_config.quantization == Quantization::kNone) {
+    const std::string rank = std::to_string(full ? kAdviceRank : job_config.lora_rank);
+    out.push_back({{{"QLoRA (nf4 base weights, lora_rank " + rank + ")",
+                     (full ? "--lora-rank 16 " : "") + std::string("--quantization nf4"),
+                     [](ModelConfig* c) {
+                       if (c->lora_rank == 0) c->lora_rank = kAdviceRank;
+                       c->quantization = Quantization::kNf4;
+                     }}},
+                   false});
+  }
+  return out;
+}
+
+// `job` with its model changed by `levers` and its model state sharded by
+// FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
+// nullopt where that job is not valid or its model state alone exceeds the
+// budget (nothing to plan).
+std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& levers, int64_t data,
+                           const Alternatives& options) {
+  Job changed = job;
   if (job.has_config()) {
-    const ModelConfig& job_config = job.config();
-    for (const PrecisionConvention& p : PrecisionConventions()) {
-      if (p.precision == job_config.precision) continue;
-      std::optional<Plan> plan = FittingPlanWith(job, options, [&](ModelConfig* c) {
-        c->precision = p.precision;
-        c->grad_dtype = GradDtype::kDefault;
-      });
-      if (plan) add(Fits(std::string("precision ") + ToString(p.precision), *plan));
-    }
-    const bool mixed = job_config.precision == Precision::kMixedBf16 ||
-                       job_config.precision == Precision::kMixedFp16;
-    if (mixed && GradientBytes(job_config.precision, job_config.grad_dtype) == 4) {
-      const GradDtype half =
-          job_config.precision == Precision::kMixedBf16 ? GradDtype::kBf16 : GradDtype::kFp16;
-      std::optional<Plan> plan =
-          FittingPlanWith(job, options, [&](ModelConfig* c) { c->grad_dtype = half; });
-      if (plan) add(Fits(std::string("grad_dtype ") + ToString(half), *plan));
-    }
-    // LoRA trains adapters only (rank 16 on q and v, PEFT's default
-    // targets); QLoRA also stores the blocks' weights in nf4.
-    constexpr int64_t kAdviceRank = 16;
-    if (job_config.lora_rank == 0) {
-      std::optional<Plan> plan =
-          FittingPlanWith(job, options, [&](ModelConfig* c) { c->lora_rank = kAdviceRank; });
-      if (plan) add(Fits("LoRA (lora_rank 16 on q,v)", *plan));
-    }
-    if (job_config.quantization == Quantization::kNone) {
-      std::optional<Plan> plan = FittingPlanWith(job, options, [&](ModelConfig* c) {
-        if (c->lora_rank == 0) c->lora_rank = kAdviceRank;
-        c->quantization = Quantization::kNf4;
-      });
-      const std::string rank =
-          std::to_string(job_config.lora_rank > 0 ? job_config.lora_rank : kAdviceRank);
-      if (plan) add(Fits("QLoRA (nf4 base weights, lora_rank " + rank + ")", *plan));
-    }
-    // Smaller state first: 8-bit moments, Adafactor's factored one, Muon's
-    // one moment of each matrix (docs/optimizers.md), then SGD's.
-    for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kAdafactor, Optimizer::kMuon,
-                        Optimizer::kSgdMomentum, Optimizer::kSgd}) {
-      if (o == job_config.optimizer) continue;
-      std::optional<Plan> plan =
-          FittingPlanWith(job, options, [&](ModelConfig* c) { c->optimizer = o; });
-      if (plan) add(Fits(std::string("optimizer ") + ToString(o), *plan));
+    for (const Lever* l : levers) l->change(&changed.model);
+    if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
+  }
+  Parallelism p = job.parallel();
+  if (data > 1) {
+    p.data = DataParallel::kFsdp2;
+    p.reshard_after_forward = true;
+    p.shard_group = 0;
+    p.gpus = data * p.tensor * p.pipeline;
+  }
+  // The profile (and a distributed job's ranks) made again; --host-link kept.
+  Result<Job> other = WithParallel(changed, p);
+  if (!other.ok() || other->profile.model_state_bytes() >= options.options.budget_bytes) {
+    return std::nullopt;
+  }
+  return *std::move(other);
+}
+
+// The data-rank counts the advice shards over besides the job's own
+// (FSDP2 full_shard on 2, 4, 8, the tensor and pipeline degrees kept):
+// never as many as a job that shards its state so already.
+std::vector<int64_t> ShardingDegrees(const Job& job) {
+  const Parallelism& now = job.parallel();
+  const bool sharded = now.data == DataParallel::kFsdp2 || now.data == DataParallel::kZero3;
+  std::vector<int64_t> out = {1};
+  for (int64_t data : {2, 4, 8}) {
+    if (sharded && now.reshard_after_forward && data <= now.data_ranks()) continue;
+    out.push_back(data);
+  }
+  return out;
+}
+
+// Listed alternatives at most; the others are counted.
+constexpr size_t kListedAlternatives = 5;
+// A simpler combination is as fast as another within 1% of its step time
+// (an optimizer's step over LoRA's adapters, say, is a fraction of a
+// millisecond): the other is left out.
+constexpr double kAsFast = 1.01;
+
+// Whether `a`'s changes are a strict subset of `b`'s (the same GPUs or
+// fewer counting as a subset of more).
+bool Simpler(const FitAlternative& a, const FitAlternative& b) {
+  if (a.gpus > b.gpus || a.changes.size() > b.changes.size()) return false;
+  for (const std::string& c : a.changes) {
+    if (std::find(b.changes.begin(), b.changes.end(), c) == b.changes.end()) return false;
+  }
+  return a.changes.size() < b.changes.size() || a.gpus < b.gpus;
+}
+
+std::string Describe(const FitAlternative& a) {
+  std::string what;
+  for (const std::string& c : a.changes) what += (what.empty() ? "" : " + ") + c;
+  if (a.gpus > 1) {
+    what += (what.empty() ? "the job" : "") + std::string(" on ") + std::to_string(a.gpus) +
+            " GPUs (FSDP2 full_shard)";
+  }
+  return what + " fits (" + ToString(a.plan.strategy) + ", peak " +
+         FormatBytes(a.plan.predicted.peak_bytes) + (a.gpus > 1 ? " per GPU, " : ", ") +
+         FormatMillis(a.plan.predicted.step_ms) + " per step: " + a.flags + ")";
+}
+
+// Every combination of the levers the planner models (precision, gradient
+// convention, optimizer, LoRA, QLoRA, the chunked loss auto weighs, FSDP2
+// sharding over 2 to 8 GPUs) that fits, each planned by auto at the job's
+// micro-batch; fastest first, a combination left out where a simpler one
+// (a subset of its changes, on as many GPUs or fewer) fits as fast
+// (kAsFast). The candidates are
+// bounded: one lever of each kind, and each combination planned on the
+// fewest GPUs that fit it (more GPUs only shard further).
+std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternatives& options) {
+  std::vector<std::vector<Lever>> precisions = {{}};
+  std::vector<std::pair<std::vector<Lever>, bool>> trainings = {{{}, true}};
+  if (job.has_config()) {
+    precisions = PrecisionLevers(job.config());
+    trainings = TrainingLevers(job.config());
+  }
+  const std::vector<int64_t> degrees = ShardingDegrees(job);
+  std::vector<FitAlternative> fitting;
+  for (const std::vector<Lever>& precision : precisions) {
+    for (const auto& [training, full] : trainings) {
+      std::vector<const Lever*> levers;
+      for (const Lever& l : precision) levers.push_back(&l);
+      for (const Lever& l : training) levers.push_back(&l);
+      for (int64_t data : degrees) {
+        if (levers.empty() && data == 1) continue;  // the job itself
+        const std::optional<Job> changed = Changed(job, levers, data, options);
+        if (!changed) continue;
+        int64_t chunks = 0;
+        std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
+        if (!plans) continue;
+        FitAlternative a;
+        for (const Lever* l : levers) {
+          a.changes.push_back(l->name);
+          a.flags += (a.flags.empty() ? "" : " ") + l->flags;
+        }
+        if (chunks > 0) {
+          a.changes.push_back("chunked loss");
+          a.flags += (a.flags.empty() ? "" : " ") + std::string("--chunked-loss ") +
+                     std::to_string(chunks);
+        }
+        a.gpus = changed->parallel().gpus;
+        if (data > 1) {
+          a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") +
+                     std::to_string(a.gpus) + " --fsdp full_shard";
+        }
+        a.full_fine_tuning = full;
+        a.plan = std::move(plans->chosen);
+        fitting.push_back(std::move(a));
+        break;  // more GPUs only shard further
+      }
     }
   }
-  const std::optional<std::string> sharding = ShardingAdvice(job, options);
-  if (sharding && !sharding->empty()) {
-    add(text.empty() ? *sharding : "or " + *sharding);
-  } else if (!job.has_config()) {
-    add(sharding ? "a profile's precision and optimizer are measured, and not even --fsdp "
-                   "full_shard on 8 GPUs fits"
-                 : "a profile's precision and optimizer are measured: shard the model state "
-                   "across more devices");
-  } else {
-    add(text.empty() ? "no other precision or optimizer fits, nor --fsdp full_shard on 8 GPUs"
-                     : "not even --fsdp full_shard on 8 GPUs fits as it is");
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const FitAlternative& a, const FitAlternative& b) {
+                     return a.plan.predicted.step_ms < b.plan.predicted.step_ms;
+                   });
+  std::vector<FitAlternative> kept;
+  for (const FitAlternative& a : fitting) {
+    const bool dominated =
+        std::any_of(fitting.begin(), fitting.end(), [&](const FitAlternative& simpler) {
+          return Simpler(simpler, a) &&
+                 simpler.plan.predicted.step_ms <= a.plan.predicted.step_ms * kAsFast;
+        });
+    if (!dominated) kept.push_back(a);
+  }
+  return kept;
+}
+
+// What shrinks the model state enough to fit (FittingAlternatives): the
+// fastest few, the fastest full fine-tuning among them where one fits.
+std::string StateAdvice(const Job& job, const Alternatives& options,
+                        std::vector<FitAlternative>* alternatives) {
+  *alternatives = FittingAlternatives(job, options);
+  std::vector<FitAlternative>& all = *alternatives;
+  if (all.empty()) {
+    if (!job.has_config()) {
+      return "a profile's precision and optimizer are measured, and not even --fsdp "
+             "full_shard on 8 GPUs fits";
+    }
+    return "no other precision, optimizer, LoRA or QLoRA fits, nor --fsdp full_shard on up "
+           "to 8 GPUs";
+  }
+  // The fastest full fine-tuning is listed where it is not among the
+  // fastest few (it takes the last place).
+  size_t listed = std::min(all.size(), kListedAlternatives);
+  const auto full = std::find_if(all.begin(), all.end(),
+                                 [](const FitAlternative& a) { return a.full_fine_tuning; });
+  if (full != all.end() && static_cast<size_t>(full - all.begin()) >= listed) {
+    std::rotate(all.begin() + static_cast<std::ptrdiff_t>(listed - 1), full, full + 1);
+  }
+  std::string text = "what fits, fastest first: ";
+  for (size_t i = 0; i < listed; ++i) {
+    all[i].listed = true;
+    text += (i == 0 ? "" : "; ") + Describe(all[i]);
+  }
+  if (all.size() > listed) {
+    text += "; and " + std::to_string(all.size() - listed) + " other combination" +
+            (all.size() - listed == 1 ? "" : "s");
+  }
+  if (job.has_config() && job.config().lora_rank == 0 &&
+      !std::any_of(all.begin(), all.end(),
+                   [](const FitAlternative& a) { return a.full_fine_tuning; })) {
+    text += "; no full fine-tuning fits on up to 8 GPUs";
   }
   return text;
 }
@@ -275,7 +457,8 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& pla
   const ModelConfig* c = job.has_config() ? &job.config() : nullptr;
   if (a.model_state_exceeds_budget) {
     a.message += "; the model state alone (parameters, gradients, optimizer) needs " +
-                 FormatBytes(a.model_state_bytes) + ": " + StateAdvice(job, options);
+                 FormatBytes(a.model_state_bytes) + "; " +
+                 StateAdvice(job, options, &a.alternatives);
     return a;
   }
   if (c != nullptr) a.message += ChunkedLossAdvice(job, options, a.lowest_peak_bytes);

@@ -200,6 +200,40 @@ nlohmann::ordered_json BatchSearchJson(const BatchSearch& search) {
   return j;
 }
 
+// Why no plan fits and what would: the message the text report ends with,
+// the micro-batches that fit, and the combinations of levers that fit
+// (fastest first; "listed": named in the message).
+nlohmann::ordered_json FitAdviceJson(const FitAdvice& a) {
+  nlohmann::ordered_json j;
+  j["message"] = a.message;
+  j["lowest_peak_bytes"] = a.lowest_peak_bytes;
+  j["lowest_peak_strategy"] = ToString(a.lowest_peak_strategy);
+  j["model_state_bytes"] = a.model_state_bytes;
+  j["model_state_exceeds_budget"] = a.model_state_exceeds_budget;
+  nlohmann::ordered_json batches = nlohmann::ordered_json::array();
+  for (const FitSuggestion& s : a.suggestions) {
+    batches.push_back({{"micro_batch", s.micro_batch},
+                       {"grad_accumulation", s.grad_accumulation},
+                       {"strategy", ToString(s.plan.strategy)},
+                       {"peak_bytes", s.plan.predicted.peak_bytes},
+                       {"step_ms", s.plan.predicted.step_ms}});
+  }
+  j["micro_batches"] = batches;
+  nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
+  for (const FitAlternative& alt : a.alternatives) {
+    alternatives.push_back({{"changes", alt.changes},
+                            {"flags", alt.flags},
+                            {"gpus", alt.gpus},
+                            {"full_fine_tuning", alt.full_fine_tuning},
+                            {"listed", alt.listed},
+                            {"strategy", ToString(alt.plan.strategy)},
+                            {"peak_bytes", alt.plan.predicted.peak_bytes},
+                            {"step_ms", alt.plan.predicted.step_ms}});
+  }
+  j["alternatives"] = alternatives;
+  return j;
+}
+
 }  // namespace
 
 std::string PlanToJson(const PlanSet& plans, const Profile& profile, const ReportContext& ctx) {
@@ -213,6 +247,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["micro_batch"] = profile.micro_batch;
   j["grad_accumulation"] = ctx.grad_accumulation;
   if (ctx.batch != nullptr) j["global_batch"] = BatchSearchJson(*ctx.batch);
+  if (ctx.advice != nullptr) j["fit_advice"] = FitAdviceJson(*ctx.advice);
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
                 {"trainable_parameters",

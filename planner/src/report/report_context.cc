@@ -23,7 +23,10 @@ ReportContext ReportContextOf(const Job& job, const PlanningResult& result) {
     ctx.worst_rank = result.worst_rank;
   }
   if (result.batch) ctx.batch = &*result.batch;
-  if (result.advice) ctx.note = "NO PLAN FITS: " + result.advice->message;
+  if (result.advice) {
+    ctx.note = "NO PLAN FITS: " + result.advice->message;
+    ctx.advice = &*result.advice;
+  }
   if (result.chunked_loss) ctx.note = result.chunked_loss->message;
   return ctx;
 }

@@ -94,6 +94,18 @@ struct FitSuggestion {
   Plan plan;
 };
 
+// Another way to make the job fit when its model state does not: a
+// combination of levers (precision, gradient convention, optimizer, LoRA,
+// QLoRA, the chunked loss, FSDP2 sharding), planned by auto.
+struct FitAlternative {
+  std::vector<std::string> changes;  // "precision bf16", "optimizer adafactor"
+  std::string flags;                 // the planner flags that make it
+  int64_t gpus = 1;                  // the GPUs it runs on
+  bool full_fine_tuning = true;      // every weight trained (no LoRA)
+  bool listed = false;               // named in FitAdvice::message
+  Plan plan;                         // auto's (a distributed job's worst rank's)
+};
+
 // Why nothing fits and what would.
 struct FitAdvice {
   int64_t budget_bytes = 0;
@@ -105,6 +117,10 @@ struct FitAdvice {
   // global batch with accumulation, if different; empty when none does or
   // the input is a profile.
   std::vector<FitSuggestion> suggestions;
+  // When the model state exceeds the budget: every combination that fits,
+  // fastest first (the listed ones first), none where a simpler one is as
+  // fast.
+  std::vector<FitAlternative> alternatives;
   std::string message;  // one line: all of the above, for people
 };
 

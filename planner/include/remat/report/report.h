@@ -20,6 +20,7 @@
 namespace remat {
 
 struct BatchSearch;  // remat/planning/planning.h
+struct FitAdvice;    // remat/planning/planning.h
 struct RankPlan;     // remat/planning/planning.h
 struct PlanningResult;  // remat/planning/planning.h
 
@@ -37,6 +38,9 @@ struct ReportContext {
   std::string note;  // extra line (e.g. a suggestion), may be empty
   // --global-batch: the table weighed, written to plan.json; null otherwise.
   const BatchSearch* batch = nullptr;
+  // When no plan fits: why, and what would (plan.json "fit_advice"); null
+  // otherwise.
+  const FitAdvice* advice = nullptr;
   // The ranks the job runs on (distributed() false: one GPU).
   Parallelism parallel;
   // A distributed job's planned ranks (PlanningResult::ranks) and the one

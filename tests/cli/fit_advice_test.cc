@@ -1,0 +1,91 @@
+// The fit advice over every lever, as a user meets it: Llama-3-8B at
+// micro-batch 1 x 2048 on a 24 GB RTX 4090, whose model state alone (amp
+// bf16 AdamW, 16 B a parameter) is five times the card.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace remat::cli {
+namespace {
+
+const char kLlama8b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3-8b.config.json";
+
+std::vector<std::string> Job8bOn4090(const std::string& flags = "") {
+  std::vector<std::string> args = {"--budget", "24GB", "--device", "rtx4090", "--micro-batch",
+                                   "1", "--seq-len", "2048", "--json"};
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) args.push_back(w);
+  args.push_back(kLlama8b);
+  return args;
+}
+
+TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
+  const Captured c = RunCli(Job8bOn4090());
+  ASSERT_EQ(c.code, 3) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  ASSERT_TRUE(j.contains("fit_advice")) << c.out.substr(0, 400);
+  const nlohmann::json& advice = j["fit_advice"];
+  EXPECT_TRUE(advice["model_state_exceeds_budget"].get<bool>());
+  const nlohmann::json& alternatives = advice["alternatives"];
+  ASSERT_FALSE(alternatives.empty());
+  // The message is the one the command ends with.
+  EXPECT_NE(c.err.find(advice["message"].get<std::string>()), std::string::npos) << c.err;
+
+  // Listed first, each group fastest first; a full fine-tune among the
+  // listed (it fits sharded: the bf16 weights and gradients alone are
+  // 29.92 GiB).
+  bool listed_full = false;
+  int listed = 0;
+  for (size_t i = 0; i < alternatives.size(); ++i) {
+    const nlohmann::json& a = alternatives[i];
+    if (a["listed"].get<bool>()) {
+      ++listed;
+      EXPECT_EQ(listed, static_cast<int>(i) + 1) << "listed ones come first";
+      listed_full = listed_full || a["full_fine_tuning"].get<bool>();
+      EXPECT_NE(c.err.find(a["flags"].get<std::string>()), std::string::npos) << c.err;
+    }
+    if (i > 0 && alternatives[i - 1]["listed"] == a["listed"]) {
+      EXPECT_LE(alternatives[i - 1]["step_ms"].get<double>(), a["step_ms"].get<double>());
+    }
+  }
+  EXPECT_GE(listed, 1);
+  EXPECT_LE(listed, 5);
+  EXPECT_TRUE(listed_full) << advice["message"];
+  if (static_cast<size_t>(listed) < alternatives.size()) {
+    EXPECT_NE(c.err.find("and " + std::to_string(alternatives.size() - listed) + " other"),
+              std::string::npos)
+        << c.err;
+  }
+
+  // Each listed combination planned alone with its flags: it fits, with
+  // the peak and step time the advice said.
+  for (const nlohmann::json& a : alternatives) {
+    if (!a["listed"].get<bool>()) continue;
+    const std::string flags = a["flags"].get<std::string>();
+    const Captured alone = RunCli(Job8bOn4090(flags));
+    ASSERT_EQ(alone.code, 0) << flags << ": " << alone.err;
+    const nlohmann::json p = nlohmann::json::parse(alone.out);
+    EXPECT_TRUE(p["fits"].get<bool>()) << flags;
+    EXPECT_FALSE(p.contains("fit_advice")) << flags;
+    EXPECT_EQ(p["strategy"], a["strategy"]) << flags;
+    EXPECT_EQ(p["predicted"]["peak_bytes"], a["peak_bytes"]) << flags;
+    EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), a["step_ms"].get<double>())
+        << flags;
+  }
+}
+
+TEST(FitAdvice, AJobThatFitsGetsNone) {
+  const Captured c = RunCli(Job8bOn4090("--precision bf16 --lora-rank 16 --quantization nf4"));
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_FALSE(nlohmann::json::parse(c.out).contains("fit_advice"));
+  EXPECT_EQ(c.err.find("NO PLAN FITS"), std::string::npos) << c.err;
+  EXPECT_EQ(c.err.find("fits, fastest first"), std::string::npos) << c.err;
+}
+
+}  // namespace
+}  // namespace remat::cli
