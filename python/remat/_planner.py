@@ -186,8 +186,9 @@ class Plan:
     def alternatives(self):
         """When the model state alone does not fit: every combination of
         levers that fits, fastest first, as dicts with changes, flags (the
-        options to add), gpus, full_fine_tuning, strategy, peak_bytes and
-        step_ms; [] otherwise (docs/levers.md)."""
+        options to add), gpus, full_fine_tuning, listed, strategy,
+        peak_bytes, device_peak_bytes and step_ms; [] otherwise
+        (docs/levers.md)."""
         return self.json.get("fit_advice", {}).get("alternatives", [])
 
     @property

@@ -74,6 +74,8 @@ TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
     EXPECT_FALSE(p.contains("fit_advice")) << flags;
     EXPECT_EQ(p["strategy"], a["strategy"]) << flags;
     EXPECT_EQ(p["predicted"]["peak_bytes"], a["peak_bytes"]) << flags;
+    EXPECT_EQ(p["predicted"]["device_peak_bytes"], a["device_peak_bytes"]) << flags;
+    EXPECT_LE(a["device_peak_bytes"].get<int64_t>(), p["budget_bytes"].get<int64_t>()) << flags;
     EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), a["step_ms"].get<double>())
         << flags;
   }

@@ -77,6 +77,19 @@ class Plan(unittest.TestCase):
         self.assertEqual(plan.json, json.loads(out))
         self.assertEqual("planner: " + plan.message, err.strip())
 
+    def test_alternatives_are_what_the_command_plans_with_their_flags(self):
+        # Llama-3.2-1B's amp AdamW state (16 B a parameter) is above 8 GB.
+        plan = remat.plan(LLAMA, budget="8GB", seq_len=512)
+        self.assertFalse(plan.fits)
+        self.assertEqual(plan.alternatives, plan.json["fit_advice"]["alternatives"])
+        self.assertTrue(plan.alternatives)
+        fastest = plan.alternatives[0]
+        code, out, _ = command("--budget", "8GB", "--seq-len", "512", "--format", "json", "--quiet",
+                               *fastest["flags"].split(), LLAMA)
+        self.assertEqual(code, 0)
+        self.assertEqual(json.loads(out)["predicted"]["peak_bytes"], fastest["peak_bytes"])
+        self.assertEqual(remat.plan(LLAMA, budget="24GB", seq_len=512).alternatives, [])
+
     def test_parallel_options_plan_every_rank(self):
         plan = remat.plan(GPT2, budget="24GB", gpus=8, fsdp="full_shard", global_batch=256)
         self.assertEqual(plan.json["job"]["parallel"]["data"], "fsdp2")

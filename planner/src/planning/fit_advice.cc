@@ -300,8 +300,8 @@ std::string Describe(const FitAlternative& a) {
     what += (what.empty() ? "the job" : "") + std::string(" on ") + std::to_string(a.gpus) +
             " GPUs (FSDP2 full_shard)";
   }
-  return what + " fits (" + ToString(a.plan.strategy) + ", peak " +
-         FormatBytes(a.plan.predicted.peak_bytes) + (a.gpus > 1 ? " per GPU, " : ", ") +
+  return what + " fits (" + ToString(a.plan.strategy) + ", device peak " +
+         FormatBytes(a.plan.memory.total_bytes) + (a.gpus > 1 ? " per GPU, " : ", ") +
          FormatMillis(a.plan.predicted.step_ms) + " per step: " + a.flags + ")";
 }
 

@@ -228,6 +228,7 @@ nlohmann::ordered_json FitAdviceJson(const FitAdvice& a) {
                             {"listed", alt.listed},
                             {"strategy", ToString(alt.plan.strategy)},
                             {"peak_bytes", alt.plan.predicted.peak_bytes},
+                            {"device_peak_bytes", alt.plan.memory.total_bytes},
                             {"step_ms", alt.plan.predicted.step_ms}});
   }
   j["alternatives"] = alternatives;
