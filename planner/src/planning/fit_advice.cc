@@ -2,6 +2,8 @@
 // fit (keeping the global batch with gradient accumulation where it can).
 #include <algorithm>
 #include <functional>
+#include <future>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -239,7 +241,7 @@ std::vector<std::pair<std::vector<Lever>, bool>> TrainingLevers(const ModelConfi
 // `job` with its model changed by `levers` and its model state sharded by
 // FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
 // nullopt where that job is not valid or its model state alone exceeds the
-// budget (nothing to plan).
+// budget left for tensors (no plan of it fits: nothing to plan).
 std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& levers, int64_t data,
                            const Alternatives& options) {
   Job changed = job;
@@ -256,7 +258,9 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
   }
   // The profile (and a distributed job's ranks) made again; --host-link kept.
   Result<Job> other = WithParallel(changed, p);
-  if (!other.ok() || other->profile.model_state_bytes() >= options.options.budget_bytes) {
+  const PlanOptions& o = options.options;
+  if (!other.ok() ||
+      other->profile.model_state_bytes() >= TensorBudget(o.budget_bytes, o.device_memory)) {
     return std::nullopt;
   }
   return *std::move(other);
@@ -321,40 +325,56 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
     trainings = TrainingLevers(job.config());
   }
   const std::vector<int64_t> degrees = ShardingDegrees(job);
-  std::vector<FitAlternative> fitting;
+  // One combination on the fewest GPUs that fit it, if any.
+  auto plan_combination = [&](const std::vector<Lever>& precision, const std::vector<Lever>& training,
+                              bool full) -> std::optional<FitAlternative> {
+    std::vector<const Lever*> levers;
+    for (const Lever& l : precision) levers.push_back(&l);
+    for (const Lever& l : training) levers.push_back(&l);
+    for (int64_t data : degrees) {
+      if (levers.empty() && data == 1) continue;  // the job itself
+      const std::optional<Job> changed = Changed(job, levers, data, options);
+      if (!changed) continue;
+      int64_t chunks = 0;
+      std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
+      if (!plans) continue;
+      FitAlternative a;
+      for (const Lever* l : levers) {
+        a.changes.push_back(l->name);
+        a.flags += (a.flags.empty() ? "" : " ") + l->flags;
+      }
+      if (chunks > 0) {
+        a.changes.push_back("chunked loss");
+        a.flags += (a.flags.empty() ? "" : " ") + std::string("--chunked-loss ") +
+                   std::to_string(chunks);
+      }
+      a.gpus = changed->parallel().gpus;
+      if (data > 1) {
+        a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") +
+                   std::to_string(a.gpus) + " --fsdp full_shard";
+      }
+      a.full_fine_tuning = full;
+      a.plan = std::move(plans->chosen);
+      return a;  // more GPUs only shard further
+    }
+    return std::nullopt;
+  };
+  // The combinations are independent: each planned on a thread of its own
+  // where the machine has another core (as the solvers are), collected in
+  // their order.
+  const bool threads = std::thread::hardware_concurrency() > 1;
+  std::vector<std::future<std::optional<FitAlternative>>> planned;
   for (const std::vector<Lever>& precision : precisions) {
     for (const auto& [training, full] : trainings) {
-      std::vector<const Lever*> levers;
-      for (const Lever& l : precision) levers.push_back(&l);
-      for (const Lever& l : training) levers.push_back(&l);
-      for (int64_t data : degrees) {
-        if (levers.empty() && data == 1) continue;  // the job itself
-        const std::optional<Job> changed = Changed(job, levers, data, options);
-        if (!changed) continue;
-        int64_t chunks = 0;
-        std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
-        if (!plans) continue;
-        FitAlternative a;
-        for (const Lever* l : levers) {
-          a.changes.push_back(l->name);
-          a.flags += (a.flags.empty() ? "" : " ") + l->flags;
-        }
-        if (chunks > 0) {
-          a.changes.push_back("chunked loss");
-          a.flags += (a.flags.empty() ? "" : " ") + std::string("--chunked-loss ") +
-                     std::to_string(chunks);
-        }
-        a.gpus = changed->parallel().gpus;
-        if (data > 1) {
-          a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") +
-                     std::to_string(a.gpus) + " --fsdp full_shard";
-        }
-        a.full_fine_tuning = full;
-        a.plan = std::move(plans->chosen);
-        fitting.push_back(std::move(a));
-        break;  // more GPUs only shard further
-      }
+      planned.push_back(std::async(threads ? std::launch::async : std::launch::deferred,
+                                   plan_combination, std::cref(precision), std::cref(training),
+                                   full));
     }
+  }
+  std::vector<FitAlternative> fitting;
+  for (auto& f : planned) {
+    std::optional<FitAlternative> a = f.get();
+    if (a) fitting.push_back(*std::move(a));
   }
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const FitAlternative& a, const FitAlternative& b) {

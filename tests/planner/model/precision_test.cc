@@ -166,7 +166,7 @@ TEST(FitAdvice, NamesWhatWouldFitNeverWhatIsSet) {
     const size_t at = f.message.find(fits);
     if (at == std::string::npos) return false;
     const std::string said = f.message.substr(at, f.message.find(')', at) - at);
-    return said.find(", peak ") != std::string::npos &&
+    return said.find(", device peak ") != std::string::npos &&
            said.find(" per step") != std::string::npos;
   };
   EXPECT_TRUE(names(a, "adafactor")) << a.message;
