@@ -133,14 +133,6 @@ std::optional<PlanSet> FittingPlansWith(const Job& job, const Alternatives& opti
   return FittingPlans(*other, options);
 }
 
-// Auto's plan for the job's model changed by `change`, if one fits.
-template <typename Change>
-std::optional<Plan> FittingPlanWith(const Job& job, const Alternatives& options, Change change) {
-  std::optional<PlanSet> s = FittingPlansWith(job, options, change);
-  if (!s) return std::nullopt;
-  return std::move(s->chosen);
-}
-
 // The lowest peak of any strategy's plan in `s`.
 int64_t LowestPeak(const PlanSet& s) {
   int64_t lowest = s.chosen.memory.total_bytes;
