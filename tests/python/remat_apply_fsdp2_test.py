@@ -97,7 +97,14 @@ def rank_main(rank, workdir):
             grads["unapplied"] = {n: p.grad.full_tensor() for n, p in model.named_parameters()}
     if rank == 0:
         torch.save(grads, os.path.join(workdir, "grads.pt"))
+    print(f"rank {rank}: gradients taken", flush=True)
+    # Both ranks reach the end before either tears its Gloo pairs down:
+    # a rank that destroys the group while its peer still holds the
+    # connection open can abort in Gloo's teardown (std::terminate).
+    dist.barrier()
+    print(f"rank {rank}: barrier passed", flush=True)
     dist.destroy_process_group()
+    print(f"rank {rank}: group destroyed", flush=True)
 
 
 @needs.modules("torch", "transformers")
