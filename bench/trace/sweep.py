@@ -30,10 +30,11 @@ def default_config(model_type, path):
     from remat._trace_build import default_class
 
     config = transformers.AutoConfig.for_model(model_type)
-    try:  # its causal-LM (else masked-LM, else base) class, as a published config names it
+    try:  # its causal-LM (else masked-LM, else base; an encoder-decoder's
+        # sequence-to-sequence) class, as a published config names it
         config.architectures = [default_class(config).__name__]
     except remat.InputError:
-        pass  # an encoder-decoder: the trace refuses it in its own words
+        pass  # the trace refuses it in its own words
     config.save_pretrained(os.path.dirname(path))
     return path
 
@@ -73,7 +74,20 @@ def main():
                 p = json.load(f)
             plan = subprocess.run([planner, "--budget", "80GB", "--json", profile],
                                   capture_output=True, text=True)
-            if plan.returncode in (0, 3):
+            if "chains" in p:  # an encoder-decoder's graph profile (docs/graphs.md)
+                chains = [c["profile"] for c in p["chains"]]
+                p = {"trace": chains[0]["trace"], "layers": [l for c in chains for l in c["layers"]],
+                     "parameters": sum(c["parameters"] for c in chains)}
+                if plan.returncode in (0, 3):
+                    out = json.loads(plan.stdout)
+                    kept = [sum(d != "keep" for d in c["decisions"]) for c in out["chains"]]
+                    what = (f"graph of {len(kept)} chains, checkpointed "
+                            f"{' + '.join(map(str, kept))} layers, peak "
+                            f"{out['peak_bytes'] / 2**30:.2f} GiB"
+                            f"{'' if plan.returncode == 0 else ' (does not fit 80GB)'}")
+                else:
+                    what = "planner: " + (plan.stderr.strip().splitlines() or [""])[-1]
+            elif plan.returncode in (0, 3):
                 out = json.loads(plan.stdout)
                 what = (f"plans: {out['strategy']}, peak "
                         f"{out['predicted']['peak_bytes'] / 2**30:.2f} GiB"

@@ -27,8 +27,12 @@ Status ParetoCommand(const std::vector<std::string>& args, Environment& env);
 // The plan command on a graph profile (`text`, read from `path`); `flags`
 // are the plan command's, of which it takes --budget, --slots, --format
 // and -o.
+// traced: the graph is a trace of a config.json (traced_input.h), which
+// took the job flags the tracer takes (--micro-batch, --seq-len,
+// --precision, --device) in.
 Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
-                        const std::string& path, const std::string& text, Environment& env);
+                        const std::string& path, const std::string& text, Environment& env,
+                        bool traced = false);
 
 }  // namespace remat::cli
 

@@ -1,25 +1,34 @@
 // planner [plan] --budget SIZE GRAPH.json: a graph profile (several chains,
 // docs/graphs.md) planned as one step, per chain.
 #include <ostream>
+#include <iterator>
 #include <set>
 
 #include "commands.h"
+#include "traced_input.h"
 #include "remat/io/io.h"
 #include "remat/io/units.h"
 #include "remat/profile/graph_profile.h"
 #include "remat/report/graph_report.h"
 #include "remat/strategies/graph_plan.h"
+#include "remat/strategies/strategies.h"
 
 namespace remat::cli {
 
 Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
-                        const std::string& path, const std::string& text, Environment& env) {
-  static const std::set<std::string> kGraphFlags = {"budget", "slots", "format", "json",
-                                                    "o",      "quiet", "help"};
+                        const std::string& path, const std::string& text, Environment& env,
+                        bool traced) {
+  static const std::set<std::string> kGraphFlags = {"budget", "slots", "strategy", "every",
+                                                    "format", "json",  "o",        "quiet",
+                                                    "help"};
+  std::set<std::string> taken(kGraphFlags);
+  if (traced) taken.insert(std::begin(kTracedJobFlags), std::end(kTracedJobFlags));
   for (const FlagSpec& f : flags) {
-    if (args.Has(f.name) && kGraphFlags.count(f.name) == 0) {
+    if (args.Has(f.name) && taken.count(f.name) == 0) {
       return Status::Invalid("option --" + f.name + " applies to single chains; a graph profile (" +
-                             path + ") takes --budget, --slots, --format text|json and -o");
+                             path +
+                             ") takes --budget, --slots, --strategy none|uniform, --every, "
+                             "--format text|json and -o");
     }
   }
   REMAT_ASSIGN_OR_RETURN(const GraphProfile graph, ParseGraphProfile(text, path));
@@ -39,7 +48,36 @@ Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
   if (args.Has("json") && format != "json") {
     return Status::Invalid("--json is --format json; it contradicts --format " + format);
   }
-  REMAT_ASSIGN_OR_RETURN(const GraphPlanSet set, PlanGraph(graph, options));
+  REMAT_ASSIGN_OR_RETURN(GraphPlanSet set, PlanGraph(graph, options));
+  // --strategy none|uniform (--every K): every chain planned so, without a
+  // budget (uniform: every K-th block of each chain checkpointed), in place
+  // of the searched plan.
+  if (args.Has("strategy") || args.Has("every")) {
+    Strategy strategy = Strategy::kUniform;
+    if (args.Has("strategy")) {
+      REMAT_ASSIGN_OR_RETURN(strategy, ParseStrategy(args.Get("strategy")));
+    }
+    if (strategy != Strategy::kNone && strategy != Strategy::kUniform) {
+      return Status::Invalid("option --strategy: a graph profile takes none or uniform (every "
+                             "chain planned so), got '" +
+                             args.Get("strategy") + "'");
+    }
+    if (strategy == Strategy::kNone && args.Has("every")) {
+      return Status::Invalid("option --every applies to --strategy uniform");
+    }
+    PlanOptions o;
+    o.strategy = strategy;
+    REMAT_ASSIGN_OR_RETURN(const int64_t every, args.GetInt("every", 0, 1, 1 << 20));
+    o.every = static_cast<int>(every);
+    std::vector<Schedule> schedules;
+    for (const GraphChain& c : graph.chains) {
+      REMAT_ASSIGN_OR_RETURN(const PlanSet planned, MakePlan(c.profile, o));
+      schedules.push_back(planned.chosen.schedule);
+    }
+    REMAT_ASSIGN_OR_RETURN(set.chosen,
+                           MakeGraphPlan(graph, std::move(schedules), options.budget_bytes,
+                                         strategy));
+  }
   const std::string json = GraphPlanToJson(set, graph);
   if (args.Has("o")) REMAT_RETURN_IF_ERROR(WriteOutputFile(args.Get("o"), json));
   *env.out << (format == "json" && !args.Has("o") ? json : FormatGraphPlanText(set, graph, path));

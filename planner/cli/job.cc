@@ -3,6 +3,8 @@
 #include "host_link_flags.h"
 #include "parallel_flags.h"
 #include "traced_input.h"
+#include "remat/io/io.h"
+#include "remat/profile/graph_profile.h"
 
 namespace remat::cli {
 
@@ -151,6 +153,11 @@ Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
   REMAT_ASSIGN_OR_RETURN(JobOverrides overrides, ParseJobOverrides(args));
   REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
   if (traced) {  // the trace took the job's sizes, precision and device in
+    if (Result<std::string> text = ReadTextFile(*traced); text.ok() && IsGraphProfileText(*text)) {
+      return Status::Invalid(path + ": traces as a graph of chains (an encoder-decoder, " +
+                             *traced + "); planner plan plans it (docs/graphs.md), this command "
+                             "takes one chain");
+    }
     overrides.micro_batch.reset();
     overrides.seq_len.reset();
     overrides.precision.reset();

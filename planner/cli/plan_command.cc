@@ -17,6 +17,7 @@
 #include "remat/io/units.h"
 #include "remat/profile/graph_profile.h"
 #include "report_files.h"
+#include "traced_input.h"
 
 namespace remat::cli {
 namespace {
@@ -208,6 +209,15 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(const std::string path, InputPath(args, kUsage));
   if (Result<std::string> text = ReadTextFile(path); text.ok() && IsGraphProfileText(*text)) {
     return PlanGraphCommand(args, flags, path, *text, env);
+  }
+  // A config.json the tracer answers with a graph profile (an
+  // encoder-decoder, docs/trace.md) is planned as a graph; a single chain
+  // goes on below (LoadJobFromArgs reads the same cached trace).
+  REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
+  if (traced) {
+    if (Result<std::string> text = ReadTextFile(*traced); text.ok() && IsGraphProfileText(*text)) {
+      return PlanGraphCommand(args, flags, *traced, *text, env, /*traced=*/true);
+    }
   }
   PlanningRequest request;
   REMAT_ASSIGN_OR_RETURN(request.options, ParseOptions(args));

@@ -76,12 +76,15 @@ class _FromRest:
         return peak - before if self.mark is None else peak - self.mark
 
 
-def measure_layer(chain, meter, i, x, params, forward=None, backward=None):
+def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outside=()):
     """Layer i's LayerFigures on input x: a forward with grad, its backward
     (from no gradients of `params` but those other layers left), a forward
     without grad. forward/backward: context managers entered around the
     forward with grad and the backward (the tracer's op costs and
-    saved-tensor hooks)."""
+    saved-tensor hooks). outside: tensors of another chain the layer reads
+    (an encoder's output, for a decoder block's cross-attention): the
+    gradient the backward makes for them is the graph's, not the layer's
+    workspace (docs/graphs.md)."""
     import contextlib
 
     import torch
@@ -101,16 +104,22 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None):
     after = meter.current_bytes()
     f.kept = after - before
     f.forward_workspace = rest.rise(before) - f.kept
-    root = out if last else _through_ones(out)
+    # A chain's last layer ends in the loss, or hands its output on to
+    # another chain (chain.hand_on): that output gets a gradient as a
+    # block's does.
+    loss = last and getattr(chain, "hand_on", None) is None
+    root = out if loss else _through_ones(out)
     had = [p.grad is not None for p in params]
     # The output is the next layer's input, which a chain frees after that
     # layer's backward, before this one's, unless this layer saved it. The
     # planner has it gone at this backward (no layer's backward reads its
     # output, the loss's aside): what deleting it does not free (saved by
     # the layer) counts in the workspace.
-    live = meter.current_bytes() - (0 if last else storage_bytes(out))
+    live = meter.current_bytes() - (0 if loss else storage_bytes(out))
     with_grad = out.requires_grad
     del out, holder
+    for o in outside:
+        o.grad = None
     meter.reset_peak()
     t = time.perf_counter()
     with backward:
@@ -123,7 +132,9 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None):
             f.created.append(p)
     input_grad = x.grad if x is not None and x.requires_grad else None
     f.backward_workspace = (meter.peak_bytes() - live - storage_bytes(input_grad)
-                            - f.gradients)
+                            - f.gradients - sum(storage_bytes(o.grad) for o in outside))
+    for o in outside:
+        o.grad = None
     del root, input_grad
     if x is not None:
         x.grad = None
@@ -136,12 +147,13 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None):
     return f
 
 
-def shared_input_gradients(chain):
+def shared_input_gradients(chain, outside=()):
     """{layer index: bytes}: the tensors besides the hidden state that the
     prefix hands the blocks and that need a gradient (made from
     parameters, with grad), each at the last block given it: its backward
     creates the gradient that the blocks' backwards sum into, held to the
-    prefix's backward. Runs the prefix once with grad."""
+    prefix's backward. Runs the prefix once with grad. Tensors in
+    `outside` (another chain's output) are the graph's."""
     import torch
     from torch.utils._pytree import tree_flatten
 
@@ -160,7 +172,7 @@ def shared_input_gradients(chain):
         if not isinstance(leaf, torch.Tensor) or j >= len(with_grad):
             continue
         graded = with_grad[j]
-        if (leaf is x0 or id(leaf) in seen
+        if (leaf is x0 or id(leaf) in seen or any(leaf is o for o in outside)
                 or not isinstance(graded, torch.Tensor) or not graded.requires_grad):
             continue
         seen.add(id(leaf))

@@ -132,10 +132,13 @@ class _Chain:
     """The module cut at its blocks: run(i, x) runs layer i alone with grad
     on input x and returns (output tensor, what keeps it alive)."""
 
-    def __init__(self, module, inputs, blocks, loss_fn):
+    def __init__(self, module, inputs, blocks, loss_fn, hand_on=None):
         import torch
 
         self.module, self.inputs, self.blocks, self.loss_fn = module, inputs, blocks, loss_fn
+        # hand_on(output): the tensor the chain hands to another chain (an
+        # encoder's output), in place of a loss; the last layer ends there.
+        self.hand_on = hand_on
         self.on_rest = None  # called in _rest as the last block's output is handed on
         self.calls = [None] * len(blocks)   # (args, kwargs) each block was given
         self.outputs = [None] * len(blocks)  # each block's output, as returned
@@ -236,7 +239,8 @@ class _Chain:
         try:
             torch.set_grad_enabled(False)
             output = _call(self.module, self.inputs)
-            loss = _loss_of(output, self.inputs, self.loss_fn)
+            loss = (self.hand_on(output) if self.hand_on is not None
+                    else _loss_of(output, self.inputs, self.loss_fn))
         finally:
             torch.set_grad_enabled(grad_mode)
             for b, f in zip(self.blocks, saved):

@@ -81,11 +81,14 @@ def _optimizer_step(params, meter, roofline):
     return ms, workspace
 
 
-def _layers(chain, traces, owner, roofline, inputs, shared):
+def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None):
+    """The profile's layers. inputs: the batch (the prefix's input);
+    handed_on: the tensor a chain of a graph hands on (its last layer's
+    output), else the last layer's output is the loss."""
     from ._trace_meter import storage_bytes
 
     xs = chain.layer_inputs()
-    outputs = xs[1:] + [None]
+    outputs = xs[1:] + [handed_on]
     layers = []
     for i, (name, kind) in enumerate(chain.names_and_kinds()):
         tr = traces[i]
@@ -118,6 +121,28 @@ def _input_bytes(inputs):
     storages = {storage_key(t): storage_bytes(t) for t in tree_flatten(inputs)[0]
                 if isinstance(t, torch.Tensor)}
     return sum(storages.values())
+
+
+def _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance, started,
+                 micro_batch, seq_len):
+    """An encoder-decoder's graph profile (_trace_graph): each chain's
+    profile carries the trace's provenance."""
+    from ._trace_graph import GraphProfile, trace_encoder_decoder
+    from ._trace_meter import FakeMeter
+
+    meter = FakeMeter()
+    with fake_mode, meter, unpacked_positions():
+        chains, edges, traced = trace_encoder_decoder(
+            module, inputs, meter, roofline,
+            lambda params: _optimizer_step(params, meter, roofline))
+    about["traced_layers"] = traced
+    about["seconds"] = round(time.perf_counter() - started, 3)
+    for c in chains:
+        c["profile"].update({"source": "traced", "device": roofline.name,
+                             "micro_batch": micro_batch, "seq_len": seq_len,
+                             "provenance": provenance, "trace": about})
+    data = {"model": f"{name} (traced)", "chains": chains, "edges": edges}
+    return GraphProfile(data, about)
 
 
 def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,
@@ -161,7 +186,8 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         about["transformers_version"] = transformers.__version__
         module, kind = build_from_config(config, fake_mode, getattr(torch, DTYPES[precision]))
         config = module.config
-        seq_len = seq_len or getattr(config, "max_position_embeddings", None) or 512
+        seq_len = (seq_len or (kind == "seq2seq" and getattr(config, "max_target_positions", None))
+                   or getattr(config, "max_position_embeddings", None) or 512)
         inputs = example_batch(module, config, kind, micro_batch, seq_len, fake_mode)
         if kind == "base" and loss_fn is None:
             loss_fn = base_loss
@@ -179,6 +205,9 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     else:
         raise InputError(f"remat.trace: expected a config.json path, a config dict or an "
                          f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
+    if config is not None and kind == "seq2seq":
+        return _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance,
+                            started, micro_batch, seq_len)
     if blocks is None:
         try:
             _, blocks = find_blocks(module)

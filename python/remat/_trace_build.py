@@ -56,13 +56,21 @@ _KINDS = (("ForCausalLM", "causal_lm"), ("LMHeadModel", "causal_lm"),
           ("Model", "base"))
 
 
-def _refuse_encoder_decoder(config):
-    if getattr(config, "is_encoder_decoder", False):
-        # Its causal-LM class, where it has one, is the decoder alone.
-        raise InputError(f"remat.trace: model_type \"{config.model_type}\" is an encoder-decoder: "
-                         "its encoder and decoder are two chains of blocks, and remat plans one "
-                         "(trace one of them as a module: remat.trace(module, example_inputs))",
-                         EXIT_BAD_INPUT)
+def _seq2seq_class(config):
+    """An encoder-decoder's class (T5, BART: its sequence-to-sequence LM;
+    Whisper: its speech one); its causal-LM class, where it has one, is
+    the decoder alone."""
+    import transformers
+    from transformers.models.auto import modeling_auto as auto
+
+    for names in (auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+                  auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES):
+        name = names.get(config.model_type)
+        if name and hasattr(transformers, name):
+            return getattr(transformers, name)
+    raise InputError(f"remat.trace: model_type \"{config.model_type}\" is an encoder-decoder "
+                     "without a sequence-to-sequence class in transformers "
+                     f"{transformers.__version__}", EXIT_BAD_INPUT)
 
 
 def model_class(config):
@@ -72,12 +80,23 @@ def model_class(config):
     ...ForMaskedLM: "masked_lm",
     ...Model: "base"), or with no "architectures" the family's base model.
     A class name transformers does not have, or of another kind, is
-    refused; so is an encoder-decoder: two chains of blocks."""
+    refused. An encoder-decoder (two chains of blocks, traced as a graph:
+    _trace_graph) is "seq2seq": its ...ForConditionalGeneration class, with
+    no "architectures" its sequence-to-sequence class."""
     import transformers
     from transformers.models.auto import modeling_auto as auto
 
-    _refuse_encoder_decoder(config)
     names = getattr(config, "architectures", None)
+    if getattr(config, "is_encoder_decoder", False):
+        name = names[0] if names else None
+        if name and isinstance(name, str) and hasattr(transformers, name) and (
+                name.endswith("ForConditionalGeneration") or name.endswith("MTModel")):
+            return getattr(transformers, name), "seq2seq"
+        if name:
+            raise InputError(f"remat.trace: field 'architectures': class {name!r}: an "
+                             "encoder-decoder traces as its ...ForConditionalGeneration class of "
+                             f"transformers {transformers.__version__}", EXIT_BAD_INPUT)
+        return _seq2seq_class(config), "seq2seq"
     if not names:
         name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
         if isinstance(name, (tuple, list)):
@@ -104,7 +123,8 @@ def default_class(config):
     import transformers
     from transformers.models.auto import modeling_auto as auto
 
-    _refuse_encoder_decoder(config)
+    if getattr(config, "is_encoder_decoder", False):
+        return _seq2seq_class(config)
     for names in (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
                   auto.MODEL_MAPPING_NAMES):
         name = names.get(config.model_type)
@@ -187,8 +207,27 @@ def fake_in_place(module, fake_mode, device="cpu"):
 def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     """One micro-batch for the model's main input: images of the config's
     size for a vision model (pixel_values), else token ids (and labels, for
-    the LM classes)."""
+    the LM classes). An encoder-decoder's: `seq_len` tokens (a speech
+    model's encoder: the log-mel frames its config takes) for the encoder
+    and `seq_len` target tokens (labels) for the decoder."""
     import torch
+
+    if kind == "seq2seq":
+        if getattr(config, "decoder_start_token_id", None) is None:
+            # The labels shifted right are the decoder's input, from this token.
+            raise InputError(f"remat.trace: {config.model_type} config: field "
+                             "'decoder_start_token_id': missing (an encoder-decoder's decoder "
+                             "input starts with it)", EXIT_BAD_INPUT)
+        vocab = getattr(config, "vocab_size", None) or 2
+        with fake_mode:
+            labels = torch.randint(0, vocab, (micro_batch, seq_len))
+            if model.main_input_name == "input_features":
+                frames = 2 * config.max_source_positions  # two strided convolutions' input
+                source = torch.empty((micro_batch, config.num_mel_bins, frames),
+                                     dtype=next(model.parameters()).dtype)
+            else:
+                source = torch.randint(0, vocab, (micro_batch, seq_len))
+        return {model.main_input_name: source, "labels": labels}
 
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
         size = getattr(config, "image_size", 224)

@@ -115,7 +115,7 @@ def _like(value):
     return tree_map(lambda t: torch.empty_like(t) if isinstance(t, torch.Tensor) else t, value)
 
 
-def block_signatures(module, inputs, blocks, loss_fn):
+def block_signatures(module, inputs, blocks, loss_fn, hand_on=None):
     """Per block, what makes it one of a class: its structure (_structures)
     and its call's signature, recorded in one forward of the module without
     grad (the _Chain's). A block whose structure and call match an earlier
@@ -140,7 +140,7 @@ def block_signatures(module, inputs, blocks, loss_fn):
     for k, b in enumerate(blocks):
         b.forward = forward_of(k, b.forward)
     try:
-        chain = _Chain(module, inputs, blocks, loss_fn)
+        chain = _Chain(module, inputs, blocks, loss_fn, hand_on)
     finally:
         for b, f in zip(blocks, own):
             if f is None:
@@ -162,29 +162,37 @@ def _costs(meter, costs, hooks=None):
         meter.costs = None
 
 
-def measure_layer(chain, meter, i, x, params, param_keys):
+def measure_layer(chain, meter, i, x, params, param_keys, outside=()):
     """Layer i's LayerTrace (_layer_measure's figures, as remat.profile
     takes them), its op costs and saved bytes. Gradients the layer creates
     stay (a later layer's backward accumulates into a tied weight's, as in
-    a step)."""
+    a step). outside: another chain's tensors the layer reads (not its
+    own, as parameters are not)."""
     tr = LayerTrace()
-    saved = _Saved(param_keys | ({storage_key(x)} if x is not None else set()))
+    ignore = param_keys | {storage_key(o) for o in outside}
+    saved = _Saved(ignore | ({storage_key(x)} if x is not None else set()))
     f = _layer_measure.measure_layer(chain, meter, i, x, params,
                                      forward=_costs(meter, tr.forward_costs, saved.hooks()),
-                                     backward=_costs(meter, tr.backward_costs))
+                                     backward=_costs(meter, tr.backward_costs), outside=outside)
     tr.kept, tr.forward_workspace = f.kept, f.forward_workspace
     tr.backward_workspace, tr.gradients = f.backward_workspace, f.gradients
     tr.nograd_workspace, tr.saved = f.nograd_workspace, saved.bytes
     return tr
 
 
-def trace_layers(module, inputs, blocks, loss_fn, meter):
+def trace_layers(module, inputs, blocks, loss_fn, meter, hand_on=None, outside=(),
+                 keep_grads=False):
     """(chain, traces, classes, shared): the chain, one LayerTrace per
     layer (blocks of one class share their first one's), per layer the
     index of the layer whose trace it has, and the gradient bytes of
     tensors the prefix hands the blocks, by the layer that creates them
-    (_layer_measure.shared_input_gradients)."""
-    signatures, chain = block_signatures(module, inputs, blocks, loss_fn)
+    (_layer_measure.shared_input_gradients). For a chain of a graph
+    (_trace_graph): hand_on gives the output the chain hands on in place of
+    a loss, outside the other chains' tensors its layers read, and
+    keep_grads leaves the parameters' gradients for the chain traced next
+    (the one whose backward runs next: a tied embedding's gradient is
+    created once)."""
+    signatures, chain = block_signatures(module, inputs, blocks, loss_fn, hand_on)
     first = 1 if chain.has_prefix else 0
     n = len(chain.layer_inputs())
     owner = list(range(n))
@@ -197,8 +205,9 @@ def trace_layers(module, inputs, blocks, loss_fn, meter):
     traces = [None] * n
     for i in reversed(range(n)):
         if owner[i] == i:
-            traces[i] = measure_layer(chain, meter, i, xs[i], params, param_keys)
-    for p in params:
-        p.grad = None
-    shared = _layer_measure.shared_input_gradients(chain)
+            traces[i] = measure_layer(chain, meter, i, xs[i], params, param_keys, outside)
+    if not keep_grads:
+        for p in params:
+            p.grad = None
+    shared = _layer_measure.shared_input_gradients(chain, outside)
     return chain, [traces[owner[i]] for i in range(n)], owner, shared

@@ -47,7 +47,11 @@ def main(argv):
               f"{type(e).__name__}: {first}", file=sys.stderr)
         return EXIT_INTERNAL
     profile.save(args.output)
-    print(f"{args.output}: {len(profile.layers)} layers of {profile.json['model']} "
-          f"({profile.json['trace']['traced_layers']} traced), "
-          f"{profile.json['parameters']:,} parameters", file=sys.stderr)
+    chains = getattr(profile, "chains", None)  # an encoder-decoder's graph profile
+    about = profile.trace if chains else profile.json["trace"]
+    parameters = (sum(c["parameters"] for c in chains.values()) if chains
+                  else profile.json["parameters"])
+    graph = f" in {len(chains)} chains ({', '.join(chains)})" if chains else ""
+    print(f"{args.output}: {len(profile.layers)} layers{graph} of {profile.json['model']} "
+          f"({about['traced_layers']} traced), {parameters:,} parameters", file=sys.stderr)
     return 0

@@ -77,8 +77,35 @@ TEST(GraphPlanCommand, MalformedGraphsExitTwoWithOneLine) {
                      "layer 9 is not a layer of chain 'decoder' (0..7)");
   ExpectOneLineError(RunCli({"--budget", "3GiB", dir.Path("no_chains.json")}),
                      "no_chains.json: field 'chains': expected an array");
-  ExpectOneLineError(RunCli({"--budget", "3GiB", "--strategy", "uniform", kGraph}),
-                     "option --strategy applies to single chains");
+  ExpectOneLineError(RunCli({"--budget", "3GiB", "--micro-batch", "2", kGraph}),
+                     "option --micro-batch applies to single chains");
+  ExpectOneLineError(RunCli({"--budget", "3GiB", "--strategy", "optimal", kGraph}),
+                     "option --strategy: a graph profile takes none or uniform");
+  ExpectOneLineError(RunCli({"--strategy", "none", "--every", "2", kGraph}),
+                     "option --every applies to --strategy uniform");
+}
+
+TEST(GraphPlanCommand, EveryChainUniformOrNone) {
+  // --strategy uniform --every 1: every block of each chain checkpointed;
+  // --strategy none: the plan that checkpoints nothing.
+  const Captured uniform =
+      RunCli({"--strategy", "uniform", "--every", "1", "--format", "json", kGraph});
+  ASSERT_EQ(uniform.code, 0) << uniform.err;
+  const nlohmann::json u = nlohmann::json::parse(uniform.out);
+  for (const nlohmann::json& chain : u["chains"]) {
+    int checkpointed = 0, recomputes = 0;
+    for (const nlohmann::json& d : chain["decisions"]) checkpointed += d != "keep";
+    for (const nlohmann::json& op : chain["schedule"]) recomputes += op["op"] == "recompute";
+    EXPECT_GT(checkpointed, 0) << chain;
+    EXPECT_GT(recomputes, 0) << chain;
+  }
+  EXPECT_LT(u["peak_bytes"].get<int64_t>(), u["baseline"]["peak_bytes"].get<int64_t>());
+  EXPECT_GT(u["recompute_ms"].get<double>(), 0);
+  const Captured none = RunCli({"--strategy", "none", "--format", "json", kGraph});
+  ASSERT_EQ(none.code, 0) << none.err;
+  const nlohmann::json n = nlohmann::json::parse(none.out);
+  EXPECT_EQ(n["peak_bytes"], n["baseline"]["peak_bytes"]);
+  EXPECT_EQ(n["recompute_ms"].get<double>(), 0);
 }
 
 }  // namespace

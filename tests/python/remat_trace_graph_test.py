@@ -1,0 +1,215 @@
+"""python/remat/_trace_graph.py: an encoder-decoder traced as a graph
+profile (docs/graphs.md: the encoder's chain, the decoder's, the encoder's
+output read by every decoder block), planned by the planner's graph plan,
+against a real training step metered by remat's CPU meter.
+
+  - a small T5, BART and Whisper from their config.json (transformers'
+    ...ForConditionalGeneration), trained for one AdamW step by
+    transformers without and with its gradient checkpointing (every block
+    of the encoder and the decoder), metered: the graph plan with nothing
+    checkpointed (--strategy none) and with every block of both chains
+    (--strategy uniform --every 1) predicts the step's peak within 3% (the
+    fidelity target, docs/fidelity.md; T5's and BART's misses are in
+    docs/trace.md, "Known misses");
+  - the graph's shape: two chains, one edge from the encoder to every
+    decoder block, its bytes the encoder's output; the parameters of both
+    chains add up to transformers' count on the meta device;
+  - python -m remat trace writes the graph profile, which the planner
+    plans as a graph.
+
+Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
+skipped, visibly, where torch, transformers or the meter is missing
+(tests/python/needs.py). Models are tiny, fp32 on CPU, dropout off. The
+meter is loaded before torch allocates anything.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import needs
+import remat
+
+torch = transformers = None
+if not needs.missing("torch") and not needs.meter_problem():
+    import remat_measure
+
+    remat_measure.load()  # before torch allocates the models' tensors
+if not needs.missing("torch"):
+    import torch
+
+    transformers = needs.optional("transformers")
+
+PEAK_TOLERANCE = 0.03
+MICRO_BATCH, SEQ_LEN = 2, 64
+T5 = dict(model_type="t5", architectures=["T5ForConditionalGeneration"], d_model=64, d_ff=128,
+          num_layers=3, num_decoder_layers=3, num_heads=4, d_kv=16, vocab_size=128,
+          relative_attention_num_buckets=8, dropout_rate=0.0, decoder_start_token_id=0,
+          pad_token_id=0, eos_token_id=1)
+BART = dict(model_type="bart", architectures=["BartForConditionalGeneration"], d_model=64,
+            encoder_ffn_dim=128, decoder_ffn_dim=128, encoder_layers=3, decoder_layers=3,
+            encoder_attention_heads=4, decoder_attention_heads=4, vocab_size=128,
+            max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
+            activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+            decoder_start_token_id=2, forced_eos_token_id=2)
+# Whisper's encoder reads log-mel frames: 2 x max_source_positions of them
+# (two convolutions, the second strided), num_mel_bins each.
+WHISPER = dict(model_type="whisper", architectures=["WhisperForConditionalGeneration"],
+               d_model=64, encoder_ffn_dim=128, decoder_ffn_dim=128, encoder_layers=3,
+               decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
+               vocab_size=128, num_mel_bins=16, max_source_positions=SEQ_LEN,
+               max_target_positions=SEQ_LEN, dropout=0.0, attention_dropout=0.0,
+               activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+               decoder_start_token_id=3)
+
+
+def metered_peak(step, start):
+    """The peak of step() over `start` (bytes in use before the model was
+    made): a first step makes AdamW's moments, the second is metered."""
+    step()
+    gc.collect()
+    m = remat_measure.measure(step, timeline=False)
+    return m.baseline_bytes + m.peak_bytes - start
+
+
+def graph_plan(profile, flags):
+    """The planner's graph plan (--format json) of a traced graph profile."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "graph.json")
+        profile.save(path)
+        code, out, err = remat.run_planner(["plan", "--budget", "1TB", "--format", "json",
+                                            "--quiet", path] + flags)
+    if code != 0:
+        raise AssertionError(f"planner exit {code}: {err}")
+    return json.loads(out)
+
+
+@needs.modules("torch", "transformers")
+@needs.meter_library()
+class TracedGraphStepTest(unittest.TestCase):
+    def check(self, config, cases=(False, True)):
+        """Traces `config`, then per plan (nothing checkpointed; every block
+        of both chains, as transformers' gradient_checkpointing_enable()
+        does) trains a fresh model one step, metered, against the graph
+        plan's peak. Returns the profile and the model's parameter count."""
+        profile = remat.trace(config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
+        for checkpointing in cases:
+            with self.subTest(checkpointing=checkpointing):
+                gc.collect()
+                start = remat_measure.load().current_bytes()
+                torch.manual_seed(0)
+                cfg = transformers.AutoConfig.for_model(**config)
+                cfg.use_cache = False
+                model = getattr(transformers, config["architectures"][0])(cfg).train()
+                if checkpointing:
+                    model.gradient_checkpointing_enable()
+                ids = (MICRO_BATCH, SEQ_LEN)  # 4 and above: no special token
+                if config is WHISPER:
+                    source = {"input_features": torch.randn(
+                        MICRO_BATCH, config["num_mel_bins"], 2 * config["max_source_positions"])}
+                else:
+                    source = {"input_ids": torch.randint(4, config["vocab_size"], ids)}
+                batch = dict(source, labels=torch.randint(4, config["vocab_size"], ids))
+                plan = graph_plan(profile, ["--strategy", "uniform", "--every", "1"]
+                                  if checkpointing else ["--strategy", "none"])
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+                def step():
+                    model(**batch).loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+                gc.collect()
+                measured = metered_peak(step, start)
+                predicted = plan["peak_bytes"]
+                error = (measured - predicted) / predicted
+                print(f"{config['model_type']} checkpointing={checkpointing}: predicted "
+                      f"{predicted:,} B, measured {measured:,} B ({error:+.2%})")
+                self.assertLessEqual(abs(error), PEAK_TOLERANCE)
+                parameters = sum(p.numel() for p in model.parameters())
+                del model, opt, step, batch  # before the next case's start is read
+        return profile, parameters
+
+    def test_t5_from_its_config(self):
+        profile, parameters = self.check(T5, cases=(False,))
+        self.check_shape(profile, parameters)
+
+    # T5 under transformers' gradient checkpointing runs what the trace
+    # (without it) does not: its cross-attention's zero position bias is
+    # made with grad there (T5Attention), besides the relative position bias
+    # handed from block to block (docs/trace.md, "Known misses"). Seen: the
+    # metered step about 383 KB (+8.0%) above the plan's prediction.
+    @unittest.expectedFailure
+    def test_t5_every_block_checkpointed(self):
+        self.check(T5, cases=(True,))
+
+    def test_bart_from_its_config(self):
+        profile, parameters = self.check(BART)
+        self.check_shape(profile, parameters)
+
+    def test_whisper_from_its_config(self):
+        profile, parameters = self.check(WHISPER)
+        self.check_shape(profile, parameters)
+
+    def check_shape(self, profile, parameters):
+        chains = profile.chains
+        self.assertEqual(list(chains), ["encoder", "decoder"])
+        decoder = chains["decoder"]["layers"]
+        blocks = [i for i, l in enumerate(decoder) if l["kind"] == "block"]
+        self.assertEqual(len(blocks), 3)
+        self.assertEqual(profile.json["edges"],
+                         [{"from": "encoder", "to": "decoder", "readers": blocks}])
+        hidden = MICRO_BATCH * SEQ_LEN * 64 * 4
+        self.assertEqual(chains["encoder"]["layers"][-1]["output_bytes"], hidden)
+        self.assertEqual(sum(c["parameters"] for c in chains.values()), parameters)
+
+
+@needs.modules("torch", "transformers")
+class TraceGraphCommandTest(unittest.TestCase):
+    def test_command_writes_a_graph_the_planner_plans(self):
+        with tempfile.TemporaryDirectory() as d:
+            config, out = os.path.join(d, "config.json"), os.path.join(d, "profile.json")
+            with open(config, "w") as f:
+                json.dump(dict(T5, dtype=None), f)
+            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out,
+                                "--micro-batch", "2", "--seq-len", "16"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            code, text, err = remat.run_planner(["plan", "--budget", "1GB", out])
+            self.assertEqual(code, 0, err)
+            self.assertIn("2 chains, forward encoder -> decoder", text)
+            self.assertIn("encoder's output (8.00 KiB) read by 3 layers of decoder", text)
+
+    def test_planner_plans_a_config_it_traces_as_a_graph(self):
+        # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace; a
+        # graph profile back is planned as a graph, with the job's sizes
+        # taken in by the trace; pareto, which takes one chain, refuses it.
+        saved = {k: os.environ.get(k) for k in ("REMAT_PYTHON", "REMAT_TRACE_CACHE")}
+        with tempfile.TemporaryDirectory() as d:
+            config = os.path.join(d, "config.json")
+            with open(config, "w") as f:
+                json.dump(BART, f)
+            os.environ["REMAT_PYTHON"] = sys.executable
+            os.environ["REMAT_TRACE_CACHE"] = os.path.join(d, "cache")
+            try:
+                flags = ["--micro-batch", "2", "--seq-len", "16"]
+                code, text, err = remat.run_planner(["plan", "--budget", "1GB", config] + flags)
+                pareto = remat.run_planner(["pareto", config] + flags)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            self.assertEqual(code, 0, err)
+            self.assertIn("2 chains, forward encoder -> decoder", text)
+            self.assertIn("encoder's output (8.00 KiB) read by 3 layers of decoder", text)
+            self.assertEqual(pareto[0], 2)
+            self.assertEqual(len(pareto[2].strip().splitlines()), 1, pareto[2])
+            self.assertIn("traces as a graph of chains", pareto[2])
+
+
+if __name__ == "__main__":
+    unittest.main()
