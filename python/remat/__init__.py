@@ -13,7 +13,8 @@ same code as the `planner` command; no PyTorch needed). remat.apply(model,
 plan) carries a plan out on a PyTorch model (docs/python.md). Options are the
 command's, with underscores: ``micro_batch=8`` is ``--micro-batch 8``.
 """
-from ._planner import Error, Export, InputError, NoFitError, Plan, ParetoCurve, pareto, plan, run_planner
+from ._planner import (Error, Export, GraphPlan, InputError, NoFitError, Plan, ParetoCurve, pareto,
+                       plan, run_planner)
 from ._profiler import Profile, profile
 from ._trace import trace
 from .apply import apply, unapply
@@ -30,5 +31,6 @@ def measure(*args, **kwargs):
     return _measure(*args, **kwargs)
 
 
-__all__ = ["Error", "Export", "InputError", "NoFitError", "Plan", "ParetoCurve", "Profile", "apply", "measure", "pareto",
-           "plan", "profile", "run_planner", "trace", "unapply", "__version__"]
+__all__ = ["Error", "Export", "GraphPlan", "InputError", "NoFitError", "Plan", "ParetoCurve",
+           "Profile", "apply", "measure", "pareto", "plan", "profile", "run_planner", "trace",
+           "unapply", "__version__"]

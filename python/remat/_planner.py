@@ -224,6 +224,40 @@ class Plan:
             "fits" if self.fits else "does not fit")
 
 
+class GraphPlan(Plan):
+    """A graph profile's plan (``planner --json`` of a graph, docs/graphs.md:
+    an encoder-decoder's trace): one schedule per chain, the graph's step
+    predicted as a whole. `chains` holds each chain's name, decisions and
+    schedule; `independent` and `baseline` the totals of the chains planned
+    one by one and of nothing checkpointed."""
+
+    @property
+    def strategy(self):
+        return "graph"
+
+    @property
+    def predicted_peak_bytes(self):
+        return self.json["peak_bytes"]
+
+    @property
+    def step_ms(self):
+        return self.json["step_ms"]
+
+    @property
+    def chains(self):
+        return self.json["chains"]
+
+    @property
+    def layers(self):
+        """Every chain's decisions, chain by chain."""
+        return [{"chain": c["name"], "index": i, "decision": d}
+                for c in self.json["chains"] for i, d in enumerate(c["decisions"])]
+
+    def export(self, engine):
+        raise InputError("remat: a graph plan has no engine export (docs/graphs.md)",
+                         EXIT_BAD_INPUT)
+
+
 def plan(model, budget, **options):
     """Plans `model` (a path to model.json, config.json or a profile, or a
     dict of one) under `budget` ("24GB", "80GiB" or bytes as an int).
@@ -231,11 +265,14 @@ def plan(model, budget, **options):
     Any option of `planner --help` is a keyword: strategy="optimal",
     micro_batch=8, seq_len=2048, precision="amp_bf16", global_batch=256,
     checkpoint_layers=[0, 4, 8], device="h200", ... Returns a Plan (with
-    ``fits`` False and ``message`` saying what would fit when nothing does);
+    ``fits`` False and ``message`` saying what would fit when nothing does;
+    a GraphPlan for a graph profile, such as an encoder-decoder's trace);
     raises InputError for bad input, with the command's one-line message."""
     code, out, err = _plan_command(model, budget, options, ["--format", "json"])
     _raise_for(code, err)
-    return Plan(json.loads(out), _message(err) if code == EXIT_NO_FIT else None,
+    data = json.loads(out)
+    kind = GraphPlan if "chains" in data else Plan  # a graph profile's plan
+    return kind(data, _message(err) if code == EXIT_NO_FIT else None,
                 (copy.deepcopy(model) if isinstance(model, dict) else model, budget,
                  dict(options)))
 
