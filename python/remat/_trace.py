@@ -18,7 +18,7 @@ from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._profiler import Profile
 from ._trace_build import (base_loss, build_from_config, example_batch, fake_inputs,
-                           fake_module, hf_config, read_config, unpacked_positions)
+                           fake_module, hf_config, ones_masks, read_config, unpacked_positions)
 from ._trace_roofline import Roofline
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -131,7 +131,7 @@ def _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance, s
     from ._trace_meter import FakeMeter
 
     meter = FakeMeter()
-    with fake_mode, meter, unpacked_positions():
+    with fake_mode, meter, unpacked_positions(), ones_masks():
         chains, edges, traced = trace_encoder_decoder(
             module, inputs, meter, roofline,
             lambda params: _optimizer_step(params, meter, roofline))
@@ -224,7 +224,7 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     # A batch made from a config has the default positions; a module's
     # example inputs are the user's.
     positions = unpacked_positions() if config is not None else contextlib.nullcontext()
-    with fake_mode, meter, positions:
+    with fake_mode, meter, positions, ones_masks():
         chain, traces, owner, shared = trace_layers(module, inputs, blocks, loss_fn, meter)
         optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
     static = _static(module, params)

@@ -264,6 +264,46 @@ def unpacked_positions():
         masking_utils.find_packed_sequence_indices = saved
 
 
+@contextlib.contextmanager
+def ones_masks():
+    """A 2D attention mask the model makes itself with torch.ones (BART's
+    decoder, given none) holds ones only: a real step reads it, finds no
+    padding and skips building the mask (SDPA's is_causal); on fake tensors
+    transformers cannot read it and builds the mask. While this is on, a
+    mask that torch.ones made and nothing wrote into since (its version
+    counter unchanged) reaches transformers' mask builders
+    (masking_utils._preprocess_mask_arguments) as no mask, which is what an
+    all-ones mask means to them."""
+    import weakref
+
+    import torch
+    from transformers import masking_utils
+
+    made = {}  # id -> (weak reference, version at creation)
+    ones, preprocess = torch.ones, masking_utils._preprocess_mask_arguments
+
+    def tracked_ones(*args, **kwargs):
+        t = ones(*args, **kwargs)
+        made[id(t)] = (weakref.ref(t), t._version)
+        return t
+
+    def all_ones(t):
+        ref, version = made.get(id(t), (None, None))
+        return ref is not None and ref() is t and t._version == version
+
+    def without_ones(config, inputs_embeds, attention_mask, *args, **kwargs):
+        if isinstance(attention_mask, torch.Tensor) and attention_mask.dim() == 2 and \
+                all_ones(attention_mask):
+            attention_mask = None
+        return preprocess(config, inputs_embeds, attention_mask, *args, **kwargs)
+
+    torch.ones, masking_utils._preprocess_mask_arguments = tracked_ones, without_ones
+    try:
+        yield
+    finally:
+        torch.ones, masking_utils._preprocess_mask_arguments = ones, preprocess
+
+
 def base_loss(output, inputs):
     """The base model's stand-in loss: the mean of its last hidden state."""
     hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
