@@ -31,45 +31,20 @@ import subprocess
 import sys
 import tempfile
 
-MICRO_BATCH, SEQ_LEN = 2, 32
-MODELS = {
-    "llama": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64,
-                  intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
-                  rms_norm_eps=1e-6, tie_word_embeddings=False),
-    "gpt2": dict(model_type="gpt2", architectures=["GPT2LMHeadModel"], n_embd=64, n_layer=4,
-                 n_head=4, vocab_size=256, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
-                 attn_pdrop=0.0, bos_token_id=0, eos_token_id=0),
-}
-BLOCKS = {"llama": "model.layers", "gpt2": "transformer.h"}
+from tiny_models import BLOCKS, MICRO_BATCH, MODELS, SEQ_LEN, build, lowest_plan, plan_options, \
+    training_step, write_config
+
 PLANS = ("none", "uniform", "selective")
 
 
 def plan_for(name, plan_name, directory):
     import remat
 
-    path = os.path.join(directory, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump(MODELS[name], f)
-    options = dict(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu",
-                   attention="sdpa", strategy=plan_name)
+    path = write_config(name, directory)
+    options = plan_options()
     if plan_name == "selective":
-        lowest = remat.plan(path, budget="1B", **options).predicted_peak_bytes
-        return remat.plan(path, budget=f"{lowest}B", **options)
-    return remat.plan(path, budget="1GB", **options)
-
-
-def build(name):
-    import torch
-    import transformers
-
-    cfg = MODELS[name]
-    fields = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures")}
-    config = transformers.AutoConfig.for_model(cfg["model_type"], **fields)
-    config._attn_implementation = "sdpa"
-    config.use_cache = False
-    torch.manual_seed(0)
-    return getattr(transformers, cfg["architectures"][0])(config).train()
+        return lowest_plan(path, plan_name, **options)
+    return remat.plan(path, budget="1GB", strategy=plan_name, **options)
 
 
 def peak_cell(name, plan_name, mode):
@@ -84,14 +59,7 @@ def peak_cell(name, plan_name, mode):
         plan = plan_for(name, plan_name, directory)
     model = build(name)
     remat.apply(model, plan)
-    run = torch.compile(model) if mode == "compiled" else model
-    ids = torch.randint(0, MODELS[name]["vocab_size"], (MICRO_BATCH, SEQ_LEN))
-
-    def step():
-        for p in model.parameters():
-            p.grad = None
-        run(input_ids=ids, labels=ids).loss.backward()
-
+    step = training_step(name, model, torch.compile(model) if mode == "compiled" else model)
     step()
     m = remat_measure.measure(step, timeline=False, meter=meter)
     return m.baseline_bytes + m.peak_bytes, plan.predicted_peak_bytes
