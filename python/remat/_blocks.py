@@ -145,3 +145,36 @@ def mlp_of(block):
 def norms_of(block):
     """The block's normalisation modules (LayerNorm, RMSNorm, ...)."""
     return [m for m in block.modules() if "Norm" in type(m).__name__]
+
+
+def find_chains(model, who="remat.apply"):
+    """[(name, module, path, blocks)] of an encoder-decoder's two chains, in
+    the order its step runs them: "encoder", the module transformers'
+    get_encoder() returns, and "decoder", get_decoder()'s, each with its
+    blocks as find_blocks finds them in that module (path relative to it).
+    Raises InputError where the model has no encoder and decoder."""
+    import torch
+
+    out, found = [], []
+    for name in ("encoder", "decoder"):
+        get = getattr(model, f"get_{name}", None)
+        found.append(get() if callable(get) else None)
+    encoder, decoder = found
+    # transformers' get_encoder() / get_decoder() give the model itself (or
+    # a wrapper holding the other) where it has no such part.
+    if not all(isinstance(m, torch.nn.Module) for m in found) or any(
+            a is b for a in encoder.modules() for b in (decoder, model)) or any(
+            a is b for a in decoder.modules() for b in (encoder, model)):
+        raise InputError(
+            f"{who}: {type(model).__name__} is not an encoder-decoder (its get_encoder() and "
+            "get_decoder() give no two separate modules); a graph of chains is accepted for "
+            "transformers' encoder-decoders (T5, BART, Whisper: ...ForConditionalGeneration)",
+            EXIT_BAD_INPUT)
+    for name, module in zip(("encoder", "decoder"), found):
+        try:
+            path, blocks = find_blocks(module)
+        except InputError as e:
+            raise InputError(e.message.replace("remat.apply:", f"{who}: the {name}:", 1),
+                             e.exit_code) from None
+        out.append((name, module, path, blocks))
+    return out

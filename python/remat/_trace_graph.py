@@ -5,8 +5,9 @@ read by every decoder block's cross-attention.
 Each chain is traced as remat.trace traces one (_trace_chain: its layers
 alone, each distinct block once), under the same fake tensors and meter:
 
-  - the encoder: transformers' encoder module (model.get_encoder()) on the
-    batch's source (token ids, a speech model's log-mel frames), its last
+  - the encoder: transformers' encoder module (model.get_encoder(); each
+    chain's blocks as _blocks.find_chains finds them, which remat.apply
+    maps a graph plan's chains onto) on the batch's source (token ids, a speech model's log-mel frames), its last
     layer (the final norm) ending at the output it hands on, which gets a
     gradient as a block's output does (_layer_measure);
   - the decoder: the whole model given that output (encoder_outputs: the
@@ -86,15 +87,14 @@ def trace_encoder_decoder(module, inputs, meter, roofline, optimizer_step):
     mode and `meter` already on. optimizer_step(params) -> (ms, workspace)."""
     import torch
 
-    from ._blocks import find_blocks
+    from ._blocks import find_chains
     from ._trace import _layers
     from ._trace_chain import trace_layers
 
-    encoder = module.get_encoder()
+    (_, encoder, _, encoder_blocks), (_, _, _, decoder_blocks) = find_chains(
+        module, "remat.trace")
     main = module.main_input_name
     source = {main: inputs[main]}
-    _, encoder_blocks = find_blocks(encoder)
-    _, decoder_blocks = find_blocks(module.get_decoder())
     with torch.no_grad():
         handed = _first_tensor(encoder(**source))
     handed = handed.detach().requires_grad_(True)

@@ -498,11 +498,13 @@ def _shape_checker(state, plan, layer_indices, which):
         want = layers[index]["input_bytes"]
         got = hidden.numel() * hidden.element_size()
         if want != got:
+            where = f"{which}'s " if isinstance(which, str) else ""  # a graph plan's chain
+            shape = (f"micro_batch {profile.get('micro_batch')} x seq_len "
+                     f"{profile.get('seq_len')} " if "micro_batch" in profile else "")
             raise InputError(
-                f"remat.apply: the plan is for micro_batch {profile.get('micro_batch')} x "
-                f"seq_len {profile.get('seq_len')} (block{block}'s input {want} bytes), the "
-                f"model's block{block} got a {tuple(hidden.shape)} {hidden.dtype} input "
-                f"({got} bytes): plan for this shape", EXIT_BAD_INPUT)
+                f"remat.apply: the plan is for {shape}({where}block{block}'s input {want} "
+                f"bytes), the model's {where}block{block} got a {tuple(hidden.shape)} "
+                f"{hidden.dtype} input ({got} bytes): plan for this shape", EXIT_BAD_INPUT)
 
     return check
 
@@ -539,8 +541,14 @@ def apply(model, plan, check_parameters=True, outside_blocks="refuse"):
     embedding, head or loss as keep instead of refusing the plan (the peak then
     exceeds the prediction by what that layer's decision saved). A multi-pass plan (sentence-transformers'
     passes p1, p2, ...) follows each pass's decisions in the model's
-    forwards with grad, counted in turn from the first after apply."""
+    forwards with grad, counted in turn from the first after apply. A graph
+    plan (a remat.GraphPlan of an encoder-decoder's trace) is carried out on
+    each chain's blocks (_apply_graph.apply_graph)."""
     plan = _plan_json(plan)
+    if "chains" in plan:  # a graph plan (remat.GraphPlan): each chain on its blocks
+        from ._apply_graph import apply_graph
+
+        return apply_graph(model, plan, outside_blocks)
     passes = plan_segments(plan, outside_blocks)
     path, blocks = find_blocks(model)
     _check_model(model, blocks, passes[0].layers, plan, check_parameters)

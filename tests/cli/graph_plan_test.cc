@@ -46,6 +46,8 @@ TEST(GraphPlanCommand, PrintsJson) {
   ASSERT_EQ(j["chains"].size(), 2u);
   EXPECT_EQ(j["chains"][1]["name"], "decoder");
   EXPECT_EQ(j["chains"][1]["decisions"].size(), 8u);
+  EXPECT_EQ(j["chains"][1]["layer_names"].size(), 8u);
+  EXPECT_EQ(j["chains"][1]["input_bytes"].size(), 8u);
   EXPECT_TRUE(j["fits"].get<bool>());
   EXPECT_LE(j["peak_bytes"].get<int64_t>(), int64_t{3} << 30);
   EXPECT_LE(j["step_ms"].get<double>(), j["independent"]["step_ms"].get<double>() +

@@ -94,6 +94,13 @@ std::string GraphPlanToJson(const GraphPlanSet& set, const GraphProfile& graph) 
     nlohmann::ordered_json chain;
     chain["name"] = graph.chains[c].name;
     chain["layers"] = graph.chains[c].profile.num_layers();
+    // What remat.apply maps the decisions onto the model's modules by.
+    chain["layer_names"] = nlohmann::ordered_json::array();
+    chain["input_bytes"] = nlohmann::ordered_json::array();
+    for (const LayerProfile& layer : graph.chains[c].profile.layers) {
+      chain["layer_names"].push_back(layer.name);
+      chain["input_bytes"].push_back(layer.input_bytes);
+    }
     chain["decisions"] = nlohmann::ordered_json::array();
     for (LayerDecision d : plan.decisions) chain["decisions"].push_back(ToString(d));
     chain["schedule"] = nlohmann::ordered_json::parse(ScheduleToJson(plan.schedule));
