@@ -16,8 +16,11 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       schedule recomputes it (_segments.plan_segments): keeping
       everything, selectively, or inside a nested checkpoint where the
       schedule regenerates a checkpoint without grad (multi-level);
-  offload: the same, with the segment's input copied to host memory
-      (Tensor.to("cpu"), differentiable) and back inside the recompute;
+  offload: the same, its checkpoint under saved-tensor hooks that keep the
+      segment's input in host memory from its forward until the backward
+      reaches the checkpoint after it, as the plan's schedule prefetches it
+      (_offload: pinned memory and a side stream on CUDA; on a CPU a
+      buffer outside PyTorch's allocator);
   selective: checkpoint with a selective-checkpoint context_fn (_selective),
       from a recording pass of the block at its first forward with grad for
       an input shape;
@@ -59,12 +62,14 @@ The plan's shape (micro-batch, sequence length, hidden size) is checked
 against the first block's input at the first forward with grad; a
 recomputed block given a KV cache is refused (train with use_cache=False).
 """
+import contextlib
 import inspect
 import json
 import os
 
 from ._blocks import find_blocks, find_embedding, find_final_norm, find_head
 from ._lm_head import ChunkedHead, find_causal_lm
+from ._offload import HostQueue
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._segments import _nodes, plan_segments
 from ._selective import Scopes, compiled_context_fn, context_fn, record
@@ -213,8 +218,9 @@ class _Segment:
     tail's modules (_tail.Tail) return."""
 
     def __init__(self, blocks, originals, seg, checker, selectives, embedding=None,
-                 tail=None, tail_at=None, detached=None):
+                 tail=None, tail_at=None, detached=None, queue=None):
         self.blocks, self.originals, self.kind = blocks, originals, seg.kind
+        self.queue = queue  # the pass's HostQueue where it offloads
         self.lo, self.start = seg.start, max(seg.start, 0)
         self.children, self.selectives = seg.children, selectives
         self.checker, self.embedding = checker, embedding
@@ -269,7 +275,7 @@ class _Segment:
         """Whether `children` end past the blocks (at the final norm or head)."""
         return self.tail_at is not None and bool(children) and children[-1].stop > self.tail_at
 
-    def checkpointed(self, children, args, kwargs, call=None, offload=False):
+    def checkpointed(self, children, args, kwargs, call=None):
         """The function a checkpoint over `children` runs: its first call is
         the forward, which keeps nothing, so a selective child runs there
         under a plain checkpoint (a selective one would cache its kept
@@ -287,8 +293,6 @@ class _Segment:
             # partitioner makes its recompute: no call counts as one.
             if not torch.compiler.is_compiling():
                 calls[0] += 1
-            if offload:
-                hidden = hidden.to(self.device)
             block, output = self.run_children(children, hidden, args, kwargs, calls[0] > 1, call)
             return (block, output) if past_blocks else output
 
@@ -350,7 +354,7 @@ class _Segment:
         self.entered = self.detach()
         if torch.is_grad_enabled():
             _refuse_cache(self.originals[0], self.start, args, kwargs)
-            call, start = None, hidden.to("cpu") if self.kind == "offload" else hidden
+            call, start = None, hidden
             if self.lo < 0:
                 embedded, self.embedded = self.embedded, None
                 if embedded is None or hidden is not embedded[2]:
@@ -361,8 +365,14 @@ class _Segment:
                         "without a checkpoint on the embedding", EXIT_BAD_INPUT)
                 call = embedded[:2]
                 start = _first_tensor(*call)
-            run = self.checkpointed(self.children, args, kwargs, call, self.kind == "offload")
-            output = checkpoint(run, start, use_reentrant=False)
+            if self.kind == "offload":
+                # The recompute gets its input from the checkpoint (from host
+                # memory): the arguments it keeps must not hold it too.
+                args, kwargs = _with_hidden(args, kwargs, None)
+            run = self.checkpointed(self.children, args, kwargs, call)
+            with (self.queue.hooks(self.device, self.kind == "offload") if self.queue is not None
+                  else contextlib.nullcontext()):
+                output = checkpoint(run, start, use_reentrant=False)
             if self.past_blocks(self.children):
                 output, result = output
                 self.tail.ran(_hidden(output), result)
@@ -600,6 +610,7 @@ def _pass_forwards(p, which, blocks, embedding, tail, state, plan):
     segment holds them; tail: (norm, head) modules)."""
     checker = _shape_checker(state, plan, p.layers, which)
     forwards = {}
+    queue = HostQueue() if any(seg.kind == "offload" for seg in p.segments) else None
     for seg in p.segments:
         if seg.kind == "keep":
             continue
@@ -622,7 +633,8 @@ def _pass_forwards(p, which, blocks, embedding, tail, state, plan):
         selectives = {c.start: _selective(blocks, c, state) for c in _nodes(seg.children)
                       if c.kind == "selective"}
         runner = _Segment(members, [b.forward for b in members], seg, checker, selectives,
-                          original, ends, n if ends is not None else None, state.detached)
+                          original, ends, n if ends is not None else None, state.detached,
+                          queue)
         if seg.start < 0:
             forwards[id(embedding)] = _Embedding(original, runner)
         forwards[id(members[0])] = runner.first
