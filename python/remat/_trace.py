@@ -17,8 +17,9 @@ import time
 from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._profiler import Profile
-from ._trace_build import (base_loss, build_from_config, example_batch, fake_inputs,
-                           fake_module, hf_config, ones_masks, read_config, unpacked_positions)
+from ._trace_build import (base_loss, build_from_config, decoder_start, example_batch,
+                           fake_inputs, fake_module, hf_config, ones_masks, read_config,
+                           unpacked_positions)
 from ._trace_roofline import Roofline
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -188,6 +189,10 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         config = module.config
         seq_len = (seq_len or (kind == "seq2seq" and getattr(config, "max_target_positions", None))
                    or getattr(config, "max_position_embeddings", None) or 512)
+        if kind == "seq2seq":
+            note = decoder_start(module, config)
+            if note:
+                about["assumed"] = [note]
         inputs = example_batch(module, config, kind, micro_batch, seq_len, fake_mode)
         if kind == "base" and loss_fn is None:
             loss_fn = base_loss

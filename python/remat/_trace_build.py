@@ -204,6 +204,26 @@ def fake_in_place(module, fake_mode, device="cpu"):
                 setattr(mod, name, fake(value))
 
 
+def decoder_start(model, config):
+    """The decoder's start token an encoder-decoder's step needs (the labels
+    shifted right start with it): None where the config has one; where it
+    has none and the model shifts the labels as transformers' T5 does (its
+    _shift_right, which starts from decoder_start_token_id and which T5's
+    documentation sets to pad_token_id, as T5's published checkpoints do),
+    pad_token_id is set on the config and a line saying so returned; else
+    InputError."""
+    if getattr(config, "decoder_start_token_id", None) is not None:
+        return None
+    pad = getattr(config, "pad_token_id", None)
+    if callable(getattr(model, "_shift_right", None)) and pad is not None:
+        config.decoder_start_token_id = pad
+        return (f"decoder_start_token_id missing: pad_token_id ({pad}) taken, as transformers' "
+                f"{type(model).__name__} shifts the labels right after it")
+    raise InputError(f"remat.trace: {config.model_type} config: field 'decoder_start_token_id': "
+                     "missing (an encoder-decoder's decoder input starts with it; accepted: a "
+                     "token id)", EXIT_BAD_INPUT)
+
+
 def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     """One micro-batch for the model's main input: images of the config's
     size for a vision model (pixel_values), else token ids (and labels, for
@@ -213,11 +233,6 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     import torch
 
     if kind == "seq2seq":
-        if getattr(config, "decoder_start_token_id", None) is None:
-            # The labels shifted right are the decoder's input, from this token.
-            raise InputError(f"remat.trace: {config.model_type} config: field "
-                             "'decoder_start_token_id': missing (an encoder-decoder's decoder "
-                             "input starts with it)", EXIT_BAD_INPUT)
         vocab = getattr(config, "vocab_size", None) or 2
         with fake_mode:
             labels = torch.randint(0, vocab, (micro_batch, seq_len))

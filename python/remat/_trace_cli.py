@@ -52,6 +52,8 @@ def main(argv):
     parameters = (sum(c["parameters"] for c in chains.values()) if chains
                   else profile.json["parameters"])
     graph = f" in {len(chains)} chains ({', '.join(chains)})" if chains else ""
+    for note in about.get("assumed", ()):  # a value the config lacks, taken as its model does
+        print(f"python -m remat trace: {args.config}: {note}", file=sys.stderr)
     print(f"{args.output}: {len(profile.layers)} layers{graph} of {profile.json['model']} "
           f"({about['traced_layers']} traced), {parameters:,} parameters", file=sys.stderr)
     return 0

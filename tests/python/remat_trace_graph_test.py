@@ -15,7 +15,9 @@ against a real training step metered by remat's CPU meter.
     decoder block, its bytes the encoder's output; the parameters of both
     chains add up to transformers' count on the meta device;
   - python -m remat trace writes the graph profile, which the planner
-    plans as a graph.
+    plans as a graph; transformers' default T5 config (no
+    decoder_start_token_id) traces with T5's pad_token_id as the decoder's
+    start, and says so; a BART config without one is refused in one line.
 
 Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
 skipped, visibly, where torch, transformers or the meter is missing
@@ -178,6 +180,33 @@ class TraceGraphCommandTest(unittest.TestCase):
             self.assertEqual(code, 0, err)
             self.assertIn("2 chains, forward encoder -> decoder", text)
             self.assertIn("encoder's output (8.00 KiB) read by 3 layers of decoder", text)
+
+    def test_default_t5_config_starts_its_decoder_at_the_pad_token(self):
+        # transformers' default T5 config has no decoder_start_token_id; T5
+        # shifts its labels right after it, which T5 sets to pad_token_id.
+        with tempfile.TemporaryDirectory() as d:
+            config, out = os.path.join(d, "config.json"), os.path.join(d, "profile.json")
+            with open(config, "w") as f:
+                f.write(transformers.AutoConfig.for_model("t5").to_json_string())
+            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out,
+                                "--micro-batch", "1", "--seq-len", "8"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            note = ("decoder_start_token_id missing: pad_token_id (0) taken, as transformers' "
+                    "T5ForConditionalGeneration shifts the labels right after it")
+            self.assertIn(f"python -m remat trace: {config}: {note}", r.stderr)
+            with open(out) as f:  # each chain's profile carries the trace's note
+                for chain in json.load(f)["chains"]:
+                    self.assertEqual(chain["profile"]["trace"]["assumed"], [note])
+
+    def test_config_without_a_decoder_start_refused(self):
+        # BART starts its decoder input at decoder_start_token_id and has no
+        # other value for it.
+        with self.assertRaises(remat.InputError) as caught:
+            remat.trace(dict(BART, decoder_start_token_id=None), micro_batch=1, seq_len=8)
+        self.assertEqual(caught.exception.message,
+                         "remat.trace: bart config: field 'decoder_start_token_id': missing (an "
+                         "encoder-decoder's decoder input starts with it; accepted: a token id)")
 
     def test_planner_plans_a_config_it_traces_as_a_graph(self):
         # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace; a
