@@ -1,7 +1,9 @@
 // planner [plan] --budget SIZE GRAPH.json: a graph profile (several chains,
 // docs/graphs.md) planned as one step, per chain.
-#include <ostream>
+#include <nlohmann/json.hpp>
+
 #include <iterator>
+#include <ostream>
 #include <set>
 
 #include "commands.h"
@@ -14,6 +16,31 @@
 #include "remat/strategies/strategies.h"
 
 namespace remat::cli {
+namespace {
+
+// The lines a trace records in its chains' trace.assumed (a value the
+// config lacks, taken as its model takes it: docs/trace.md), each once.
+void PrintTraceNotes(const std::string& text, std::ostream& err) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("chains") || !doc["chains"].is_array()) return;
+  std::set<std::string> printed;
+  for (const nlohmann::json& chain : doc["chains"]) {
+    const nlohmann::json* assumed = nullptr;
+    if (chain.is_object() && chain.contains("profile") && chain["profile"].is_object() &&
+        chain["profile"].contains("trace") && chain["profile"]["trace"].is_object() &&
+        chain["profile"]["trace"].contains("assumed")) {
+      assumed = &chain["profile"]["trace"]["assumed"];
+    }
+    if (assumed == nullptr || !assumed->is_array()) continue;
+    for (const nlohmann::json& note : *assumed) {
+      if (note.is_string() && printed.insert(note.get<std::string>()).second) {
+        err << "planner: note: traced: " << note.get<std::string>() << "\n";
+      }
+    }
+  }
+}
+
+}  // namespace
 
 Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
                         const std::string& path, const std::string& text, Environment& env,
@@ -32,6 +59,7 @@ Status PlanGraphCommand(const Args& args, const std::vector<FlagSpec>& flags,
     }
   }
   REMAT_ASSIGN_OR_RETURN(const GraphProfile graph, ParseGraphProfile(text, path));
+  if (traced) PrintTraceNotes(text, *env.err);
   GraphPlanOptions options;
   if (args.Has("budget")) {
     Result<int64_t> b = ParseBytes(args.Get("budget"));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_test_util.h"
@@ -60,6 +61,22 @@ TEST_F(TracedInput, PlansTheTracedProfileOncePerConfigAndJob) {
   EXPECT_EQ(Calls(), 1);
   ASSERT_EQ(RunCli({"--budget", "1GB", "--micro-batch", "8", config_}).code, 0);
   EXPECT_EQ(Calls(), 2);
+}
+
+TEST_F(TracedInput, GraphTraceNotesPrintedOnce) {
+  // A graph profile whose chains carry the trace's note (transformers'
+  // default T5 config: its decoder started at pad_token_id).
+  nlohmann::json graph =
+      nlohmann::json::parse(ReadAll(REMAT_SOURCE_DIR "/examples/graphs/encoder-decoder.json"));
+  const char note[] = "decoder_start_token_id missing: pad_token_id (0) taken";
+  for (nlohmann::json& chain : graph["chains"]) chain["profile"]["trace"]["assumed"] = {note};
+  dir_.Write("profile.json", graph.dump());
+  const Captured r = RunCli({"--budget", "3GiB", config_});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string line = std::string("planner: note: traced: ") + note + "\n";
+  ASSERT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line, r.err.find(line) + 1), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("2 chains, forward encoder -> decoder"), std::string::npos) << r.out;
 }
 
 TEST_F(TracedInput, HandWrittenFamiliesAreNotTraced) {
