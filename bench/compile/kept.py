@@ -18,9 +18,10 @@ applied with remat.apply:
           lives anyway): eager's saved tensors (autograd's saved-tensor
           hooks, each storage once) and the compiled block's (each block
           compiled as torchtitan compiles it, fullgraph, static shapes; the
-          forward graph's outputs that AOTAutograd's min-cut partitioner
-          hands the backward, less its inputs: the partition inductor
-          compiles).
+          forward graph's outputs that AOTAutograd's partitioner hands
+          the backward, less its inputs: inductor's decompositions and
+          its partition function (joint-graph passes, then the min-cut
+          partitioner), the partition inductor compiles).
 
 usage: PYTHONPATH=build/python:python .venv/bin/python bench/compile/kept.py [peaks|saved ...]
   env: REMAT_METER_LIB (build/lib/libremat_cpu_meter.so), TORCHINDUCTOR_CACHE_DIR
@@ -101,7 +102,8 @@ def _storage_bytes(tensors):
 def saved():
     import torch
     from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.compile_fx import partition_fn
+    from torch._inductor.decomposition import select_decomp_table
 
     import remat
 
@@ -151,7 +153,7 @@ def saved():
             def backend_for(i):
                 def backend(gm, inputs):
                     def partition(joint, joint_inputs, **kwargs):
-                        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+                        fw, bw = partition_fn(joint, joint_inputs, **kwargs)
                         nodes = {n.name: n for n in fw.graph.nodes}
                         kept, bases = [], set()
                         for n in bw.graph.nodes:
@@ -170,7 +172,8 @@ def saved():
 
                     return aot_module_simplified(gm, inputs, fw_compiler=lambda g, _: g,
                                                  bw_compiler=lambda g, _: g,
-                                                 partition_fn=partition)
+                                                 partition_fn=partition,
+                                                 decompositions=select_decomp_table())
 
                 return backend
 

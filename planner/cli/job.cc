@@ -14,6 +14,10 @@ std::vector<FlagSpec> JobFlags() {
        "a100 (default), a10g, l4, l40s, rtx3090, rtx4090, rtx5090, mi300x, cpu (docs/devices.md)"},
       {"tflops", "X", "achieved TFLOP/s for analytic times (overrides --device peaks)"},
       {"micro-batch", "N", "override model.json micro_batch"},
+      {"compile", "",
+       "plan the step torch.compile (inductor) runs: the config.json (any model_type) traced "
+       "with its blocks as compile's partitioner keeps them (python -m remat trace --compile, "
+       "docs/compile.md)"},
       {"grad-accumulation", "K",
        "override model.json grad_accumulation (micro-batches per update)"},
       {"seq-len", "N", "override model.json seq_len"},

@@ -73,20 +73,30 @@ std::string LastLine(const std::string& text) {
 }  // namespace
 
 Result<std::optional<std::string>> TracedProfilePath(const std::string& path, const Args& args) {
+  const bool compile = args.Has("compile");
   std::string config = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     config = (std::filesystem::path(path) / "config.json").string();
   }
   Result<std::string> text = ReadTextFile(config);
-  if (!text.ok()) return std::optional<std::string>();  // the ordinary reader says why
+  if (!text.ok()) {
+    if (compile) return text.status().WithPrefix("option --compile traces a config.json");
+    return std::optional<std::string>();  // the ordinary reader says why
+  }
   const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (!doc.is_object() || doc.contains("layers") || !doc.contains("model_type") ||
       !doc["model_type"].is_string()) {
+    if (compile) {
+      return Status::Invalid("option --compile: " + config +
+                             " is not a Hugging Face config.json (an object with a model_type); "
+                             "--compile traces one with python -m remat trace --compile");
+    }
     return std::optional<std::string>();
   }
   const std::string type = doc["model_type"].get<std::string>();
-  if (IsHandWrittenModelType(type)) return std::optional<std::string>();
+  // A hand-written model is the eager step's; a compiled step is traced.
+  if (!compile && IsHandWrittenModelType(type)) return std::optional<std::string>();
 
   std::vector<std::string> flags;
   for (const char* flag : kTracedJobFlags) {
@@ -95,6 +105,7 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
       flags.push_back(args.Get(flag));
     }
   }
+  if (compile) flags.push_back("--compile");
   std::string key = *text;
   for (const std::string& f : flags) key += '\0' + f;
   std::ostringstream name;
@@ -103,11 +114,12 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
   const std::filesystem::path out = dir / name.str();
   if (std::filesystem::exists(out, ec)) return std::optional<std::string>(out.string());
 
-  const std::string by_hand = config + ": model_type \"" + type +
-                              "\" has no hand-written model; trace it: python -m remat trace " +
-                              config +
-                              " -o profile.json (needs torch and transformers), then "
-                              "plan profile.json";
+  const std::string by_hand =
+      compile ? config + ": --compile plans the step torch.compile runs, traced by python -m "
+                         "remat trace --compile (needs torch and transformers)"
+              : config + ": model_type \"" + type +
+                    "\" has no hand-written model; trace it: python -m remat trace " + config +
+                    " -o profile.json (needs torch and transformers), then plan profile.json";
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Invalid(by_hand + " (cannot make the trace cache " + dir.string() + ")");
   const std::string python = Env("REMAT_PYTHON").empty() ? "python3" : Env("REMAT_PYTHON");

@@ -14,13 +14,15 @@
 namespace remat::cli {
 
 // When `path` is a config.json whose model_type the planner has no
-// hand-written model for (IsHandWrittenModelType): the path of its traced
+// hand-written model for (IsHandWrittenModelType), or any config.json under
+// --compile (the step torch.compile runs, traced with --compile): the path of its traced
 // profile, traced with the job flags --micro-batch, --seq-len, --precision
 // and --device (the profile has them measured in; `*taken` is set to
 // true), by $REMAT_PYTHON (default python3) -m remat trace, into
 // $REMAT_TRACE_CACHE (default $XDG_CACHE_HOME/remat/traces, else
-// ~/.cache/remat/traces) under a hash of the config's text and those flags,
-// reused when there. std::nullopt for any other input. Fails with one line
+// ~/.cache/remat/traces) under a hash of the config's text and those flags
+// (--compile among them), reused when there. std::nullopt for any other
+// input; under --compile, any other input fails with one line. Fails with one line
 // naming the model_type and how to trace it by hand when the tracer cannot
 // run (no Python with torch, transformers and remat) or refuses the config.
 Result<std::optional<std::string>> TracedProfilePath(const std::string& path, const Args& args);

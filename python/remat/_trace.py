@@ -9,7 +9,8 @@ without grad (_trace_chain), then an AdamW step; the meter counts storages
 as remat's CPU allocator meter counts allocations, and each op call's
 FLOPs (torch.utils.flop_counter) and bytes give its time on one of the
 planner's device presets (_trace_roofline). The profile is the measured-profile format
-(docs/formats.md) with source "traced".
+(docs/formats.md) with source "traced" ("traced (torch.compile)" where
+compile=True: the blocks as torch.compile partitions them, _trace_compile).
 """
 import contextlib
 import time
@@ -146,8 +147,39 @@ def _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance, s
     return GraphProfile(data, about)
 
 
+def _compiled_blocks(chain, traces, owner, fake_mode, about):
+    """compile=True: each distinct block's activation and saved bytes as
+    torch.compile's partition keeps them (_trace_compile), in place of
+    eager autograd's; the transient workspaces stay eager's."""
+    import torch
+
+    from ._profiler import _hidden, _with_first
+    from ._trace_compile import partition_block
+
+    first = 1 if chain.has_prefix else 0
+    xs = chain.layer_inputs()
+    blocks = []
+    with fake_mode:
+        for i in sorted(set(owner)):
+            k = i - first
+            if not 0 <= k < len(chain.blocks):
+                continue
+            x = xs[i].detach().requires_grad_(True)
+            args, kwargs = _with_first(*chain.calls[k], x)
+            part = partition_block(chain.blocks[k], args, kwargs, _hidden)
+            traces[i].kept, traces[i].saved = part.kept_bytes, part.saved_bytes
+            blocks.append({"layer": chain.names_and_kinds()[i][0], "saved_bytes": part.saved_bytes,
+                           "saved_shapes": sorted(list(s) for _, s, _ in part.saved)})
+    about["compile"] = {
+        "partitioner": "inductor partition_fn (min_cut_rematerialization_partition)",
+        "activation_memory_budget": torch._functorch.config.activation_memory_budget,
+        "blocks": blocks,
+        "modelled": "blocks' saved tensors; workspaces and the layers outside the blocks "
+                    "as eager's"}
+
+
 def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,
-          precision="fp32", device="a100", name=None):
+          precision="fp32", device="a100", name=None, compile=False):
     """A remat.Profile of one training step (forward, loss, backward, AdamW
     step) of `model`, traced with fake tensors.
 
@@ -161,7 +193,11 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     loss (default: the output when a scalar, else its .loss), as for
     remat.profile; blocks: the chain's blocks (default: the ModuleList
     remat.apply finds). device: the planner's preset whose roofline gives
-    the times (any `planner --device` name, docs/devices.md)."""
+    the times (any `planner --device` name, docs/devices.md). compile:
+    the blocks as torch.compile (inductor) partitions them: what each
+    distinct block keeps for its backward is the forward graph's saved
+    outputs after AOTAutograd's partitioner (_trace_compile), traced on
+    the fake tensors too; the profile's trace records it."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -211,6 +247,9 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         raise InputError(f"remat.trace: expected a config.json path, a config dict or an "
                          f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
     if config is not None and kind == "seq2seq":
+        if compile:
+            raise InputError("remat.trace: compile traces one chain of blocks; an "
+                             "encoder-decoder's graph is traced eager only", EXIT_BAD_INPUT)
         return _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance,
                             started, micro_batch, seq_len)
     if blocks is None:
@@ -232,11 +271,14 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     with fake_mode, meter, positions, ones_masks():
         chain, traces, owner, shared = trace_layers(module, inputs, blocks, loss_fn, meter)
         optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
+    if compile:
+        _compiled_blocks(chain, traces, owner, fake_mode, about)
     static = _static(module, params)
     layers = _layers(chain, traces, owner, roofline, inputs, shared)
     about["traced_layers"] = len(set(owner))
     about["seconds"] = round(time.perf_counter() - started, 3)
-    data = {"model": name, "source": "traced", "device": roofline.name,
+    data = {"model": name, "source": "traced (torch.compile)" if compile else "traced",
+            "device": roofline.name,
             "parameters": sum(p.numel() for p in module.parameters()),
             "static_bytes": sum(static.values()), "static": static,
             "optimizer_ms": optimizer_ms, "optimizer_workspace_bytes": optimizer_workspace,

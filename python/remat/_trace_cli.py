@@ -1,6 +1,7 @@
 """python -m remat trace CONFIG -o PROFILE: a config.json (or a model
 folder holding one) traced with fake tensors into a remat profile
-(remat.trace; docs/trace.md). Exit 0 with the profile written, 2 with one
+(remat.trace; docs/trace.md); --compile traces the blocks as torch.compile
+partitions them (docs/compile.md). Exit 0 with the profile written, 2 with one
 line on bad input."""
 import argparse
 import sys
@@ -21,6 +22,9 @@ def main(argv):
     parser.add_argument("--device", default="a100",
                         help="the planner's device preset for the roofline times (a100 by "
                              "default; docs/devices.md)")
+    parser.add_argument("--compile", action="store_true",
+                        help="the blocks as torch.compile (inductor) partitions them: what each "
+                             "keeps for its backward is its compiled forward's saved outputs")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -34,7 +38,7 @@ def main(argv):
         from ._trace import trace
 
         profile = trace(args.config, micro_batch=args.micro_batch, seq_len=args.seq_len,
-                        precision=args.precision, device=args.device)
+                        precision=args.precision, device=args.device, compile=args.compile)
     except InputError as e:
         print(str(e), file=sys.stderr)
         return e.exit_code
@@ -54,6 +58,8 @@ def main(argv):
     graph = f" in {len(chains)} chains ({', '.join(chains)})" if chains else ""
     for note in about.get("assumed", ()):  # a value the config lacks, taken as its model does
         print(f"python -m remat trace: {args.config}: {note}", file=sys.stderr)
+    compiled = ", blocks as compiled" if about.get("compile") else ""
     print(f"{args.output}: {len(profile.layers)} layers{graph} of {profile.json['model']} "
-          f"({about['traced_layers']} traced), {parameters:,} parameters", file=sys.stderr)
+          f"({about['traced_layers']} traced{compiled}), {parameters:,} parameters",
+          file=sys.stderr)
     return 0

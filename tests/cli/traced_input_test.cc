@@ -1,6 +1,7 @@
 // planner/cli/traced_input.cc: a config.json whose model_type has no
 // hand-written model is planned from `$REMAT_PYTHON -m remat trace`'s
-// profile, cached by the config and the job flags; without a tracer it is
+// profile, cached by the config and the job flags (any config.json under
+// --compile, traced with --compile); without a tracer it is
 // refused with one line saying how to trace it. The tracer here is a shell
 // script standing in for Python (it logs its arguments and writes a
 // profile), so that the test needs no torch; remat_trace_test.py runs the
@@ -97,6 +98,45 @@ TEST_F(TracedInput, WithoutATracerRefusedWithHowToTrace) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+TEST_F(TracedInput, CompileTracesAnyModelTypeCachedApartFromEager) {
+  const std::string gpt2 =
+      dir_.Write("gpt2.json", R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4,
+                       "n_positions": 128, "vocab_size": 100})");
+  const Captured r = RunCli({"--budget", "1GB", "--compile", gpt2});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(Calls(), 1);
+  const std::string calls = ReadAll(dir_.Path("calls"));
+  EXPECT_NE(calls.find("-m remat trace " + gpt2 + " -o "), std::string::npos) << calls;
+  EXPECT_NE(calls.find("--compile"), std::string::npos) << calls;
+  // The eager trace of a config is another cache entry than its compiled one.
+  ASSERT_EQ(RunCli({"--budget", "1GB", "--compile", config_}).code, 0);
+  ASSERT_EQ(RunCli({"--budget", "1GB", "--compile", config_}).code, 0);
+  EXPECT_EQ(Calls(), 2);
+  ASSERT_EQ(RunCli({"--budget", "1GB", config_}).code, 0);
+  EXPECT_EQ(Calls(), 3);
+}
+
+TEST_F(TracedInput, CompileWithoutATracerRefusedInOneLine) {
+  ::setenv("REMAT_PYTHON", dir_.Path("no-such-python").c_str(), 1);
+  const Captured r = RunCli({"--budget", "1GB", "--compile", config_});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(config_ + ": --compile plans the step torch.compile runs, traced by "
+                       "python -m remat trace --compile (needs torch and transformers)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+TEST_F(TracedInput, CompileRefusesAProfile) {
+  const Captured r = RunCli({"--budget", "1GB", "--compile", dir_.Path("profile.json")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option --compile: " + dir_.Path("profile.json") +
+                       " is not a Hugging Face config.json"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Calls(), 0);
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+"""What a compiled block keeps for its backward, under fake tensors.
+
+torch.compile (inductor) hands a block's joint forward-backward graph to
+AOTAutograd, whose partitioner (inductor's partition_fn: its joint-graph
+passes, then min_cut_rematerialization_partition, which at
+activation_memory_budget 1.0 still recomputes cheap ops in the backward)
+splits it: the forward graph's outputs past the block's own are the
+tensors the backward gets, what the compiled block keeps. Here the same
+AOTAutograd (inductor's decompositions, inductor's partition function)
+traces one block call on the tracer's fake tensors and records that
+partition; nothing is allocated and no kernel is generated, so a 70B
+model's block partitions as a tiny one's.
+
+saved_tensors(fw, bw) reads a partition the way the tests read the real
+compiled block's (tests/python/remat_trace_compile_test.py), so the two
+count alike: the backward's inputs that are not tangents, each traced to
+the forward node whose memory it lives in (through views), the forward's
+inputs (the block's input, weights, masks: memory that lives anyway)
+aside, each memory once.
+"""
+import torch
+
+
+def _base(node):
+    """The fx node whose memory `node`'s value lives in: through view ops
+    (outputs that alias their first argument) to the node that made it."""
+    while node.op == "call_function" and node.args and hasattr(node.target, "_schema"):
+        schema = node.target._schema
+        returns = schema.returns
+        if not (returns and returns[0].alias_info is not None and not schema.is_mutable):
+            break
+        node = node.args[0]
+    return node
+
+
+def _nbytes(node):
+    v = node.meta.get("val")
+    return int(v.numel()) * v.element_size() if isinstance(v, torch.Tensor) else 0
+
+
+def saved_tensors(fw, bw):
+    """[(name, shape, bytes)] of the distinct forward-made tensors the
+    partitioned backward `bw` gets from the forward graph `fw`."""
+    nodes = {n.name: n for n in fw.graph.nodes}
+    kept, bases = [], set()
+    for n in bw.graph.nodes:
+        if (n.op != "placeholder" or n.name.startswith("tangents")
+                or not isinstance(n.meta.get("val"), torch.Tensor)):
+            continue
+        base = _base(nodes.get(n.name, n))
+        if base.op in ("placeholder", "get_attr") or base.name in bases:
+            continue  # an input's memory, or a tensor already counted
+        bases.add(base.name)
+        v = base.meta["val"]
+        kept.append((base.name, tuple(int(d) for d in v.shape), _nbytes(base)))
+    return kept
+
+
+def output_bases(fw, count):
+    """The names and bytes of the forward-made memory behind the forward
+    graph's first `count` outputs (the block's own outputs)."""
+    out = next(n for n in fw.graph.nodes if n.op == "output").args[0]
+    found = {}
+    for n in out[:count]:
+        if isinstance(n, torch.fx.Node):
+            base = _base(n)
+            if base.op not in ("placeholder", "get_attr"):
+                found[base.name] = _nbytes(base)
+    return found
+
+
+class Partition:
+    """One partitioned block: `saved` as saved_tensors gives it and
+    `kept_bytes`, what the forward leaves alive for the backward: the
+    saved tensors and the block's output, each memory once."""
+
+    def __init__(self, saved, outputs):
+        self.saved = saved
+        self.saved_bytes = sum(b for _, _, b in saved)
+        held = {name: b for name, _, b in saved}
+        held.update(outputs)
+        self.kept_bytes = sum(held.values())
+
+
+def partition_block(block, args, kwargs, hidden):
+    """The Partition of `block` called as block(*args, **kwargs) on fake
+    tensors (under the tracer's FakeTensorMode) with grad on; hidden(out)
+    is the tensor the block hands on (its one output the step uses)."""
+    from torch._functorch.aot_autograd import aot_function
+    from torch._inductor.compile_fx import partition_fn
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    named = dict(block.named_parameters())
+    named.update(dict(block.named_buffers()))
+    names = list(named)
+    leaves, spec = tree_flatten((args, kwargs))
+    where = [i for i, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
+
+    def call(*flat):
+        weights = dict(zip(names, flat[:len(names)]))
+        filled = list(leaves)
+        for i, t in zip(where, flat[len(names):]):
+            filled[i] = t
+        a, kw = tree_unflatten(filled, spec)
+        return hidden(torch.func.functional_call(block, weights, a, kw))
+
+    found = []
+
+    def partition(joint, joint_inputs, **options):
+        fw, bw = partition_fn(joint, joint_inputs, **options)
+        found.append(Partition(saved_tensors(fw, bw), output_bases(fw, 1)))
+        return fw, bw
+
+    compiled = aot_function(call, fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g,
+                            partition_fn=partition, decompositions=select_decomp_table())
+    compiled(*(list(named.values()) + [leaves[i] for i in where]))
+    if not found:  # nothing needed a gradient: the forward keeps nothing
+        return Partition([], {})
+    return found[0]
