@@ -1,4 +1,5 @@
-"""What T5's known miss is made of (docs/trace.md, "Known misses"): the
+"""What T5's position bias's gradient costs a step (docs/trace.md, "Known
+misses"): the
 small T5 of tests/python/remat_trace_graph_test.py (fp32, CPU, 2 x 64
 tokens, 3 + 3 blocks, 4 heads) traced as a graph, planned with nothing
 checkpointed and with every block checkpointed (uniform every 1), each plan

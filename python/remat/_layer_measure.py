@@ -149,24 +149,26 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
 
 def shared_input_gradients(chain, outside=()):
     """{layer index: bytes}: the tensors besides the hidden state that the
-    prefix hands the blocks and that need a gradient (made from
-    parameters, with grad), each at the last block given it: its backward
-    creates the gradient that the blocks' backwards sum into, held to the
-    prefix's backward. Runs the prefix once with grad. Tensors in
-    `outside` (another chain's output) are the graph's."""
+    prefix or a block hands later blocks and that need a gradient (made
+    from parameters, with grad: MPNet's relative position bias from the
+    prefix, T5's from each stack's first block), each at the last block
+    given it: its backward creates the gradient that the blocks' backwards
+    sum into, held to the maker's backward. Runs the prefix, and each block
+    handing such a tensor on, once with grad. Tensors in `outside`
+    (another chain's output) are the graph's."""
     import torch
     from torch.utils._pytree import tree_flatten
 
+    calls = [tree_flatten(c)[0] for c in chain.calls]
+    owners = _block_handed(chain, calls, outside)
     if not chain.has_prefix:
-        return {}
+        return owners
     from ._profiler import _first_tensor_arg
 
-    calls = [tree_flatten(c)[0] for c in chain.calls]
     x0 = _first_tensor_arg(*chain.calls[0])
     with torch.enable_grad():
         _, holder = chain.run(0, None)
         with_grad = tree_flatten(holder)[0]
-    owners = {}
     seen = set()
     for j, leaf in enumerate(calls[0]):
         if not isinstance(leaf, torch.Tensor) or j >= len(with_grad):
@@ -180,4 +182,37 @@ def shared_input_gradients(chain, outside=()):
         layer = k_last + 1
         owners[layer] = owners.get(layer, 0) + storage_bytes(leaf)
     del holder, with_grad
+    return owners
+
+
+def _block_handed(chain, calls, outside):
+    """shared_input_gradients' part for tensors a block returns besides its
+    hidden state and later blocks are given (T5's position bias): {layer
+    index of the last block given one: bytes}, where the block run with
+    grad returns it with grad."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    from ._profiler import _hidden
+
+    first = 1 if chain.has_prefix else 0
+    owners, seen = {}, set()
+    for k, out in enumerate(chain.outputs):
+        leaves, hidden = tree_flatten(out)[0], _hidden(out)
+        handed = [(j, t) for j, t in enumerate(leaves)
+                  if isinstance(t, torch.Tensor) and t is not hidden and id(t) not in seen
+                  and not any(t is o for o in outside)
+                  and not any(t is x for x in calls[k])  # made by the block, not handed through
+                  and any(t is x for c in calls[k + 1:] for x in c)]
+        if not handed:
+            continue
+        with torch.enable_grad():
+            _, holder = chain.run(first + k, chain.xs[k])
+            graded = tree_flatten(holder)[0]
+        for j, t in handed:
+            if j < len(graded) and isinstance(graded[j], torch.Tensor) and graded[j].requires_grad:
+                seen.add(id(t))
+                last = max(m for m, c in enumerate(calls) if any(t is x for x in c))
+                owners[first + last] = owners.get(first + last, 0) + storage_bytes(t)
+        del holder, graded
     return owners
