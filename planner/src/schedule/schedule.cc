@@ -1,7 +1,9 @@
 #include "remat/schedule/schedule.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "io/json_fields.h"
 #include "remat/profile/profile.h"
@@ -209,38 +211,55 @@ Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>
     return op.kind == OpKind::kForward || op.kind == OpKind::kRecompute ||
            op.kind == OpKind::kBackward;
   };
-  auto reads = [&](int p, int i) {
-    for (const TensorRef& t : graph.Reads(schedule.ops[p])) {
-      if (t.kind == TensorKind::kX && t.index == i) return true;
+  // One pass over the ops: each layer's first forward or recompute, and
+  // the ops that read each x[i] (in order).
+  std::vector<int> first_forward(L, -1);
+  std::vector<int> read_begin(L + 2, 0);
+  for (int p = 0; p < n; ++p) {
+    const Op& op = schedule.ops[p];
+    if ((op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) && op.layer >= 0 &&
+        op.layer < L && first_forward[op.layer] < 0) {
+      first_forward[op.layer] = p;
     }
-    return false;
+    for (const TensorRef& t : graph.Reads(op)) {
+      if (t.kind == TensorKind::kX && t.index >= 0 && t.index <= L) ++read_begin[t.index + 1];
+    }
+  }
+  for (int i = 1; i < L + 2; ++i) read_begin[i] += read_begin[i - 1];
+  std::vector<int> readers(read_begin[L + 1]);
+  {
+    std::vector<int> next(read_begin.begin(), read_begin.end() - 1);
+    for (int p = 0; p < n; ++p) {
+      for (const TensorRef& t : graph.Reads(schedule.ops[p])) {
+        if (t.kind == TensorKind::kX && t.index >= 0 && t.index <= L) readers[next[t.index]++] = p;
+      }
+    }
+  }
+  // The first op after position `after` that reads x[i] (n: none).
+  auto next_read = [&](int i, int after) {
+    const auto begin = readers.begin() + read_begin[i], end = readers.begin() + read_begin[i + 1];
+    const auto it = std::upper_bound(begin, end, after);
+    return it == end ? n : *it;
   };
   // Ops to insert before position p (p == n: at the end), offloads first.
   std::vector<std::vector<Op>> offloads_before(n + 1), prefetches_before(n + 1);
   std::vector<char> seen(L + 1, 0);
   for (int i : xs) {
-    const std::string x = "x" + std::to_string(i);
+    auto x = [&] { return "x" + std::to_string(i); };
     if (i < 1 || i >= L) {
-      return Status::Invalid("cannot offload " + x + ": only x1..x" + std::to_string(L - 1) +
+      return Status::Invalid("cannot offload " + x() + ": only x1..x" + std::to_string(L - 1) +
                              " are checkpoints of a " + std::to_string(L) + "-layer chain");
     }
-    if (seen[i]++) return Status::Invalid("offload of " + x + " asked twice");
-    int w = -1;
-    for (int p = 0; p < n && w < 0; ++p) {
-      const Op& op = schedule.ops[p];
-      if ((op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) && op.layer == i - 1)
-        w = p;
-    }
+    if (seen[i]++) return Status::Invalid("offload of " + x() + " asked twice");
+    const int w = first_forward[i - 1];
     if (w < 0 || schedule.ops[w].save != SaveMode::kNone) {
-      return Status::Invalid("cannot offload " + x + ": it is not a checkpoint (layer " +
+      return Status::Invalid("cannot offload " + x() + ": it is not a checkpoint (layer " +
                              std::to_string(i - 1) + " runs forward with grad)");
     }
-    int r1 = w + 1;
-    while (r1 < n && !reads(r1, i)) ++r1;
-    int r2 = r1 + 1;
-    while (r2 < n && !reads(r2, i)) ++r2;
+    const int r1 = next_read(i, w);
+    const int r2 = r1 < n ? next_read(i, r1) : n;
     if (r1 >= n || r2 >= n || schedule.ops[r1].save != SaveMode::kNone) {
-      return Status::Invalid("cannot offload " + x +
+      return Status::Invalid("cannot offload " + x() +
                              ": it is not a checkpoint (not kept without grad until a later read)");
     }
     int out = r1 + 1;  // after r1 and the frees that follow it

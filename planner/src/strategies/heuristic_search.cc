@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "remat/plan/plan_memo.h"
+
 namespace remat::strategies {
 namespace {
 
@@ -134,7 +136,8 @@ Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily
     KeepBetter(std::move(plan), &best, &have);
   }
   if (!have) return std::optional<Plan>();
-  REMAT_ASSIGN_OR_RETURN(best.predicted, Simulate(p, best.schedule));
+  REMAT_ASSIGN_OR_RETURN(best.predicted,
+                         plan_memo::Simulated(p, best.schedule, SimulationDetail::kFull));
   return std::optional<Plan>(std::move(best));
 }
 

@@ -5,9 +5,11 @@
 // longest, so they free the most device memory per byte of host memory.
 // Without a budget: every block checkpointed and every checkpoint offloaded,
 // the lowest device peak offload reaches (as far as the host budget allows).
-// With one: the fastest (k, j) that fits, every candidate simulated.
-#include "remat/schedule/decisions.h"
+// With one: the fastest (k, j) that fits, every candidate simulated (its
+// totals; the one kept again in full).
 #include "remat/io/units.h"
+#include "remat/plan/plan_memo.h"
+#include "remat/schedule/decisions.h"
 #include "strategies/solvers.h"
 
 namespace remat::strategies {
@@ -56,13 +58,26 @@ class OffloadSolver : public StrategySolver {
         host += p.layers[movable[most] - 1].output_bytes;
         if (host_budget > 0 && host > host_budget) break;
       }
-      for (int j = all_only ? most : 1; j <= most; ++j) {
-        std::vector<LayerDecision> dj = d;
-        for (int m = 0; m < j; ++m) dj[movable[m]] = LayerDecision::kOffload;
-        REMAT_ASSIGN_OR_RETURN(Plan plan, EvaluateDecisions(p, strategy(),
-                                                            "every " + std::to_string(k) + ", " +
-                                                                std::to_string(j) + " offloaded",
-                                                            dj, {}, o.budget_bytes));
+      // The layer list's schedule, built once: offloading its first j
+      // movable checkpoints is BuildSingleLevelSchedule's InsertOffloads
+      // of them (kOffload decisions on those layers).
+      const int first = all_only ? most : 1;
+      if (first > most) return Status::Ok();
+      REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, d, {}));
+      for (int j = first; j <= most; ++j) {
+        Schedule schedule;
+        if (j == 0) {
+          schedule = kept;
+        } else {
+          REMAT_ASSIGN_OR_RETURN(
+              schedule, InsertOffloads(kept, std::vector<int>(movable.begin(), movable.begin() + j),
+                                       kOffloadPrefetchLead));
+        }
+        REMAT_ASSIGN_OR_RETURN(
+            Plan plan, MakePlanFromSchedule(
+                           p, strategy(),
+                           "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded",
+                           std::move(schedule), o.budget_bytes, SimulationDetail::kTotals));
         KeepBetter(std::move(plan), &best, &have);
       }
       return Status::Ok();
@@ -76,6 +91,10 @@ class OffloadSolver : public StrategySolver {
       return Status::Invalid("offload: no checkpoint can move (the host budget of " +
                              FormatBytes(host_budget) + " holds none)");
     }
+    // The candidates were simulated for their totals (the same in full);
+    // the one kept, with its timeline.
+    REMAT_ASSIGN_OR_RETURN(best.predicted,
+                           plan_memo::Simulated(p, best.schedule, SimulationDetail::kFull));
     return best;
   }
 };

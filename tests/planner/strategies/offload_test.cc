@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "remat/plan/plan.h"
 #include "remat/strategies/strategies.h"
@@ -100,6 +102,67 @@ TEST(OffloadStrategy, WithABudgetIsTheFastestThatFitsAndHonoursTheHostBudget) {
   const Plan capped_floor = MakePlan(p, o)->chosen;
   EXPECT_EQ(capped_floor.predicted.host_peak_bytes, 200);
   EXPECT_GT(capped_floor.predicted.peak_bytes, floor.predicted.peak_bytes);
+}
+
+// The strategy's plan at a budget is the best (BetterPlan, first of equals)
+// of every (every k, first j movable checkpoints offloaded) candidate, each
+// built from its decisions and simulated in full: the search's own way of
+// building and simulating them changes no plan. Blocks of different sizes,
+// so that the candidates' peaks and copies differ.
+TEST(OffloadStrategy, PlanIsTheBestOfEveryCandidateSimulatedInFull) {
+  Profile p = Chain(true);
+  for (int i = 1; i < 7; ++i) {
+    p.layers[i].output_bytes = 60 + 25 * i;
+    p.layers[i + 1].input_bytes = p.layers[i].output_bytes;
+    p.layers[i].activation_bytes = 700 + 90 * i;
+  }
+  auto reference = [&](int64_t budget) {
+    Plan best;
+    bool have = false;
+    for (int k = 1; k <= 6; ++k) {
+      std::vector<LayerDecision> d(8, LayerDecision::kKeep);
+      for (int b = 0; b < 6; ++b) {
+        d[b + 1] = b % k == 0 ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
+      }
+      std::vector<int> movable;
+      for (int i = 1; i < 8; ++i) {
+        if (d[i] == LayerDecision::kCheckpoint && RunsWithoutGrad(d[i - 1])) movable.push_back(i);
+      }
+      for (size_t j = 1; j <= movable.size(); ++j) {
+        std::vector<LayerDecision> dj = d;
+        for (size_t m = 0; m < j; ++m) dj[movable[m]] = LayerDecision::kOffload;
+        Result<Schedule> s = BuildSingleLevelSchedule(p, dj, {});
+        EXPECT_TRUE(s.ok()) << s.status().message();
+        Result<Plan> plan = MakePlanFromSchedule(
+            p, Strategy::kOffload,
+            "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded", *s, budget);
+        EXPECT_TRUE(plan.ok()) << plan.status().message();
+        if (!have || BetterPlan(*plan, best)) best = *plan, have = true;
+      }
+    }
+    return best;
+  };
+  PlanOptions o;
+  o.strategy = Strategy::kOffload;
+  int fitting = 0;
+  for (int64_t budget = 1500; budget <= 9000; budget += 250) {
+    o.budget_bytes = budget;
+    const Plan want = reference(budget);
+    if (!want.fits) continue;  // (then the fit search weighs other plans)
+    ++fitting;
+    Result<PlanSet> got = MakePlan(p, o);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const Plan& plan = got->chosen;
+    EXPECT_EQ(plan.parameter, want.parameter) << budget;
+    EXPECT_EQ(plan.decisions, want.decisions) << budget;
+    EXPECT_EQ(plan.schedule.ops.size(), want.schedule.ops.size()) << budget;
+    EXPECT_EQ(plan.predicted.peak_bytes, want.predicted.peak_bytes) << budget;
+    EXPECT_EQ(plan.predicted.host_peak_bytes, want.predicted.host_peak_bytes) << budget;
+    EXPECT_DOUBLE_EQ(plan.predicted.step_ms, want.predicted.step_ms) << budget;
+    EXPECT_EQ(plan.predicted.timeline.size(), want.predicted.timeline.size()) << budget;
+    EXPECT_EQ(plan.predicted.layer_bytes_at_peak, want.predicted.layer_bytes_at_peak) << budget;
+  }
+  EXPECT_GT(fitting, 5);
 }
 
 TEST(OffloadStrategy, AutoWeighsItOnlyWithALink) {
