@@ -210,10 +210,21 @@ def decoder_start(model, config):
     has none and the model shifts the labels as transformers' T5 does (its
     _shift_right, which starts from decoder_start_token_id and which T5's
     documentation sets to pad_token_id, as T5's published checkpoints do),
-    pad_token_id is set on the config and a line saying so returned; else
-    InputError."""
+    pad_token_id is set on the config and a line saying so returned; None
+    too where the model's shift_tokens_right takes no start token (mBART's,
+    PLBart's); else InputError."""
     if getattr(config, "decoder_start_token_id", None) is not None:
         return None
+    import inspect
+    import sys
+
+    shift = getattr(sys.modules.get(type(model).__module__), "shift_tokens_right", None)
+    try:
+        takes = shift is not None and "decoder_start_token_id" in inspect.signature(shift).parameters
+    except (TypeError, ValueError):
+        takes = True
+    if shift is not None and not takes:
+        return None  # mBART's: the labels' last token starts the decoder input, no start token
     pad = getattr(config, "pad_token_id", None)
     if callable(getattr(model, "_shift_right", None)) and pad is not None:
         config.decoder_start_token_id = pad

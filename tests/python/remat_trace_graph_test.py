@@ -17,7 +17,8 @@ against a real training step metered by remat's CPU meter.
   - python -m remat trace writes the graph profile, which the planner
     plans as a graph; transformers' default T5 config (no
     decoder_start_token_id) traces with T5's pad_token_id as the decoder's
-    start, and says so; a BART config without one is refused in one line.
+    start, and says so; mBART's needs none; a BART config without one is
+    refused in one line.
 
 Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
 skipped, visibly, where torch, transformers or the meter is missing
@@ -57,6 +58,11 @@ BART = dict(model_type="bart", architectures=["BartForConditionalGeneration"], d
             max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
             activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
             decoder_start_token_id=2, forced_eos_token_id=2)
+# mBART starts its decoder input at the labels' last token (its
+# shift_tokens_right takes no start token): a config without
+# decoder_start_token_id, as transformers' default mbart config has none.
+MBART = dict(BART, model_type="mbart", architectures=["MBartForConditionalGeneration"],
+             decoder_start_token_id=None)
 # Whisper's encoder reads log-mel frames: 2 x max_source_positions of them
 # (two convolutions, the second strided), num_mel_bins each.
 WHISPER = dict(model_type="whisper", architectures=["WhisperForConditionalGeneration"],
@@ -144,6 +150,11 @@ class TracedGraphStepTest(unittest.TestCase):
 
     def test_bart_from_its_config(self):
         self.check_shape(self.check(BART), BART)
+
+    def test_mbart_without_a_decoder_start(self):
+        profile = self.check(MBART)
+        self.check_shape(profile, MBART)
+        self.assertNotIn("assumed", profile.trace)
 
     def test_whisper_from_its_config(self):
         self.check_shape(self.check(WHISPER), WHISPER)
