@@ -34,7 +34,8 @@ std::vector<FlagSpec> JobFlags() {
        "override gradients: created_in_backward (PyTorch, default), persistent (Megatron)"},
       {"optimizer", "O",
        "override optimizer: adamw, sgd, sgd_momentum, none, adafactor, muon (AdamW for the "
-       "non-matrices), adamw8bit (bitsandbytes)"},
+       "non-matrices), adamw8bit, paged_adamw8bit (bitsandbytes), "
+       "torchao_adamw8bit, torchao_adamw4bit, torchao_adamw_fp8 (torchao)"},
       {"grad-dtype", "D", "mixed_bf16/mixed_fp16 gradients: fp32, bf16, fp16"},
       {"dropout", "P", "override dropout probability, in [0, 1)"},
       {"head", "H",

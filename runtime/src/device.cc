@@ -115,9 +115,13 @@ Status DeviceRuns(const ModelConfig& config, const c10::Device& device) {
     case Optimizer::kAdafactor:
     case Optimizer::kMuon:
     case Optimizer::kAdamW8bit:
+    case Optimizer::kPagedAdamW8bit:
+    case Optimizer::kTorchaoAdamW8bit:
+    case Optimizer::kTorchaoAdamW4bit:
+    case Optimizer::kTorchaoAdamWFp8:
       return Status::Invalid(std::string("optimizer '") + ToString(config.optimizer) +
                              "': remat's runtime steps adamw, sgd, sgd_momentum or none (the "
-                             "others are planned for torch.optim and bitsandbytes on the "
+                             "others are planned for torch.optim, bitsandbytes and torchao on the "
                              "user's model: remat.apply)");
     default:
       break;

@@ -166,6 +166,10 @@ void ModelOptimizer::Update(double lr) {
       case Optimizer::kAdafactor:  // refused before a model is built (DeviceRuns)
       case Optimizer::kMuon:
       case Optimizer::kAdamW8bit:
+      case Optimizer::kPagedAdamW8bit:
+      case Optimizer::kTorchaoAdamW8bit:
+      case Optimizer::kTorchaoAdamW4bit:
+      case Optimizer::kTorchaoAdamWFp8:
         break;
     }
     if (settings_.master_weights) {

@@ -64,10 +64,9 @@ def make_optimizers(name, parameters):
     raise ValueError(name)
 
 
-def measured_and_planned(config, optimizer):
-    """The bytes of `optimizer`'s state after one step of the model of
-    `config`, and the plan's optimizer state for it."""
-    import transformers
+def planned_bytes(config, optimizer):
+    """The plan's optimizer state for the model of `config` in fp32 under
+    --optimizer `optimizer`."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "config.json")
         with open(path, "w") as f:
@@ -75,13 +74,27 @@ def measured_and_planned(config, optimizer):
                                           "seq_len": SEQ_LEN, "micro_batch": MICRO_BATCH,
                                           "dropout": 0}), f)
         plan = remat.plan(path, budget="1TB", device="cpu", strategy="none")
-    planned = plan.json["profile"]["static"]["optimizer_bytes"]
+    return plan.json["profile"]["static"]["optimizer_bytes"]
+
+
+def stepped_model(config):
+    """The fp32 model of `config` on the CPU and its loss on one random
+    micro-batch (not yet backpropagated)."""
+    import transformers
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(
         transformers.AutoConfig.for_model(**{k: v for k, v in config.items()
                                              if k != "architectures"}))
     ids = torch.randint(0, config["vocab_size"], (MICRO_BATCH, SEQ_LEN))
-    model(input_ids=ids, labels=ids).loss.backward()
+    return model, model(input_ids=ids, labels=ids).loss
+
+
+def measured_and_planned(config, optimizer):
+    """The bytes of `optimizer`'s state after one step of the model of
+    `config`, and the plan's optimizer state for it."""
+    planned = planned_bytes(config, optimizer)
+    model, loss = stepped_model(config)
+    loss.backward()
     optimizers = make_optimizers(optimizer, model.parameters())
     for o in optimizers:
         o.step()

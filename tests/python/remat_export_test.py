@@ -161,6 +161,20 @@ class Export(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             args = transformers.TrainingArguments(output_dir=tmp, use_cpu=True, **fields)
             self.assertEqual(args.optim, transformers.training_args.OptimizerNames.ADAMW_BNB)
+        # bitsandbytes' paged 8-bit AdamW and torchao's 8-bit and 4-bit AdamW,
+        # by transformers' names; torchao's fp8 AdamW has none.
+        names = transformers.training_args.OptimizerNames
+        for optimizer, name in (("paged_adamw8bit", names.PAGED_ADAMW_8BIT),
+                                ("torchao_adamw8bit", names.ADAMW_TORCH_8BIT),
+                                ("torchao_adamw4bit", names.ADAMW_TORCH_4BIT),
+                                ("torchao_adamw_fp8", None)):
+            with self.subTest(optimizer=optimizer):
+                fields = json.loads(remat.plan(GPT2, budget="24GB", optimizer=optimizer).export("hf"))
+                self.assertEqual(fields.get("optim"), name and name.value)
+                with tempfile.TemporaryDirectory() as tmp:
+                    args = transformers.TrainingArguments(output_dir=tmp, use_cpu=True, **fields)
+                    if name:
+                        self.assertEqual(args.optim, name)
 
     @needs.modules("deepspeed")
     def test_deepspeed_config_is_accepted(self):

@@ -45,7 +45,13 @@ BytesPerParameter ModelStatePerParameter(Precision precision, Optimizer optimize
     case Optimizer::kAdafactor:  // a matrix's rows and columns: counted by tensor
       break;
     case Optimizer::kAdamW8bit:  // two bytes, and an fp32 scale per 256 elements
+    case Optimizer::kPagedAdamW8bit:
+    case Optimizer::kTorchaoAdamW8bit:
+    case Optimizer::kTorchaoAdamWFp8:
       b.optimizer = c.master_weight_bytes + 2;
+      return b;
+    case Optimizer::kTorchaoAdamW4bit:  // two 4-bit codes, an fp32 scale per 128
+      b.optimizer = c.master_weight_bytes + 1;
       return b;
     case Optimizer::kSgd:
       break;

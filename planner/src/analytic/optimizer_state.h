@@ -18,6 +18,22 @@
 //    state2 in fp32 whatever its dtype. The two 256-entry fp32 quantization
 //    maps (qmap1, qmap2) are shared by every tensor: 2 KiB once. Its `step`
 //    is a Python int.
+//  - paged_adamw8bit (bitsandbytes' PagedAdamW8bit, the same class with
+//    is_paged): adamw8bit's tensors and bytes. On CUDA, get_state_buffer
+//    puts state1 and state2 of a tensor of 100,000 elements or more in
+//    managed memory (F.get_paged: cudaMallocManaged of exactly its bytes);
+//    on the CPU it falls back to ordinary tensors.
+//  - torchao_adamw8bit, torchao_adamw4bit, torchao_adamw_fp8 (torchao 0.18,
+//    torchao/optim/adam.py _AdamBase._new_buffer and subclass_*.py): per
+//    tensor a 0-dim fp32 `step`, and exp_avg and exp_avg_sq, each either a
+//    tensor subclass or, for a tensor under 4,096 elements or not a whole
+//    number of blocks, zeros_like(param) (the moment's dtype). The
+//    subclasses hold, per moment:
+//      8-bit (block 256): uint8 codes of every element, an fp32 scale per
+//        block and its own 256-entry fp32 qmap;
+//      4-bit (block 128): uint8 codes of two elements each, an fp32 scale
+//        per block and its own 16-entry fp32 qmap;
+//      fp8 (block 256): float8_e4m3fn codes, an fp32 scale per block.
 // Master weights (mixed_*) come on top, as for every optimizer.
 #ifndef REMAT_SRC_ANALYTIC_OPTIMIZER_STATE_H_
 #define REMAT_SRC_ANALYTIC_OPTIMIZER_STATE_H_
@@ -34,6 +50,10 @@ namespace remat::analytic {
 inline constexpr int64_t kAdamW8bitBlock = 256;      // elements per absmax
 inline constexpr int64_t kAdamW8bitMinSize = 4096;   // smaller tensors: fp32 state
 inline constexpr int64_t kAdamW8bitQuantMaps = 2 * 256 * 4;
+inline constexpr int64_t kTorchaoMinSize = 4096;  // smaller tensors: unquantized
+
+// Whether `o` is one of bitsandbytes' 8-bit AdamWs (plain or paged).
+bool BitsAndBytes8bit(Optimizer o);
 
 // Whether `o` keeps state counted tensor by tensor (OptimizerStateBytes)
 // rather than a fixed number of bytes per parameter.

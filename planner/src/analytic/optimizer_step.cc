@@ -124,7 +124,7 @@ StepWorkspace OptimizerStepWorkspace(const std::vector<TrainedTensor>& tensors,
     return tensors.empty() ? StepWorkspace{} : StepWorkspace{8 + cast, {8, cast}};
   }
   if (c.optimizer == Optimizer::kAdafactor) return AdafactorWorkspace(tensors, c);
-  if (c.optimizer == Optimizer::kAdamW8bit) {
+  if (BitsAndBytes8bit(c.optimizer)) {
     return foreach ? StepWorkspace{} : AdamW8bitCpuWorkspace(tensors, c);
   }
   if (c.optimizer == Optimizer::kMuon) {

@@ -39,6 +39,14 @@
 // weight to fp32, and makes sqrt(v) and its quotient: 5 (6 with a 16-bit
 // weight) fp32 copies of the tensor; under 4,096 elements, its 32-bit path,
 // 3 (4). On a GPU its kernels update the moments and weights in place.
+// PagedAdamW8bit runs the same kernels and CPU path (is_paged only moves
+// where its state lives): the same temporaries.
+// torchao's AdamW8bit, AdamW4bit and AdamWFp8 step each parameter through
+// torch.compile(single_param_adam, fullgraph=True): one graph that
+// dequantizes both moments, updates them and the weight in fp32 and
+// quantizes them again, fused by inductor. What its generated kernels
+// allocate between their launches is not derived here: the planner counts
+// none (docs/optimizers.md says so; no test meters it).
 // SGD, with or without momentum (torch/optim/sgd.py, weight decay 0: the
 // default), adds into the weights and the momentum buffers in place: no
 // temporaries but, per parameter on the CPU, the momentum multiply's

@@ -14,7 +14,9 @@ const std::vector<std::string> kPrecisions = {"fp32",     "bf16",       "fp16", 
 const std::vector<std::string> kGradDtypes = {"default", "fp32", "bf16", "fp16"};
 const std::vector<std::string> kGradients = {"default", "created_in_backward", "persistent"};
 const std::vector<std::string> kOptimizers = {"adamw",     "sgd",  "sgd_momentum", "none",
-                                               "adafactor", "muon", "adamw8bit"};
+                                               "adafactor", "muon", "adamw8bit",
+                                               "paged_adamw8bit", "torchao_adamw8bit",
+                                               "torchao_adamw4bit", "torchao_adamw_fp8"};
 const std::vector<std::string> kAttention = {"eager", "flash", "sdpa"};
 const std::vector<std::string> kLrSchedules = {"constant", "linear", "cosine"};
 const std::vector<std::string> kHeads = {"default", "lm", "mlm", "pooling", "classification"};

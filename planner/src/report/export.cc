@@ -81,8 +81,25 @@ std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext&
   // adamw8bit plans it (docs/optimizers.md). transformers names no
   // torch.optim.Adafactor or Muon (its "adafactor" is its own, with fp32
   // state for 16-bit weights): those go to Trainer(optimizers=...).
-  if (ctx.has_config && ctx.config.optimizer == Optimizer::kAdamW8bit) {
-    j["optim"] = "adamw_bnb_8bit";
+  // transformers' names for bitsandbytes' paged AdamW and torchao's 8-bit
+  // and 4-bit AdamW (its OptimizerNames); it has none for torchao's fp8.
+  if (ctx.has_config) {
+    switch (ctx.config.optimizer) {
+      case Optimizer::kAdamW8bit:
+        j["optim"] = "adamw_bnb_8bit";
+        break;
+      case Optimizer::kPagedAdamW8bit:
+        j["optim"] = "paged_adamw_8bit";
+        break;
+      case Optimizer::kTorchaoAdamW8bit:
+        j["optim"] = "adamw_torch_8bit";
+        break;
+      case Optimizer::kTorchaoAdamW4bit:
+        j["optim"] = "adamw_torch_4bit";
+        break;
+      default:
+        break;
+    }
   }
   if (e.loss_chunks > 0) {
     // Liger-Kernel's fused linear cross-entropy alone: its other kernels

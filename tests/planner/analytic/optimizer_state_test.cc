@@ -4,7 +4,10 @@
 // the layouts: Adafactor's row and column vectors of a matrix and full
 // variance of a vector (a 4 B step counter each), Muon's one moment of a
 // matrix beside AdamW's two of a vector, AdamW8bit's bytes and per-256
-// scales from 4,096 elements on and fp32 moments below. The real libraries'
+// scales from 4,096 elements on and fp32 moments below (PagedAdamW8bit's
+// the same), torchao's 8-bit, 4-bit and fp8 codes with a scale per block and
+// a map per moment where a tensor is a whole number of blocks of 4,096
+// elements or more, moments in the parameter's dtype otherwise. The real libraries'
 // allocations against the plan: tests/python/optimizer_state_test.py.
 #include <gtest/gtest.h>
 
@@ -55,6 +58,40 @@ TEST(OptimizerState, AdamW8bitQuantizesFrom4096Elements) {
   EXPECT_EQ(*OptimizerStateBytes({small}, Job(Optimizer::kAdamW8bit)), 4095 * 8);
   EXPECT_EQ(*OptimizerStateBytes({big, big, small}, Job(Optimizer::kAdamW8bit)),
             2 * (2 * 4097 + 17 * 8) + 4095 * 8 + 2048);
+}
+
+TEST(OptimizerState, PagedAdamW8bitKeepsAdamW8bitsBytes) {
+  const TrainedTensor big = {4096 + 1, false, {4097, 1}};
+  const TrainedTensor small = {4095, false, {}};
+  EXPECT_EQ(*OptimizerStateBytes({big, small}, Job(Optimizer::kPagedAdamW8bit)),
+            *OptimizerStateBytes({big, small}, Job(Optimizer::kAdamW8bit)));
+  EXPECT_EQ(OptimizerStepWorkspace({big}, Job(Optimizer::kPagedAdamW8bit), false).bytes,
+            OptimizerStepWorkspace({big}, Job(Optimizer::kAdamW8bit), false).bytes);
+}
+
+TEST(OptimizerState, TorchaoQuantizesWholeBlocksFrom4096Elements) {
+  const TrainedTensor blocks = {4096, false, {64, 64}};      // 16 of 256, 32 of 128
+  const TrainedTensor halves = {4096 + 128, false, {33, 128}};  // 33 of 128, not of 256
+  const TrainedTensor small = {2048, false, {32, 64}};
+  // Per moment: codes, an fp32 scale per block, the moment's own map; a 4 B
+  // step counter per tensor.
+  EXPECT_EQ(*OptimizerStateBytes({blocks}, Job(Optimizer::kTorchaoAdamW8bit)),
+            4 + 2 * (4096 + 16 * 4 + 256 * 4));
+  EXPECT_EQ(*OptimizerStateBytes({blocks}, Job(Optimizer::kTorchaoAdamW4bit)),
+            4 + 2 * (2048 + 32 * 4 + 16 * 4));
+  EXPECT_EQ(*OptimizerStateBytes({blocks}, Job(Optimizer::kTorchaoAdamWFp8)),
+            4 + 2 * (4096 + 16 * 4));
+  // Not a whole number of 256-element blocks: moments in the weight's dtype
+  // for 8-bit and fp8, quantized for 4-bit.
+  EXPECT_EQ(*OptimizerStateBytes({halves}, Job(Optimizer::kTorchaoAdamW8bit)), 4 + 4224 * 8);
+  EXPECT_EQ(*OptimizerStateBytes({halves}, Job(Optimizer::kTorchaoAdamW4bit)),
+            4 + 2 * (2112 + 33 * 4 + 16 * 4));
+  EXPECT_EQ(*OptimizerStateBytes({small}, Job(Optimizer::kTorchaoAdamWFp8)), 4 + 2048 * 8);
+  EXPECT_EQ(*OptimizerStateBytes({small}, Job(Optimizer::kTorchaoAdamWFp8, Precision::kBf16)),
+            4 + 2048 * 4);
+  // Master weights add 4 B a parameter.
+  EXPECT_EQ(*OptimizerStateBytes({blocks}, Job(Optimizer::kTorchaoAdamWFp8, Precision::kMixedBf16)),
+            4 + 2 * (4096 + 16 * 4) + 4096 * 4);
 }
 
 TEST(OptimizerStep, MuonHoldsTheBf16IteratesAndGramMatrices) {

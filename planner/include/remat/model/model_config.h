@@ -101,6 +101,17 @@ enum class Optimizer {
   // bitsandbytes' AdamW8bit: both moments in 8 bits with an fp32 scale per
   // 256 elements; fp32 moments for a tensor under 4,096 elements.
   kAdamW8bit,
+  // bitsandbytes' PagedAdamW8bit: AdamW8bit's state, the 8-bit moments of a
+  // tensor of 100,000 elements or more in CUDA managed memory.
+  kPagedAdamW8bit,
+  // torchao's AdamW8bit, AdamW4bit and AdamWFp8 (torchao/optim/adam.py):
+  // both moments block-wise quantized (8-bit codes, 4-bit codes, fp8 e4m3)
+  // with an fp32 scale per block, for a tensor of 4,096 elements or more
+  // that is a whole number of blocks; the others keep moments in the
+  // parameter's dtype.
+  kTorchaoAdamW8bit,
+  kTorchaoAdamW4bit,
+  kTorchaoAdamWFp8,
 };
 
 // The learning rate over the updates, as transformers' schedulers: a linear
