@@ -184,8 +184,8 @@ class Plan:
 
     @property
     def alternatives(self):
-        """When the model state alone does not fit: every combination of
-        levers that fits, fastest first, as dicts with changes, flags (the
+        """When no plan fits: every combination of levers that fits at the
+        job's micro-batch, fastest first, as dicts with changes, flags (the
         options to add), gpus, full_fine_tuning, listed, strategy,
         peak_bytes, device_peak_bytes and step_ms; [] otherwise
         (docs/levers.md)."""

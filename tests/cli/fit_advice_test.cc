@@ -1,6 +1,8 @@
 // The fit advice over every lever, as a user meets it: Llama-3-8B at
 // micro-batch 1 x 2048 on a 24 GB RTX 4090, whose model state alone (amp
-// bf16 AdamW, 16 B a parameter) is five times the card.
+// bf16 AdamW, 16 B a parameter) is five times the card; and Llama-3.2-1B
+// at micro-batch 4 x 4096 on the same card, whose model state fits but
+// whose activations do not at any micro-batch.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@ namespace remat::cli {
 namespace {
 
 const char kLlama8b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3-8b.config.json";
+const char kLlama1b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3.2-1b.config.json";
 
 std::vector<std::string> Job8bOn4090(const std::string& flags = "") {
   std::vector<std::string> args = {"--budget", "24GB", "--device", "rtx4090", "--micro-batch",
@@ -79,6 +82,41 @@ TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
     EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), a["step_ms"].get<double>())
         << flags;
   }
+}
+
+TEST(FitAdvice, ActivationsThatDoNotFitGetEveryLeverToo) {
+  const std::vector<std::string> job = {"--budget", "24GB", "--device", "rtx4090", "--micro-batch",
+                                        "4", "--seq-len", "4096", "--json", kLlama1b};
+  const Captured c = RunCli(job);
+  ASSERT_EQ(c.code, 3) << c.err;
+  const nlohmann::json advice = nlohmann::json::parse(c.out)["fit_advice"];
+  EXPECT_FALSE(advice["model_state_exceeds_budget"].get<bool>());
+  EXPECT_TRUE(advice["micro_batches"].empty()) << "no micro-batch fits as the job is";
+  const std::string message = advice["message"].get<std::string>();
+  EXPECT_NE(message.find("even micro_batch 1 does not fit without other levers"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("at this micro-batch, what fits, fastest first: "), std::string::npos)
+      << message;
+  const nlohmann::json& alternatives = advice["alternatives"];
+  ASSERT_FALSE(alternatives.empty()) << message;
+  for (size_t i = 1; i < alternatives.size(); ++i) {
+    if (alternatives[i - 1]["listed"] != alternatives[i]["listed"]) continue;
+    EXPECT_LE(alternatives[i - 1]["step_ms"].get<double>(), alternatives[i]["step_ms"].get<double>());
+  }
+  // The fastest, planned alone with its flags: it fits at micro-batch 4
+  // with the peak and step time the advice said.
+  const nlohmann::json& first = alternatives[0];
+  std::vector<std::string> alone_args(job.begin(), job.end() - 1);
+  std::istringstream words(first["flags"].get<std::string>());
+  for (std::string w; words >> w;) alone_args.push_back(w);
+  alone_args.push_back(kLlama1b);
+  const Captured alone = RunCli(alone_args);
+  ASSERT_EQ(alone.code, 0) << first["flags"] << ": " << alone.err;
+  const nlohmann::json p = nlohmann::json::parse(alone.out);
+  EXPECT_TRUE(p["fits"].get<bool>());
+  EXPECT_EQ(p["predicted"]["device_peak_bytes"], first["device_peak_bytes"]);
+  EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), first["step_ms"].get<double>());
 }
 
 TEST(FitAdvice, AJobThatFitsGetsNone) {

@@ -88,7 +88,8 @@ class Plan(unittest.TestCase):
                                *fastest["flags"].split(), LLAMA)
         self.assertEqual(code, 0)
         self.assertEqual(json.loads(out)["predicted"]["peak_bytes"], fastest["peak_bytes"])
-        self.assertEqual(remat.plan(LLAMA, budget="24GB", seq_len=512).alternatives, [])
+        # A plan that fits has none.
+        self.assertEqual(remat.plan(LLAMA, budget="80GB", seq_len=512).alternatives, [])
 
     def test_parallel_options_plan_every_rank(self):
         plan = remat.plan(GPT2, budget="24GB", gpus=8, fsdp="full_shard", global_batch=256)

@@ -442,6 +442,37 @@ std::string ChunkedLossAdvice(const Job& job, const Alternatives& options, int64
          ": chunked loss saves " + FormatBytes(peak_bytes - LowestPeak(*plans));
 }
 
+// The largest micro-batches that fit (appended to `suggestions`: the
+// largest, then the largest that keeps the global batch) and the message's
+// words for them; where none does, what else to change, unless `levers_fit`
+// (other levers make the job fit: the message names them).
+std::string MicroBatchAdvice(const Job& job, const ModelConfig& c, const Alternatives& options,
+                             bool levers_fit, std::vector<FitSuggestion>* suggestions) {
+  std::optional<Plan> largest_plan;
+  const int64_t largest = LargestFittingMicroBatch(job, c.micro_batch, options, &largest_plan);
+  if (largest == 0) {
+    std::string text = "; even micro_batch 1 does not fit";
+    if (levers_fit) return text + " without other levers";
+    text += ": shorten seq_len";
+    if (c.attention == AttentionImpl::kEager) text += " or use flash attention";
+    return text;
+  }
+  const int64_t global = c.micro_batch * c.grad_accumulation;
+  // The largest fitting micro-batch that divides the global batch, so that
+  // gradient accumulation keeps it exactly.
+  int64_t divisor = largest;
+  while (global % divisor != 0) --divisor;
+  if (divisor != largest) suggestions->push_back({largest, 0, *largest_plan});
+  std::optional<Plan> divisor_plan =
+      divisor == largest ? largest_plan : FittingPlanAt(job, divisor, options);
+  if (divisor_plan) suggestions->push_back({divisor, global / divisor, *divisor_plan});
+  // The global batch over every data rank, as --global-batch counts it.
+  const int64_t all_ranks = global * job.parallel().data_ranks();
+  std::string text;
+  for (const FitSuggestion& s : *suggestions) text += "; " + Describe(s, all_ranks);
+  return text;
+}
+
 }  // namespace
 
 FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& plan_options,
@@ -474,29 +505,19 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& pla
     return a;
   }
   if (c != nullptr) a.message += ChunkedLossAdvice(job, options, a.lowest_peak_bytes);
-  if (c == nullptr || !search) {
+  if (!search) {
     a.message += "; a budget of at least " + FormatBytes(a.lowest_peak_bytes) + " would fit";
     return a;
   }
-  std::optional<Plan> largest_plan;
-  const int64_t largest = LargestFittingMicroBatch(job, c->micro_batch, options, &largest_plan);
-  if (largest == 0) {
-    a.message += "; even micro_batch 1 does not fit: shorten seq_len";
-    if (c->attention == AttentionImpl::kEager) a.message += " or use flash attention";
-    return a;
+  // The model state fits but what the step holds besides does not: every
+  // lever weighed at the job's micro-batch as well, for a user who keeps it.
+  const std::string levers = StateAdvice(job, options, &a.alternatives);
+  if (c == nullptr) {
+    a.message += "; a budget of at least " + FormatBytes(a.lowest_peak_bytes) + " would fit";
+  } else {
+    a.message += MicroBatchAdvice(job, *c, options, !a.alternatives.empty(), &a.suggestions);
   }
-  const int64_t global = c->micro_batch * c->grad_accumulation;
-  // The largest fitting micro-batch that divides the global batch, so that
-  // gradient accumulation keeps it exactly.
-  int64_t divisor = largest;
-  while (global % divisor != 0) --divisor;
-  if (divisor != largest) a.suggestions.push_back({largest, 0, *largest_plan});
-  std::optional<Plan> divisor_plan =
-      divisor == largest ? largest_plan : FittingPlanAt(job, divisor, options);
-  if (divisor_plan) a.suggestions.push_back({divisor, global / divisor, *divisor_plan});
-  // The global batch over every data rank, as --global-batch counts it.
-  const int64_t all_ranks = global * job.parallel().data_ranks();
-  for (const FitSuggestion& s : a.suggestions) a.message += "; " + Describe(s, all_ranks);
+  a.message += "; at this micro-batch, " + levers;
   return a;
 }
 

@@ -94,8 +94,7 @@ struct FitSuggestion {
   Plan plan;
 };
 
-// Another way to make the job fit when its model state does not: a
-// combination of levers (precision, gradient convention, optimizer, LoRA,
+// Another way to make the job fit at its micro-batch: a combination of levers (precision, gradient convention, optimizer, LoRA,
 // QLoRA, the chunked loss, FSDP2 sharding), planned by auto.
 struct FitAlternative {
   std::vector<std::string> changes;  // "precision bf16", "optimizer adafactor"
@@ -117,9 +116,11 @@ struct FitAdvice {
   // global batch with accumulation, if different; empty when none does or
   // the input is a profile.
   std::vector<FitSuggestion> suggestions;
-  // When the model state exceeds the budget: every combination that fits,
+  // Every combination of levers that fits at the job's micro-batch,
   // fastest first (the listed ones first), none where a simpler one is as
-  // fast.
+  // fast; weighed whether or not the model state alone exceeds the budget
+  // (where it fits, beside the micro-batch suggestions), empty where
+  // AdviseFit's `search` is off.
   std::vector<FitAlternative> alternatives;
   std::string message;  // one line: all of the above, for people
 };
