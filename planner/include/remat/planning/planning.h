@@ -180,8 +180,10 @@ struct PlanningResult {
 // budget nothing fits is a result (see fit_status).
 Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request);
 
-// Why `plans` (made for `job` under `options`) does not fit, and, with
-// `search`, the micro-batches that would. Each alternative is planned as
+// Why `plans` (made for `job` under `options`) does not fit and, with
+// `search`, what would: where the model state fits, the micro-batches that
+// fit; either way, every combination of levers that fits at the job's
+// micro-batch (FitAdvice::alternatives). Each alternative is planned as
 // the plan was: with `options`, and with `weigh_chunked_loss` (the plan's
 // PlanningRequest::weigh_chunked_loss) the chunked loss weighed where the
 // alternative does not fit without it.
