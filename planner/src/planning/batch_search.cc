@@ -2,11 +2,20 @@
 // for a global batch.
 #include <algorithm>
 
+#include "planning/job_plans.h"
 #include "remat/planning/planning.h"
 
 namespace remat {
 
 Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const PlanOptions& options) {
+  return planning_internal::SearchBatchKeeping(job, global_batch, options, nullptr);
+}
+
+namespace planning_internal {
+
+Result<BatchSearch> SearchBatchKeeping(const Job& job, int64_t global_batch,
+                                       const PlanOptions& options,
+                                       std::vector<WeighedJob>* weighed) {
   if (global_batch < 1) {
     return Status::Invalid("the global batch must be at least 1 example, got " +
                            std::to_string(global_batch));
@@ -39,19 +48,18 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
     // The interleaved schedule runs the micro-batches in groups of p.
     const Parallelism& p = job.parallel();
     if (p.schedule == PipelineSchedule::kInterleaved && k % p.pipeline != 0) continue;
-    REMAT_ASSIGN_OR_RETURN(const Job at, WithMicroBatch(job, b, k));
-    PlanSet plans;
-    if (!at.ranks.empty()) {  // each rank as PlanRanks plans it (FSDP2 units)
-      REMAT_ASSIGN_OR_RETURN(const std::vector<RankPlan> ranks, PlanRanks(at, options));
-      plans = WorstRankPlans(ranks);
-    } else {
-      REMAT_ASSIGN_OR_RETURN(plans, MakePlan(at.profile, options));
-    }
+    REMAT_ASSIGN_OR_RETURN(Job at, WithMicroBatch(job, b, k));
+    // Each rank as PlanRanks plans it (FSDP2 units); one GPU, MakePlan's
+    // plans: the job's plans as PlanJobStrategies gives them.
+    REMAT_ASSIGN_OR_RETURN(JobPlans planned, PlanJobStrategies(at, options));
+    const Plan chosen =
+        !planned.ranks.empty() ? WorstRankPlans(planned.ranks).chosen : planned.plans.chosen;
     BatchCandidate c;
     c.micro_batch = b;
     c.grad_accumulation = k;
-    c.update = PredictUpdate(at.profile, plans.chosen.predicted, k);
-    c.plan = std::move(plans.chosen);
+    c.update = PredictUpdate(at.profile, chosen.predicted, k);
+    c.plan = chosen;
+    if (weighed != nullptr) weighed->push_back({std::move(at), std::move(planned)});
     const bool fits = c.plan.fits;
     search.weighed.push_back(std::move(c));
     const BatchCandidate& last = search.weighed.back();
@@ -67,4 +75,5 @@ Result<BatchSearch> SearchBatch(const Job& job, int64_t global_batch, const Plan
   return search;
 }
 
+}  // namespace planning_internal
 }  // namespace remat

@@ -31,6 +31,20 @@ struct JobPlans {
 // rank's prefixed with the rank.
 Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options);
 
+// A micro-batch SearchBatch weighed: its job and the plans PlanJobStrategies
+// gave it.
+struct WeighedJob {
+  Job job;
+  JobPlans plans;
+};
+
+// SearchBatch, keeping in `*weighed` (when not null) each weighed
+// candidate's job and plans, in the order of BatchSearch::weighed: the
+// plans a caller would get by planning that job again with `options`.
+Result<BatchSearch> SearchBatchKeeping(const Job& job, int64_t global_batch,
+                                       const PlanOptions& options,
+                                       std::vector<WeighedJob>* weighed);
+
 }  // namespace remat::planning_internal
 
 #endif  // REMAT_SRC_PLANNING_JOB_PLANS_H_

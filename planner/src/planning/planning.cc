@@ -2,6 +2,9 @@
 #include "remat/planning/planning.h"
 
 #include <cstdio>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "planning/job_plans.h"
 #include "remat/io/units.h"
@@ -83,18 +86,30 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
 Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
   PlanningResult result;
   const Job* planned = &job;
+  std::optional<planning_internal::JobPlans> searched;
   if (request.global_batch > 0) {
-    REMAT_ASSIGN_OR_RETURN(result.batch, SearchBatch(job, request.global_batch, request.options));
-    // None fits: micro-batch 1, the lowest peak there is, to report.
-    const BatchCandidate& pick = result.batch->chosen >= 0
-                                     ? result.batch->weighed[result.batch->chosen]
-                                     : result.batch->weighed.front();
-    REMAT_ASSIGN_OR_RETURN(result.batch_job,
-                           WithMicroBatch(job, pick.micro_batch, pick.grad_accumulation));
+    std::vector<planning_internal::WeighedJob> weighed;
+    REMAT_ASSIGN_OR_RETURN(result.batch, planning_internal::SearchBatchKeeping(
+                                             job, request.global_batch, request.options, &weighed));
+    // None fits: micro-batch 1, the lowest peak there is, to report. The
+    // search planned that job already (the same job and options).
+    if (weighed.empty()) {
+      return Status::Invalid("global batch " + std::to_string(request.global_batch) +
+                             ": no micro-batch leaves a grad_accumulation that is a multiple of "
+                             "the " +
+                             std::to_string(job.parallel().pipeline) +
+                             " pipeline stages, as the interleaved schedule needs");
+    }
+    const size_t pick = result.batch->chosen >= 0 ? static_cast<size_t>(result.batch->chosen) : 0;
+    result.batch_job = std::move(weighed.at(pick).job);
+    searched = std::move(weighed.at(pick).plans);
     planned = &*result.batch_job;
   }
-  REMAT_ASSIGN_OR_RETURN(planning_internal::JobPlans plans,
-                         planning_internal::PlanJobStrategies(*planned, request.options));
+  if (!searched) {
+    REMAT_ASSIGN_OR_RETURN(searched,
+                           planning_internal::PlanJobStrategies(*planned, request.options));
+  }
+  planning_internal::JobPlans& plans = *searched;
   result.plans = std::move(plans.plans);
   result.ranks = std::move(plans.ranks);
   result.worst_rank = plans.worst_rank;
