@@ -12,12 +12,27 @@ block on fake tensors, must give each block exactly those bytes and
 shapes; a checkpointed block (remat.apply's uniform plan) compiled the
 same way must keep nothing but its input, as the planner models it.
 
+Peaks: remat_compile_peak.py (one process per cell, the meter loaded
+first) plans none and uniform (every block checkpointed) with
+compile=True, applies the plan, compiles the model whole and meters the
+third AdamW step; the measured peak must be within 3% of the prediction
+for the Llama and the GPT-2 without checkpoints and the GPT-2 with every
+block checkpointed. 3% is the project's stated bar, not a bound derived
+from the mechanism: what the compiled trace models (the blocks' saved
+tensors) is exact (the cases above), the workspaces inside and the
+layers outside the blocks are eager's. The Llama with every block
+checkpointed peaks 3.02% above its prediction, in the compiled backward
+of a recomputed block, whose buffers the trace does not model: a known
+miss (docs/compile.md), not asserted here.
+
 Run by CTest (label "python"); skipped, visibly, where torch or
 transformers is missing. TORCHINDUCTOR_CACHE_DIR (CTest's, shared with
 remat_compile_test) keeps the compiled kernels for the next run;
 AOTAutograd's cache is off here, so that each compile partitions.
 """
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -117,6 +132,38 @@ class TracedSavedTensors(unittest.TestCase):
 
     def test_gpt2_blocks_save_what_inductor_partitions(self):
         self.check("gpt2")
+
+
+@unittest.skipIf(torch is None, needs.SKIPPED)
+class CompiledPeaks(unittest.TestCase):
+    TOLERANCE = 0.03
+
+    def cell(self, name, strategy):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, REMAT_PYTHON=sys.executable, REMAT_TRACE_CACHE=cache)
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                  "remat_compile_peak.py")
+            done = subprocess.run([sys.executable, script, name, strategy], env=env,
+                                  capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        self.assertEqual(got["source"], "traced (torch.compile)")
+        want = {"none": "keep", "uniform": "checkpoint"}[strategy]
+        self.assertEqual(set(got["decisions"]), {want}, got)
+        miss = got["measured_peak_bytes"] / got["predicted_peak_bytes"] - 1
+        print(f"{name} {strategy}: predicted {got['predicted_peak_bytes']:,} B, measured "
+              f"{got['measured_peak_bytes']:,} B ({100 * miss:+.2f}%), eager prediction "
+              f"{got['eager_predicted_peak_bytes']:,} B", file=sys.stderr)
+        self.assertLessEqual(abs(miss), self.TOLERANCE, got)
+
+    def test_llama_none(self):
+        self.cell("llama", "none")
+
+    def test_gpt2_none(self):
+        self.cell("gpt2", "none")
+
+    def test_gpt2_uniform(self):
+        self.cell("gpt2", "uniform")
 
 
 if __name__ == "__main__":
