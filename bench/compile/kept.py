@@ -79,18 +79,6 @@ def peaks():
                   f"   {row['compiled'] / row['eager']:.4f}", flush=True)
 
 
-def _base(node):
-    """The fx node whose memory `node`'s value lives in: through view ops
-    (outputs that alias their first argument) to the node that made it."""
-    while node.op == "call_function" and node.args and hasattr(node.target, "_schema"):
-        returns = node.target._schema.returns
-        if not (returns and returns[0].alias_info is not None
-                and not node.target._schema.is_mutable):
-            break
-        node = node.args[0]
-    return node
-
-
 def _storage_bytes(tensors):
     seen = {}
     for t in tensors:
@@ -106,6 +94,7 @@ def saved():
     from torch._inductor.decomposition import select_decomp_table
 
     import remat
+    from remat._trace_compile import saved_tensors
 
     for name in MODELS:
         for plan_name in PLANS:
@@ -154,19 +143,7 @@ def saved():
                 def backend(gm, inputs):
                     def partition(joint, joint_inputs, **kwargs):
                         fw, bw = partition_fn(joint, joint_inputs, **kwargs)
-                        nodes = {n.name: n for n in fw.graph.nodes}
-                        kept, bases = [], set()
-                        for n in bw.graph.nodes:
-                            if (n.op != "placeholder" or n.name.startswith("tangents")
-                                    or not isinstance(n.meta.get("val"), torch.Tensor)):
-                                continue
-                            base = _base(nodes.get(n.name, n))
-                            if base.op == "placeholder" or base.name in bases:
-                                continue  # a view of an input or of a tensor already kept
-                            bases.add(base.name)
-                            v = base.meta["val"]
-                            kept.append((tuple(int(d) for d in v.shape),
-                                         int(v.numel()) * v.element_size()))
+                        kept = [(shape, nbytes) for _, shape, nbytes in saved_tensors(fw, bw)]
                         compiled[i] = kept
                         return fw, bw
 
