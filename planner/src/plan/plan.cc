@@ -5,11 +5,13 @@
 #include <set>
 
 #include "io/json_fields.h"
+#include "plan/known_tensors.h"
 #include "remat/plan/plan_memo.h"
 
 namespace remat {
 
 using internal::JoinAlternatives;
+using plan_internal::KnowsItsTensors;
 namespace {
 
 const std::vector<std::string> kStrategyNames = {"auto",    "none",           "uniform",
@@ -23,15 +25,6 @@ bool Fits(const Profile& profile, const Plan& plan, int64_t budget_bytes) {
   const bool oom = plan.memory.replay.has_value() && plan.memory.replay->out_of_memory;
   return !oom && (budget_bytes <= 0 || plan.memory.total_bytes <= budget_bytes) &&
          (host <= 0 || plan.predicted.host_peak_bytes <= host);
-}
-
-// Whether the profile's layers know their tensors (LayerTensors: an
-// analytic profile), so that its replay is tensor by tensor.
-bool KnowsItsTensors(const Profile& profile) {
-  for (const LayerProfile& l : profile.layers) {
-    if (!l.tensors.saved.empty() || !l.tensors.gradients.empty()) return true;
-  }
-  return false;
 }
 
 // The device memory of `plan` with its reserved peak replayed (the

@@ -41,8 +41,28 @@ std::optional<Job> WithChunkedLoss(const Job& job) {
   return *std::move(chunked);
 }
 
+// Whether no plan of `job` fits `options`' budget: its peak floor
+// (JobPeakFloor) is above it. Such a job is not planned.
+bool CannotFit(const Job& job, const PlanOptions& options) {
+  return options.budget_bytes > 0 && JobPeakFloor(job, options) > options.budget_bytes;
+}
+
+// Whether PlanRanks takes every rank's profile of `job` (its validation).
+bool RanksValid(const Job& job) {
+  if (job.ranks.empty()) {
+    return ValidateProfile(job.profile, job.profile.model.empty() ? "profile" : job.profile.model)
+        .ok();
+  }
+  for (const RankMemory& m : job.ranks) {
+    if (!ValidateProfile(m.profile, m.profile.model.empty() ? "profile" : m.profile.model).ok()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Auto's plans of `job` (its worst rank's, distributed), if every rank
-// fits. Where the plan weighed the chunked loss, as RunPlanner weighs it at
+// fits; a job that cannot fit (CannotFit) is not planned. Where the plan weighed the chunked loss, as RunPlanner weighs it at
 // one micro-batch (WeighChunkedLoss): those of the job with it where only
 // they fit, or where both fit and they recompute less. `chunks` (when
 // given) is set to the loss chunks the plans use beyond the job's (0: none).
@@ -51,18 +71,25 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
   if (chunks != nullptr) *chunks = 0;
   PlanOptions auto_options = a.options;
   auto_options.strategy = Strategy::kAuto;
-  Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
-  if (!ranks.ok()) return std::nullopt;
-  PlanSet plain = WorstRankPlans(*ranks);
-  const bool plain_fits = plain.chosen.fits;
   std::optional<PlanSet> fitting;
-  if (plain_fits) fitting = std::move(plain);
+  bool plain_fits = false;
+  if (CannotFit(job, auto_options)) {
+    // Not planned; a rank's profile PlanRanks would refuse still ends the
+    // weighing of this job, as its error would.
+    if (!RanksValid(job)) return std::nullopt;
+  } else {
+    Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
+    if (!ranks.ok()) return std::nullopt;
+    PlanSet plain = WorstRankPlans(*ranks);
+    plain_fits = plain.chosen.fits;
+    if (plain_fits) fitting = std::move(plain);
+  }
   if (!a.chunked_loss || (plain_fits && fitting->chosen.predicted.recompute_ms <= 0)) {
     return fitting;
   }
   const std::optional<Job> chunked = WithChunkedLoss(job);
-  if (!chunked) return fitting;
-  ranks = PlanRanks(*chunked, auto_options);
+  if (!chunked || CannotFit(*chunked, auto_options)) return fitting;
+  Result<std::vector<RankPlan>> ranks = PlanRanks(*chunked, auto_options);
   if (!ranks.ok()) return fitting;
   PlanSet s = WorstRankPlans(*ranks);
   if (!s.chosen.fits) return fitting;

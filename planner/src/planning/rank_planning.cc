@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "planning/job_plans.h"
+#include "remat/plan/peak_floor.h"
 #include "remat/planning/planning.h"
 
 namespace remat {
@@ -16,6 +17,19 @@ Result<std::vector<RankPlan>> PlanRanks(const Job& job, const PlanOptions& optio
   r.memory.profile = job.profile;
   r.plans = std::move(plans.plans);
   return std::vector<RankPlan>{std::move(r)};
+}
+
+int64_t JobPeakFloor(const Job& job, const PlanOptions& options) {
+  if (job.ranks.empty()) return DevicePeakFloor(job.profile, options.device_memory);
+  int64_t floor = 0;
+  for (const RankMemory& m : job.ranks) {
+    const bool units_follow_segments =
+        m.parallel.fsdp_units == FsdpUnits::kSegment &&
+        (m.parallel.data == DataParallel::kFsdp2 || m.parallel.data == DataParallel::kHsdp);
+    if (units_follow_segments) return 0;
+    floor = std::max(floor, DevicePeakFloor(m.profile, options.device_memory));
+  }
+  return floor;
 }
 
 int WorstRank(const std::vector<RankPlan>& ranks) {

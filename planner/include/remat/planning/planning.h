@@ -135,6 +135,13 @@ struct RankPlan {
 // profile as one rank) with `options`.
 Result<std::vector<RankPlan>> PlanRanks(const Job& job, const PlanOptions& options);
 
+// A floor under the device peak of the worst rank of every plan PlanRanks
+// gives `job` with `options` (DevicePeakFloor of each rank's profile, the
+// highest): where it is above a positive options.budget_bytes, no plan of
+// the job fits. A rank whose FSDP2 units follow its plan's segments
+// (--fsdp-units segment) is planned again with other units: it counts 0.
+int64_t JobPeakFloor(const Job& job, const PlanOptions& options);
+
 // The rank to report: the first that does not fit, else the highest device
 // peak. Requires a non-empty list.
 int WorstRank(const std::vector<RankPlan>& ranks);

@@ -1,0 +1,34 @@
+// A floor under the device peak of every plan of a profile: what any
+// schedule the planner makes holds at its last backward and its optimizer
+// step, whichever the schedule's checkpoints, offloads and save modes.
+#ifndef REMAT_PLAN_PEAK_FLOOR_H_
+#define REMAT_PLAN_PEAK_FLOOR_H_
+
+#include <cstdint>
+
+#include "remat/device/device_memory.h"
+#include "remat/profile/profile.h"
+
+namespace remat {
+
+// The least allocated peak (SimulationResult::peak_bytes) any schedule of
+// `profile` with an optimizer step reaches: a valid schedule runs every
+// layer's backward once, in reverse order, before the optimizer step, and
+// nothing frees a parameter gradient before that step; so at the step the
+// static memory (model state, persistent gradients, buffers) and every
+// layer's gradients are live beside the step's temporaries
+// (Profile::optimizer_workspace_bytes). The schedules the planner makes
+// (schedule/decisions.cc, the solvers' op emitter) all end with the step.
+int64_t AllocatedPeakFloor(const Profile& profile);
+
+// The least device peak (DeviceMemoryUse::total_bytes) any plan of
+// `profile` accounted with `terms` (AccountPlanMemory) has: the allocated
+// floor, the replay margin on it where the allocator is replayed tensor by
+// tensor (a reserved peak is never below the allocated one), and the fixed
+// terms. A plan whose total is above the budget does not fit, so a floor
+// above the budget means no plan of the profile fits.
+int64_t DevicePeakFloor(const Profile& profile, const DeviceMemoryTerms& terms);
+
+}  // namespace remat
+
+#endif  // REMAT_PLAN_PEAK_FLOOR_H_
