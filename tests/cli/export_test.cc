@@ -49,25 +49,24 @@ TEST(Export, HfExpressesEveryBlockCheckpointedExactly) {
 // A layer list HF cannot express: the export is a planned plan HF can run,
 // with that plan's own prediction, and the note names the plan asked for.
 TEST(Export, HfSaysWhatItCannotExpressAndPrintsThePlannedClosest) {
-  const Captured c = Export("hf", {"--checkpoint-layers", "0,4,8"});
-  EXPECT_TRUE(Has(c.err, "cannot express manual (blocks 0,4,8)")) << c.err;
-  EXPECT_TRUE(Has(c.err, "remat.apply(model, plan) applies manual (blocks 0,4,8) exactly"))
+  const Captured c = Export("hf", {"--checkpoint-layers", "1,4,8"});
+  EXPECT_TRUE(Has(c.err, "cannot express manual (blocks 1,4,8)")) << c.err;
+  EXPECT_TRUE(Has(c.err, "remat.apply(model, plan) applies manual (blocks 1,4,8) exactly"))
       << c.err;
   const nlohmann::json j = nlohmann::json::parse(c.out);
-  // The closest plan is the one HF's flag turns on or off, planned.
-  const bool on = j["gradient_checkpointing"];
-  const Captured planned =
-      on ? RunCli({"--budget", "24GB", "--quiet", "--every", "1", kExample})
-         : RunCli({"--budget", "24GB", "--quiet", "--strategy", "none", kExample});
-  const std::string name = on ? "uniform (every 1)" : "none";
+  // The closest plan is one HF's switch runs (here every other block from
+  // block 0: fits, and faster than every block), planned.
+  ASSERT_EQ(j["gradient_checkpointing"], true) << c.out;
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["every_n_layers"], 2) << c.out;
+  const std::string name = "manual (blocks 0,2,4,6,8,10)";
   EXPECT_TRUE(Has(c.err, "exporting the closest plan it can, " + name)) << c.err;
-  // Its predicted step time is the one the planner reports for that plan.
-  const Captured exact = Export("hf", on ? std::vector<std::string>{"--every", "1"}
-                                         : std::vector<std::string>{"--strategy", "none"});
+  // Its prediction is the one the planner reports for that plan asked alone.
+  const Captured exact = Export("hf", {"--checkpoint-layers", "0,2,4,6,8,10"});
+  EXPECT_EQ(exact.code, 0) << exact.err;
   const size_t at = exact.err.find(name + ", predicted");
   ASSERT_NE(at, std::string::npos) << exact.err;
-  EXPECT_TRUE(Has(c.err, exact.err.substr(at, exact.err.size() - at - 1))) << c.err << exact.err;
-  EXPECT_EQ(planned.code, 0) << planned.err;
+  const size_t end = exact.err.find('\n', at);
+  EXPECT_TRUE(Has(c.err, exact.err.substr(at, end - at))) << c.err << exact.err;
 }
 
 // 11 GiB lies between the lowest peak (uniform every 4, 10.93 GiB) and that
@@ -114,6 +113,26 @@ TEST(Export, MegatronUniformBlockAndSelective) {
       << c.out;
   EXPECT_TRUE(Has(c.out, "--micro-batch-size 16 --global-batch-size 16")) << c.out;
   EXPECT_TRUE(Has(c.out, "--bf16")) << c.out;
+}
+
+// transformers' every_n_layers checkpoints blocks 0, n, 2n, ...: a plan of
+// that shape is exact, the kwargs carry n.
+TEST(Export, HfExpressesEveryNthBlockFromTheFirst) {
+  Captured c = Export("hf", {"--checkpoint-layers", "0,4,8"});
+  EXPECT_TRUE(Has(c.err, "hf runs the plan exactly: manual (blocks 0,4,8)")) << c.err;
+  nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["gradient_checkpointing"], true);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["every_n_layers"], 4);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["use_reentrant"], false);
+  // Block 0 alone: n at least the block count (12).
+  c = Export("hf", {"--checkpoint-layers", "0"});
+  EXPECT_TRUE(Has(c.err, "hf runs the plan exactly")) << c.err;
+  j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["every_n_layers"], 12);
+  // Every block: the plain switch, no every_n_layers.
+  c = Export("hf", {"--every", "1"});
+  j = nlohmann::json::parse(c.out);
+  EXPECT_FALSE(j["gradient_checkpointing_kwargs"].contains("every_n_layers")) << c.out;
 }
 
 TEST(Export, TorchtitanFullAndEveryNthBlock) {

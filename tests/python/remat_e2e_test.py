@@ -90,6 +90,8 @@ NEEDS = {"llama": ("torch", "transformers"),
 TRAINER_CELLS = [
     {"name": "every-block", "at": 0.5, "plan": {"strategy": "uniform", "every": 1}},
     {"name": "none", "at": 1.05, "plan": {"strategy": "none"}},
+    {"name": "every-other-block", "at": 0.5,
+     "plan": {"strategy": "manual", "checkpoint_layers": [0, 2]}},
     {"name": "accumulation", "at": 0.5,
      "plan": {"strategy": "uniform", "every": 1, "grad_accumulation": 2}},
     {"name": "segments", "at": 0.5, "plan": {"strategy": "segment", "segments": 2}},
@@ -190,10 +192,16 @@ class HfExportAsPrinted(unittest.TestCase):
             with self.subTest(cell=cell["name"]):
                 self.assertTrue(cell["fits"])
                 self.assertEqual(cell["steps"], 2)
-                # hf expresses every block or none; the segments are remat.apply's.
+                # hf expresses none, every block and every n-th block from
+                # block 0; the segments are remat.apply's.
                 self.assertEqual(cell["exact"], cell["name"] != "segments", cell["note"])
                 self.assertEqual(cell["trainer_checkpointing"],
-                                 cell["name"] in ("every-block", "accumulation"))
+                                 cell["name"] in ("every-block", "accumulation",
+                                                  "every-other-block"))
+                if cell["name"] == "every-other-block":
+                    kwargs = cell["export"]["gradient_checkpointing_kwargs"]
+                    self.assertEqual(kwargs["every_n_layers"], 2)
+                    self.assertEqual(cell["trainer_checkpointed_blocks"], [0, 2])
                 self.assertEqual(cell["trainer_sees"]["gradient_accumulation_steps"],
                                  cell["export"]["gradient_accumulation_steps"])
                 predicted, measured = cell["predicted_peak_bytes"], cell["measured_peak_bytes"]

@@ -18,7 +18,8 @@ predicted peak is that of what the engine's printed configuration runs.
   same strategy, setting and chunked loss as remat.plan's).
 - WhatTheConfigRuns: each hf export's predicted peak (the note's figure)
   equals remat.plan's for the job its fields run: every block
-  checkpointed or none (gradient_checkpointing), with Liger-Kernel's chunk
+  checkpointed, every n-th from block 0 (every_n_layers) or none
+  (gradient_checkpointing), with Liger-Kernel's chunk
   count or the whole loss (use_liger_kernel); and a GPT-2 (which
   Liger-Kernel does not patch) whose plan chunks the loss is exported
   without it, and transformers' Trainer, built from the fields as printed,
@@ -65,6 +66,18 @@ def format_bytes(n):
     if unit == 0:
         return f"{sign}{int(value)} B"
     return f"{sign}{value:.2f} {['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'][unit]}"
+
+
+def hf_shape(fields, blocks):
+    """The remat.plan options of what transformers runs for an hf export's
+    fields: no checkpointing, every block, or blocks 0, n, 2n, ... (its
+    every_n_layers)."""
+    if not fields["gradient_checkpointing"]:
+        return dict(strategy="none")
+    n = fields.get("gradient_checkpointing_kwargs", {}).get("every_n_layers", 1)
+    if n == 1:
+        return dict(strategy="uniform", every=1)
+    return dict(strategy="manual", checkpoint_layers=list(range(0, blocks, n)))
 
 
 def predicted(note):
@@ -211,8 +224,7 @@ class WhatTheConfigRuns(Case):
             budget = low + i * (high - low) // 8
             code, out, note, err = self.llama.export(budget, "hf")
             fields = json.loads(out)
-            shape = (dict(strategy="uniform", every=1) if fields["gradient_checkpointing"]
-                     else dict(strategy="none"))
+            shape = hf_shape(fields, LLAMA["num_hidden_layers"])
             chunked = fields.get("use_liger_kernel", False)
             with self.subTest(budget=budget, shape=shape, chunked=chunked):
                 runs = self.llama.plan(budget, chunked_loss=liger if chunked else 0, **shape)
@@ -233,8 +245,7 @@ class WhatTheConfigRuns(Case):
                 code, out, note, err = gpt2.export(budget, "hf")
                 fields = json.loads(out)
                 self.assertNotIn("use_liger_kernel", fields)  # Liger-Kernel has no GPT-2
-                shape = (dict(strategy="uniform", every=1) if fields["gradient_checkpointing"]
-                         else dict(strategy="none"))
+                shape = hf_shape(fields, GPT2["n_layer"])
                 runs = gpt2.plan(budget, chunked_loss=0, **shape).predicted_peak_bytes
                 self.assertEqual(predicted(note), format_bytes(runs))
                 cells.append({"name": name, "fields": fields, "config": GPT2,

@@ -117,16 +117,21 @@ def command(*args):
 
 class Export(unittest.TestCase):
     def test_export_is_the_commands_output(self):
-        plan = remat.plan(GPT2, budget="24GB", checkpoint_layers=[0, 4, 8], micro_batch=4)
+        plan = remat.plan(GPT2, budget="24GB", checkpoint_layers=[1, 4, 8], micro_batch=4)
         for engine in ("pytorch", "hf", "deepspeed", "megatron", "torchtitan"):
             exported = plan.export(engine)
             code, out, err = command("--budget", "24GB", "--export", engine, "--quiet",
-                                     "--checkpoint-layers", "0,4,8", "--micro-batch", "4", GPT2)
+                                     "--checkpoint-layers", "1,4,8", "--micro-batch", "4", GPT2)
             self.assertEqual(code, 0, err)
             self.assertEqual(exported, out)
             self.assertEqual(exported.engine, engine)
             self.assertIn(exported.note, err)
-        self.assertIn("cannot express manual (blocks 0,4,8)", plan.export("hf").note)
+        self.assertIn("cannot express manual (blocks 1,4,8)", plan.export("hf").note)
+        # Blocks 0, 4, 8 are transformers' every_n_layers 4.
+        every4 = remat.plan(GPT2, budget="24GB", checkpoint_layers=[0, 4, 8], micro_batch=4)
+        self.assertIn("hf runs the plan exactly", every4.export("hf").note)
+        kwargs = json.loads(every4.export("hf"))["gradient_checkpointing_kwargs"]
+        self.assertEqual(kwargs["every_n_layers"], 4)
 
     def test_unknown_engine_is_input_error(self):
         plan = remat.plan(GPT2, budget="24GB")

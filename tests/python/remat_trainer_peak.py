@@ -92,6 +92,9 @@ def run_cell(path, cell, every1, none, tmp):
         m = remat_measure.measure(trainer.train, timeline=False)
     out["measured_peak_bytes"] = m.baseline_bytes + m.peak_bytes
     out["trainer_checkpointing"] = bool(args.gradient_checkpointing)
+    # The decoder layers the Trainer's own checkpointing switched on.
+    out["trainer_checkpointed_blocks"] = [
+        i for i, layer in enumerate(model.model.layers) if getattr(layer, "gradient_checkpointing", False)]
     out["steps"] = trainer.state.global_step
     return out
 

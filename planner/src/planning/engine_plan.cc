@@ -50,12 +50,19 @@ std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecis
   const int chunk =
       count >= 2 ? checkpointed[1] - checkpointed[0] : static_cast<int>(blocks.size());
   const int every_nth = count >= 1 ? checkpointed[0] + 1 : 0;
+  // transformers' every_n_layers starts at block 0.
+  const int from_first = count >= 2 && checkpointed[0] == 0 ? checkpointed[1] : 0;
   std::vector<ShapeAt> out = {{EngineShape::kNone, 0}};
   switch (engine) {
     case Engine::kPytorch:
       return {{EngineShape::kAsPlanned, 0}};
     case Engine::kHf:
       out.push_back({EngineShape::kChunks, 1});
+      if (from_first >= 2) out.push_back({EngineShape::kEveryNthFromFirst, from_first});
+      // One checkpointed block, block 0: every_n_layers at least the block count.
+      if (count == 1 && checkpointed[0] == 0 && blocks.size() >= 2) {
+        out.push_back({EngineShape::kEveryNthFromFirst, static_cast<int>(blocks.size())});
+      }
       break;
     case Engine::kDeepspeed:
       if (count >= 1) out.push_back({EngineShape::kChunks, chunk});
@@ -82,6 +89,7 @@ std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention
       break;
     case Engine::kHf:
       out.push_back({EngineShape::kChunks, 1});
+      for (int n = 2; n <= blocks; ++n) out.push_back({EngineShape::kEveryNthFromFirst, n});
       break;
     case Engine::kDeepspeed:
       out.push_back({EngineShape::kChunks, 0});
@@ -122,6 +130,10 @@ Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, in
     case EngineShape::kEveryNth:
       o.strategy = Strategy::kManual;
       for (int i = s.n - 1; i < blocks; i += s.n) o.checkpoint_layers.push_back(i);
+      break;
+    case EngineShape::kEveryNthFromFirst:
+      o.strategy = Strategy::kManual;
+      for (int i = 0; i < blocks; i += s.n) o.checkpoint_layers.push_back(i);
       break;
     case EngineShape::kSelectiveAttention:
       o.strategy = Strategy::kSelective;

@@ -73,9 +73,14 @@ std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext&
   Json j;
   if (profile.micro_batch > 0) j["per_device_train_batch_size"] = profile.micro_batch;
   j["gradient_accumulation_steps"] = ctx.grad_accumulation;
-  const bool on = e.shape == EngineShape::kChunks;
+  const bool on = e.shape == EngineShape::kChunks || e.shape == EngineShape::kEveryNthFromFirst;
   j["gradient_checkpointing"] = on;
   if (on) j["gradient_checkpointing_kwargs"] = {{"use_reentrant", false}};
+  // transformers (5.x) reads every_n_layers from these kwargs and passes
+  // the rest to torch.utils.checkpoint.
+  if (e.shape == EngineShape::kEveryNthFromFirst) {
+    j["gradient_checkpointing_kwargs"]["every_n_layers"] = e.n;
+  }
   if (MixedPrecision(ctx)) j[HalfOf(ctx) == Half::kBf16 ? "bf16" : "fp16"] = true;
   // bitsandbytes' AdamW with 8-bit block-wise state, as --optimizer
   // adamw8bit plans it (docs/optimizers.md). transformers names no
@@ -330,7 +335,7 @@ std::string Prediction(const Plan& p) {
 const char* Switch(Engine engine) {
   switch (engine) {
     case Engine::kHf:
-      return "hf's gradient_checkpointing (every block or none)";
+      return "hf's gradient_checkpointing (none, every block, every n-th block from the first)";
     case Engine::kDeepspeed:
       return "deepspeed's activation checkpointing (chunks of blocks)";
     case Engine::kMegatron:

@@ -67,6 +67,9 @@ TEST(EnginePlan, ExactWhereTheEngineHasTheShape) {
   };
   const std::vector<Case> cases = {
       {Engine::kHf, Uniform(0, 1), EngineShape::kChunks, 1},
+      {Engine::kHf, Manual(0, {0, 2}), EngineShape::kEveryNthFromFirst, 2},
+      {Engine::kHf, Manual(0, {0, 3}), EngineShape::kEveryNthFromFirst, 3},
+      {Engine::kHf, Manual(0, {0}), EngineShape::kEveryNthFromFirst, 4},
       {Engine::kDeepspeed, Uniform(0, 3), EngineShape::kChunks, 3},
       {Engine::kMegatron, Uniform(0, 2), EngineShape::kChunks, 2},
       {Engine::kMegatron, Manual(0, {0, 1}), EngineShape::kFirstBlocks, 2},
@@ -86,7 +89,7 @@ TEST(EnginePlan, ExactWhereTheEngineHasTheShape) {
 
 TEST(EnginePlan, PyTorchRunsAnyPlan) {
   const Job job = SmallJob();
-  const Plan asked = PlanWith(job, Manual(0, {0, 2}));
+  const Plan asked = PlanWith(job, Manual(0, {1, 2}));
   Result<EnginePlan> e = PlanForEngine(job, PlanOptions{}, asked, Engine::kPytorch);
   ASSERT_TRUE(e.ok());
   EXPECT_TRUE(e->exact);
@@ -101,12 +104,12 @@ TEST(EnginePlan, ClosestIsTheBestOfTheEnginesShapes) {
   PlanOptions none;
   none.strategy = Strategy::kNone;
   const int64_t top = PlanWith(job, none).memory.total_bytes;
-  const Plan asked_shape = PlanWith(job, Manual(0, {0, 2}));  // 0 and 2: no engine but pytorch
+  const Plan asked_shape = PlanWith(job, Manual(0, {1, 2}));  // 1 and 2: no engine but pytorch
   for (int step = 0; step <= 8; ++step) {
     const int64_t budget = top * (6 + step) / 12;
     PlanOptions options;
     options.budget_bytes = budget;
-    const Plan asked = PlanWith(job, Manual(budget, {0, 2}));
+    const Plan asked = PlanWith(job, Manual(budget, {1, 2}));
     ASSERT_EQ(asked.decisions, asked_shape.decisions);
     struct Shapes {
       Engine engine;
@@ -117,7 +120,9 @@ TEST(EnginePlan, ClosestIsTheBestOfTheEnginesShapes) {
     std::vector<PlanOptions> chunks = {none_at};
     for (int k = 1; k <= 4; ++k) chunks.push_back(Uniform(budget, k));
     const std::vector<Shapes> engines = {
-        {Engine::kHf, {none_at, Uniform(budget, 1)}},
+        {Engine::kHf,
+         {none_at, Uniform(budget, 1), Manual(budget, {0, 2}), Manual(budget, {0, 3}),
+          Manual(budget, {0})}},
         {Engine::kDeepspeed, chunks},
         {Engine::kTorchtitan,
          {none_at, Uniform(budget, 1), Manual(budget, {1, 3}), Manual(budget, {2}),

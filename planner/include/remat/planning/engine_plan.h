@@ -33,13 +33,16 @@ enum class EngineShape {
   kChunks,
   kFirstBlocks,  // blocks 0..n-1 each checkpointed, the rest kept (Megatron's block method)
   kEveryNth,     // blocks n-1, 2n-1, ... each checkpointed, the rest kept (torchtitan's frequency)
+  // Blocks 0, n, 2n, ... each checkpointed, the rest kept (transformers'
+  // every_n_layers: a block is checkpointed where its index modulo n is 0).
+  kEveryNthFromFirst,
   kSelectiveAttention,  // every block recomputes its attention core (Megatron's selective)
 };
 
 struct EnginePlan {
   Engine engine = Engine::kPytorch;
   EngineShape shape = EngineShape::kAsPlanned;
-  int n = 0;          // kChunks, kFirstBlocks, kEveryNth: the shape's n
+  int n = 0;          // kChunks, kFirstBlocks, kEveryNth, kEveryNthFromFirst: the shape's n
   bool exact = true;  // `plan` is the plan asked about
   Plan plan;          // what the engine runs: planned, with its own prediction
   // The chunked loss (ModelConfig::loss_chunks, resolved) of the job the
