@@ -24,6 +24,12 @@ std::vector<FlagSpec> ParallelFlags() {
       {"zero3-persistence-threshold", "N",
        "ZeRO-3's stage3_param_persistence_threshold: parameters of at most N elements stay "
        "whole on every rank (default 100000, DeepSpeed's)"},
+      {"offload-optimizer", "D",
+       "DeepSpeed ZeRO-Offload (--zero 1-3): cpu keeps the fp32 master weights, moments and "
+       "gradient partition on the host and steps there (offload_optimizer.device); none (default)"},
+      {"fsdp-cpu-offload", "",
+       "FSDP2's CPUOffloadPolicy: sharded parameters, gradients and optimizer state on the "
+       "host, the optimizer stepped there"},
       {"tp", "N", "tensor-parallel degree (divides the attention and key/value heads)"},
       {"sp", "", "sequence parallelism over the tensor-parallel group"},
       {"pp", "N", "pipeline-parallel stages"},
@@ -110,6 +116,29 @@ Result<std::optional<Parallelism>> ParseParallelFlags(const Args& args) {
     }
     REMAT_ASSIGN_OR_RETURN(p.persistence_threshold,
                            args.GetInt("zero3-persistence-threshold", 100000, 0, int64_t{1} << 50));
+  }
+  if (args.Has("offload-optimizer")) {
+    const std::string device = args.Get("offload-optimizer");
+    if (device != "cpu" && device != "none") {
+      return Status::Invalid("option --offload-optimizer: unknown device '" + device +
+                             "'; accepted: cpu, none (nvme is not modelled)");
+    }
+    if (device == "cpu") {
+      if (p.data != DataParallel::kZero1 && p.data != DataParallel::kZero2 &&
+          p.data != DataParallel::kZero3) {
+        return Status::Invalid("option --offload-optimizer cpu is DeepSpeed ZeRO-Offload's: it "
+                               "needs --zero 1, 2 or 3 (FSDP2: --fsdp-cpu-offload)");
+      }
+      p.offload = StateOffload::kOptimizer;
+    }
+  }
+  if (args.Has("fsdp-cpu-offload")) {
+    if (p.data != DataParallel::kFsdp2 && p.data != DataParallel::kHsdp) {
+      return Status::Invalid("option --fsdp-cpu-offload is FSDP2's CPUOffloadPolicy: it needs "
+                             "--fsdp full_shard, shard_grad_op or hybrid_shard (DeepSpeed: "
+                             "--zero 1-3 --offload-optimizer cpu)");
+    }
+    p.offload = StateOffload::kFsdpCpu;
   }
   if (args.Has("pp-schedule")) {
     const std::string s = args.Get("pp-schedule");

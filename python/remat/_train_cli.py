@@ -128,10 +128,22 @@ def _text(job, ranks):
     for r in ranks:
         predicted = r["predicted"]["peak_bytes"]
         measured = r["measured"]["peak_bytes"] if r["measured"] else None
+        if r["measured"] and r["measured"].get("device_peak_bytes") is not None:
+            measured = r["measured"]["device_peak_bytes"]  # the host's state apart (below)
         lines.append(f"  {r['rank']:>4}  {predicted:>14,} B  "
                      f"{(f'{measured:,} B' if measured is not None else '-'):>16}  "
                      f"{_percent(measured, predicted) if measured is not None else '-':>8}  "
                      f"{_syncs_text(r['gradient_syncs'])}")
+    for r in ranks:
+        m = r["measured"] or {}
+        if m.get("host_bytes") is None or r["predicted"].get("host_bytes") is None:
+            continue
+        host, device = r["predicted"]["host_bytes"], m.get("device_peak_bytes")
+        lines.append(f"  {r['rank']:>4}  state offload: host predicted {host:,} B, measured "
+                     f"{m['host_bytes']:,} B ({_percent(m['host_bytes'], host)}); device side "
+                     f"(measured less the host's) "
+                     + (f"{device:,} B ({_percent(device, r['predicted']['peak_bytes'])})"
+                        if device is not None else "metered by torch.cuda"))
     sources = {r["predicted"]["source"] for r in ranks}
     if sources == {"peak"}:
         lines.append("  predicted: the plan's predicted.peak_bytes (it has no per-rank figures)")

@@ -141,16 +141,21 @@ class Fsdp2(_TorchEngine):
 
     def __init__(self, model, job, device):
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
 
         self.wrapped = model
         mesh = init_device_mesh(device.type, (job.nproc,))
         self.syncs = SyncCounter("module")
         groups = block_groups(model, job.plan, job.fsdp_units)
+        # --fsdp-cpu-offload: the shards, their gradients and the optimizer
+        # state on the host (pinned where there is a GPU to copy to).
+        self.offload = job.state_offload == "fsdp_cpu"
+        kwargs = ({"offload_policy": CPUOffloadPolicy(pin_memory=device.type == "cuda")}
+                  if self.offload else {})
         for group in groups:
             fully_shard(group if len(group) > 1 else group[0], mesh=mesh,
-                        reshard_after_forward=job.reshard_after_forward)
-        fully_shard(model, mesh=mesh)
+                        reshard_after_forward=job.reshard_after_forward, **kwargs)
+        fully_shard(model, mesh=mesh, **kwargs)
         self.groups = len(groups) + 1
         self.no_sync = job.fsdp_no_sync
         for i, module in enumerate([g[0] for g in groups] + [model]):
@@ -164,6 +169,33 @@ class Fsdp2(_TorchEngine):
     def full_gradients(self):
         return {n: p.grad.full_tensor().detach() for n, p in self.model.named_parameters()
                 if p.grad is not None}
+
+    def host_bytes(self):
+        """Under CPUOffloadPolicy, the bytes the host holds of the state:
+        the parameter and gradient shards and the optimizer's tensors, each
+        storage once; None without offload."""
+        if not self.offload:
+            return None
+        tensors = []
+        for p in self.model.parameters():
+            tensors.append(p.to_local())
+            if p.grad is not None:
+                tensors.append(p.grad.to_local())
+        for state in self.optimizer.state.values():
+            tensors.extend(v for v in state.values() if hasattr(v, "untyped_storage"))
+        return _storage_bytes(tensors)
+
+
+def _storage_bytes(tensors):
+    """The bytes of the storages under `tensors`, each counted once."""
+    seen = {}
+    for t in tensors:
+        t = t.to_local() if hasattr(t, "to_local") else t  # a DTensor: its shard
+        if t.numel() == 0:
+            continue
+        base = t.data_ptr() - t.storage_offset() * t.element_size()
+        seen[base] = max(seen.get(base, 0), t.untyped_storage().nbytes())
+    return sum(seen.values())
 
 
 class DeepSpeed:
@@ -185,6 +217,8 @@ class DeepSpeed:
         import deepspeed.comm as dcomm
 
         self.model, self.dcomm = model, dcomm
+        offload = job.state_offload == "optimizer"
+        self.offload = offload
         bucket = int(job.bucket_cap_mb * 2**20) // 4
         config = {
             "train_micro_batch_size_per_gpu": job.micro_batch,
@@ -198,10 +232,15 @@ class DeepSpeed:
                                   "stage3_param_persistence_threshold":
                                       job.persistence_threshold},
             "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": 0.01,
-                                                      "torch_adam": True}},
+                                                      "torch_adam": not offload}},
             "comms_logger": {"enabled": True, "prof_all": True, "verbose": False},
             "steps_per_print": 1 << 30,
         }
+        if offload:
+            # ZeRO-Offload: the optimizer's state on the host, stepped by
+            # DeepSpeedCPUAdam (its cpu_adam op, JIT-built once).
+            config["zero_optimization"]["offload_optimizer"] = {"device": "cpu",
+                                                                "pin_memory": False}
         self.engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                                     config=config)
         self.syncs = SyncCounter("collective")
@@ -229,6 +268,28 @@ class DeepSpeed:
         from deepspeed.utils import safe_get_full_grad
 
         return {n: safe_get_full_grad(p).detach().clone() for n, p in self.model.named_parameters()}
+
+    def host_bytes(self):
+        """Under ZeRO-Offload, the bytes the host holds for the optimizer:
+        the fp32 partitions and their gradients, the optimizer's state,
+        ZeRO-1/2's 16-bit partition buffers and gradient staging buffer, each
+        storage once; None without offload."""
+        if not self.offload:
+            return None
+        opt = self.engine.optimizer
+        tensors = []
+        for name in ("single_partition_of_fp32_groups", "fp32_partitioned_groups_flat",
+                     "param_buffer_of_bit16_for_cpu_offload_groups"):
+            for t in getattr(opt, name, None) or []:
+                tensors.append(t)
+                if getattr(t, "grad", None) is not None:
+                    tensors.append(t.grad)
+        staging = getattr(opt, "temp_grad_buffer_for_cpu_offload", None)
+        if staging is not None:
+            tensors.append(staging)
+        for state in opt.optimizer.state.values():
+            tensors.extend(v for v in state.values() if hasattr(v, "untyped_storage"))
+        return _storage_bytes([t for t in tensors if t.device.type == "cpu"])
 
 
 TP_PLAN = {"self_attn.q_proj": "col", "self_attn.k_proj": "col", "self_attn.v_proj": "col",

@@ -120,6 +120,10 @@ class Job:
         # FSDP2: one fully_shard unit per block, or per recompute segment
         # where the plan was made with --fsdp-units segment.
         self.fsdp_units = p.get("fsdp_units", "block")
+        # State offload as planned: "fsdp_cpu" (--fsdp-cpu-offload, FSDP2's
+        # CPUOffloadPolicy), "optimizer" (--offload-optimizer cpu, DeepSpeed
+        # ZeRO-Offload), "none".
+        self.state_offload = p.get("state_offload", "none")
         self.zero = None
         if self.engine == "deepspeed":
             planned = int(data[4:]) if data.startswith("zero") else None
@@ -196,6 +200,16 @@ class Job:
                                              entry.get("ranks") == self.nproc):
                 return int(entry["peak_bytes"]), "per_rank"
         return int(predicted.get("peak_bytes", 0)), "peak"
+
+    def predicted_host(self, rank):
+        """The plan's host bytes for `rank` under state offload
+        (per_rank's host_bytes), else None."""
+        entries = self.plan.get("predicted", {}).get("per_rank") or []
+        for entry in entries:
+            if entry.get("rank") == rank or (len(entries) == 1 and
+                                             entry.get("ranks") == self.nproc):
+                return entry.get("host_bytes")
+        return None
 
     def spec(self):
         """The JSON-able arguments a rank rebuilds this Job from."""

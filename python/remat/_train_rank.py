@@ -110,6 +110,14 @@ def run(spec, out_dir, rank, meter):
             peak = torch.cuda.max_memory_allocated(device)
             measured = {"peak_bytes": peak, "baseline_bytes": baseline,
                         "step_peak_bytes": peak - baseline, "meter": "torch.cuda"}
+        if metered and measured is not None and hasattr(engine, "host_bytes"):
+            host = engine.host_bytes()  # the state offloaded, gradients made
+            if host is not None:
+                measured["host_bytes"] = host
+                # On the CPU the host and the "device" are one memory: the
+                # device side is what the meter saw less the offloaded state.
+                if not cuda:
+                    measured["device_peak_bytes"] = measured["peak_bytes"] - host
         if step == 0 and spec.get("gradients"):
             gradients = engine.full_gradients()  # a collective: every rank
             if rank == 0:
@@ -121,7 +129,8 @@ def run(spec, out_dir, rank, meter):
     predicted, source = job.predicted(rank)
     result = {"rank": rank, "world": job.nproc, "engine": job.engine,
               "backend": backend, "device": device.type,
-              "predicted": {"peak_bytes": predicted, "source": source},
+              "predicted": {"peak_bytes": predicted, "source": source,
+                            "host_bytes": job.predicted_host(rank)},
               "measured": measured, "gradient_syncs": engine.syncs.steps, "losses": losses}
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(result, f)

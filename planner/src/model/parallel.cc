@@ -57,6 +57,26 @@ Result<FsdpUnits> ParseFsdpUnits(std::string_view name) {
                          "'; accepted: block, segment");
 }
 
+const char* ToString(StateOffload o) {
+  switch (o) {
+    case StateOffload::kOptimizer:
+      return "optimizer";
+    case StateOffload::kFsdpCpu:
+      return "fsdp_cpu";
+    case StateOffload::kNone:
+      break;
+  }
+  return "none";
+}
+
+Result<StateOffload> ParseStateOffload(std::string_view name) {
+  for (StateOffload o : {StateOffload::kNone, StateOffload::kOptimizer, StateOffload::kFsdpCpu}) {
+    if (name == ToString(o)) return o;
+  }
+  return Status::Invalid("unknown state offload '" + std::string(name) +
+                         "'; accepted: none, optimizer, fsdp_cpu");
+}
+
 Result<DataParallel> ParseDataParallel(std::string_view name) {
   for (DataParallel d :
        {DataParallel::kNone, DataParallel::kDdp, DataParallel::kZero0, DataParallel::kZero1,
@@ -120,6 +140,18 @@ Status ValidateParallelism(const Parallelism& p, const ModelConfig& config,
     }
   } else if (p.shard_group != 0) {
     return Status::Invalid(where + "--shard-group applies to --fsdp hybrid_shard only");
+  }
+  const bool zero = p.data == DataParallel::kZero1 || p.data == DataParallel::kZero2 ||
+                    p.data == DataParallel::kZero3;
+  if (p.offload == StateOffload::kOptimizer && !zero) {
+    return Status::Invalid(where + "--offload-optimizer cpu is DeepSpeed ZeRO-Offload's: it needs "
+                           "--zero 1, 2 or 3, got data parallelism " + ToString(p.data));
+  }
+  const bool fsdp = p.data == DataParallel::kFsdp2 || p.data == DataParallel::kHsdp;
+  if (p.offload == StateOffload::kFsdpCpu && !fsdp) {
+    return Status::Invalid(where + "--fsdp-cpu-offload is FSDP2's CPUOffloadPolicy: it needs "
+                           "--fsdp full_shard, shard_grad_op or hybrid_shard, got data "
+                           "parallelism " + std::string(ToString(p.data)));
   }
   return Status::Ok();
 }

@@ -75,7 +75,7 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
                                          "sequence", "pipeline", "schedule", "virtual_stages",
                                          "bucket_cap_mb", "reshard_after_forward",
                                          "shard_group", "persistence_threshold",
-                                         "fsdp_no_sync", "fsdp_units"}));
+                                         "fsdp_no_sync", "fsdp_units", "state_offload"}));
   Parallelism p;
   REMAT_RETURN_IF_ERROR(r.Int("gpus", &p.gpus, true, 1, 1 << 20));
   std::optional<DataParallel> data;
@@ -97,6 +97,9 @@ Result<Parallelism> ParseParallel(const nlohmann::json& object, const std::strin
   std::optional<FsdpUnits> units;
   REMAT_RETURN_IF_ERROR(JobName(r, "fsdp_units", ParseFsdpUnits, &units));
   if (units) p.fsdp_units = *units;
+  std::optional<StateOffload> offload;
+  REMAT_RETURN_IF_ERROR(JobName(r, "state_offload", ParseStateOffload, &offload));
+  if (offload) p.offload = *offload;
   if (p.gpus % (p.tensor * p.pipeline) != 0) {
     return Status::Invalid(where + ": gpus " + std::to_string(p.gpus) +
                            " is not a multiple of tensor x pipeline");

@@ -404,8 +404,12 @@ double GradientAccumulateMs(const Profile& p) {
   return p.optimizer_ms * 3.0 * gradients / optimizer_bytes;
 }
 
+double OptimizerStepMs(const Profile& p) {
+  return p.optimizer_ms + (p.offload_copy_bytes > 0 ? p.host_link.CopyMs(p.offload_copy_bytes) : 0);
+}
+
 double BaselineStepMs(const Profile& p) {
-  double ms = p.optimizer_ms;
+  double ms = OptimizerStepMs(p);
   for (const LayerProfile& l : p.layers) ms += l.forward_ms + l.backward_ms;
   return ms;
 }

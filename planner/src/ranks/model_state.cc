@@ -2,6 +2,7 @@
 // each engine's buffers (remat/ranks/rank_memory.h).
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "remat/ranks/rank_memory.h"
 
@@ -57,7 +58,60 @@ void AddPieces(TensorSizes* list, int64_t base, const std::vector<int64_t>& piec
   list->insert(list->end(), pieces.begin(), pieces.end());
 }
 
+// Parallelism::offload: the state the engine keeps on the host, moved out
+// of the device terms of `s` (ShardModelState's), and what the step copies
+// and the host's step moves.
+void OffloadState(const ReplicaState& r, const Parallelism& p, RankModelState* s) {
+  const int64_t n = p.shard_ranks();
+  const int64_t k = std::max<int64_t>(r.micro_batches, 1);
+  if (p.offload == StateOffload::kFsdpCpu) {
+    // CPUOffloadPolicy: the shards live on the host; each gather copies the
+    // unit's shards up (forward, and again in backward where forward
+    // resharded), each reduce-scatter's shard is copied down (every
+    // micro-batch, or the last under set_requires_gradient_sync(False)).
+    s->host_parameter_bytes = std::exchange(s->parameter_bytes, 0);
+    s->host_gradient_bytes = std::exchange(s->gradient_bytes, 0);
+    s->host_optimizer_bytes = std::exchange(s->optimizer_bytes, 0);
+    s->gradients_on_host = true;
+    const int64_t gathers = p.reshard_after_forward ? 2 : 1;
+    const int64_t reduces = p.fsdp_no_sync ? 1 : k;
+    s->host_copy_bytes = gathers * k * s->host_parameter_bytes + reduces * s->host_gradient_bytes;
+    // AdamW on the host reads and writes the parameters and the state and
+    // reads the gradients.
+    s->host_step_bytes =
+        2 * s->host_parameter_bytes + s->host_gradient_bytes + 2 * s->host_optimizer_bytes;
+    return;
+  }
+  if (p.offload != StateOffload::kOptimizer || r.optimizer_bytes == 0) return;
+  // ZeRO-Offload: stage_1_and_2.py / stage3.py with offload_optimizer cpu.
+  const int64_t trained =
+      r.gradient_element_bytes > 0 ? r.gradient_bytes / r.gradient_element_bytes : 0;
+  const int64_t master = r.master_weight_bytes > 0 ? r.master_weight_bytes : 4 * trained;
+  s->host_optimizer_bytes = CeilDiv(r.optimizer_bytes - r.master_weight_bytes + master, n);
+  s->host_gradient_bytes = CeilDiv(4 * trained, n);
+  s->optimizer_bytes = 0;
+  s->optimizer_gradient_bytes = 0;  // ZeRO-3: its fp32 partition is the host's
+  const bool zero3 = p.data == DataParallel::kZero3;
+  if (!zero3) s->host_parameter_bytes = CeilDiv(r.trained_weight_bytes, n);
+  // Down: each micro-batch's reduced gradient partition; up: the updated
+  // 16-bit partition, and under accumulation the partition restored for
+  // micro-batches 2..K (async_accumulate_grad_in_cpu_via_gpu).
+  const int64_t partition = CeilDiv(r.gradient_bytes, n);
+  s->host_copy_bytes = k * partition + CeilDiv(r.trained_weight_bytes, n) + (k - 1) * partition;
+  // DeepSpeedCPUAdam reads and writes the fp32 masters and moments, reads
+  // the fp32 gradients and writes the 16-bit partition.
+  s->host_step_bytes = 2 * s->host_optimizer_bytes + s->host_gradient_bytes +
+                       CeilDiv(r.trained_weight_bytes, n);
+}
+
 }  // namespace
+
+std::vector<MemoryTerm> RankModelState::host_terms() const {
+  if (host_bytes() == 0) return {};
+  return {{"host_parameters", host_parameter_bytes},
+          {"host_gradients", host_gradient_bytes},
+          {"host_optimizer", host_optimizer_bytes}};
+}
 
 std::vector<MemoryTerm> RankModelState::terms() const {
   std::vector<MemoryTerm> t = {{"parameters", parameter_bytes},
@@ -165,6 +219,7 @@ RankModelState ShardModelState(const ReplicaState& r, const Parallelism& p) {
       break;
     }
   }
+  OffloadState(r, p, &s);
   return s;
 }
 
@@ -183,7 +238,9 @@ std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
   // counts, and their sums over blocks [0, k).
   std::vector<int64_t> excess(count), before(count + 1, 0);
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t shard = CeilDiv(whole.layers[blocks[k]].gradient_bytes, state.gradient_divisor);
+    const int64_t shard = state.gradients_on_host
+                              ? 0
+                              : CeilDiv(whole.layers[blocks[k]].gradient_bytes, state.gradient_divisor);
     excess[k] = state.fsdp_gradient_bytes > 0 ? std::max<int64_t>(0, state.fsdp_gradient_bytes - shard)
                                               : 0;
     before[k + 1] = before[k] + excess[k];
@@ -237,18 +294,41 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
   int64_t unit_gradients = 0;
   for (const LayerProfile& l : whole.layers) {
     if (l.kind != kBlockKind || state.fsdp_gradient_bytes <= 0) continue;
-    const int64_t shard = CeilDiv(l.gradient_bytes, state.gradient_divisor);
+    const int64_t shard =
+        state.gradients_on_host ? 0 : CeilDiv(l.gradient_bytes, state.gradient_divisor);
     unit_gradients = std::max(unit_gradients, state.fsdp_gradient_bytes - shard);
   }
   unit_gradients *= std::max<int64_t>(state.gather_blocks, 1);
   // FSDP2 reduces the root's gradients at the end of backward: whole until then.
   const bool whole_root = state.fsdp_gradient_bytes > 0;
+  // CPUOffloadPolicy without set_requires_gradient_sync(False): every
+  // micro-batch's reduce-scatters copy its gradients to the host, so no
+  // gradient stays on the device from one micro-batch to the next. The
+  // root's (kept whole until the end of backward) are then buffers of the
+  // backward: those of the layers after the blocks (head, final norm) live
+  // through every later backward, the embedding's in its own.
+  const bool each_micro_batch = state.gradients_on_host && !state.fsdp_accumulates;
+  int last_block = -1;
+  for (int i = 0; i < static_cast<int>(whole.layers.size()); ++i) {
+    if (whole.layers[i].kind == kBlockKind) last_block = i;
+  }
+  int64_t root_after = 0;  // the gradients of the layers after the blocks, whole
+  for (int i = last_block + 1; each_micro_batch && i < static_cast<int>(whole.layers.size()); ++i) {
+    root_after += whole.layers[i].gradient_bytes;
+  }
   int64_t created = 0;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     LayerProfile& l = p.layers[i];
     const RankLayerBuffers& b = buffers[i];
     if (l.kind == kBlockKind || !whole_root) {
       l.gradient_bytes = CeilDiv(l.gradient_bytes, state.gradient_divisor);
+    }
+    if (l.kind == kBlockKind && state.gradients_on_host) l.gradient_bytes = 0;
+    int64_t root_gradients = 0;  // each_micro_batch: the root's live in this backward
+    if (each_micro_batch) {
+      const bool before_blocks = static_cast<int>(i) < last_block && l.kind != kBlockKind;
+      root_gradients = root_after + (before_blocks ? l.gradient_bytes : 0);
+      l.gradient_bytes = 0;
     }
     if (l.kind == kBlockKind) l.recompute_gather_bytes = state.recompute_gather_bytes;
     created += l.gradient_bytes;
@@ -272,9 +352,9 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
     const int64_t accumulate_add = shared + b.gradients_later;
     const int64_t backward_gradients =
         l.gradient_bytes > 0 ? b.gradients_first : std::max(b.gradients_first, b.gradients_later);
-    const int64_t backward_add = shared + backward_gradients;
-    const std::vector<int64_t> backward_pieces =
-        pieces({b.prefetch_backward, b.reduce_scatter, b.bucket_flush}, backward_gradients);
+    const int64_t backward_add = shared + backward_gradients + root_gradients;
+    const std::vector<int64_t> backward_pieces = pieces(
+        {b.prefetch_backward, b.reduce_scatter, b.bucket_flush, root_gradients}, backward_gradients);
     const std::vector<int64_t> accumulate_pieces =
         pieces({b.prefetch_backward, b.reduce_scatter, b.bucket_flush}, b.gradients_later);
     if (l.accumulate_workspace_bytes < 0 && accumulate_add != backward_add) {
@@ -315,6 +395,13 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
                              : 0.0;
     p.optimizer_workspace_bytes =
         static_cast<int64_t>(share * static_cast<double>(whole.optimizer_workspace_bytes));
+    p.optimizer_workspace_tensors.clear();
+  }
+  if (state.host_step_bytes > 0) {
+    // The optimizer steps on the host (its temporaries there too).
+    p.optimizer_ms = static_cast<double>(state.host_step_bytes) / (kHostStepGBps * 1e6);
+    p.offload_copy_bytes = state.host_copy_bytes;
+    p.optimizer_workspace_bytes = 0;
     p.optimizer_workspace_tensors.clear();
   }
   return p;

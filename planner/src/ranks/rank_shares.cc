@@ -132,6 +132,7 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     r.block_persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.block_persistent, all));
     r.root_persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.root_persistent, all));
     r.micro_batches = std::max<int64_t>(whole.grad_accumulation, 1);
+    r.trained_weight_bytes = share.trainable * ConventionOf(config.precision).weight_bytes;
     RankMemory m;
     m.stage = share.stage;
     m.rank = share.stage * per_rank;

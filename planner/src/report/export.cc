@@ -143,6 +143,14 @@ std::string DeepSpeed(const EnginePlan& e, const Profile& profile, const ReportC
       j["zero_optimization"]["stage3_param_persistence_threshold"] =
           ctx.parallel.persistence_threshold;
     }
+    // State offload: ZeRO-Offload's optimizer state on the host; FSDP2's
+    // CPUOffloadPolicy (exported as stage 3) also its parameters.
+    if (ctx.parallel.offload != StateOffload::kNone && stage >= 1) {
+      j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+      if (ctx.parallel.offload == StateOffload::kFsdpCpu) {
+        j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+      }
+    }
   }
   const Half half = HalfOf(ctx);
   if (half != Half::kNone) j[half == Half::kBf16 ? "bf16" : "fp16"] = {{"enabled", true}};
@@ -215,6 +223,9 @@ std::string Torchtitan(const EnginePlan& e, const Profile& profile, const Report
     out << "mixed_precision_param = \"" << (HalfOf(ctx) == Half::kBf16 ? "bfloat16" : "float32")
         << "\"\n";
   }
+  // --fsdp-cpu-offload: torchtitan applies CPUOffloadPolicy to every
+  // fully_shard unit.
+  if (ctx.parallel.offload == StateOffload::kFsdpCpu) out << "enable_cpu_offload = true\n";
   const Parallelism& par = ctx.parallel;
   if (par.distributed()) {
     // FSDP shards over data_parallel_shard_degree ranks and replicates over
@@ -276,10 +287,16 @@ std::vector<int> CheckpointedBlockList(const Plan& plan, const Profile& profile)
 void DataParallelSnippet(std::ostringstream& out, const Parallelism& p) {
   const std::string launch = "torchrun --nproc-per-node " + std::to_string(p.gpus);
   if (p.data == DataParallel::kFsdp2 || p.data == DataParallel::kHsdp) {
+    // --fsdp-cpu-offload: the shards, their gradients and the optimizer
+    // state on the host (the optimizer then steps on the CPU).
+    const std::string offload =
+        p.offload == StateOffload::kFsdpCpu ? ", offload_policy=CPUOffloadPolicy()" : "";
     out << "\n# FSDP2 on the " << p.data_ranks() << " data ranks (" << launch
         << "): each block, then the root.\n"
         << "from torch.distributed.device_mesh import init_device_mesh\n"
-        << "from torch.distributed.fsdp import fully_shard\n";
+        << "from torch.distributed.fsdp import "
+        << (p.offload == StateOffload::kFsdpCpu ? "CPUOffloadPolicy, fully_shard\n"
+                                                 : "fully_shard\n");
     if (p.data == DataParallel::kHsdp) {
       out << "mesh = init_device_mesh(\"cuda\", (" << p.data_ranks() / p.shard_ranks() << ", "
           << p.shard_ranks() << "), mesh_dim_names=(\"replicate\", \"shard\"))\n";
@@ -288,8 +305,8 @@ void DataParallelSnippet(std::ostringstream& out, const Parallelism& p) {
     }
     out << "for block in model.model.layers:  # GPT-2: model.transformer.h\n"
         << "    fully_shard(block, mesh=mesh, reshard_after_forward="
-        << (p.reshard_after_forward ? "True" : "False") << ")\n"
-        << "fully_shard(model, mesh=mesh)\n";
+        << (p.reshard_after_forward ? "True" : "False") << offload << ")\n"
+        << "fully_shard(model, mesh=mesh" << offload << ")\n";
   } else if (p.data == DataParallel::kDdp) {
     out << "\n# DDP on the " << p.data_ranks() << " data ranks (" << launch << ").\n"
         << "from torch.nn.parallel import DistributedDataParallel\n"

@@ -116,6 +116,7 @@ nlohmann::ordered_json ParallelJson(const Parallelism& p) {
   j["persistence_threshold"] = p.persistence_threshold;
   j["fsdp_no_sync"] = p.fsdp_no_sync;
   j["fsdp_units"] = ToString(p.fsdp_units);
+  if (p.offload != StateOffload::kNone) j["state_offload"] = ToString(p.offload);
   return j;
 }
 
@@ -171,6 +172,14 @@ nlohmann::ordered_json PerRankJson(const std::vector<RankPlan>& ranks) {
     nlohmann::ordered_json terms = nlohmann::ordered_json::object();
     for (const MemoryTerm& t : RankTermsAtPeak(r)) terms[t.name] = t.bytes;
     j["terms"] = terms;
+    // State offload: what the rank keeps in host memory, by term.
+    if (r.memory.state.host_bytes() > 0) {
+      j["host_bytes"] = r.memory.state.host_bytes();
+      nlohmann::ordered_json host = nlohmann::ordered_json::object();
+      for (const MemoryTerm& t : r.memory.state.host_terms()) host[t.name] = t.bytes;
+      j["host_terms"] = host;
+      j["offload_copy_bytes"] = r.memory.state.host_copy_bytes;
+    }
     out.push_back(j);
   }
   return out;

@@ -129,8 +129,17 @@ std::string FormatRanksText(const ReportContext& ctx) {
     const Plan& p = r.plans.chosen;
     o << "  " << RankName(r) << ": peak " << FormatBytes(p.memory.total_bytes) << ", model state "
       << FormatBytes(p.predicted.static_bytes) << ", " << ToString(p.strategy)
-      << (p.parameter.empty() ? "" : " (" + p.parameter + ")") << (p.fits ? "" : ", DOES NOT FIT")
-      << "\n";
+      << (p.parameter.empty() ? "" : " (" + p.parameter + ")") << (p.fits ? "" : ", DOES NOT FIT");
+    if (r.memory.state.host_bytes() > 0) {
+      o << "; host " << FormatBytes(r.memory.state.host_bytes()) << " (";
+      std::string terms;
+      for (const MemoryTerm& t : r.memory.state.host_terms()) {
+        terms += (terms.empty() ? "" : ", ") + t.name + " " + FormatBytes(t.bytes);
+      }
+      o << terms << "), " << FormatBytes(r.memory.state.host_copy_bytes)
+        << " copied over the host link a step";
+    }
+    o << "\n";
   }
   o << "\n";
   return o.str();

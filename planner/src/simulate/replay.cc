@@ -231,7 +231,7 @@ Replay::OpPeak Replay::StepOptimizer(SimulationResult* r) {
   at.workspace = p_.optimizer_workspace_bytes;
   workspace_tensors_ = &p_.optimizer_workspace_tensors;
   at.live[MemoryCategory::kWorkspace] += at.workspace;
-  at.ms = p_.optimizer_ms;
+  at.ms = OptimizerStepMs(p_);
   r->optimizer_ms += at.ms;
   return at;
 }

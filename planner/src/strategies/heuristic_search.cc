@@ -91,7 +91,7 @@ HeuristicCandidate HeuristicFamily::Candidate(int parameter) const {
 
 double SingleLevelStepMs(const Profile& p, const std::vector<LayerDecision>& decisions,
                          const std::vector<int>& selective_option) {
-  double ms = p.optimizer_ms;
+  double ms = OptimizerStepMs(p);
   for (int i = 0; i < p.num_layers(); ++i) {
     const LayerProfile& l = p.layers[i];
     ms += l.forward_ms + l.backward_ms;

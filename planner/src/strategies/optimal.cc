@@ -306,7 +306,7 @@ Result<std::optional<Plan>> BestOffloadPlan(
   };
   REMAT_ASSIGN_OR_RETURN(std::optional<Plan> best, solve(0));
   if (host_budget <= 0 || !over_host) return best;
-  double step_ms = p.optimizer_ms;
+  double step_ms = OptimizerStepMs(p);
   int64_t least_x = std::numeric_limits<int64_t>::max();
   for (int i = 0; i < p.num_layers(); ++i) {
     step_ms += p.layers[i].forward_ms + p.layers[i].backward_ms;

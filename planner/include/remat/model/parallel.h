@@ -35,6 +35,20 @@ enum class FsdpUnits {
   kSegment,  // a recompute segment's blocks as one unit (the plan's largest)
 };
 
+// Model state kept in host memory instead of the device's (docs/levers.md).
+enum class StateOffload {
+  kNone,
+  // DeepSpeed ZeRO-Offload (zero_optimization.offload_optimizer.device
+  // "cpu", ZeRO stages 1-3): the fp32 master weights, the moments and the
+  // fp32 gradient partition on the host; the optimizer steps there
+  // (DeepSpeedCPUAdam); gradients copied down, updated weights copied up.
+  kOptimizer,
+  // FSDP2's CPUOffloadPolicy: the sharded parameters, their gradients and
+  // the optimizer state on the host; each gather copies the shards up, each
+  // reduce-scatter's shard is copied down; the optimizer steps on the host.
+  kFsdpCpu,
+};
+
 enum class PipelineSchedule {
   k1F1B,         // PipeDream-flush: stage s holds p - s micro-batches in flight
   kInterleaved,  // virtual stages per rank (Megatron's interleaved 1F1B)
@@ -63,6 +77,8 @@ struct Parallelism {
   bool fsdp_no_sync = false;
   // FSDP2 / HSDP: the fully_shard units (--fsdp-units).
   FsdpUnits fsdp_units = FsdpUnits::kBlock;
+  // --offload-optimizer cpu (ZeRO 1-3) or --fsdp-cpu-offload (FSDP2, HSDP).
+  StateOffload offload = StateOffload::kNone;
   // The ranks reduce over Gloo (CPU ranks): its reduce_scatter_tensor copies
   // its whole input (NCCL's does not). Set from the job's device, not a
   // setting of the plan.
@@ -83,10 +99,13 @@ const char* ToString(DataParallel d);
 const char* ToString(PipelineSchedule s);
 // "block", "segment".
 const char* ToString(FsdpUnits u);
+// "none", "optimizer", "fsdp_cpu".
+const char* ToString(StateOffload o);
 // The names ToString prints; the error lists them.
 Result<DataParallel> ParseDataParallel(std::string_view name);
 Result<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
 Result<FsdpUnits> ParseFsdpUnits(std::string_view name);
+Result<StateOffload> ParseStateOffload(std::string_view name);
 
 // Why `p` cannot run `config` (a model.json / config.json with its defaults
 // resolved or not): gpus not a multiple of tensor x pipeline, the tensor

@@ -256,6 +256,11 @@ struct Profile {
   int64_t grad_accumulation = 1;
   // Offload link (profile JSON "host_link"; the CLI's --host-link sets it).
   HostLink host_link;
+  // State offload (Parallelism::offload): bytes one optimizer step copies
+  // between device and host over host_link (every micro-batch's gathers
+  // and gradients); optimizer_ms is then the host's step. Not in profile
+  // JSON (a rank's profile derives it).
+  int64_t offload_copy_bytes = 0;
   // What measured it (measured profiles; none for analytic ones).
   Provenance provenance;
   std::vector<LayerProfile> layers;
@@ -305,7 +310,12 @@ std::vector<std::vector<int>> BlockLayersPerPass(const Profile& profile);
 // bandwidth-bound elementwise passes. 0 when the profile has no gradients.
 double GradientAccumulateMs(const Profile& profile);
 
-// Sum of forward_ms + backward_ms over layers, plus optimizer_ms: the step
+// The optimizer step's time: optimizer_ms, plus the state offload's copies
+// over host_link (in line: FSDP2 and DeepSpeed wait on them at the gathers
+// and the step); 0 ms for the copies where there is no link.
+double OptimizerStepMs(const Profile& profile);
+
+// Sum of forward_ms + backward_ms over layers, plus OptimizerStepMs: the step
 // time with nothing recomputed.
 double BaselineStepMs(const Profile& profile);
 

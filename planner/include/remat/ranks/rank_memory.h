@@ -53,6 +53,9 @@ struct ReplicaState {
   // reduced together (a recompute segment of several blocks is one unit:
   // remat.apply computes them in one call).
   int64_t gather_blocks = 1;
+  // Of weight_bytes: the trained weights in the weights' dtype (DeepSpeed
+  // ZeRO-Offload keeps a 16-bit partition of them on the host to copy up).
+  int64_t trained_weight_bytes = 0;
 };
 
 // A rank's model state under `Parallelism::data`, each term apart.
@@ -124,6 +127,31 @@ struct RankModelState {
   int64_t reduce_bucket_bytes = 0;
   // The rank keeps 1/gradient_divisor of each gradient (1: all of it).
   int64_t gradient_divisor = 1;
+  // State offload (Parallelism::offload): what the rank keeps in host
+  // memory instead of on the device, by term (0 without offload), each
+  // moved out of the device terms above. FSDP2's CPUOffloadPolicy: the
+  // parameter, gradient and optimizer shards. ZeRO-Offload: the fp32 master
+  // partition and moments (host_optimizer_bytes; an fp32 partition even
+  // where the weights are fp32), the fp32 gradient partition
+  // (host_gradient_bytes) and, ZeRO-1/2, the 16-bit partition the updated
+  // weights are copied up from (host_parameter_bytes).
+  int64_t host_parameter_bytes = 0;
+  int64_t host_gradient_bytes = 0;
+  int64_t host_optimizer_bytes = 0;
+  // The layers' gradient shards go to the host as backward reduces them
+  // (FSDP2's CPUOffloadPolicy): no block keeps a gradient on the device.
+  bool gradients_on_host = false;
+  // Bytes one optimizer step copies between device and host (both ways,
+  // every micro-batch's), timed over the profile's host link.
+  int64_t host_copy_bytes = 0;
+  // Bytes the host's optimizer step reads and writes.
+  int64_t host_step_bytes = 0;
+  int64_t host_bytes() const {
+    return host_parameter_bytes + host_gradient_bytes + host_optimizer_bytes;
+  }
+  // The host terms by name ("host_parameters", "host_gradients",
+  // "host_optimizer"), empty without offload.
+  std::vector<MemoryTerm> host_terms() const;
   // Every term at once (one unit's unsharded gradients for FSDP2's): an
   // upper bound of what any moment of the step holds.
   int64_t total() const {
@@ -233,10 +261,21 @@ RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks);
 // replaced by `state`'s (the unsharded and persistent weights count as
 // parameters, the DDP buckets, DeepSpeed's reduce bucket and ZeRO-3's
 // optimizer gradient partition as gradients), each layer's gradient_bytes
-// divided by state.gradient_divisor (rounded up; FSDP2: the blocks' only),
+// divided by state.gradient_divisor (rounded up; FSDP2: the blocks' only;
+// none on the device where state.gradients_on_host, and then, unless FSDP2
+// accumulates unsharded gradients, none kept between micro-batches: the
+// root's a buffer of each backward they live in), the optimizer step the
+// host's where the state is offloaded (optimizer_ms at the host's memory
+// bandwidth, kHostStepGBps; offload_copy_bytes over the host link),
 // and the buffers that live in one layer's pass (RankLayerBuffersOf) added
 // to its forward, backward and accumulating workspaces.
 Profile RankProfile(const Profile& whole, const RankModelState& state);
+
+// The host's optimizer step under state offload moves host_step_bytes at
+// this rate: the `cpu` device preset's memory bandwidth (20 GB/s) at its
+// roofline efficiency (0.5), a bandwidth-bound elementwise pass as
+// DeepSpeedCPUAdam's and torch's AdamW on the CPU are.
+inline constexpr double kHostStepGBps = 10.0;
 
 // The replica state of a profile: its static memory and the gradients its
 // layers create; the largest block's and the root's weights in proportion
