@@ -55,8 +55,15 @@ PLAN = dict(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, grad_accumulation=ACCUMULA
             precision="fp32", device="cpu", attention="eager", budget="1TB")
 # Plans whose per-rank prediction the measured peak misses by more than 3%,
 # for a cause in the planner's model of the engine: printed, not asserted
-# (docs/distributed-runs.md has the figures). None now.
-KNOWN_MISSES = {}
+# (docs/distributed-runs.md has the figures).
+KNOWN_MISSES = {
+    # The device side of FSDP2 under CPUOffloadPolicy (the metered peak less
+    # the host's state) carries the FSDP2 prediction's own overcount (about
+    # 50 KB here, 2% of the whole peak without offload), 4% of what stays on
+    # the device; the host bytes are checked apart, within the tolerance.
+    "fsdp2_offload": "the device side is over-predicted by the FSDP2 model's own "
+                     "overcount (docs/distributed-runs.md, State offload)",
+}
 # Plans whose measured peak differs between runs, as the engines' own
 # threads finish their work: Gloo runs FSDP2's prefetching all-gathers on
 # its own thread, and where a unit holds two blocks a unit-sized buffer is
@@ -97,6 +104,8 @@ class TrainTest(unittest.TestCase):
                                              fsdp_no_sync=True, fsdp_units="segment")),
                               ("fsdp2_blocks", dict(segments, gpus=NPROC, fsdp="full_shard")),
                               ("fsdp2_sync", dict(every1, gpus=NPROC, fsdp="full_shard")),
+                              ("fsdp2_offload", dict(every1, gpus=NPROC, fsdp="full_shard",
+                                                     fsdp_cpu_offload=True)),
                               ("tp", dict(every1, gpus=NPROC, tp=NPROC)),
                               ("zero1", dict(every1, gpus=NPROC, zero=1)),
                               ("zero2", dict(every1, gpus=NPROC, zero=2)),
@@ -159,6 +168,8 @@ class TrainTest(unittest.TestCase):
         for r in out["ranks"]:
             predicted = r["predicted"]["peak_bytes"]
             measured = r["measured"]["peak_bytes"] if r["measured"] else None
+            if r["measured"] and r["measured"].get("device_peak_bytes") is not None:
+                measured = r["measured"]["device_peak_bytes"]  # state offload: the device side
             if measured is None:
                 print(f"  rank {r['rank']}: predicted {predicted:,} B, not measured (no meter)")
                 with self.subTest(rank=r["rank"], check="measured peak"):
@@ -211,6 +222,18 @@ class TrainTest(unittest.TestCase):
             for step in r["gradient_syncs"]:
                 self.assertEqual(step["units"], LLAMA["num_hidden_layers"] + 1, step)
                 self.assertEqual(step["per_unit"], [ACCUMULATION], step)
+
+    def test_fsdp2_cpu_offload(self):
+        # CPUOffloadPolicy: the shards, their gradients and AdamW's state on
+        # the host. On the CPU host and device are one memory: the host
+        # bytes are the offloaded tensors' storages, the device side the
+        # metered peak less them.
+        out = self.run_engine("fsdp2", "fsdp2_offload")
+        for r in out["ranks"]:
+            predicted, measured = r["predicted"]["host_bytes"], r["measured"]["host_bytes"]
+            print(f"  rank {r['rank']}: host predicted {predicted:,} B, measured {measured:,} B "
+                  f"({(measured - predicted) / predicted:+.2%})")
+            self.assertLess(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
 
     def test_tensor_parallel(self):
         out = self.run_engine("tp", "tp", data_ranks=1)
