@@ -147,15 +147,63 @@ def norms_of(block):
     return [m for m in block.modules() if "Norm" in type(m).__name__]
 
 
+# Names of a vision-language model's two parts (transformers' LLaVA-style
+# models: model.vision_tower, model.language_model).
+VISION_NAMES = ("vision_tower",)
+LANGUAGE_NAMES = ("language_model",)
+
+
+def vision_language_parts(model):
+    """(vision tower, language model) of a vision-language model whose
+    image features the language model's embedding splices into its
+    sequence (transformers' LLaVA-style ...ForConditionalGeneration: one
+    submodule named vision_tower, one named language_model), else None."""
+    def one(names):
+        found = [m for path, m in model.named_modules() if path.rpartition(".")[2] in names]
+        return found[0] if len(found) == 1 else None
+
+    vision, language = one(VISION_NAMES), one(LANGUAGE_NAMES)
+    if vision is None or language is None or vision is language or \
+            not callable(getattr(model, "get_image_features", None)):
+        return None
+    return vision, language
+
+
+def feature_blocks(model, count, who):
+    """How many of a vision tower's `count` blocks its image features are
+    taken after: all, or up to the config's vision_feature_layer (an index
+    into the tower's hidden states, the embedding's output first: LLaVA-1.5
+    takes -2, the last block's input). The blocks after it run in the step
+    without feeding the features. A list of layers (features of several
+    blocks joined) is refused."""
+    layer = getattr(getattr(model, "config", None), "vision_feature_layer", -1)
+    if isinstance(layer, bool) or not isinstance(layer, int) or \
+            not 1 <= (layer if layer >= 0 else count + 1 + layer) <= count:
+        raise InputError(
+            f"{who}: {type(model).__name__}'s config: field 'vision_feature_layer': {layer!r} "
+            f"(accepted: one vision block's output, 1 to {count} or -{count} to -1; features "
+            "joined from several layers are read from more than one block)", EXIT_BAD_INPUT)
+    return layer if layer >= 0 else count + 1 + layer
+
+
 def find_chains(model, who="remat.apply"):
-    """[(name, module, path, blocks)] of an encoder-decoder's two chains, in
-    the order its step runs them: "encoder", the module transformers'
-    get_encoder() returns, and "decoder", get_decoder()'s, each with its
-    blocks as find_blocks finds them in that module (path relative to it).
-    Raises InputError where the model has no encoder and decoder."""
+    """[(name, module, path, blocks)] of a graph's two chains, in the order
+    its step runs them, each with its blocks as find_blocks finds them in
+    that module (path relative to it): a vision-language model's "vision"
+    (its vision tower; the blocks its image features are taken after,
+    feature_blocks) and "language" (its language model), else an
+    encoder-decoder's "encoder", the module transformers' get_encoder()
+    returns, and "decoder", get_decoder()'s. Raises InputError where the
+    model has neither."""
     import torch
 
-    out, found = [], []
+    parts = vision_language_parts(model)
+    if parts is not None:
+        (vision, vision_module, path, blocks), language = _chains_of(
+            zip(("vision", "language"), parts), who)
+        used = feature_blocks(model, len(blocks), who)
+        return [(vision, vision_module, path, list(blocks)[:used]), language]
+    found = []
     for name in ("encoder", "decoder"):
         get = getattr(model, f"get_{name}", None)
         found.append(get() if callable(get) else None)
@@ -168,9 +216,15 @@ def find_chains(model, who="remat.apply"):
         raise InputError(
             f"{who}: {type(model).__name__} is not an encoder-decoder (its get_encoder() and "
             "get_decoder() give no two separate modules); a graph of chains is accepted for "
-            "transformers' encoder-decoders (T5, BART, Whisper: ...ForConditionalGeneration)",
+            "transformers' encoder-decoders (T5, BART, Whisper: ...ForConditionalGeneration) "
+            "and vision-language models (a vision_tower and a language_model: LLaVA)",
             EXIT_BAD_INPUT)
-    for name, module in zip(("encoder", "decoder"), found):
+    return _chains_of(zip(("encoder", "decoder"), found), who)
+
+
+def _chains_of(named, who):
+    out = []
+    for name, module in named:
         try:
             path, blocks = find_blocks(module)
         except InputError as e:

@@ -125,16 +125,17 @@ def _input_bytes(inputs):
     return sum(storages.values())
 
 
-def _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance, started,
+def _trace_graph(module, kind, inputs, fake_mode, roofline, name, about, provenance, started,
                  micro_batch, seq_len):
-    """An encoder-decoder's graph profile (_trace_graph): each chain's
-    profile carries the trace's provenance."""
-    from ._trace_graph import GraphProfile, trace_encoder_decoder
+    """An encoder-decoder's or a vision-language model's graph profile
+    (_trace_graph): each chain's profile carries the trace's provenance."""
+    from ._trace_graph import GraphProfile, trace_encoder_decoder, trace_vision_language
     from ._trace_meter import FakeMeter
 
     meter = FakeMeter()
+    trace_chains = trace_vision_language if kind == "vision_language" else trace_encoder_decoder
     with fake_mode, meter, unpacked_positions(), ones_masks():
-        chains, edges, traced = trace_encoder_decoder(
+        chains, edges, traced = trace_chains(
             module, inputs, meter, roofline,
             lambda params: _optimizer_step(params, meter, roofline))
     about["traced_layers"] = traced
@@ -224,7 +225,7 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         module, kind = build_from_config(config, fake_mode, getattr(torch, DTYPES[precision]))
         config = module.config
         seq_len = (seq_len or (kind == "seq2seq" and getattr(config, "max_target_positions", None))
-                   or getattr(config, "max_position_embeddings", None) or 512)
+                   or getattr(config.get_text_config(), "max_position_embeddings", None) or 512)
         if kind == "seq2seq":
             note = decoder_start(module, config)
             if note:
@@ -246,11 +247,12 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     else:
         raise InputError(f"remat.trace: expected a config.json path, a config dict or an "
                          f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
-    if config is not None and kind == "seq2seq":
+    if config is not None and kind in ("seq2seq", "vision_language"):
         if compile:
             raise InputError("remat.trace: compile traces one chain of blocks; an "
-                             "encoder-decoder's graph is traced eager only", EXIT_BAD_INPUT)
-        return _trace_graph(module, inputs, fake_mode, roofline, name, about, provenance,
+                             "encoder-decoder's or a vision-language model's graph is traced "
+                             "eager only", EXIT_BAD_INPUT)
+        return _trace_graph(module, kind, inputs, fake_mode, roofline, name, about, provenance,
                             started, micro_batch, seq_len)
     if blocks is None:
         try:

@@ -97,6 +97,21 @@ def model_class(config):
                              "encoder-decoder traces as its ...ForConditionalGeneration class of "
                              f"transformers {transformers.__version__}", EXIT_BAD_INPUT)
         return _seq2seq_class(config), "seq2seq"
+    if is_vision_language(config):
+        name = names[0] if names else auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(
+            config.model_type, auto.MODEL_MAPPING_NAMES.get(config.model_type))
+        if isinstance(name, str) and name.endswith("ForConditionalGeneration") and \
+                hasattr(transformers, name):
+            return getattr(transformers, name), "vision_language"
+        if isinstance(name, str) and callable(getattr(getattr(transformers, name, None),
+                                                      "get_text_features", None)):
+            raise InputError(f"remat.trace: {name}: a text tower and a vision tower whose "
+                             "outputs meet only in the loss (two chains no edge joins); remat "
+                             "traces a vision tower feeding a language model (LLaVA)",
+                             EXIT_BAD_INPUT)
+        raise InputError(f"remat.trace: field 'architectures': class {name!r}: a vision-language "
+                         "model traces as its ...ForConditionalGeneration class of transformers "
+                         f"{transformers.__version__}", EXIT_BAD_INPUT)
     if not names:
         name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
         if isinstance(name, (tuple, list)):
@@ -115,16 +130,30 @@ def model_class(config):
     return getattr(transformers, name), kind
 
 
+def is_vision_language(config):
+    """Whether a config is a vision-language model's: a vision tower's
+    config and a language model's in one (LLaVA's vision_config,
+    text_config), its image features spliced into the text's sequence."""
+    return getattr(config, "vision_config", None) is not None and \
+        getattr(config, "text_config", None) is not None and \
+        not getattr(config, "is_encoder_decoder", False)
+
+
 def default_class(config):
     """The class a config of the family is most often trained as: its
-    causal-LM class where transformers has one, else its masked-LM class,
-    else its base model (the name a published config.json's
+    causal-LM class where transformers has one (a vision-language model's:
+    its image-text-to-text class), else its masked-LM class, else its base
+    model (the name a published config.json's
     "architectures" would give)."""
     import transformers
     from transformers.models.auto import modeling_auto as auto
 
     if getattr(config, "is_encoder_decoder", False):
         return _seq2seq_class(config)
+    if is_vision_language(config):
+        name = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(config.model_type)
+        if isinstance(name, str) and hasattr(transformers, name):
+            return getattr(transformers, name)
     for names in (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
                   auto.MODEL_MAPPING_NAMES):
         name = names.get(config.model_type)
@@ -151,8 +180,9 @@ def build_from_config(config, fake_mode, dtype):
     if isinstance(wanted, type) and not isinstance(config, wanted) and \
             hasattr(config, "get_text_config"):
         config = config.get_text_config()  # a causal-LM class of the text model alone
-    if hasattr(config, "use_cache"):
-        config.use_cache = False
+    for part in {id(c): c for c in (config, config.get_text_config())}.values():
+        if hasattr(part, "use_cache"):  # a vision-language model's: its text config's
+            part.use_cache = False
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
 
@@ -240,7 +270,10 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     size for a vision model (pixel_values), else token ids (and labels, for
     the LM classes). An encoder-decoder's: `seq_len` tokens (a speech
     model's encoder: the log-mel frames its config takes) for the encoder
-    and `seq_len` target tokens (labels) for the decoder."""
+    and `seq_len` target tokens (labels) for the decoder. A vision-language
+    model's: one image of its vision tower's size per sequence of `seq_len`
+    tokens (labels: the tokens; fake tensors have no values, so the image's
+    tokens among them are not placed)."""
     import torch
 
     if kind == "seq2seq":
@@ -255,6 +288,16 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
                 source = torch.randint(0, vocab, (micro_batch, seq_len))
         return {model.main_input_name: source, "labels": labels}
 
+    if kind == "vision_language":
+        vision = config.vision_config
+        size = getattr(vision, "image_size", 224)
+        size = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
+        vocab = getattr(config.get_text_config(), "vocab_size", None) or 2
+        with fake_mode:
+            ids = torch.randint(0, vocab, (micro_batch, seq_len))
+            pixels = torch.empty((micro_batch, getattr(vision, "num_channels", 3)) + size,
+                                 dtype=next(model.parameters()).dtype)
+        return {"input_ids": ids, "pixel_values": pixels, "labels": ids}
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
         size = getattr(config, "image_size", 224)
         size = tuple(size) if isinstance(size, (list, tuple)) else (size, size)

@@ -22,7 +22,16 @@ head) gets its gradient from the decoder's layer that creates it in a step,
 once. Each parameter's bytes and AdamW state belong to the first chain
 holding it (the encoder's embedding); the optimizer step, one over all
 parameters, is the decoder's (its time and workspace; the encoder's 0).
+
+A vision-language model (trace_vision_language) is traced the same way:
+the vision chain (its vision tower and projector, run as the model's
+get_image_features, to the image features it hands on) and the language
+chain (the whole model given those features, to the loss), one edge into
+the language chain's embedding, which splices them into its sequence.
 """
+import contextlib
+
+from ._planner import EXIT_BAD_INPUT, InputError
 
 
 class GraphProfile:
@@ -135,3 +144,163 @@ def trace_encoder_decoder(module, inputs, meter, roofline, optimizer_step):
     ]
     edges = [{"from": "encoder", "to": "decoder", "readers": readers}]
     return chains, edges, len(set(enc[2])) + len(set(dec[2]))
+
+
+def _stepped_parameters(module, traced):
+    """The trainable parameters the traced step gives a gradient: those
+    whose gradient a trace made, and those of each block that shares
+    another block's trace (it did not run) where that block's got one."""
+    got = {id(p) for p in module.parameters() if p.grad is not None}
+    for chain, _, owner, _ in traced:
+        first = 1 if chain.has_prefix else 0
+        for k, block in enumerate(chain.blocks):
+            traced_as = chain.blocks[owner[first + k] - first]
+            if any(id(p) in got for p in traced_as.parameters()):
+                got.update(id(p) for p in block.parameters())
+    return [p for p in module.parameters() if p.requires_grad and id(p) in got]
+
+
+def _image_features_base(features):
+    """The tensor a vision-language model's image features are (its
+    projector's output): the features themselves, or, of a list of
+    per-image views of one storage (LLaVA's pooler_output), a view of that
+    storage holding them all (images, tokens, width)."""
+    import torch
+
+    if isinstance(features, torch.Tensor):
+        return features
+    bases = {id(f._base) for f in features}
+    shapes = {tuple(f.shape) for f in features}
+    if len(bases) != 1 or None in (f._base for f in features) or len(shapes) != 1:
+        raise InputError("remat.trace: the image features are not one tensor (one image per "
+                         "sequence, one projector output); remat traces one", EXIT_BAD_INPUT)
+    return features[0]._base.view((len(features),) + tuple(features[0].shape))
+
+
+def _image_tower(model, language):
+    """The vision chain's module: every part of the model that holds the
+    vision tower but the language model (LLaVA's vision_tower and
+    multi_modal_projector), run as the model's own get_image_features."""
+    import torch
+
+    owner = next(m for m in model.modules() if any(c is language for c in m.children()))
+
+    class ImageFeatures(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for name, child in owner.named_children():
+                if child is not language:
+                    self.add_module(name, child)
+
+        def forward(self, pixel_values):
+            return model.get_image_features(pixel_values=pixel_values,
+                                            return_dict=True).pooler_output
+
+    return ImageFeatures()
+
+
+@contextlib.contextmanager
+def _unchecked():
+    """transformers' placeholder check (image tokens against image
+    features, torch_compilable_check) reads a sum that fake tensors do not
+    have; it is off while the trace runs (TRANSFORMERS_DISABLE_TORCH_CHECK)."""
+    import os
+
+    saved = os.environ.get("TRANSFORMERS_DISABLE_TORCH_CHECK")
+    os.environ["TRANSFORMERS_DISABLE_TORCH_CHECK"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TRANSFORMERS_DISABLE_TORCH_CHECK"]
+        else:
+            os.environ["TRANSFORMERS_DISABLE_TORCH_CHECK"] = saved
+
+
+def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
+    """(chains, edges, traced layers) of a vision-language model
+    (transformers' LLaVA-style ...ForConditionalGeneration) on `inputs`
+    (input_ids, pixel_values, labels), under the fake mode and `meter`
+    already on: the vision chain (its vision tower's embedding, blocks,
+    and the rest to the projected image features it hands on) and the
+    language chain (the whole model given those features as
+    mm_encoder_outputs: the vision tower does not run; its embedding
+    splices them into the sequence, layer 0 reads them), to the loss.
+    Vision blocks after the one the features are taken from
+    (_blocks.feature_blocks: LLaVA-1.5's vision_feature_layer -2) run in
+    the vision chain's last layer; nothing holds their activations once the
+    features are handed on.
+    optimizer_step(params) -> (ms, workspace)."""
+    import inspect
+
+    import torch
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    from ._blocks import find_chains
+    from ._trace import _layers
+    from ._trace_chain import trace_layers
+
+    if "mm_encoder_outputs" not in inspect.signature(module.forward).parameters:
+        raise InputError(f"remat.trace: {type(module).__name__}.forward takes no "
+                         "mm_encoder_outputs (the image features computed apart); remat traces "
+                         "a vision-language model that does", EXIT_BAD_INPUT)
+    from ._blocks import VISION_NAMES, vision_language_parts
+
+    if vision_language_parts(module) is None:
+        raise InputError(f"remat.trace: {type(module).__name__} has no one module named "
+                         f"{' or '.join(VISION_NAMES)} beside one named language_model with "
+                         "get_image_features (LLaVA's layout, which remat traces)",
+                         EXIT_BAD_INPUT)
+    extra = [n for n, q in inspect.signature(module.get_image_features).parameters.items()
+             if n != "pixel_values" and q.default is q.empty
+             and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)]
+    if extra:
+        raise InputError(f"remat.trace: {type(module).__name__}.get_image_features takes "
+                         f"{', '.join(extra)} besides the images (each image's own size); remat "
+                         "traces images of the vision tower's one size", EXIT_BAD_INPUT)
+    (_, vision, _, vision_blocks), (_, language, _, language_blocks) = find_chains(
+        module, "remat.trace")
+    tower = _image_tower(module, language)
+    source = {"pixel_values": inputs["pixel_values"]}
+    with _unchecked():
+        with torch.no_grad():
+            features = tower(**source)
+        as_list = not isinstance(features, torch.Tensor)
+        handed = _image_features_base(features).detach().requires_grad_(True)
+        given = list(handed.unbind(0)) if as_list else handed
+        text = {"input_ids": inputs["input_ids"], "labels": inputs["labels"]}
+        target = dict(text, mm_encoder_outputs={
+            "image": BaseModelOutputWithPooling(pooler_output=given)})
+        lang = trace_layers(module, target, list(language_blocks), None, meter,
+                            outside=(handed,), keep_grads=True)
+        vis = trace_layers(tower, source, list(vision_blocks), None, meter,
+                           hand_on=_image_features_base, keep_grads=True)
+    # AdamW steps (and holds moments for) the parameters the step gives a
+    # gradient: not those of vision blocks after the features' layer.
+    params = _stepped_parameters(module, (lang, vis))
+    for p in module.parameters():
+        p.grad = None
+    optimizer_ms, optimizer_workspace = optimizer_step(params)
+
+    chain, traces, owner, shared = lang
+    if not chain.has_prefix:
+        raise InputError("remat.trace: the language model's first block is given the batch "
+                         "itself; the image features are spliced in before it", EXIT_BAD_INPUT)
+    lang_layers = _layers(chain, traces, owner, roofline, text, shared)
+    chain, traces, owner, shared = vis
+    vis_layers = _layers(chain, traces, owner, roofline, source, shared, handed_on=handed)
+    owned = {}
+    vis_static, vis_count = _state(tower, params, owned)
+    lang_static, lang_count = _state(module, params, owned)
+    chains = [
+        {"name": "vision", "profile": {
+            "model": "vision", "static_bytes": sum(vis_static.values()), "static": vis_static,
+            "parameters": vis_count, "optimizer_ms": 0.0, "optimizer_workspace_bytes": 0,
+            "layers": vis_layers}},
+        {"name": "language", "profile": {
+            "model": "language", "static_bytes": sum(lang_static.values()),
+            "static": lang_static, "parameters": lang_count, "optimizer_ms": optimizer_ms,
+            "optimizer_workspace_bytes": optimizer_workspace, "layers": lang_layers}},
+    ]
+    edges = [{"from": "vision", "to": "language", "readers": [0]}]
+    return chains, edges, len(set(vis[2])) + len(set(lang[2]))

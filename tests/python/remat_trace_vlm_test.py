@@ -1,0 +1,278 @@
+"""A vision-language model traced as a graph profile (docs/graphs.md: the
+vision tower's chain, the language model's, the image features spliced
+into the language model's sequence by its embedding), planned by the
+planner's graph plan and carried out by remat.apply, against real training
+steps metered by remat's CPU meter.
+
+  - a small LLaVA from its config.json (LlavaForConditionalGeneration: a
+    CLIP vision tower of 3 blocks, a Llama of 3 blocks), one 32 x 32 image
+    (16 image tokens) in each sequence of 64 tokens, the loss on the text
+    tokens; trained for one AdamW step by transformers without and with
+    its gradient checkpointing (every block of both chains), metered: the
+    graph plan with nothing checkpointed (--strategy none) and with every
+    block of both chains (--strategy uniform --every 1) predicts the
+    step's peak within 3% (the fidelity target, docs/fidelity.md);
+  - the graph's shape: two chains, one edge from the vision chain into
+    the language chain's embedding (layer 0), its bytes the projected
+    image features; the parameters of both chains add up to transformers'
+    count on the meta device;
+  - remat.apply of a plan checkpointing some blocks of both chains and not
+    others: the metered step within 3% of the plan's prediction and under
+    its budget, the gradients equal to the eager model's (fp32, dropout
+    off: a recompute runs the same ops on the same inputs in the same
+    order, so they agree to rounding; 1e-6 relative, far above fp32's
+    6e-8 and far below any real difference);
+  - LLaVA-1.5's features, taken before the vision tower's last block
+    (vision_feature_layer -2): the vision chain has the blocks before it,
+    the last runs in its last layer; the same steps within 3%; so too a
+    small Gemma 3 (Gemma3ForConditionalGeneration, a SigLIP tower);
+  - python -m remat trace writes the graph profile, which the planner
+    plans as a graph; features joined from several vision layers are
+    refused in one line.
+
+Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
+skipped, visibly, where torch, transformers or the meter is missing
+(tests/python/needs.py). Models are tiny, fp32 on CPU. The meter is
+loaded before torch allocates anything.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import needs
+import remat
+
+torch = transformers = None
+if not needs.missing("torch") and not needs.meter_problem():
+    import remat_measure
+
+    remat_measure.load()  # before torch allocates the models' tensors
+if not needs.missing("torch"):
+    import torch
+
+    transformers = needs.optional("transformers")
+
+PEAK_TOLERANCE = 0.03
+RELATIVE = 1e-6
+MICRO_BATCH, SEQ_LEN = 2, 64
+IMAGE_TOKEN = 250
+# A CLIP vision tower (32 x 32 images of 8 x 8 patches: 16 patches and the
+# class token, which the "default" strategy drops) and a Llama.
+LLAVA = dict(model_type="llava", architectures=["LlavaForConditionalGeneration"],
+             image_token_index=IMAGE_TOKEN, vision_feature_layer=-1,
+             vision_feature_select_strategy="default", projector_hidden_act="gelu",
+             text_config=dict(model_type="llama", vocab_size=256, hidden_size=64,
+                              intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+                              num_key_value_heads=4, max_position_embeddings=128),
+             vision_config=dict(model_type="clip_vision_model", hidden_size=48,
+                                intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                                image_size=32, patch_size=8, projection_dim=48))
+# LLaVA-1.5 takes the image features before the vision tower's last block
+# (the hidden states of -2), which runs without feeding them.
+LLAVA_15 = dict(LLAVA, vision_feature_layer=-2)
+IMAGE_TOKENS = (32 // 8) ** 2
+# A Gemma 3 (a SigLIP vision tower of 8 x 8 patches pooled to 16 image
+# tokens, a Gemma 3 text model with sliding-window attention); its real
+# step gets token_type_ids (1 on the image's tokens), which transformers
+# reads to let the image's tokens attend to each other.
+GEMMA3 = dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneration"],
+              mm_tokens_per_image=IMAGE_TOKENS, image_token_index=IMAGE_TOKEN,
+              boi_token_index=251, eoi_token_index=252,
+              text_config=dict(model_type="gemma3_text", vocab_size=256, hidden_size=64,
+                               intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
+                               sliding_window=32),
+              vision_config=dict(model_type="siglip_vision_model", hidden_size=48,
+                                 intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                                 image_size=32, patch_size=4))
+_profiles = {}
+
+
+def profile(config=LLAVA):
+    key = (config["model_type"], config.get("vision_feature_layer"))
+    if key not in _profiles:
+        _profiles[key] = remat.trace(config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN,
+                                     device="cpu")
+    return _profiles[key]
+
+
+def build(config=LLAVA):
+    torch.manual_seed(0)
+    cfg = transformers.AutoConfig.for_model(**config)
+    cfg.text_config.use_cache = False  # training: no KV cache
+    return getattr(transformers, config["architectures"][0])(cfg).train()
+
+
+def batch_of(config=LLAVA):
+    """Each sequence: a token, the image's tokens, text; labels the text."""
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(4, IMAGE_TOKEN, (MICRO_BATCH, SEQ_LEN), generator=generator)
+    ids[:, 1:1 + IMAGE_TOKENS] = IMAGE_TOKEN
+    labels = ids.clone()
+    labels[:, 1:1 + IMAGE_TOKENS] = -100
+    pixels = torch.randn(MICRO_BATCH, 3, 32, 32, generator=generator)
+    batch = {"input_ids": ids, "pixel_values": pixels, "labels": labels}
+    if config is GEMMA3:
+        batch["token_type_ids"] = (ids == IMAGE_TOKEN).long()
+    return batch
+
+
+def metered_peak(step, start):
+    """The peak of step() over `start` (bytes in use before the model was
+    made): a first step makes AdamW's moments, the second is metered."""
+    step()
+    gc.collect()
+    m = remat_measure.measure(step, timeline=False)
+    return m.baseline_bytes + m.peak_bytes - start
+
+
+def trained_peak(plan, prepare, config=LLAVA):
+    """(predicted, measured) peak bytes: a fresh model, prepare(model)
+    (transformers' checkpointing or remat.apply), one metered AdamW step."""
+    gc.collect()
+    start = remat_measure.load().current_bytes()
+    model = prepare(build(config))
+    batch = batch_of(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        model(**batch).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    gc.collect()
+    return plan.predicted_peak_bytes, metered_peak(step, start)
+
+
+def report(what, predicted, measured):
+    print(f"{what}: predicted {predicted:,} B, measured {measured:,} B "
+          f"({(measured - predicted) / predicted:+.2%})")
+
+
+def checkpointed_blocks(plan):
+    return {c["name"]: [n for n, d in zip(c["layer_names"], c["decisions"])
+                        if n.startswith("block") and d != "keep"]
+            for c in plan.json["chains"]}
+
+
+@needs.modules("torch", "transformers")
+@needs.meter_library()
+class TracedVisionLanguageStepTest(unittest.TestCase):
+    def test_transformers_step_against_the_plan(self):
+        for config in (LLAVA, LLAVA_15, GEMMA3):
+            for checkpointing in (False, True):
+                with self.subTest(model=config["model_type"],
+                                  layer=config.get("vision_feature_layer"),
+                                  checkpointing=checkpointing):
+                    self.check_step(config, checkpointing)
+
+    def check_step(self, config, checkpointing):
+        plan = remat.plan(profile(config), budget="1TB",
+                          **(dict(strategy="uniform", every=1) if checkpointing
+                             else dict(strategy="none")))
+        self.assertIsInstance(plan, remat.GraphPlan)
+
+        def prepare(model):
+            if checkpointing:
+                model.gradient_checkpointing_enable()
+            return model
+        predicted, measured = trained_peak(plan, prepare, config)
+        layer = config.get("vision_feature_layer")
+        report(f"{config['model_type']}" + (f" vision_feature_layer {layer}" if layer else "") +
+               f" checkpointing={checkpointing}", predicted, measured)
+        self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
+
+    def test_applied_plan_checkpointing_blocks_of_both_chains(self):
+        plan, budget = APPLIED()
+        blocks = checkpointed_blocks(plan)
+        self.assertEqual(blocks["vision"], ["block0", "block1", "block2"])
+        self.assertTrue(blocks["vision"] and blocks["language"], blocks)
+        predicted, measured = trained_peak(plan, lambda model: remat.apply(model, plan))
+        report(f"llava applied {blocks}", predicted, measured)
+        self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
+        self.assertLessEqual(predicted, budget)
+        self.assertLessEqual(measured, budget)
+
+
+def APPLIED():
+    """(plan, budget) remat.apply carries out: in each chain, two-block
+    segments (block0 checkpointed and block1 recomputed in its segment,
+    block2 checkpointed; --strategy uniform --every 2), at a budget halfway
+    from its predicted peak to that of checkpointing nothing, which does
+    not fit there."""
+    segments = dict(strategy="uniform", every=2)
+    low = remat.plan(profile(), budget="1TB", **segments).predicted_peak_bytes
+    high = remat.plan(profile(), budget="1TB", strategy="none").predicted_peak_bytes
+    budget = (low + high) // 2
+    return remat.plan(profile(), budget=budget, **segments), budget
+
+
+@needs.modules("torch", "transformers")
+class VisionLanguageGraphTest(unittest.TestCase):
+    def test_shape(self):
+        chains = profile().chains
+        self.assertEqual(list(chains), ["vision", "language"])
+        self.assertEqual(profile().json["edges"],
+                         [{"from": "vision", "to": "language", "readers": [0]}])
+        features = MICRO_BATCH * IMAGE_TOKENS * 64 * 4  # projected to the Llama's width
+        self.assertEqual(chains["vision"]["layers"][-1]["output_bytes"], features)
+        self.assertEqual([l["kind"] for l in chains["vision"]["layers"]],
+                         ["embedding", "block", "block", "block", "head"])
+        with torch.device("meta"):
+            model = transformers.LlavaForConditionalGeneration(
+                transformers.AutoConfig.for_model(**LLAVA))
+        self.assertEqual(sum(c["parameters"] for c in chains.values()),
+                         sum(p.numel() for p in model.parameters()))
+
+    def test_gradients_equal_the_eager_models(self):
+        plan, _ = APPLIED()
+        model, batch = build(), batch_of()
+
+        def gradients():
+            model.zero_grad()
+            model(**batch).loss.backward()
+            return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        eager = gradients()
+        remat.apply(model, plan)
+        blocks = model.model.vision_tower.encoder.layers, model.model.language_model.layers
+        self.assertTrue(all(any("forward" in b.__dict__ for b in chain) for chain in blocks))
+        applied = gradients()
+        self.assertEqual(applied.keys(), eager.keys())
+        for name, g in eager.items():
+            scale = g.abs().max().item() or 1.0
+            self.assertLessEqual((applied[name] - g).abs().max().item(), RELATIVE * scale, name)
+        remat.unapply(model)
+        self.assertFalse(any("forward" in b.__dict__ for chain in blocks for b in chain))
+
+    def test_command_writes_a_graph_the_planner_plans(self):
+        with tempfile.TemporaryDirectory() as d:
+            config, out = os.path.join(d, "config.json"), os.path.join(d, "profile.json")
+            with open(config, "w") as f:
+                json.dump(dict(LLAVA, dtype=None), f)
+            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out,
+                                "--micro-batch", "2", "--seq-len", "64"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            code, text, err = remat.run_planner(["plan", "--budget", "1GB", out])
+            self.assertEqual(code, 0, err)
+            self.assertIn("2 chains, forward vision -> language", text)
+            self.assertIn("vision's output (8.00 KiB) read by 1 layer of language", text)
+
+    def test_features_joined_from_several_layers_are_refused(self):
+        with self.assertRaises(remat.InputError) as e:
+            remat.trace(dict(LLAVA, vision_feature_layer=[-2, -1]), micro_batch=MICRO_BATCH,
+                        seq_len=SEQ_LEN, device="cpu")
+        self.assertIn("field 'vision_feature_layer': [-2, -1]", str(e.exception))
+        self.assertNotIn("\n", str(e.exception))
+
+    def test_blocks_after_the_features_are_outside_the_chain(self):
+        # LLaVA-1.5's features are the last vision block's input: the
+        # vision chain has the blocks before it.
+        vision = profile(LLAVA_15).chains["vision"]["layers"]
+        self.assertEqual([l["name"] for l in vision], ["embedding", "block0", "block1", "head"])
+
+if __name__ == "__main__":
+    unittest.main()
