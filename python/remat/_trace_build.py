@@ -98,20 +98,19 @@ def model_class(config):
                              f"transformers {transformers.__version__}", EXIT_BAD_INPUT)
         return _seq2seq_class(config), "seq2seq"
     if is_vision_language(config):
+        # Its image-text class (a text model's causal-LM class, as Llama 4's,
+        # is a chain, below); two towers meeting in the loss are refused.
         name = names[0] if names else auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(
             config.model_type, auto.MODEL_MAPPING_NAMES.get(config.model_type))
-        if isinstance(name, str) and name.endswith("ForConditionalGeneration") and \
-                hasattr(transformers, name):
-            return getattr(transformers, name), "vision_language"
-        if isinstance(name, str) and callable(getattr(getattr(transformers, name, None),
-                                                      "get_text_features", None)):
+        cls = getattr(transformers, name, None) if isinstance(name, str) else None
+        if cls is not None and name.endswith("ForConditionalGeneration") and \
+                callable(getattr(cls, "get_image_features", None)):
+            return cls, "vision_language"
+        if callable(getattr(cls, "get_text_features", None)):
             raise InputError(f"remat.trace: {name}: a text tower and a vision tower whose "
                              "outputs meet only in the loss (two chains no edge joins); remat "
                              "traces a vision tower feeding a language model (LLaVA)",
                              EXIT_BAD_INPUT)
-        raise InputError(f"remat.trace: field 'architectures': class {name!r}: a vision-language "
-                         "model traces as its ...ForConditionalGeneration class of transformers "
-                         f"{transformers.__version__}", EXIT_BAD_INPUT)
     if not names:
         name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
         if isinstance(name, (tuple, list)):
@@ -141,21 +140,19 @@ def is_vision_language(config):
 
 def default_class(config):
     """The class a config of the family is most often trained as: its
-    causal-LM class where transformers has one (a vision-language model's:
-    its image-text-to-text class), else its masked-LM class, else its base
-    model (the name a published config.json's
+    causal-LM class where transformers has one, else (a vision-language
+    model's) its image-text-to-text class, else its masked-LM class, else
+    its base model (the name a published config.json's
     "architectures" would give)."""
     import transformers
     from transformers.models.auto import modeling_auto as auto
 
     if getattr(config, "is_encoder_decoder", False):
         return _seq2seq_class(config)
-    if is_vision_language(config):
-        name = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(config.model_type)
-        if isinstance(name, str) and hasattr(transformers, name):
-            return getattr(transformers, name)
-    for names in (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-                  auto.MODEL_MAPPING_NAMES):
+    image_text = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES if is_vision_language(config) \
+        else {}
+    for names in (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, image_text,
+                  auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES, auto.MODEL_MAPPING_NAMES):
         name = names.get(config.model_type)
         if isinstance(name, (tuple, list)):
             name = name[0]

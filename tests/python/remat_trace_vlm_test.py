@@ -268,6 +268,21 @@ class VisionLanguageGraphTest(unittest.TestCase):
         self.assertIn("field 'vision_feature_layer': [-2, -1]", str(e.exception))
         self.assertNotIn("\n", str(e.exception))
 
+    def test_classes_of_configs_with_a_vision_and_a_text_part(self):
+        from remat._trace_build import hf_config, model_class
+
+        def kind(config):
+            return model_class(hf_config(config))[1]
+        self.assertEqual(kind(LLAVA), "vision_language")
+        self.assertEqual(kind(dict(LLAVA, architectures=None)), "vision_language")
+        # Llama 4's text model alone is a chain.
+        self.assertEqual(kind({"model_type": "llama4", "architectures": ["Llama4ForCausalLM"]}),
+                         "causal_lm")
+        for two_towers in ("clip", "siglip"):
+            with self.assertRaises(remat.InputError) as e:
+                kind({"model_type": two_towers})
+            self.assertIn("outputs meet only in the loss", str(e.exception))
+
     def test_blocks_after_the_features_are_outside_the_chain(self):
         # LLaVA-1.5's features are the last vision block's input: the
         # vision chain has the blocks before it.
