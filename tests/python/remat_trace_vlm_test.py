@@ -26,9 +26,10 @@ steps metered by remat's CPU meter.
     (vision_feature_layer -2): the vision chain has the blocks before it,
     the last runs in its last layer; the same steps within 3%; so too a
     small Gemma 3 (Gemma3ForConditionalGeneration, a SigLIP tower);
-  - python -m remat trace writes the graph profile, which the planner
-    plans as a graph; features joined from several vision layers are
-    refused in one line.
+  - planner --budget 1GB config.json traces the config (python -m remat
+    trace) and plans the graph; features joined from several vision
+    layers are refused in one line, CLIP's and SigLIP's two towers too,
+    and Llama 4's text model (Llama4ForCausalLM) stays a chain.
 
 Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
 skipped, visibly, where torch, transformers or the meter is missing
@@ -38,7 +39,6 @@ loaded before torch allocates anything.
 import gc
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -247,18 +247,27 @@ class VisionLanguageGraphTest(unittest.TestCase):
         remat.unapply(model)
         self.assertFalse(any("forward" in b.__dict__ for chain in blocks for b in chain))
 
-    def test_command_writes_a_graph_the_planner_plans(self):
+    def test_planner_plans_the_config_as_a_graph(self):
+        # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace on
+        # the config.json and plans the graph profile it writes.
+        saved = {k: os.environ.get(k) for k in ("REMAT_PYTHON", "REMAT_TRACE_CACHE")}
         with tempfile.TemporaryDirectory() as d:
-            config, out = os.path.join(d, "config.json"), os.path.join(d, "profile.json")
+            config = os.path.join(d, "config.json")
             with open(config, "w") as f:
                 json.dump(dict(LLAVA, dtype=None), f)
-            r = subprocess.run([sys.executable, "-m", "remat", "trace", config, "-o", out,
-                                "--micro-batch", "2", "--seq-len", "64"],
-                               capture_output=True, text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            code, text, err = remat.run_planner(["plan", "--budget", "1GB", out])
+            os.environ["REMAT_PYTHON"] = sys.executable
+            os.environ["REMAT_TRACE_CACHE"] = os.path.join(d, "cache")
+            try:
+                code, text, err = remat.run_planner(
+                    ["plan", "--budget", "1GB", config, "--micro-batch", "2", "--seq-len", "64"])
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
             self.assertEqual(code, 0, err)
-            self.assertIn("2 chains, forward vision -> language", text)
+            self.assertIn("graph llava (traced): 2 chains, forward vision -> language", text)
             self.assertIn("vision's output (8.00 KiB) read by 1 layer of language", text)
 
     def test_features_joined_from_several_layers_are_refused(self):
