@@ -100,8 +100,12 @@ TEST(StateOffloadFlags, ZeroOffloadPutsTheOptimizerOnTheHost) {
   EXPECT_EQ(r["terms"]["optimizer"], 0);
   // fp32 weights: DeepSpeed's fp32 partition (361,600 B) beside the moments.
   EXPECT_EQ(r["host_terms"]["host_optimizer"], 361600 + 723200);
-  EXPECT_EQ(r["host_terms"]["host_gradients"], 361600);
+  // The fp32 gradient partition and the host staging buffer of the
+  // largest parameter (the 256 x 64 embedding and head: 65,536 B), whose
+  // device twin is a term of its own.
+  EXPECT_EQ(r["host_terms"]["host_gradients"], 361600 + 65536);
   EXPECT_EQ(r["host_terms"]["host_parameters"], 361600);
+  EXPECT_EQ(r["terms"]["offload_staging"], 65536);
 }
 
 TEST(StateOffloadFlags, OneCardZeroOffloadLowersAnEightBModelsDevicePeak) {
@@ -112,11 +116,13 @@ TEST(StateOffloadFlags, OneCardZeroOffloadLowersAnEightBModelsDevicePeak) {
   off.insert(off.end() - 1, {"--offload-optimizer", "cpu"});
   const nlohmann::json a = PlanJson(base), b = PlanJson(off);
   const nlohmann::json &ra = a["predicted"]["per_rank"][0], &rb = b["predicted"]["per_rank"][0];
-  // bf16 AdamW: 2 bf16 moments on the device; offloaded, the host keeps an
-  // fp32 partition, fp32 moments... of the masters DeepSpeed makes.
+  // bf16 AdamW: its moments leave the device; the device keeps the
+  // staging buffer of the largest parameter (the 128,256 x 4,096 embedding
+  // in bf16).
   EXPECT_EQ(rb["terms"]["optimizer"], 0);
+  EXPECT_EQ(rb["terms"]["offload_staging"], 128256LL * 4096 * 2);
   EXPECT_EQ(ra["static_bytes"].get<int64_t>() - rb["static_bytes"].get<int64_t>(),
-            ra["terms"]["optimizer"].get<int64_t>());
+            ra["terms"]["optimizer"].get<int64_t>() - 128256LL * 4096 * 2);
   EXPECT_GT(b["predicted"]["step_ms"].get<double>(), 0);
 }
 

@@ -87,11 +87,18 @@ void OffloadState(const ReplicaState& r, const Parallelism& p, RankModelState* s
   const int64_t trained =
       r.gradient_element_bytes > 0 ? r.gradient_bytes / r.gradient_element_bytes : 0;
   const int64_t master = r.master_weight_bytes > 0 ? r.master_weight_bytes : 4 * trained;
+  const bool zero3 = p.data == DataParallel::kZero3;
   s->host_optimizer_bytes = CeilDiv(r.optimizer_bytes - r.master_weight_bytes + master, n);
   s->host_gradient_bytes = CeilDiv(4 * trained, n);
+  if (!zero3) {
+    // stage_1_and_2.py's staging buffers of the largest parameter's
+    // elements: temp_grad_buffer_for_cpu_offload on the host and
+    // temp_grad_buffer_for_gpu_offload on the device.
+    s->host_gradient_bytes += r.largest_trained_weight_bytes;
+    s->offload_staging_bytes = r.largest_trained_weight_bytes;
+  }
   s->optimizer_bytes = 0;
   s->optimizer_gradient_bytes = 0;  // ZeRO-3: its fp32 partition is the host's
-  const bool zero3 = p.data == DataParallel::kZero3;
   if (!zero3) s->host_parameter_bytes = CeilDiv(r.trained_weight_bytes, n);
   // Down: each micro-batch's reduced gradient partition; up: the updated
   // 16-bit partition, and under accumulation the partition restored for
@@ -127,6 +134,7 @@ std::vector<MemoryTerm> RankModelState::terms() const {
   if (optimizer_gradient_bytes > 0) t.push_back({"zero3_optimizer_grads", optimizer_gradient_bytes});
   if (bucket_flush_bytes > 0) t.push_back({"bucket_flush", bucket_flush_bytes});
   if (recompute_gather_bytes > 0) t.push_back({"recompute_gather", recompute_gather_bytes});
+  if (offload_staging_bytes > 0) t.push_back({"offload_staging", offload_staging_bytes});
   return t;
 }
 
@@ -384,7 +392,7 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
       state.parameter_bytes + state.unsharded_bytes + state.persistent_bytes;
   p.static_memory.gradient_bytes =
       std::max<int64_t>(0, state.gradient_bytes - created) + state.ddp_bucket_bytes +
-      state.reduce_bucket_bytes + state.optimizer_gradient_bytes;
+      state.reduce_bucket_bytes + state.optimizer_gradient_bytes + state.offload_staging_bytes;
   p.static_memory.optimizer_bytes = state.optimizer_bytes;
   // The optimizer step's temporaries follow the rank's share of the state
   // (whole.optimizer_workspace_tensors, per parameter, do not: one request).

@@ -114,6 +114,17 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
   // weights) and of its fp32 master weights.
   const ReplicaState model = ReplicaOfProfile(whole);
   const int master_per = ConventionOf(config.precision).master_weight_bytes;
+  // The largest trained tensor (ZeRO-Offload's staging buffers), as a
+  // tensor-parallel rank holds it.
+  int64_t largest = 0;
+  if (p.offload == StateOffload::kOptimizer) {
+    REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
+                           analytic::BuildTransformerGraph(config));
+    for (const analytic::TrainedTensor& t : tg.trained_tensors) {
+      largest = std::max(largest, t.elements);
+    }
+    largest = (largest + p.tensor - 1) / p.tensor;
+  }
   const int64_t per_rank = p.data_ranks() * p.tensor;
   std::vector<RankMemory> out;
   for (const RankShare& share : shares) {
@@ -133,6 +144,7 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     r.root_persistent_weight_bytes = Scaled(model.weight_bytes, Ratio(share.root_persistent, all));
     r.micro_batches = std::max<int64_t>(whole.grad_accumulation, 1);
     r.trained_weight_bytes = share.trainable * ConventionOf(config.precision).weight_bytes;
+    r.largest_trained_weight_bytes = largest * ConventionOf(config.precision).weight_bytes;
     RankMemory m;
     m.stage = share.stage;
     m.rank = share.stage * per_rank;

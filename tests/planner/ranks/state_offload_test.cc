@@ -89,6 +89,16 @@ TEST(StateOffload, ZeroOffloadKeepsMastersMomentsAndFp32GradientsOnTheHost) {
   EXPECT_EQ(off.host_step_bytes, 2 * 12 * kPsi / 4 + 4 * kPsi / 4 + 2 * kPsi / 4);
 }
 
+TEST(StateOffload, ZeroOffloadStagesTheLargestParameterOnBothSides) {
+  ReplicaState r = Mixed();
+  r.largest_trained_weight_bytes = 1000;
+  const RankModelState s = ShardModelState(r, Data(DataParallel::kZero2, 4, StateOffload::kOptimizer));
+  EXPECT_EQ(s.host_gradient_bytes, 4 * kPsi / 4 + 1000);
+  EXPECT_EQ(s.offload_staging_bytes, 1000);
+  const RankModelState z3 = ShardModelState(r, Data(DataParallel::kZero3, 4, StateOffload::kOptimizer));
+  EXPECT_EQ(z3.offload_staging_bytes, 0);  // stage3.py has no such buffers
+}
+
 TEST(StateOffload, ZeroOffloadMakesAnFp32PartitionForFp32Weights) {
   ReplicaState r;  // fp32 weights and gradients, AdamW: no masters
   r.weight_bytes = 4 * kPsi;

@@ -56,6 +56,9 @@ struct ReplicaState {
   // Of weight_bytes: the trained weights in the weights' dtype (DeepSpeed
   // ZeRO-Offload keeps a 16-bit partition of them on the host to copy up).
   int64_t trained_weight_bytes = 0;
+  // The largest trained parameter in the weights' dtype (ZeRO-Offload's
+  // gradient staging buffers, one on the device and one on the host).
+  int64_t largest_trained_weight_bytes = 0;
 };
 
 // A rank's model state under `Parallelism::data`, each term apart.
@@ -144,6 +147,10 @@ struct RankModelState {
   // Bytes one optimizer step copies between device and host (both ways,
   // every micro-batch's), timed over the profile's host link.
   int64_t host_copy_bytes = 0;
+  // ZeRO-1/2 Offload: the device's gradient staging buffer
+  // (temp_grad_buffer_for_gpu_offload, the largest parameter's elements),
+  // held from initialization; its host twin is in host_gradient_bytes.
+  int64_t offload_staging_bytes = 0;
   // Bytes the host's optimizer step reads and writes.
   int64_t host_step_bytes = 0;
   int64_t host_bytes() const {
@@ -158,7 +165,7 @@ struct RankModelState {
     return parameter_bytes + gradient_bytes + optimizer_bytes + ddp_bucket_bytes + unsharded_bytes +
            fsdp_prefetch_bytes + gather_blocks * fsdp_gradient_bytes + reduce_scatter_bytes +
            reduce_bucket_bytes + persistent_bytes + optimizer_gradient_bytes + bucket_flush_bytes +
-           recompute_gather_bytes;
+           recompute_gather_bytes + offload_staging_bytes;
   }
   // The terms by name, those above 0 only beyond the first three.
   std::vector<MemoryTerm> terms() const;
