@@ -110,6 +110,9 @@ def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None):
                  "forward_flops": roofline.flops(tr.forward_costs),
                  "backward_flops": roofline.flops(tr.backward_costs),
                  "traced_as": chain.names_and_kinds()[owner[i]][0]}
+        if tr.recompute_backward_workspace is not None:
+            layer["recompute_backward_workspace_bytes"] = max(tr.recompute_backward_workspace,
+                                                              -(activation - out_bytes))
         layers.append(layer)
     return layers
 
@@ -151,7 +154,9 @@ def _trace_graph(module, kind, inputs, fake_mode, roofline, name, about, provena
 def _compiled_blocks(chain, traces, owner, fake_mode, about):
     """compile=True: each distinct block's activation and saved bytes as
     torch.compile's partition keeps them (_trace_compile), in place of
-    eager autograd's; the transient workspaces stay eager's."""
+    eager autograd's, and its backward workspace, kept and checkpointed
+    (recompute_backward_workspace_bytes), from the buffers inductor plans
+    for each backward graph; the forward workspaces stay eager's."""
     import torch
 
     from ._profiler import _hidden, _with_first
@@ -168,15 +173,29 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
             x = xs[i].detach().requires_grad_(True)
             args, kwargs = _with_first(*chain.calls[k], x)
             part = partition_block(chain.blocks[k], args, kwargs, _hidden)
-            traces[i].kept, traces[i].saved = part.kept_bytes, part.saved_bytes
-            blocks.append({"layer": chain.names_and_kinds()[i][0], "saved_bytes": part.saved_bytes,
-                           "saved_shapes": sorted(list(s) for _, s, _ in part.saved)})
+            checkpointed = partition_block(chain.blocks[k], args, kwargs, _hidden,
+                                           checkpointed=True)
+            tr = traces[i]
+            tr.kept, tr.saved = part.kept_bytes, part.saved_bytes
+            block = {"layer": chain.names_and_kinds()[i][0], "saved_bytes": part.saved_bytes,
+                     "saved_shapes": sorted(list(s) for _, s, _ in part.saved)}
+            # The backwards' buffers as inductor plans them, over what the
+            # planner holds beside (a[i] as kept, the gradients it makes).
+            if part.backward_transient_bytes is not None:
+                tr.backward_workspace = part.backward_transient_bytes
+                block["backward_peak_bytes"] = part.backward_peak_bytes
+            if checkpointed.backward_transient_bytes is not None:
+                tr.recompute_backward_workspace = (checkpointed.backward_transient_bytes
+                                                   - part.saved_bytes)
+                block["checkpointed_backward_peak_bytes"] = checkpointed.backward_peak_bytes
+            blocks.append(block)
     about["compile"] = {
         "partitioner": "inductor partition_fn (min_cut_rematerialization_partition)",
         "activation_memory_budget": torch._functorch.config.activation_memory_budget,
         "blocks": blocks,
-        "modelled": "blocks' saved tensors; workspaces and the layers outside the blocks "
-                    "as eager's"}
+        "modelled": "blocks' saved tensors and their backwards' buffers (inductor's plan), "
+                    "kept and checkpointed; forward workspaces and the layers outside the "
+                    "blocks as eager's"}
 
 
 def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,

@@ -28,6 +28,8 @@ class LayerTrace:
     def __init__(self):
         self.kept = self.forward_workspace = self.nograd_workspace = 0
         self.backward_workspace = self.gradients = self.saved = 0
+        # After a recompute, where that backward differs (_trace_compile).
+        self.recompute_backward_workspace = None
         self.forward_costs, self.backward_costs = [], []
 
 

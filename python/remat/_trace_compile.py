@@ -17,6 +17,14 @@ count alike: the backward's inputs that are not tangents, each traced to
 the forward node whose memory it lives in (through views), the forward's
 inputs (the block's input, weights, masks: memory that lives anyway)
 aside, each memory once.
+
+backward_peak(bw) is the peak of the backward graph's buffers as inductor
+plans them: the graph lowered and scheduled by inductor's own
+compile_fx_inner, stopped once its peak-memory pass has ordered the nodes
+(before any kernel is generated). A block is partitioned twice: as it is
+kept, and checkpointed (its forward ops tagged for recompute as dynamo
+tags a checkpointed region), whose backward graph recomputes the forward;
+the two backwards' peaks give the profile's backward workspaces.
 """
 import torch
 
@@ -69,23 +77,119 @@ def output_bases(fw, count):
     return found
 
 
+class _Scheduled(Exception):
+    """Raised from inside inductor once its schedule's peak is read: the
+    kernels are not generated."""
+
+
+def backward_peak(bw):
+    """The peak bytes inductor plans for the backward graph `bw` (fake
+    tensors), or None where inductor did not plan it: the graph lowered
+    and scheduled as torch.compile's backward compiler does it
+    (compile_fx_inner), in the order inductor's peak-memory pass picks,
+    its buffers (each its allocation) and the saved tensors it reads live
+    from their making to their last use (torch._inductor.memory's
+    estimate). The weights, the forward's inputs and the tangents are
+    not counted (the graph frees none of them); nothing is compiled."""
+    import contextlib
+    import itertools
+
+    import torch._inductor.config as inductor_config
+    import torch._inductor.memory as memory
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    found = []
+    reorder = memory.reorder_for_peak_memory
+
+    def read(nodes, name_to_buf, name_to_fused_node, graph_inputs, graph_outputs, **kwargs):
+        order = reorder(nodes, name_to_buf, name_to_fused_node, graph_inputs, graph_outputs,
+                        **kwargs)
+        freeable = memory.prepare_planning_info(order, name_to_buf, name_to_fused_node,
+                                                graph_inputs, graph_outputs)[1]
+        steps = [0] * (len(order) + 2)
+        for b in memory.compute_memory_timeline(order, freeable, graph_outputs)[0]:
+            # An output (end_step -1) lives past the graph: the gradients.
+            end = len(order) if b.end_step == -1 else b.end_step
+            steps[b.start_step] += b.size_alloc
+            steps[end + 1] -= b.size_free
+        found.append(max(itertools.accumulate(steps)))
+        raise _Scheduled()
+
+    from torch._guards import detect_fake_mode
+
+    inputs = [n.meta["val"] for n in bw.graph.nodes if n.op == "placeholder"]
+    memory.reorder_for_peak_memory = read
+    try:
+        with inductor_config.patch(reorder_for_peak_memory=True), \
+                detect_fake_mode(inputs) or contextlib.nullcontext():
+            compile_fx_inner(bw, inputs, is_backward=True)
+    except Exception as e:  # _Scheduled, or inductor's wrapper of it
+        if not (isinstance(e, _Scheduled) or isinstance(e.__cause__, _Scheduled)
+                or "_Scheduled" in str(e)):
+            raise
+    finally:
+        memory.reorder_for_peak_memory = reorder
+    return found[0] if found else None
+
+
+def _created_bytes(bw):
+    """Bytes of the backward graph's outputs (the gradients it makes),
+    each memory once."""
+    out = next(n for n in bw.graph.nodes if n.op == "output").args[0]
+    bases = {}
+    for n in out:
+        if isinstance(n, torch.fx.Node):
+            base = _base(n)
+            if base.op not in ("placeholder", "get_attr"):
+                bases[base.name] = _nbytes(base)
+    return sum(bases.values())
+
+
 class Partition:
     """One partitioned block: `saved` as saved_tensors gives it and
     `kept_bytes`, what the forward leaves alive for the backward: the
-    saved tensors and the block's output, each memory once."""
+    saved tensors and the block's output, each memory once.
+    `backward_transient_bytes`: the compiled backward's peak (backward_peak)
+    less the saved tensors and the gradients it makes (None where
+    inductor did not plan it)."""
 
-    def __init__(self, saved, outputs):
+    def __init__(self, saved, outputs, backward=None):
         self.saved = saved
         self.saved_bytes = sum(b for _, _, b in saved)
         held = {name: b for name, _, b in saved}
         held.update(outputs)
         self.kept_bytes = sum(held.values())
+        self.backward_transient_bytes = self.backward_peak_bytes = None
+        if backward is not None:
+            peak = backward_peak(backward)
+            if peak is not None:
+                self.backward_peak_bytes = peak
+                self.backward_transient_bytes = peak - self.saved_bytes - _created_bytes(backward)
 
 
-def partition_block(block, args, kwargs, hidden):
+def _tag_recompute(joint):
+    """Tags the joint graph's forward ops as torch.compile tags a
+    checkpointed region's (dynamo's tag_activation_checkpoint: one region,
+    every op PREFER_RECOMPUTE), so that the partitioner recomputes them in
+    the backward."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    backward = set()
+    for n in joint.graph.nodes:
+        if (n.op == "placeholder" and n.name.startswith("tangents")) or any(
+                a in backward for a in n.all_input_nodes):
+            backward.add(n)
+        elif n.op == "call_function":
+            n.meta["ac_graph_id"] = 1
+            n.meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def partition_block(block, args, kwargs, hidden, checkpointed=False):
     """The Partition of `block` called as block(*args, **kwargs) on fake
     tensors (under the tracer's FakeTensorMode) with grad on; hidden(out)
-    is the tensor the block hands on (its one output the step uses)."""
+    is the tensor the block hands on (its one output the step uses).
+    checkpointed: the block under a checkpoint (remat.apply's, compiled:
+    non-reentrant), whose backward graph recomputes its forward."""
     from torch._functorch.aot_autograd import aot_function
     from torch._inductor.compile_fx import partition_fn
     from torch._inductor.decomposition import select_decomp_table
@@ -108,8 +212,10 @@ def partition_block(block, args, kwargs, hidden):
     found = []
 
     def partition(joint, joint_inputs, **options):
+        if checkpointed:
+            _tag_recompute(joint)
         fw, bw = partition_fn(joint, joint_inputs, **options)
-        found.append(Partition(saved_tensors(fw, bw), output_bases(fw, 1)))
+        found.append(Partition(saved_tensors(fw, bw), output_bases(fw, 1), bw))
         return fw, bw
 
     compiled = aot_function(call, fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g,

@@ -128,7 +128,8 @@ Status ValidateGraphProfile(GraphProfile* graph, const std::string& source) {
     for (const LayerProfile& l : p.layers) {
       total += CheckedInt(l.input_bytes) + l.activation_bytes +
                std::max(l.forward_workspace_bytes, l.nograd_workspace_bytes()) +
-               std::max<int64_t>(l.backward_workspace_bytes, 0) +
+               std::max<int64_t>({l.backward_workspace_bytes, 0,
+                                  l.recompute_backward_workspace_bytes.value_or(0)}) +
                std::max<int64_t>(l.accumulating_workspace_bytes(), 0) + l.gradient_bytes +
                l.skip_bytes * 2;
       for (const SelectiveOption& o : l.selective) {

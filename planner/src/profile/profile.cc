@@ -71,6 +71,12 @@ Status ParseLayer(const nlohmann::json& j, const std::string& where, LayerProfil
                               &out->forward_nograd_workspace_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(
       r.Int("backward_workspace_bytes", &out->backward_workspace_bytes, true, -kMaxBytes, kMaxBytes));
+  if (j.contains("recompute_backward_workspace_bytes")) {
+    int64_t bytes = 0;
+    REMAT_RETURN_IF_ERROR(
+        r.Int("recompute_backward_workspace_bytes", &bytes, true, -kMaxBytes, kMaxBytes));
+    out->recompute_backward_workspace_bytes = bytes;
+  }
   REMAT_RETURN_IF_ERROR(r.Int("skip_bytes", &out->skip_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(r.Int("gradient_bytes", &out->gradient_bytes, false, 0, kMaxBytes));
   REMAT_RETURN_IF_ERROR(
@@ -151,6 +157,13 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
                              "; a backward releases at most what its layer saved besides its "
                              "output (activation_bytes - output_bytes)");
     }
+    if (l.recompute_backward_workspace_bytes && *l.recompute_backward_workspace_bytes < -saved) {
+      return Status::Invalid(where + ": field 'recompute_backward_workspace_bytes' (" +
+                             std::to_string(*l.recompute_backward_workspace_bytes) +
+                             ") is below -" + std::to_string(saved) +
+                             "; a backward releases at most what its layer saved besides its "
+                             "output (activation_bytes - output_bytes)");
+    }
     if (l.activation_bytes < l.output_bytes) {
       return Status::Invalid(where + ": field 'activation_bytes' (" +
                              std::to_string(l.activation_bytes) +
@@ -194,7 +207,8 @@ Status ValidateProfile(const Profile& p, const std::string& source) {
     int64_t kept = l.activation_bytes;
     for (const SelectiveOption& o : l.selective) kept = std::max(kept, o.activation_bytes);
     total += CheckedInt(l.input_bytes) * 2 + kept + l.gradient_bytes + l.forward_workspace_bytes +
-             std::max<int64_t>({0, l.backward_workspace_bytes, l.accumulate_workspace_bytes}) +
+             std::max<int64_t>({0, l.backward_workspace_bytes, l.accumulate_workspace_bytes,
+                                l.recompute_backward_workspace_bytes.value_or(0)}) +
              std::max<int64_t>(0, l.forward_nograd_workspace_bytes);
     total += CheckedInt(l.skip_bytes) * 2;  // the side output and its gradient
     // The other micro-batches in flight hold at most the layer's input and
@@ -325,6 +339,9 @@ nlohmann::ordered_json internal::ProfileJsonValue(const Profile& p) {
       lj["forward_nograd_workspace_bytes"] = l.forward_nograd_workspace_bytes;
     }
     lj["backward_workspace_bytes"] = l.backward_workspace_bytes;
+    if (l.recompute_backward_workspace_bytes) {
+      lj["recompute_backward_workspace_bytes"] = *l.recompute_backward_workspace_bytes;
+    }
     if (l.skip_bytes > 0) lj["skip_bytes"] = l.skip_bytes;
     if (l.gradient_bytes > 0) lj["gradient_bytes"] = l.gradient_bytes;
     if (l.accumulate_workspace_bytes >= 0) {

@@ -370,6 +370,7 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
     }
     AddPieces(&l.tensors.backward_workspace, backward, backward_pieces);
     l.backward_workspace_bytes = backward + backward_add;
+    if (l.recompute_backward_workspace_bytes) *l.recompute_backward_workspace_bytes += backward_add;
     if (l.accumulate_workspace_bytes >= 0 || accumulate_add != backward_add) {
       AddPieces(&l.tensors.accumulate_workspace, accumulate, accumulate_pieces);
       l.accumulate_workspace_bytes = accumulate + accumulate_add;

@@ -169,7 +169,11 @@ Replay::OpPeak Replay::StepBackward(const Op& op, SimulationResult* r) {
   const LiveTensor& a = live_[Key({TensorKind::kA, op.layer}, L)];
   // Gradients that exist already (micro-batches 2..K of an update):
   // the backward adds the new ones into them through transients.
-  int64_t ws = grads_[op.layer] ? l.accumulating_workspace_bytes() : l.backward_workspace_bytes;
+  // After a recompute (a[i] recomputed, not a selective option's) the
+  // layer's workspace for that backward.
+  const bool recomputed = a.category == MemoryCategory::kRecomputed && a.option < 0;
+  int64_t ws =
+      grads_[op.layer] ? l.accumulating_workspace_bytes() : l.backward_workspace_for(recomputed);
   workspace_tensors_ = grads_[op.layer] && l.accumulate_workspace_bytes >= 0
                            ? &l.tensors.accumulate_workspace
                            : &l.tensors.backward_workspace;

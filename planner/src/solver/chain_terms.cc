@@ -59,8 +59,13 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
       keep_held_slots_.push_back(units_.Slots(x_bytes_[s] + m.kept_bytes));
       // Backward s does not hold x[s+1] (chain_graph.h), but for the loss's.
       const int64_t output = s + 1 < L ? 0 : x_bytes_[s + 1];
-      const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] +
-                           l.backward_workspace_bytes + m.recompute_workspace_bytes + grads_from[s];
+      // A layer's backward after a recompute may have a workspace of its own
+      // (LayerProfile::recompute_backward_workspace_bytes): the larger one,
+      // as the terms do not tell a recomputed a[s] from a kept one.
+      const int64_t workspace =
+          std::max(l.backward_workspace_bytes, l.backward_workspace_for(m.save == SaveMode::kAll));
+      const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] + workspace +
+                           m.recompute_workspace_bytes + grads_from[s];
       backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
       backward_slots_.push_back(units_.Slots(input + rest));
     }

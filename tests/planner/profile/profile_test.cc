@@ -60,6 +60,28 @@ TEST(Profile, BackwardWorkspaceIsSignedDownToWhatTheLayerSaved) {
   EXPECT_NE(bad.message().find("backward_workspace_bytes"), std::string::npos) << bad.message();
 }
 
+// A compiled profile's backward after a recompute (docs/compile.md): read,
+// written back, absent where not given, signed and bounded as the other.
+TEST(Profile, RecomputeBackwardWorkspaceRoundTripsAndIsBounded) {
+  Profile p = testing::TransformerChain(3);
+  LayerProfile& l = p.layers[1];
+  l.recompute_backward_workspace_bytes = -(l.activation_bytes - l.output_bytes);
+  Result<Profile> back = ParseProfile(ProfileToJson(p), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->layers[1].recompute_backward_workspace_bytes,
+            l.recompute_backward_workspace_bytes);
+  EXPECT_EQ(back->layers[1].backward_workspace_for(true), *l.recompute_backward_workspace_bytes);
+  EXPECT_EQ(back->layers[1].backward_workspace_for(false), l.backward_workspace_bytes);
+  EXPECT_FALSE(back->layers[0].recompute_backward_workspace_bytes.has_value());
+  EXPECT_EQ(back->layers[0].backward_workspace_for(true), back->layers[0].backward_workspace_bytes);
+  *l.recompute_backward_workspace_bytes -= 1;
+  const Status bad = ParseProfile(ProfileToJson(p), "p.json").status();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("layers[1]"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("'recompute_backward_workspace_bytes'"), std::string::npos)
+      << bad.message();
+}
+
 TEST(Profile, MinimalHandWrittenChain) {
   Result<Profile> p = ParseProfile(R"({"static_bytes": 100, "layers": [
       {"name":"a","forward_ms":1,"backward_ms":2,"input_bytes":10,"output_bytes":10,

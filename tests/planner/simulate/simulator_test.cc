@@ -116,6 +116,27 @@ TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {
   EXPECT_EQ(r->at_peak[MemoryCategory::kRecomputed], 70);
 }
 
+// The backward after a recompute takes recompute_backward_workspace_bytes
+// where the profile gives it (a compiled profile's checkpointed block);
+// a kept layer's backward keeps backward_workspace_bytes.
+TEST(Simulator, TheBackwardAfterARecomputeTakesItsOwnWorkspace) {
+  Profile p = ThreeLayers();
+  p.layers[1].recompute_backward_workspace_bytes = 11;
+  p.layers[2].recompute_backward_workspace_bytes = 50;  // layer 2 is kept: unused
+  const std::vector<LayerDecision> d = {LayerDecision::kKeep, LayerDecision::kCheckpoint,
+                                        LayerDecision::kKeep};
+  const Schedule s = *BuildSingleLevelSchedule(p, d, {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // As CheckpointedMiddleLayerTimelineByHand, backward 1 with 11 on top.
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 261, 160}));
+  // Released saved bytes as a negative workspace does (down to a1's 40).
+  p.layers[1].recompute_backward_workspace_bytes = -40;
+  r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Peaks(*r, s, OpKind::kBackward), (std::vector<int64_t>{248, 210, 160}));
+}
+
 // ThreeLayers with gradients created in backward: 1, 10 and 100 bytes.
 Profile ThreeLayersWithGradients() {
   Profile p = ThreeLayers();

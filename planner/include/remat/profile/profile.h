@@ -9,6 +9,7 @@
 #define REMAT_PROFILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,6 +122,13 @@ struct LayerProfile {
   // hidden 128, ffn 512, 2 x 64 tokens). At least -(activation_bytes -
   // output_bytes): what the layer saved besides its output.
   int64_t backward_workspace_bytes = 0;
+  // The same for the backward that follows a recompute of the layer, where
+  // it differs from backward_workspace_bytes (profile JSON
+  // "recompute_backward_workspace_bytes"; absent: as backward_workspace_bytes).
+  // A compiled profile's (docs/compile.md): torch.compile recomputes a
+  // checkpointed block inside its backward graph, whose buffers inductor
+  // plans apart from the backward of the block it kept.
+  std::optional<int64_t> recompute_backward_workspace_bytes;
   // Bytes of the parameter gradients this layer's backward creates, under
   // the convention that gradients are created in backward and freed by the
   // optimizer step (PyTorch 2.x's zero_grad() sets .grad to None): they are
@@ -181,6 +189,12 @@ struct LayerProfile {
       return selective[option].forward_workspace_bytes;
     }
     return forward_workspace_bytes;
+  }
+  // Backward workspace after the layer ran `recomputed` (its a[i] made by a
+  // recompute) or not.
+  int64_t backward_workspace_for(bool recomputed) const {
+    return recomputed && recompute_backward_workspace_bytes ? *recompute_backward_workspace_bytes
+                                                            : backward_workspace_bytes;
   }
   int64_t accumulating_workspace_bytes() const {
     return accumulate_workspace_bytes >= 0 ? accumulate_workspace_bytes : backward_workspace_bytes;
