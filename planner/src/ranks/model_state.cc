@@ -271,8 +271,12 @@ std::vector<RankLayerBuffers> RankLayerBuffersOf(const Profile& whole,
       b.gradients_later = before[unit_end];
     } else {
       // This block's and its unit's blocks after it (backward went there
-      // first); the unit's reduce-scatter makes them shards.
-      b.gradients_first = b.gradients_later = before[unit_end] - before[k];
+      // first); the unit's reduce-scatter makes them shards. In
+      // micro-batches 2..K the shards are there already (the first made
+      // them) and the backward makes the unsharded gradients whole again:
+      // post_backward left each unsharded parameter's grad None.
+      b.gradients_first = before[unit_end] - before[k];
+      b.gradients_later = (unit_end - k) * state.fsdp_gradient_bytes;
     }
   }
   if (fsdp && state.fsdp_accumulates && count > 0) {
@@ -316,6 +320,10 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
   // backward: those of the layers after the blocks (head, final norm) live
   // through every later backward, the embedding's in its own.
   const bool each_micro_batch = state.gradients_on_host && !state.fsdp_accumulates;
+  // FSDP2 reducing every micro-batch: a block's unsharded gradients are
+  // reduce-scattered and dropped at its post_backward, so autograd never
+  // accumulates into them (the shard accumulates, in foreach_reduce).
+  const bool fresh_gradients = state.fsdp_gradient_bytes > 0 && !state.fsdp_accumulates;
   int last_block = -1;
   for (int i = 0; i < static_cast<int>(whole.layers.size()); ++i) {
     if (whole.layers[i].kind == kBlockKind) last_block = i;
@@ -339,6 +347,12 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
       l.gradient_bytes = 0;
     }
     if (l.kind == kBlockKind) l.recompute_gather_bytes = state.recompute_gather_bytes;
+    if (l.kind == kBlockKind && fresh_gradients) {
+      // No gradient to add into: each micro-batch's backward of a block is
+      // the first's (gradients_later holds its unsharded gradients).
+      l.accumulate_workspace_bytes = -1;
+      l.tensors.accumulate_workspace.clear();
+    }
     created += l.gradient_bytes;
     const int64_t backward = l.backward_workspace_bytes;
     const int64_t accumulate = l.accumulating_workspace_bytes();

@@ -223,6 +223,39 @@ TEST(RankLayerBuffers, Fsdp2HoldsUnshardedGradientsUntilTheUnitsReduce) {
   EXPECT_EQ(p.layers[1].accumulating_workspace_bytes(), 2 * 50 + 200);
 }
 
+TEST(RankProfile, Fsdp2ReducingEachMicroBatchMakesWholeGradientsAgain) {
+  // Without no-sync each unit's post_backward reduce-scatters its unsharded
+  // gradients and leaves unsharded_param.grad None: in micro-batches 2..K
+  // autograd adds into nothing (the layer's backward workspace, 6 B, not
+  // its accumulating one, 9 B) and makes the block's gradients whole again
+  // (100 B) beside the shard the first micro-batch made (50 B, counted as
+  // the layer's gradients). Units of 2 blocks on 2 ranks.
+  Profile whole = SixLayers(100);
+  for (LayerProfile& l : whole.layers) {
+    l.backward_workspace_bytes = 6;
+    l.accumulate_workspace_bytes = 9;
+  }
+  RankModelState s;
+  s.gradient_divisor = 2;
+  s.gather_blocks = 2;
+  s.fsdp_gradient_bytes = 100;
+  s.reduce_scatter_bytes = 200;
+  const std::vector<RankLayerBuffers> b = RankLayerBuffersOf(whole, s);
+  EXPECT_EQ(b[4].gradients_later, 100);  // block3: its own
+  EXPECT_EQ(b[3].gradients_later, 200);  // block2: and block3's, its unit's
+  EXPECT_EQ(b[2].gradients_later, 100);
+  EXPECT_EQ(b[1].gradients_later, 200);
+  const Profile p = RankProfile(whole, s);
+  // block1: unit 1's reduce-scatter input (200) beside it.
+  EXPECT_EQ(p.layers[2].gradient_bytes, 50);
+  EXPECT_EQ(p.layers[2].backward_workspace_bytes, 6 + 200 + 50);
+  EXPECT_EQ(p.layers[2].accumulating_workspace_bytes(), 6 + 200 + 100);
+  EXPECT_EQ(p.layers[4].accumulating_workspace_bytes(), 6 + 100);
+  // The root's gradients are whole (reduced at the end of backward) and
+  // accumulate as the layer's own.
+  EXPECT_EQ(p.layers[5].accumulating_workspace_bytes(), 9);
+}
+
 TEST(ShardModelState, Zero3KeepsPersistentParametersWhole) {
   // stage3_param_persistence_threshold: the parameters under it stay whole
   // beside their shard and are never gathered again.
