@@ -50,8 +50,11 @@ std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecis
   const int chunk =
       count >= 2 ? checkpointed[1] - checkpointed[0] : static_cast<int>(blocks.size());
   const int every_nth = count >= 1 ? checkpointed[0] + 1 : 0;
-  // transformers' every_n_layers starts at block 0.
-  const int from_first = count >= 2 && checkpointed[0] == 0 ? checkpointed[1] : 0;
+  // transformers' every_n_layers starts at block 0 (block 0 alone: n = the
+  // block count).
+  const int from_first = count == 0 || checkpointed[0] != 0 ? 0
+                         : count >= 2                        ? checkpointed[1]
+                                                             : static_cast<int>(blocks.size());
   std::vector<ShapeAt> out = {{EngineShape::kNone, 0}};
   switch (engine) {
     case Engine::kPytorch:
@@ -59,10 +62,6 @@ std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecis
     case Engine::kHf:
       out.push_back({EngineShape::kChunks, 1});
       if (from_first >= 2) out.push_back({EngineShape::kEveryNthFromFirst, from_first});
-      // One checkpointed block, block 0: every_n_layers at least the block count.
-      if (count == 1 && checkpointed[0] == 0 && blocks.size() >= 2) {
-        out.push_back({EngineShape::kEveryNthFromFirst, static_cast<int>(blocks.size())});
-      }
       break;
     case Engine::kDeepspeed:
       if (count >= 1) out.push_back({EngineShape::kChunks, chunk});
