@@ -67,6 +67,23 @@ def _first_tensor(output):
     return output if isinstance(output, torch.Tensor) else output[0]
 
 
+def _chain_pair(source, target, params, optimizer_ms, optimizer_workspace):
+    """The graph's two chains, each (name, module, layers): the source's
+    state is its module's parameters and buffers, the target's the rest of
+    its module's (the whole model's); the optimizer step is the target's,
+    which the graph runs last."""
+    owned = {}
+    chains = []
+    for (name, module, layers), last in ((source, False), (target, True)):
+        static, count = _state(module, params, owned)
+        chains.append({"name": name, "profile": {
+            "model": name, "static_bytes": sum(static.values()), "static": static,
+            "parameters": count, "optimizer_ms": optimizer_ms if last else 0.0,
+            "optimizer_workspace_bytes": optimizer_workspace if last else 0,
+            "layers": layers}})
+    return chains
+
+
 def _state(module, params, owned):
     """(static dict, parameter count) of the parameters and buffers of
     `module` not in `owned` (storage keys, updated)."""
@@ -129,19 +146,8 @@ def trace_encoder_decoder(module, inputs, meter, roofline, optimizer_step):
     dec_layers = _layers(chain, traces, owner, roofline, {"labels": inputs["labels"]}, shared)
     chain, traces, owner, shared = enc
     enc_layers = _layers(chain, traces, owner, roofline, source, shared, handed_on=handed)
-    owned = {}
-    enc_static, enc_count = _state(encoder, params, owned)
-    dec_static, dec_count = _state(module, params, owned)
-    chains = [
-        {"name": "encoder", "profile": {
-            "model": "encoder", "static_bytes": sum(enc_static.values()), "static": enc_static,
-            "parameters": enc_count, "optimizer_ms": 0.0, "optimizer_workspace_bytes": 0,
-            "layers": enc_layers}},
-        {"name": "decoder", "profile": {
-            "model": "decoder", "static_bytes": sum(dec_static.values()), "static": dec_static,
-            "parameters": dec_count, "optimizer_ms": optimizer_ms,
-            "optimizer_workspace_bytes": optimizer_workspace, "layers": dec_layers}},
-    ]
+    chains = _chain_pair(("encoder", encoder, enc_layers), ("decoder", module, dec_layers),
+                         params, optimizer_ms, optimizer_workspace)
     edges = [{"from": "encoder", "to": "decoder", "readers": readers}]
     return chains, edges, len(set(enc[2])) + len(set(dec[2]))
 
@@ -289,18 +295,7 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
     lang_layers = _layers(chain, traces, owner, roofline, text, shared)
     chain, traces, owner, shared = vis
     vis_layers = _layers(chain, traces, owner, roofline, source, shared, handed_on=handed)
-    owned = {}
-    vis_static, vis_count = _state(tower, params, owned)
-    lang_static, lang_count = _state(module, params, owned)
-    chains = [
-        {"name": "vision", "profile": {
-            "model": "vision", "static_bytes": sum(vis_static.values()), "static": vis_static,
-            "parameters": vis_count, "optimizer_ms": 0.0, "optimizer_workspace_bytes": 0,
-            "layers": vis_layers}},
-        {"name": "language", "profile": {
-            "model": "language", "static_bytes": sum(lang_static.values()),
-            "static": lang_static, "parameters": lang_count, "optimizer_ms": optimizer_ms,
-            "optimizer_workspace_bytes": optimizer_workspace, "layers": lang_layers}},
-    ]
+    chains = _chain_pair(("vision", tower, vis_layers), ("language", module, lang_layers),
+                         params, optimizer_ms, optimizer_workspace)
     edges = [{"from": "vision", "to": "language", "readers": [0]}]
     return chains, edges, len(set(vis[2])) + len(set(lang[2]))
