@@ -5,6 +5,7 @@
 // whose activations do not at any micro-batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -19,8 +20,8 @@ const char kLlama8b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3-8b.config.json";
 const char kLlama1b[] = REMAT_SOURCE_DIR "/examples/hf/llama-3.2-1b.config.json";
 
 std::vector<std::string> Job8bOn4090(const std::string& flags = "") {
-  std::vector<std::string> args = {"--budget", "24GB", "--device", "rtx4090", "--micro-batch",
-                                   "1", "--seq-len", "2048", "--json"};
+  std::vector<std::string> args = {"--budget", "24GB",      "--device", "rtx4090", "--micro-batch",
+                                   "1",        "--seq-len", "2048",     "--json"};
   std::istringstream words(flags);
   for (std::string w; words >> w;) args.push_back(w);
   args.push_back(kLlama8b);
@@ -59,6 +60,18 @@ TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
   EXPECT_GE(listed, 1);
   EXPECT_LE(listed, 5);
   EXPECT_TRUE(listed_full) << advice["message"];
+  // A full fine-tune on the card itself is listed too: the model state
+  // offloaded to the host (FSDP2's CPUOffloadPolicy on one GPU), with the
+  // host bytes a rank keeps there.
+  const auto on_the_card =
+      std::find_if(alternatives.begin(), alternatives.end(), [](const nlohmann::json& a) {
+        return a["listed"].get<bool>() && a["full_fine_tuning"].get<bool>() &&
+               a["gpus"].get<int64_t>() == 1;
+      });
+  ASSERT_NE(on_the_card, alternatives.end()) << advice["message"];
+  EXPECT_NE((*on_the_card)["flags"].get<std::string>().find("--fsdp-cpu-offload"),
+            std::string::npos);
+  EXPECT_GT((*on_the_card)["host_bytes"].get<int64_t>(), 0);
   if (static_cast<size_t>(listed) < alternatives.size()) {
     EXPECT_NE(c.err.find("and " + std::to_string(alternatives.size() - listed) + " other"),
               std::string::npos)
@@ -79,22 +92,29 @@ TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
     EXPECT_EQ(p["predicted"]["peak_bytes"], a["peak_bytes"]) << flags;
     EXPECT_EQ(p["predicted"]["device_peak_bytes"], a["device_peak_bytes"]) << flags;
     EXPECT_LE(a["device_peak_bytes"].get<int64_t>(), p["budget_bytes"].get<int64_t>()) << flags;
-    EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), a["step_ms"].get<double>())
-        << flags;
+    EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), a["step_ms"].get<double>()) << flags;
+    // The host bytes the advice names are the rank's (0: nothing offloaded).
+    int64_t host = 0;
+    if (p["predicted"].contains("per_rank")) {
+      for (const nlohmann::json& r : p["predicted"]["per_rank"]) {
+        host = std::max(host, r.value("host_bytes", int64_t{0}));
+      }
+    }
+    EXPECT_EQ(host, a.value("host_bytes", int64_t{0})) << flags;
   }
 }
 
 TEST(FitAdvice, ActivationsThatDoNotFitGetEveryLeverToo) {
-  const std::vector<std::string> job = {"--budget", "24GB", "--device", "rtx4090", "--micro-batch",
-                                        "4", "--seq-len", "4096", "--json", kLlama1b};
+  const std::vector<std::string> job = {"--budget",      "24GB",  "--device",  "rtx4090",
+                                        "--micro-batch", "4",     "--seq-len", "4096",
+                                        "--json",        kLlama1b};
   const Captured c = RunCli(job);
   ASSERT_EQ(c.code, 3) << c.err;
   const nlohmann::json advice = nlohmann::json::parse(c.out)["fit_advice"];
   EXPECT_FALSE(advice["model_state_exceeds_budget"].get<bool>());
   EXPECT_TRUE(advice["micro_batches"].empty()) << "no micro-batch fits as the job is";
   const std::string message = advice["message"].get<std::string>();
-  EXPECT_NE(message.find("even micro_batch 1 does not fit without other levers"),
-            std::string::npos)
+  EXPECT_NE(message.find("even micro_batch 1 does not fit without other levers"), std::string::npos)
       << message;
   EXPECT_NE(message.find("at this micro-batch, what fits, fastest first: "), std::string::npos)
       << message;
@@ -102,7 +122,8 @@ TEST(FitAdvice, ActivationsThatDoNotFitGetEveryLeverToo) {
   ASSERT_FALSE(alternatives.empty()) << message;
   for (size_t i = 1; i < alternatives.size(); ++i) {
     if (alternatives[i - 1]["listed"] != alternatives[i]["listed"]) continue;
-    EXPECT_LE(alternatives[i - 1]["step_ms"].get<double>(), alternatives[i]["step_ms"].get<double>());
+    EXPECT_LE(alternatives[i - 1]["step_ms"].get<double>(),
+              alternatives[i]["step_ms"].get<double>());
   }
   // The fastest, planned alone with its flags: it fits at micro-batch 4
   // with the peak and step time the advice said.

@@ -257,23 +257,35 @@ std::vector<std::pair<std::vector<Lever>, bool>> TrainingLevers(const ModelConfi
   return out;
 }
 
+// Whether DeepSpeed runs the job: its state offload is ZeRO-Offload's.
+bool DeepSpeedJob(const Parallelism& p) {
+  return p.data == DataParallel::kZero1 || p.data == DataParallel::kZero2 ||
+         p.data == DataParallel::kZero3;
+}
+
 // `job` with its model changed by `levers` and its model state sharded by
 // FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
 // nullopt where that job is not valid or its model state alone exceeds the
-// budget left for tensors (no plan of it fits: nothing to plan).
+// budget left for tensors (no plan of it fits: nothing to plan). With
+// `offload`, the state goes to the host on the job's own data ranks:
+// ZeRO-Offload where DeepSpeed runs the job, FSDP2's CPUOffloadPolicy
+// (full_shard over them) otherwise.
 std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& levers, int64_t data,
-                           const Alternatives& options) {
+                           bool offload, const Alternatives& options) {
   Job changed = job;
   if (job.has_config()) {
     for (const Lever* l : levers) l->change(&changed.model);
     if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
   }
   Parallelism p = job.parallel();
-  if (data > 1) {
+  if (offload && DeepSpeedJob(p)) {
+    p.offload = StateOffload::kOptimizer;
+  } else if (data > 1 || offload) {
     p.data = DataParallel::kFsdp2;
     p.reshard_after_forward = true;
     p.shard_group = 0;
     p.gpus = data * p.tensor * p.pipeline;
+    if (offload) p.offload = StateOffload::kFsdpCpu;
   }
   // The profile (and a distributed job's ranks) made again; --host-link kept.
   Result<Job> other = WithParallel(changed, p);
@@ -323,8 +335,10 @@ std::string Describe(const FitAlternative& a) {
     what += (what.empty() ? "the job" : "") + std::string(" on ") + std::to_string(a.gpus) +
             " GPUs (FSDP2 full_shard)";
   }
+  const std::string per_gpu = a.gpus > 1 ? " per GPU" : "";
   return what + " fits (" + ToString(a.plan.strategy) + ", device peak " +
-         FormatBytes(a.plan.memory.total_bytes) + (a.gpus > 1 ? " per GPU, " : ", ") +
+         FormatBytes(a.plan.memory.total_bytes) + per_gpu +
+         (a.host_bytes > 0 ? ", host " + FormatBytes(a.host_bytes) + per_gpu : "") + ", " +
          FormatMillis(a.plan.predicted.step_ms) + " per step: " + a.flags + ")";
 }
 
@@ -345,14 +359,22 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
   }
   const std::vector<int64_t> degrees = ShardingDegrees(job);
   // One combination on the fewest GPUs that fit it, if any.
-  auto plan_combination = [&](const std::vector<Lever>& precision, const std::vector<Lever>& training,
-                              bool full) -> std::optional<FitAlternative> {
+  // The state offloaded to the host, on the job's own data ranks: with the
+  // job's own optimizer only (DeepSpeedCPUAdam or PyTorch's AdamW stepping
+  // on the host; the 8-bit, factored and Muon steps are device kernels).
+  const Parallelism& now = job.parallel();
+  const std::vector<int64_t> own_ranks = {now.data_ranks()};
+  const std::string offload_name = DeepSpeedJob(now) ? "optimizer state offload (ZeRO-Offload)"
+                                                     : "state offload (FSDP2 CPUOffloadPolicy)";
+  auto plan_combination = [&](const std::vector<Lever>& precision,
+                              const std::vector<Lever>& training, bool full,
+                              bool offload) -> std::optional<FitAlternative> {
     std::vector<const Lever*> levers;
     for (const Lever& l : precision) levers.push_back(&l);
     for (const Lever& l : training) levers.push_back(&l);
-    for (int64_t data : degrees) {
-      if (levers.empty() && data == 1) continue;  // the job itself
-      const std::optional<Job> changed = Changed(job, levers, data, options);
+    for (int64_t data : offload ? own_ranks : degrees) {
+      if (levers.empty() && data == 1 && !offload) continue;  // the job itself
+      const std::optional<Job> changed = Changed(job, levers, data, offload, options);
       if (!changed) continue;
       int64_t chunks = 0;
       std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
@@ -364,13 +386,23 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
       }
       if (chunks > 0) {
         a.changes.push_back("chunked loss");
-        a.flags += (a.flags.empty() ? "" : " ") + std::string("--chunked-loss ") +
-                   std::to_string(chunks);
+        a.flags +=
+            (a.flags.empty() ? "" : " ") + std::string("--chunked-loss ") + std::to_string(chunks);
       }
-      a.gpus = changed->parallel().gpus;
-      if (data > 1) {
-        a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") +
-                   std::to_string(a.gpus) + " --fsdp full_shard";
+      const Parallelism& p = changed->parallel();
+      a.gpus = p.gpus;
+      if (data > 1 || p.offload == StateOffload::kFsdpCpu) {
+        a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") + std::to_string(a.gpus) +
+                   " --fsdp full_shard";
+      }
+      if (offload) {
+        a.changes.push_back(offload_name);
+        a.flags += (a.flags.empty() ? "" : " ") + std::string(p.offload == StateOffload::kFsdpCpu
+                                                                  ? "--fsdp-cpu-offload"
+                                                                  : "--offload-optimizer cpu");
+        for (const RankMemory& m : changed->ranks) {
+          a.host_bytes = std::max(a.host_bytes, m.state.host_bytes());
+        }
       }
       a.full_fine_tuning = full;
       a.plan = std::move(plans->chosen);
@@ -387,7 +419,12 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
     for (const auto& [training, full] : trainings) {
       planned.push_back(std::async(threads ? std::launch::async : std::launch::deferred,
                                    plan_combination, std::cref(precision), std::cref(training),
-                                   full));
+                                   full, false));
+    }
+    if (now.offload == StateOffload::kNone && trainings.front().second) {
+      planned.push_back(std::async(threads ? std::launch::async : std::launch::deferred,
+                                   plan_combination, std::cref(precision),
+                                   std::cref(trainings.front().first), true, true));
     }
   }
   std::vector<FitAlternative> fitting;
@@ -425,14 +462,33 @@ std::string StateAdvice(const Job& job, const Alternatives& options,
     return "no other precision, optimizer, LoRA or QLoRA fits, nor --fsdp full_shard on up "
            "to 8 GPUs";
   }
-  // The fastest full fine-tuning is listed where it is not among the
-  // fastest few (it takes the last place).
-  size_t listed = std::min(all.size(), kListedAlternatives);
-  const auto full = std::find_if(all.begin(), all.end(),
-                                 [](const FitAlternative& a) { return a.full_fine_tuning; });
-  if (full != all.end() && static_cast<size_t>(full - all.begin()) >= listed) {
-    std::rotate(all.begin() + static_cast<std::ptrdiff_t>(listed - 1), full, full + 1);
+  // The fastest full fine-tuning, and the fastest on the job's own GPUs
+  // (state offload, say, where sharding needs more GPUs), are listed where
+  // they are not among the fastest few: they take the last places, the
+  // listed ones fastest first and first in `all`.
+  const size_t listed = std::min(all.size(), kListedAlternatives);
+  std::vector<bool> named(all.size(), false);
+  auto name_first = [&](auto pred) {
+    const auto it = std::find_if(all.begin(), all.end(), pred);
+    if (it != all.end()) named[static_cast<size_t>(it - all.begin())] = true;
+  };
+  name_first([](const FitAlternative& a) { return a.full_fine_tuning; });
+  const int64_t own_gpus = job.parallel().gpus;
+  name_first([&](const FitAlternative& a) { return a.full_fine_tuning && a.gpus == own_gpus; });
+  for (size_t i = 0, n = std::count(named.begin(), named.end(), true); i < all.size() && n < listed;
+       ++i) {
+    if (!named[i]) {
+      named[i] = true;
+      ++n;
+    }
   }
+  std::vector<FitAlternative> ordered;
+  for (bool first : {true, false}) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (named[i] == first) ordered.push_back(std::move(all[i]));
+    }
+  }
+  all = std::move(ordered);
   std::string text = "what fits, fastest first: ";
   for (size_t i = 0; i < listed; ++i) {
     all[i].listed = true;

@@ -3,11 +3,11 @@
 
 #include "io/json_fields.h"
 #include "profile/profile_json.h"
-#include "remat/simulate/accumulation.h"
 #include "remat/analytic/analytic.h"
 #include "remat/plan/plan_file.h"
 #include "remat/planning/planning.h"
 #include "remat/report/report.h"
+#include "remat/simulate/accumulation.h"
 #include "schedule/schedule_json.h"
 
 namespace remat {
@@ -230,15 +230,18 @@ nlohmann::ordered_json FitAdviceJson(const FitAdvice& a) {
   j["micro_batches"] = batches;
   nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
   for (const FitAlternative& alt : a.alternatives) {
-    alternatives.push_back({{"changes", alt.changes},
-                            {"flags", alt.flags},
-                            {"gpus", alt.gpus},
-                            {"full_fine_tuning", alt.full_fine_tuning},
-                            {"listed", alt.listed},
-                            {"strategy", ToString(alt.plan.strategy)},
-                            {"peak_bytes", alt.plan.predicted.peak_bytes},
-                            {"device_peak_bytes", alt.plan.memory.total_bytes},
-                            {"step_ms", alt.plan.predicted.step_ms}});
+    nlohmann::ordered_json entry = {{"changes", alt.changes},
+                                    {"flags", alt.flags},
+                                    {"gpus", alt.gpus},
+                                    {"full_fine_tuning", alt.full_fine_tuning},
+                                    {"listed", alt.listed},
+                                    {"strategy", ToString(alt.plan.strategy)},
+                                    {"peak_bytes", alt.plan.predicted.peak_bytes},
+                                    {"device_peak_bytes", alt.plan.memory.total_bytes},
+                                    {"step_ms", alt.plan.predicted.step_ms}};
+    // State offload: the model state a rank keeps on the host.
+    if (alt.host_bytes > 0) entry["host_bytes"] = alt.host_bytes;
+    alternatives.push_back(entry);
   }
   j["alternatives"] = alternatives;
   return j;

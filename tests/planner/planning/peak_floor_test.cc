@@ -27,11 +27,13 @@ struct FloorJob {
   int64_t seq_len;
   int64_t micro_batch;
   const char* device;  // "": no device terms
+  StateOffload offload = StateOffload::kNone;
 };
 
 // The layouts of bench/speed/grid.py's no-fit commands and a few others:
 // one GPU, DDP, ZeRO-3, FSDP2 full and hybrid shard, tensor and pipeline
-// parallelism, with and without a device's terms.
+// parallelism, with and without a device's terms, and the model state
+// offloaded to the host (FSDP2's CPUOffloadPolicy, ZeRO-Offload).
 const FloorJob kJobs[] = {
     {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 4096, 1, "h100"},
     {"llama-3.1-8b", 8, DataParallel::kDdp, 1, 1, 8192, 1, "h100"},
@@ -42,6 +44,11 @@ const FloorJob kJobs[] = {
     {"llama-3.1-70b", 8, DataParallel::kFsdp2, 1, 1, 8192, 1, "h100"},
     {"llama-3.1-70b", 64, DataParallel::kHsdp, 1, 1, 8192, 1, "h100"},
     {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200"},
+    // The state offload the advice weighs on the job's own GPUs.
+    {"llama-3.1-8b", 1, DataParallel::kFsdp2, 1, 1, 2048, 1, "rtx4090", StateOffload::kFsdpCpu},
+    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", StateOffload::kFsdpCpu},
+    {"llama-3.1-8b", 8, DataParallel::kZero2, 1, 1, 8192, 1, "h100", StateOffload::kOptimizer},
+    {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200", StateOffload::kOptimizer},
 };
 
 // One change the advice weighs, as its flags set it.
@@ -73,6 +80,7 @@ Parallelism LayoutOf(const FloorJob& g) {
   p.tensor = g.tensor;
   p.sequence = g.tensor > 1;
   p.pipeline = g.pipeline;
+  p.offload = g.offload;
   return p;
 }
 
@@ -82,13 +90,14 @@ TEST(PeakFloor, NoPlanOfAnyRankIsBelowTheJobsFloor) {
     for (const Change& c : kChanges) {
       SCOPED_TRACE(std::string(g.config) + " on " + std::to_string(g.gpus) + " GPUs (" +
                    ToString(g.data) + ", tp " + std::to_string(g.tensor) + ", pp " +
-                   std::to_string(g.pipeline) + "), " + c.name +
+                   std::to_string(g.pipeline) + ", offload " + ToString(g.offload) + "), " +
+                   c.name +
                    (*g.device ? std::string(", ") + g.device : ""));
       JobOverrides o;
       o.precision = Precision::kMixedBf16;
       o.seq_len = g.seq_len;
       o.micro_batch = g.micro_batch;
-      if (g.gpus > 1) o.parallel = LayoutOf(g);
+      if (g.gpus > 1 || g.offload != StateOffload::kNone) o.parallel = LayoutOf(g);
       c.apply(&o);
       Result<Job> job =
           LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/" + g.config + ".config.json", o);

@@ -102,6 +102,7 @@ struct FitAlternative {
   int64_t gpus = 1;                  // the GPUs it runs on
   bool full_fine_tuning = true;      // every weight trained (no LoRA)
   bool listed = false;               // named in FitAdvice::message
+  int64_t host_bytes = 0;            // model state on the host, per GPU (state offload)
   Plan plan;                         // auto's (a distributed job's worst rank's)
 };
 
