@@ -11,11 +11,12 @@ std::vector<FlagSpec> HostLinkFlags() {
        "activation offload link: pcie4, pcie5, nvlink-c2c, cpu, none or <N>GB/s (default: "
        "--device preset's (docs/devices.md); none without --device)"},
       {"host-budget", "SIZE",
-       "host memory for offloaded activations, e.g. 64GB (default: no limit)"},
+       "host memory a GPU's rank may fill, e.g. 64GB: its offloaded model state "
+       "(--offload-optimizer, --fsdp-cpu-offload) and activations (default: no limit)"},
   };
 }
 
-Status ApplyHostLinkFlags(const Args& args, Profile* profile) {
+Status ApplyHostLinkFlags(const Args& args, Profile* profile, bool state_offload) {
   if (args.Has("host-link")) {
     Result<HostLink> link = LookupHostLink(args.Get("host-link"));
     if (!link.ok()) return link.status().WithPrefix("option --host-link");
@@ -33,9 +34,10 @@ Status ApplyHostLinkFlags(const Args& args, Profile* profile) {
       return Status::Invalid("option --host-budget: expected a size above 0, got '" +
                              args.Get("host-budget") + "'");
     }
-    if (!profile->host_link.present()) {
+    if (!profile->host_link.present() && !state_offload) {
       return Status::Invalid("option --host-budget " + args.Get("host-budget") +
-                             ": no host link to offload over; give --host-link");
+                             ": nothing is offloaded to the host: give --host-link (activation "
+                             "offload), --offload-optimizer cpu or --fsdp-cpu-offload");
     }
     profile->host_link.budget_bytes = *bytes;
   }

@@ -1,5 +1,6 @@
 // --host-link and --host-budget: the link activation offload copies over
-// and the host memory it may fill, applied to a job's profile.
+// and the host memory a rank may fill (its offloaded model state and
+// activations), applied to a job's profile.
 #ifndef REMAT_CLI_HOST_LINK_FLAGS_H_
 #define REMAT_CLI_HOST_LINK_FLAGS_H_
 
@@ -15,8 +16,10 @@ std::vector<FlagSpec> HostLinkFlags();
 
 // Sets profile->host_link from --host-link (a preset or "<N>GB/s"), else
 // from --device's preset link when the profile has none, and its budget from
-// --host-budget. Fails with the flag and the value for a bad one.
-Status ApplyHostLinkFlags(const Args& args, Profile* profile);
+// --host-budget, which needs a link unless the job keeps its model state on
+// the host (`state_offload`). Fails with the flag and the value for a bad
+// one.
+Status ApplyHostLinkFlags(const Args& args, Profile* profile, bool state_offload);
 
 }  // namespace remat::cli
 

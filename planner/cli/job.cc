@@ -169,7 +169,8 @@ Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
     overrides.device.reset();
   }
   REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(traced ? *traced : path, overrides));
-  REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
+  REMAT_RETURN_IF_ERROR(
+      ApplyHostLinkFlags(args, &job.profile, job.parallel().offload != StateOffload::kNone));
   for (RankMemory& r : job.ranks) r.profile.host_link = job.profile.host_link;
   return job;
 }

@@ -108,7 +108,8 @@ Status TrainCommand(const std::vector<std::string>& argv, Environment& env) {
   REMAT_ASSIGN_OR_RETURN(const JobOverrides typed, ParseJobOverrides(args));
   REMAT_ASSIGN_OR_RETURN(PlannerInput input, LoadPlannerInput(path));
   REMAT_ASSIGN_OR_RETURN(Job job, PlansJob(std::move(input), request, typed));
-  REMAT_RETURN_IF_ERROR(ApplyHostLinkFlags(args, &job.profile));
+  REMAT_RETURN_IF_ERROR(
+      ApplyHostLinkFlags(args, &job.profile, job.parallel().offload != StateOffload::kNone));
   REMAT_RETURN_IF_ERROR(CheckTrainable(job, request));
   SetPlanAllocConf(request, *env.err);
   REMAT_ASSIGN_OR_RETURN(Runtime * runtime, GetRuntime(env, "train"));

@@ -104,6 +104,46 @@ TEST(FitAdvice, LlamaThreeEightBOnTwentyFourGbListsWhatFitsFastestFirst) {
   }
 }
 
+// --host-budget holds the model state a rank offloads (FSDP2's
+// CPUOffloadPolicy on the card: the amp bf16 AdamW state, 119.66 GiB, on
+// the host): above it nothing fits, and the message says why; the listed
+// alternatives, added to the command, fit within both budgets.
+TEST(FitAdvice, OffloadedStateBeyondTheHostBudgetFitsNothing) {
+  const std::string offloaded = "--gpus 1 --fsdp full_shard --fsdp-cpu-offload --host-budget ";
+  const Captured fits = RunCli(Job8bOn4090(offloaded + "130GB"));
+  ASSERT_EQ(fits.code, 0) << fits.err;
+  const nlohmann::json rank = nlohmann::json::parse(fits.out)["predicted"]["per_rank"][0];
+  EXPECT_GT(rank["host_bytes"].get<int64_t>(), 120'000'000'000);
+  EXPECT_LE(rank["host_bytes"].get<int64_t>(), 130'000'000'000);
+
+  const Captured c = RunCli(Job8bOn4090(offloaded + "64GB"));
+  ASSERT_EQ(c.code, 3) << c.err;
+  const nlohmann::json advice = nlohmann::json::parse(c.out)["fit_advice"];
+  const std::string message = advice["message"].get<std::string>();
+  EXPECT_EQ(message.find("no plan fits: the model state offloaded to the host needs 119.66 GiB, "
+                         "above the host budget of 59.60 GiB; what fits, fastest first: "),
+            0u)
+      << message;
+  int listed = 0;
+  for (const nlohmann::json& a : advice["alternatives"]) {
+    if (!a["listed"].get<bool>()) continue;
+    ++listed;
+    const std::string flags = a["flags"].get<std::string>();
+    EXPECT_LE(a.value("host_bytes", int64_t{0}), 64'000'000'000) << flags;
+    // The flags added to the command (--gpus and --fsdp replacing its own).
+    const std::string job = flags.find("--gpus") == std::string::npos
+                                ? offloaded
+                                : "--fsdp-cpu-offload --host-budget ";
+    const Captured alone = RunCli(Job8bOn4090(job + "64GB " + flags));
+    ASSERT_EQ(alone.code, 0) << flags << ": " << alone.err;
+    const nlohmann::json p = nlohmann::json::parse(alone.out)["predicted"];
+    EXPECT_EQ(p["device_peak_bytes"], a["device_peak_bytes"]) << flags;
+    EXPECT_EQ(p["per_rank"][0].value("host_bytes", int64_t{0}), a.value("host_bytes", int64_t{0}))
+        << flags;
+  }
+  EXPECT_GE(listed, 1) << message;
+}
+
 TEST(FitAdvice, ActivationsThatDoNotFitGetEveryLeverToo) {
   const std::vector<std::string> job = {"--budget",      "24GB",  "--device",  "rtx4090",
                                         "--micro-batch", "4",     "--seq-len", "4096",

@@ -38,7 +38,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{{"--host-link", "fastGB/s"}, "option --host-link: host link 'fastGB/s'"},
         BadFlag{{"--host-link", "pcie5", "--host-budget", "64"},
                 "option --host-budget: byte quantity '64' has no unit"},
-        BadFlag{{"--host-budget", "64GB"}, "option --host-budget 64GB: no host link"},
+        BadFlag{{"--host-budget", "64GB"},
+                "option --host-budget 64GB: nothing is offloaded to the host: give --host-link "
+                "(activation offload), --offload-optimizer cpu or --fsdp-cpu-offload"},
         BadFlag{{"--strategy", "offload"}, "offload: the profile has no host link"}));
 
 TEST(HostLinkFlags, OffloadPlanReportsItsCheckpointsAndCopies) {
@@ -83,6 +85,27 @@ TEST(HostLinkFlags, HostBudgetCapsTheOffloadedBytes) {
   EXPECT_LE(c["host_peak_bytes"].get<int64_t>(), 100'000'000);
   EXPECT_GT(a["host_peak_bytes"].get<int64_t>(), 100'000'000);
   EXPECT_GT(c["peak_bytes"].get<int64_t>(), a["peak_bytes"].get<int64_t>());
+}
+
+// A host budget that holds no block's input leaves offload out of auto's
+// sweep (--strategy offload alone says why), on one GPU and on ranks.
+TEST(HostLinkFlags, AHostBudgetThatHoldsNoCheckpointLeavesOffloadOut) {
+  for (const std::vector<std::string>& ranks :
+       std::vector<std::vector<std::string>>{{}, {"--gpus", "2", "--fsdp", "full_shard"}}) {
+    std::vector<std::string> args = {"--budget", "24GB", "--host-link", "pcie5", "--host-budget",
+                                     "1KB"};
+    args.insert(args.end(), ranks.begin(), ranks.end());
+    args.push_back(kExample);
+    const Captured c = RunCli(args);
+    ASSERT_EQ(c.code, 0) << c.err;
+    EXPECT_EQ(c.out.find("\n  offload "), std::string::npos) << c.out;
+  }
+  const Captured alone = RunCli({"--budget", "24GB", "--strategy", "offload", "--host-link",
+                                 "pcie5", "--host-budget", "1KB", kExample});
+  EXPECT_EQ(alone.code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("offload: no checkpoint can move (the host budget of 1000 B holds none)"),
+            std::string::npos)
+      << alone.err;
 }
 
 TEST(HostLinkFlags, H200PresetNamesPcie5) {

@@ -88,14 +88,18 @@ TEST(PlanConsistency, AConfigWithoutASequenceLengthPlansAtTheStatedDefault) {
 
 // Qwen2.5-7B with LoRA on every linear at 2 x 4096 does not fit 24 GB in
 // amp_bf16; QLoRA fits only with the chunked loss auto weighs, and the
-// advice plans it so.
+// advice plans it so: the job auto chunked, each alternative with it and
+// naming it.
 TEST(PlanConsistency, FitAdviceWeighsTheChunkedLossAsThePlanDoes) {
   const Captured r = RunCli({"--budget", "24GB", "--micro-batch", "2", "--seq-len", "4096",
                              "--lora-rank", "16", "--lora-targets", "all-linear", "--quiet",
                              Hf("qwen2.5-7b")});
   EXPECT_EQ(r.code, 3) << r.err;
-  EXPECT_NE(r.err.find("precision bf16 fits"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("QLoRA (nf4 base weights, lora_rank 16) fits"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("precision bf16 + chunked loss fits"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("QLoRA (nf4 base weights, lora_rank 16) + chunked loss fits ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--quantization nf4 --chunked-loss 32)"), std::string::npos) << r.err;
 }
 
 // Nothing fits with the chunked loss or without: auto shows the lower of

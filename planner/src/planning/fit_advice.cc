@@ -21,6 +21,7 @@ namespace {
 struct Alternatives {
   PlanOptions options;
   bool chunked_loss = false;  // PlanningRequest::weigh_chunked_loss
+  int64_t chosen_loss_chunks = 0;  // the job's chunked loss auto chose (AdviseFit)
 };
 
 // `job` with the chunked loss auto weighs (PlanningRequest::
@@ -379,6 +380,7 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
       int64_t chunks = 0;
       std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
       if (!plans) continue;
+      if (chunks == 0) chunks = options.chosen_loss_chunks;
       FitAlternative a;
       for (const Lever* l : levers) {
         a.changes.push_back(l->name);
@@ -391,7 +393,7 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
       }
       const Parallelism& p = changed->parallel();
       a.gpus = p.gpus;
-      if (data > 1 || p.offload == StateOffload::kFsdpCpu) {
+      if (data > 1 || (offload && p.offload == StateOffload::kFsdpCpu)) {
         a.flags += (a.flags.empty() ? "" : " ") + std::string("--gpus ") + std::to_string(a.gpus) +
                    " --fsdp full_shard";
       }
@@ -400,9 +402,9 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
         a.flags += (a.flags.empty() ? "" : " ") + std::string(p.offload == StateOffload::kFsdpCpu
                                                                   ? "--fsdp-cpu-offload"
                                                                   : "--offload-optimizer cpu");
-        for (const RankMemory& m : changed->ranks) {
-          a.host_bytes = std::max(a.host_bytes, m.state.host_bytes());
-        }
+      }
+      for (const RankMemory& m : changed->ranks) {  // offloaded here or by the job
+        a.host_bytes = std::max(a.host_bytes, m.state.host_bytes());
       }
       a.full_fine_tuning = full;
       a.plan = std::move(plans->chosen);
@@ -559,8 +561,8 @@ std::string MicroBatchAdvice(const Job& job, const ModelConfig& c, const Alterna
 }  // namespace
 
 FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& plan_options,
-                    bool search, bool weigh_chunked_loss) {
-  const Alternatives options{plan_options, weigh_chunked_loss};
+                    bool search, bool weigh_chunked_loss, int64_t chosen_loss_chunks) {
+  const Alternatives options{plan_options, weigh_chunked_loss, chosen_loss_chunks};
   FitAdvice a;
   a.budget_bytes = plan_options.budget_bytes;
   a.lowest_peak_bytes = plans.chosen.memory.total_bytes;
@@ -581,6 +583,20 @@ FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& pla
               ": the smallest peak any strategy reaches is " + FormatBytes(a.lowest_peak_bytes) +
               " (" + ToString(a.lowest_peak_strategy) + ")";
   const ModelConfig* c = job.has_config() ? &job.config() : nullptr;
+  // The model state a rank offloads beyond the host budget: no plan of
+  // the job fits whatever the device holds.
+  int64_t state_on_host = 0;
+  for (const RankMemory& m : job.ranks) {
+    state_on_host = std::max(state_on_host, m.state.host_bytes());
+  }
+  const int64_t host_budget = job.profile.host_link.budget_bytes;
+  if (host_budget > 0 && state_on_host > host_budget) {
+    a.message = "no plan fits: the model state offloaded to the host needs " +
+                FormatBytes(state_on_host) + (job.parallel().gpus > 1 ? " a GPU" : "") +
+                ", above the host budget of " + FormatBytes(host_budget) + "; " +
+                StateAdvice(job, options, &a.alternatives);
+    return a;
+  }
   if (a.model_state_exceeds_budget) {
     a.message += "; the model state alone (parameters, gradients, optimizer) needs " +
                  FormatBytes(a.model_state_bytes) + "; " +

@@ -50,8 +50,11 @@ struct RankStrategyPlan {
 // block). The strategies share each unit size's search.
 class RankSearches {
  public:
-  RankSearches(const RankMemory& memory, const PlanOptions& options) : options_(options) {
-    levels_.push_back(std::make_unique<Level>(memory, options_));
+  RankSearches(const RankMemory& memory, const PlanOptions& options)
+      : options_(options),
+        host_budget_(memory.profile.host_link.budget_bytes),
+        state_on_host_(memory.state.host_bytes()) {
+    levels_.push_back(std::make_unique<Level>(WithStateOnHost(memory), options_));
   }
   RankSearches(const RankSearches&) = delete;
   RankSearches& operator=(const RankSearches&) = delete;
@@ -63,6 +66,11 @@ class RankSearches {
   Result<RankStrategyPlan> Of(Strategy s) {
     if (auto it = plans_.find(s); it != plans_.end()) return it->second;
     REMAT_ASSIGN_OR_RETURN(RankStrategyPlan p, Follow(s));
+    // The host budget holds the offloaded state besides what the plan
+    // offloads (WithStateOnHost).
+    if (host_budget_ > 0 && state_on_host_ + p.plan.predicted.host_peak_bytes > host_budget_) {
+      p.plan.fits = false;
+    }
     const bool own_fits = p.plan.fits;
     for (Strategy c : ContainedStrategies(s)) {
       if (own_fits || options_.budget_bytes <= 0) break;
@@ -87,7 +95,7 @@ class RankSearches {
       if (grown.state.gather_blocks == m.state.gather_blocks) {
         return RankStrategyPlan{&m, std::move(plan)};
       }
-      level = Find(std::move(grown));
+      level = Find(std::move(grown));  // its host budget m's (WithStateOnHost)
     }
   }
 
@@ -115,7 +123,19 @@ class RankSearches {
     return levels_.back().get();
   }
 
+  // The rank's model state on the host (state offload) takes the host
+  // budget (--host-budget) first: its activations may offload into what
+  // is left (none where nothing is: a byte, which no offload fits in).
+  RankMemory WithStateOnHost(RankMemory m) const {
+    if (host_budget_ > 0 && state_on_host_ > 0) {
+      m.profile.host_link.budget_bytes = std::max<int64_t>(1, host_budget_ - state_on_host_);
+    }
+    return m;
+  }
+
   const PlanOptions options_;
+  const int64_t host_budget_;    // --host-budget; 0: no limit
+  const int64_t state_on_host_;  // the rank's offloaded model state
   std::vector<std::unique_ptr<Level>> levels_;
   std::map<Strategy, RankStrategyPlan> plans_;
 };

@@ -132,7 +132,8 @@ void AddFitAdvice(const Job& job, const PlanningRequest& request, bool weigh_chu
   // With a global batch, smaller micro-batches were weighed already.
   const bool search = request.suggest_fit && !result->batch;
   result->advice = AdviseFit(result->planned(job), result->plans, request.options, search,
-                             weigh_chunked_loss && !result->chunked_loss);
+                             weigh_chunked_loss && !result->chunked_loss,
+                             result->chunked_loss ? result->chunked_loss->chunks : 0);
   if (result->batch) {
     result->advice->message =
         "no micro-batch of the global batch of " + std::to_string(request.global_batch) +

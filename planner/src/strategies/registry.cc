@@ -27,7 +27,15 @@ std::vector<Strategy> SweepableStrategies() {
 }
 
 bool AppliesTo(Strategy s, const Profile& profile) {
-  return s != Strategy::kOffload || profile.host_link.present();
+  if (s != Strategy::kOffload) return true;
+  if (!profile.host_link.present()) return false;
+  // The host budget holds one checkpoint at least: a block's input.
+  const int64_t host = profile.host_link.budget_bytes;
+  if (host <= 0) return true;
+  for (int b : BlockLayers(profile)) {
+    if (b > 0 && profile.layers[b - 1].output_bytes <= host) return true;
+  }
+  return false;
 }
 
 }  // namespace remat

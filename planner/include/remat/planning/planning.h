@@ -194,9 +194,11 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
 // micro-batch (FitAdvice::alternatives). Each alternative is planned as
 // the plan was: with `options`, and with `weigh_chunked_loss` (the plan's
 // PlanningRequest::weigh_chunked_loss) the chunked loss weighed where the
-// alternative does not fit without it.
+// alternative does not fit without it. `chosen_loss_chunks`: the chunked
+// loss auto chose for `job` (PlanningResult::chunked_loss; 0: none), which
+// every alternative, made from `job`, has and names in its flags.
 FitAdvice AdviseFit(const Job& job, const PlanSet& plans, const PlanOptions& options, bool search,
-                    bool weigh_chunked_loss = false);
+                    bool weigh_chunked_loss = false, int64_t chosen_loss_chunks = 0);
 
 }  // namespace remat
 

@@ -33,7 +33,8 @@ const StrategySolver* FindSolver(Strategy strategy);
 bool Sweepable(Strategy s);
 // The sweepable strategies, in registry order.
 std::vector<Strategy> SweepableStrategies();
-// Whether `s` can plan `profile`: kOffload needs profile.host_link.
+// Whether `s` can plan `profile`: kOffload needs profile.host_link, and a
+// host budget (if any) that holds one block's input.
 bool AppliesTo(Strategy s, const Profile& profile);
 
 // Plans `profile` under `options`. A plan that does not fit is still
