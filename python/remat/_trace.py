@@ -18,8 +18,9 @@ import time
 from ._blocks import find_blocks
 from ._planner import EXIT_BAD_INPUT, InputError
 from ._profiler import Profile
-from ._trace_build import (base_loss, build_from_config, decoder_start, example_batch,
-                           fake_inputs, fake_module, hf_config, ones_masks, read_config,
+from ._trace_build import (base_loss, build_from_config, checkpointed_by_transformers,
+                           decoder_start, example_batch, fake_inputs, fake_module, hf_config,
+                           ones_masks, read_config, run_checkpointed_layers_whole,
                            unpacked_positions)
 from ._trace_roofline import Roofline
 
@@ -199,7 +200,8 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
 
 
 def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,
-          precision="fp32", device="a100", name=None, compile=False):
+          precision="fp32", device="a100", name=None, compile=False,
+          gradient_checkpointing=False):
     """A remat.Profile of one training step (forward, loss, backward, AdamW
     step) of `model`, traced with fake tensors.
 
@@ -217,7 +219,16 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     the blocks as torch.compile (inductor) partitions them: what each
     distinct block keeps for its backward is the forward graph's saved
     outputs after AOTAutograd's partitioner (_trace_compile), traced on
-    the fake tensors too; the profile's trace records it."""
+    the fake tensors too; the profile's trace records it.
+    gradient_checkpointing: the model as transformers' own gradient
+    checkpointing runs it (a model from a config; a module given with it
+    enabled is taken so): the flags its modules read set as
+    activation_checkpointing_enable sets them, each block still traced
+    whole (the plan says which blocks the step recomputes); the profile's
+    trace records it. A model whose code reads the flags (T5's
+    cross-attention makes its zero position bias with grad) runs other ops
+    then, and a plan of the checkpointing transformers does is predicted
+    from this profile."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -243,6 +254,8 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         about["transformers_version"] = transformers.__version__
         module, kind = build_from_config(config, fake_mode, getattr(torch, DTYPES[precision]))
         config = module.config
+        if gradient_checkpointing:
+            checkpointed_by_transformers(module)
         seq_len = (seq_len or (kind == "seq2seq" and getattr(config, "max_target_positions", None))
                    or getattr(config.get_text_config(), "max_position_embeddings", None) or 512)
         if kind == "seq2seq":
@@ -260,12 +273,18 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
                              EXIT_BAD_INPUT)
         module = fake_module(model, fake_mode)
         module.train(model.training)
+        if gradient_checkpointing:
+            checkpointed_by_transformers(module)
+        # A module with transformers' checkpointing on traces as it runs.
+        gradient_checkpointing = run_checkpointed_layers_whole(module)
         inputs = fake_inputs(example_inputs, fake_mode)
         name = name or type(model).__name__
         about["model_class"] = type(model).__name__
     else:
         raise InputError(f"remat.trace: expected a config.json path, a config dict or an "
                          f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
+    if gradient_checkpointing:
+        about["gradient_checkpointing"] = "transformers"
     if config is not None and kind in ("seq2seq", "vision_language"):
         if compile:
             raise InputError("remat.trace: compile traces one chain of blocks; an "

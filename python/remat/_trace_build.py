@@ -200,6 +200,46 @@ def build_from_config(config, fake_mode, dtype):
     return model.train(), kind
 
 
+def _run_whole(function, *args, **kwargs):
+    """A checkpoint function that runs the layer as it is: the tracer
+    measures each block whole, the plan says which the step recomputes."""
+    return function(*args, **kwargs)
+
+
+def run_checkpointed_layers_whole(module):
+    """Makes each layer that transformers' gradient checkpointing wraps
+    (its `_gradient_checkpointing_func`) run whole; returns whether any
+    module of `module` has the checkpointing on (its `gradient_checkpointing`
+    flag), which its code may read besides (T5's cross-attention makes its
+    zero position bias with grad then)."""
+    on = False
+    for m in module.modules():
+        if hasattr(m, "_gradient_checkpointing_func"):
+            m._gradient_checkpointing_func = _run_whole
+        on = on or getattr(m, "gradient_checkpointing", False) is True
+    return on
+
+
+def checkpointed_by_transformers(model):
+    """`model` (a transformers PreTrainedModel) as its own gradient
+    checkpointing runs it: activation_checkpointing_enable (older
+    transformers: gradient_checkpointing_enable) sets every module's flag as
+    in a step with checkpointing on, and each checkpointed layer then runs
+    whole (run_checkpointed_layers_whole)."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or \
+        getattr(model, "gradient_checkpointing_enable", None)
+    if enable is None or not getattr(model, "supports_gradient_checkpointing", False):
+        raise InputError(f"remat.trace: gradient_checkpointing: {type(model).__name__} has no "
+                         f"gradient checkpointing of transformers' (accepted: a transformers "
+                         f"model whose supports_gradient_checkpointing is true)", EXIT_BAD_INPUT)
+    kwargs = {"use_reentrant": False}
+    if enable.__name__ == "activation_checkpointing_enable":
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        enable(gradient_checkpointing_kwargs=kwargs)
+    run_checkpointed_layers_whole(model)
+
+
 def fake_in_place(module, fake_mode, device="cpu"):
     """Replaces the parameters, buffers and other tensor attributes of
     `module` and its submodules that are not fake tensors by fake tensors

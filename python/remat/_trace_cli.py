@@ -1,8 +1,9 @@
 """python -m remat trace CONFIG -o PROFILE: a config.json (or a model
 folder holding one) traced with fake tensors into a remat profile
 (remat.trace; docs/trace.md); --compile traces the blocks as torch.compile
-partitions them (docs/compile.md). Exit 0 with the profile written, 2 with one
-line on bad input."""
+partitions them (docs/compile.md); --gradient-checkpointing traces the
+model as transformers' gradient checkpointing runs it. Exit 0 with the
+profile written, 2 with one line on bad input."""
 import argparse
 import sys
 
@@ -25,6 +26,10 @@ def main(argv):
     parser.add_argument("--compile", action="store_true",
                         help="the blocks as torch.compile (inductor) partitions them: what each "
                              "keeps for its backward is its compiled forward's saved outputs")
+    parser.add_argument("--gradient-checkpointing", action="store_true",
+                        help="the model as transformers' own gradient checkpointing runs it "
+                             "(the flags its modules read set), for a plan of that "
+                             "checkpointing")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -38,7 +43,8 @@ def main(argv):
         from ._trace import trace
 
         profile = trace(args.config, micro_batch=args.micro_batch, seq_len=args.seq_len,
-                        precision=args.precision, device=args.device, compile=args.compile)
+                        precision=args.precision, device=args.device, compile=args.compile,
+                        gradient_checkpointing=args.gradient_checkpointing)
     except InputError as e:
         print(str(e), file=sys.stderr)
         return e.exit_code

@@ -8,9 +8,11 @@ against a real training step metered by remat's CPU meter.
     transformers without and with its gradient checkpointing (every block
     of the encoder and the decoder), metered: the graph plan with nothing
     checkpointed (--strategy none) and with every block of both chains
-    (--strategy uniform --every 1) predicts the step's peak within 3% (the
-    fidelity target, docs/fidelity.md); T5 with checkpointing is a known
-    miss (docs/trace.md, "Known misses"), checked to be there;
+    (--strategy uniform --every 1, of the model traced as transformers'
+    checkpointing runs it: remat.trace(gradient_checkpointing=True), with
+    which T5's cross-attention makes its zero position bias with grad)
+    predicts the step's peak within 3% (the fidelity target,
+    docs/fidelity.md);
   - the graph's shape: two chains, one edge from the encoder to every
     decoder block, its bytes the encoder's output; the parameters of both
     chains add up to transformers' count on the meta device;
@@ -124,29 +126,42 @@ class TracedGraphStepTest(unittest.TestCase):
         return predicted, measured  # the model is freed before the next case's start
 
     def check(self, config, cases=(False, True)):
-        """Traces `config`; per case the step's peak against the plan's
-        within PEAK_TOLERANCE. Returns the profile."""
-        profile = remat.trace(config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
+        """Per case, `config` traced as the step runs it (with
+        checkpointing: as transformers' checkpointing runs it) and the
+        step's peak against the plan's within PEAK_TOLERANCE. Returns the
+        profile traced without checkpointing."""
+        profiles = {}
         for checkpointing in cases:
             with self.subTest(checkpointing=checkpointing):
+                profile = profiles[checkpointing] = remat.trace(
+                    config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu",
+                    gradient_checkpointing=checkpointing)
                 predicted, measured = self.step_against_plan(config, profile, checkpointing)
                 self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
-        return profile
+        return profiles[False]
 
     def test_t5_from_its_config(self):
-        self.check_shape(self.check(T5, cases=(False,)), T5)
+        # Under transformers' checkpointing T5's cross-attention makes its
+        # zero position bias with grad (T5Attention reads the flag): from a
+        # trace without the flag, the plan checkpointing every block
+        # predicts 318,152 B (6.57%) below that step.
+        self.check_shape(self.check(T5), T5)
 
-    def test_t5_every_block_checkpointed_known_miss(self):
-        # T5 under transformers' gradient checkpointing runs what the trace
-        # (without it) does not: its cross-attention's zero position bias
-        # is made with grad there (T5Attention; docs/trace.md, "Known
-        # misses"). Seen: the metered step 318,152 B (+6.57%) above the
-        # plan's prediction (remat.apply's checkpoints of the same plan:
-        # +1.77%, remat_apply_graph_test). This fails when the miss is
-        # gone: then T5 joins the cases checked within PEAK_TOLERANCE.
-        profile = remat.trace(T5, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
-        predicted, measured = self.step_against_plan(T5, profile, True)
-        self.assertGreater((measured - predicted) / predicted, PEAK_TOLERANCE)
+    def test_checkpointing_flags_traced(self):
+        # T5 traced as transformers' checkpointing runs it: the trace says
+        # so, and the zero position bias's gradient (1 x 4 x 64 x 64
+        # floats), summed over the decoder blocks' backwards, is the last
+        # decoder block's to create.
+        plain = remat.trace(T5, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
+        flagged = remat.trace(T5, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu",
+                              gradient_checkpointing=True)
+        self.assertNotIn("gradient_checkpointing", plain.trace)
+        self.assertEqual(flagged.trace["gradient_checkpointing"], "transformers")
+        def last_block(profile):
+            return [l for l in profile.chains["decoder"]["layers"] if l["kind"] == "block"][-1]
+        bias = 4 * SEQ_LEN * SEQ_LEN * 4
+        self.assertEqual(last_block(flagged)["gradient_bytes"] - last_block(plain)["gradient_bytes"],
+                         bias)
 
     def test_bart_from_its_config(self):
         self.check_shape(self.check(BART), BART)
