@@ -15,7 +15,9 @@ Two things a chain measured layer by layer would otherwise miss or add:
   - A tensor the prefix makes with grad and hands every block (MPNet's
     relative position bias) gets its gradient summed over the blocks'
     backwards, from the last reader's backward to the prefix's: that layer
-    creates it (shared_input_gradients), as it creates a parameter's.
+    creates it (shared_input_tensors), as it creates a parameter's, and
+    its backward workspace is measured with the tensor needing that
+    gradient (handed_backward_workspace).
 """
 import time
 
@@ -147,15 +149,16 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
     return f
 
 
-def shared_input_gradients(chain, outside=()):
-    """{layer index: bytes}: the tensors besides the hidden state that the
-    prefix or a block hands later blocks and that need a gradient (made
+def shared_input_tensors(chain, outside=()):
+    """{layer index: [tensor]}: the tensors besides the hidden state that
+    the prefix or a block hands later blocks and that need a gradient (made
     from parameters, with grad: MPNet's relative position bias from the
-    prefix, T5's from each stack's first block), each at the last block
-    given it: its backward creates the gradient that the blocks' backwards
-    sum into, held to the maker's backward. Runs the prefix, and each block
-    handing such a tensor on, once with grad. Tensors in `outside`
-    (another chain's output) are the graph's."""
+    prefix, T5's from each stack's first block), as the chain's calls hold
+    them (without grad), each at the last block given it: its backward
+    creates the gradient that the blocks' backwards sum into, held to the
+    maker's backward (the layer's gradient_bytes). Runs the prefix, and
+    each block handing such a tensor on, once with grad. Tensors in
+    `outside` (another chain's output) are the graph's."""
     import torch
     from torch.utils._pytree import tree_flatten
 
@@ -179,16 +182,39 @@ def shared_input_gradients(chain, outside=()):
             continue
         seen.add(id(leaf))
         k_last = max(k for k, c in enumerate(calls) if any(t is leaf for t in c))
-        layer = k_last + 1
-        owners[layer] = owners.get(layer, 0) + storage_bytes(leaf)
+        owners.setdefault(k_last + 1, []).append(leaf)
     del holder, with_grad
     return owners
 
 
+def handed_backward_workspace(chain, meter, i, x, params, tensors, outside=()):
+    """Layer i's backward workspace with `tensors` (those later blocks are
+    handed, layer i the last given them: shared_input_tensors) needing
+    their gradient, as in a step: its backward makes that gradient, which
+    the blocks before it add into (the layer's gradient_bytes), and the
+    workspace is over it wherever in the backward it is made (before or
+    after the backward's peak). The layer runs again from no parameter
+    gradients; they are put back after, the tensors left without grad."""
+    grads = [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    for t in tensors:
+        t.requires_grad_(True)
+    try:
+        f = measure_layer(chain, meter, i, x, params, outside=tuple(outside) + tuple(tensors))
+    finally:
+        for t in tensors:
+            t.grad = None
+            t.requires_grad_(False)
+        for p, g in zip(params, grads):
+            p.grad = g
+    return f.backward_workspace
+
+
 def _block_handed(chain, calls, outside):
-    """shared_input_gradients' part for tensors a block returns besides its
+    """shared_input_tensors' part for tensors a block returns besides its
     hidden state and later blocks are given (T5's position bias): {layer
-    index of the last block given one: bytes}, where the block run with
+    index of the last block given one: [tensor]}, where the block run with
     grad returns it with grad."""
     import torch
     from torch.utils._pytree import tree_flatten
@@ -213,6 +239,6 @@ def _block_handed(chain, calls, outside):
             if j < len(graded) and isinstance(graded[j], torch.Tensor) and graded[j].requires_grad:
                 seen.add(id(t))
                 last = max(m for m, c in enumerate(calls) if any(t is x for x in c))
-                owners[first + last] = owners.get(first + last, 0) + storage_bytes(t)
+                owners.setdefault(first + last, []).append(t)
         del holder, graded
     return owners

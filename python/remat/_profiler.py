@@ -31,7 +31,7 @@ import statistics
 import time
 
 from ._blocks import find_blocks
-from ._layer_measure import measure_layer, shared_input_gradients
+from ._layer_measure import handed_backward_workspace, measure_layer, shared_input_tensors
 from ._planner import EXIT_BAD_INPUT, InputError, write_json
 
 
@@ -375,7 +375,11 @@ def profile(module, example_inputs, loss_fn=None, blocks=None, repeats=3, name=N
             _measure_round(chain, meter, i, xs[i], params, created, samples, r > 0)
     for p in params:
         p.grad = None
-    shared = shared_input_gradients(chain)
+    handed = shared_input_tensors(chain)
+    for i, tensors in handed.items():  # the last block given them: its own backward workspace
+        samples[i].backward_workspace = handed_backward_workspace(chain, meter, i, xs[i], params,
+                                                                  tensors)
+    shared = {i: sum(_bytes(t) for t in tensors) for i, tensors in handed.items()}
 
     layers = []
     outputs = xs[1:] + [None]

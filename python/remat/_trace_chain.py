@@ -14,6 +14,7 @@ Saved-tensor hooks count what each layer's autograd graph saves (saved_bytes:
 the distinct storages, parameters and the layer's input aside).
 """
 import contextlib
+import copy
 
 import torch
 
@@ -188,7 +189,7 @@ def trace_layers(module, inputs, blocks, loss_fn, meter, hand_on=None, outside=(
     layer (blocks of one class share their first one's), per layer the
     index of the layer whose trace it has, and the gradient bytes of
     tensors the prefix hands the blocks, by the layer that creates them
-    (_layer_measure.shared_input_gradients). For a chain of a graph
+    (_layer_measure.shared_input_tensors). For a chain of a graph
     (_trace_graph): hand_on gives the output the chain hands on in place of
     a loss, outside the other chains' tensors its layers read, and
     keep_grads leaves the parameters' gradients for the chain traced next
@@ -208,8 +209,14 @@ def trace_layers(module, inputs, blocks, loss_fn, meter, hand_on=None, outside=(
     for i in reversed(range(n)):
         if owner[i] == i:
             traces[i] = measure_layer(chain, meter, i, xs[i], params, param_keys, outside)
+    per_layer = [traces[owner[i]] for i in range(n)]
+    handed = _layer_measure.shared_input_tensors(chain, outside)
+    for i, tensors in handed.items():  # the last block given them: its own backward workspace
+        per_layer[i] = copy.copy(per_layer[i])
+        per_layer[i].backward_workspace = _layer_measure.handed_backward_workspace(
+            chain, meter, i, xs[i], params, tensors, outside)
     if not keep_grads:
         for p in params:
             p.grad = None
-    shared = _layer_measure.shared_input_gradients(chain, outside)
-    return chain, [traces[owner[i]] for i in range(n)], owner, shared
+    shared = {i: sum(storage_bytes(t) for t in ts) for i, ts in handed.items()}
+    return chain, per_layer, owner, shared

@@ -117,7 +117,7 @@ class AppliedGraphPlanStepTest(unittest.TestCase):
     def test_t5(self):
         # T5's block0 hands its position bias, made with grad, to the other
         # blocks: the trace has its gradient created by the last block given
-        # it (_layer_measure.shared_input_gradients).
+        # it (_layer_measure.shared_input_tensors).
         self.check(graph.T5, ("none", "every 1"))
 
 
