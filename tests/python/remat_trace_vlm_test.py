@@ -10,8 +10,9 @@ steps metered by remat's CPU meter.
     tokens; trained for one AdamW step by transformers without and with
     its gradient checkpointing (every block of both chains), metered: the
     graph plan with nothing checkpointed (--strategy none) and with every
-    block of both chains (--strategy uniform --every 1) predicts the
-    step's peak within 3% (the fidelity target, docs/fidelity.md);
+    block of both chains (--strategy uniform --every 1, of the config
+    traced as transformers' checkpointing runs it) predicts the step's
+    peak within 3% (the fidelity target, docs/fidelity.md);
   - the graph's shape: two chains, one edge from the vision chain into
     the language chain's embedding (layer 0), its bytes the projected
     image features; the parameters of both chains add up to transformers'
@@ -92,11 +93,13 @@ GEMMA3 = dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneratio
 _profiles = {}
 
 
-def profile(config=LLAVA):
-    key = (config["model_type"], config.get("vision_feature_layer"))
+def profile(config=LLAVA, checkpointing=False):
+    """`config` traced (checkpointing: as transformers' checkpointing runs
+    it, remat.trace(gradient_checkpointing=True)), once."""
+    key = (config["model_type"], config.get("vision_feature_layer"), checkpointing)
     if key not in _profiles:
         _profiles[key] = remat.trace(config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN,
-                                     device="cpu")
+                                     device="cpu", gradient_checkpointing=checkpointing)
     return _profiles[key]
 
 
@@ -170,7 +173,7 @@ class TracedVisionLanguageStepTest(unittest.TestCase):
                     self.check_step(config, checkpointing)
 
     def check_step(self, config, checkpointing):
-        plan = remat.plan(profile(config), budget="1TB",
+        plan = remat.plan(profile(config, checkpointing), budget="1TB",
                           **(dict(strategy="uniform", every=1) if checkpointing
                              else dict(strategy="none")))
         self.assertIsInstance(plan, remat.GraphPlan)
