@@ -121,6 +121,27 @@ inline Profile WithCreatedGradients(Profile p, uint32_t seed) {
   return p;
 }
 
+// `p` with backwards that release saved bytes before their peaks, as a
+// block's that makes its gradients last (LayerProfile::
+// backward_workspace_bytes): every layer's backward workspace random in
+// [-(activation_bytes - output_bytes), 10], each selective option's
+// recompute workspace random in [0, what it drops] (so that some release
+// more than the option keeps, which the simulator caps at a[i]), and
+// gradients created in backward (WithCreatedGradients).
+inline Profile WithNegativeBackwardWorkspaces(Profile p, uint32_t seed) {
+  p = WithCreatedGradients(std::move(p), seed);
+  std::mt19937 rng(seed + 1);
+  for (LayerProfile& l : p.layers) {
+    const int64_t saved = l.activation_bytes - l.output_bytes;
+    l.backward_workspace_bytes = -saved + static_cast<int64_t>(rng() % (saved + 11));
+    for (SelectiveOption& o : l.selective) {
+      o.recompute_workspace_bytes = static_cast<int64_t>(
+          rng() % (l.activation_bytes - o.activation_bytes + 1));
+    }
+  }
+  return p;
+}
+
 // `p` as a profiler measures it: every layer's forward, backward and
 // selective extra times scaled by its own factor in [1 - spread, 1 + spread]
 // (timing noise), the bytes untouched. Identical blocks stop being identical

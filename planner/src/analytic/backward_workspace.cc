@@ -186,7 +186,7 @@ int64_t BackwardWorkspace::Run(TensorSizes* at_peak) {
   const auto& tensors = g_.tensors();
   int64_t g_in = tensors[input_].requires_grad ? tensors[input_].bytes : 0;
   for (int t : side_inputs_) g_in += tensors[t].requires_grad ? tensors[t].bytes : 0;
-  return std::max<int64_t>(0, peak_ - g_in - created_);
+  return peak_ - g_in - created_;  // below zero: see chain.cc's backward_workspace_bytes
 }
 
 }  // namespace remat::analytic

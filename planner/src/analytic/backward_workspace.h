@@ -81,7 +81,9 @@ class BackwardWorkspace {
   // Returns the peak above the layer's state when its backward starts, the
   // input gradient the layer hands on, the gradients of the skips it reads
   // (`side_inputs`; the simulator counts those) and the parameter gradients
-  // it creates (the simulator counts them from the layer's start).
+  // it creates (the simulator counts them from the layer's start):
+  // negative where autograd has freed more saved tensors by the peak than
+  // the gradients still to be made there.
   // `at_peak` (may be null) receives the tensors made in the backward that
   // are live at its peak, but the input's and side inputs' gradients: the
   // activation gradients in the order of their tensors, then the peak op's

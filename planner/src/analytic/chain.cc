@@ -444,15 +444,22 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
   BackwardRun full;
   full.creates_gradients = creating.count(l.name) > 0;
   at_peak.clear();
+  // Below zero where autograd frees saved tensors before the layer's
+  // gradients are all made (the simulator adds the input's and the
+  // parameters' gradients whole): at most what the layer saved besides
+  // its output.
   l.backward_workspace_bytes =
-      BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], full).Run(&at_peak);
+      std::max(l.output_bytes - l.activation_bytes,
+               BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], full).Run(&at_peak));
   l.tensors.backward_workspace = FitTensors(at_peak, l.backward_workspace_bytes);
   if (full.creates_gradients) {
-    // Micro-batches 2..K add into the gradients the first one created.
+    // Micro-batches 2..K add into the gradients the first one created: at
+    // least 0, as profiles hold it (the runtime's profiler clamps it too).
     BackwardRun accumulating;
     at_peak.clear();
-    l.accumulate_workspace_bytes =
+    const int64_t accumulate =
         BackwardWorkspace(g, ops, input, output, gr.side_inputs[gi], accumulating).Run(&at_peak);
+    l.accumulate_workspace_bytes = std::max<int64_t>(0, accumulate);
     l.tensors.accumulate_workspace = FitTensors(at_peak, l.accumulate_workspace_bytes);
   }
   for (int op : ops) {

@@ -62,8 +62,13 @@ TensorSizes FitTensors(const TensorSizes& tensors, int64_t total);
 //                     layer in `creating` creates the parameter gradients
 //                     its ops compute (they stay, counted apart as the
 //                     layer's gradient_bytes; accumulate_workspace_bytes is
-//                     the backward adding into them); other layers' add
-//                     each into the existing .grad through a transient;
+//                     the backward adding into them, at least 0); other
+//                     layers' add each into the existing .grad through a
+//                     transient. The backward workspace is negative where
+//                     the backward peaks after autograd has freed more of
+//                     what the layer saved than the gradients it has yet to
+//                     make (LayerProfile::backward_workspace_bytes), and
+//                     never below -(activation_bytes - output_bytes);
 //   times             roofline sums of forward and backward op costs;
 //   selective options "attention_core" when the layer has core ops: drops the
 //                     core's saved internals, recomputes them in backward;
@@ -82,7 +87,11 @@ TensorSizes FitTensors(const TensorSizes& tensors, int64_t total);
 //                     in that dropout's backward; then all four (the core's
 //                     dropout is the core's there). Their
 //                     recompute workspace is what the recomputes, replayed
-//                     where the backward reaches them, add to its peak;
+//                     where the backward reaches them, add to its peak,
+//                     counted against the full backward's workspace (what
+//                     an option drops is workspace once made again, so
+//                     where the full backward peaks after it is freed the
+//                     option's recompute workspace is those bytes);
 //   tensors           the figures above as the tensors behind them
 //                     (LayerTensors): the saved set's tensors exactly, each
 //                     workspace as the transients live at its peak

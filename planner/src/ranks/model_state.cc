@@ -42,13 +42,14 @@ std::vector<int64_t> Pieces(int64_t bytes, int64_t piece) {
 // `list`, the tensors of a workspace of `base` bytes, with `pieces` added
 // (the allocator replay then requests each apart: Requests splits a
 // workspace whose tensors add up to it). A list that does not itemize
-// `base` gets it as one tensor first; a negative base (autograd released
-// saved tensors before the peak) cannot be itemized: the list is emptied
-// and the workspace stays one request.
+// `base` gets it as one tensor first. A negative base (autograd released
+// saved tensors before the peak) is no tensor: the list is the pieces, and
+// the simulator releases the layer's saved bytes by the difference
+// (Replay::StepBackward), so the pieces are still requested one by one.
 void AddPieces(TensorSizes* list, int64_t base, const std::vector<int64_t>& pieces) {
   if (pieces.empty()) return;
   if (base < 0) {
-    list->clear();
+    list->assign(pieces.begin(), pieces.end());
     return;
   }
   if (std::accumulate(list->begin(), list->end(), int64_t{0}) != base) {

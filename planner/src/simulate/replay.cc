@@ -3,6 +3,9 @@
 // parameter gradients. The host link's ops are in replay_link.cc.
 #include "simulate/replay.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace remat::simulate_internal {
 namespace {
 
@@ -194,14 +197,21 @@ Replay::OpPeak Replay::StepBackward(const Op& op, SimulationResult* r) {
   OpPeak at{cat_};
   // A negative workspace: autograd released that much of a[i] before
   // the backward's peak (LayerProfile::backward_workspace_bytes); the
-  // simulator still holds a[i] until its free.
-  at.workspace = std::max<int64_t>(ws, 0);
-  at.released = std::max<int64_t>(-ws, 0);
+  // simulator still holds a[i] until its free. Where the workspace lists
+  // its tensors (an engine's buffers beside the layer's own negative
+  // workspace, ranks/model_state.cc), they are requested as themselves and
+  // a[i] is released by the rest. Never more than a[i] holds: the peak is
+  // the live bytes plus max(ws, -|a[i]|).
+  const int64_t listed = std::accumulate(workspace_tensors_->begin(), workspace_tensors_->end(),
+                                         int64_t{0});
+  const int64_t itemized = listed > 0 ? listed + std::max<int64_t>(workspace_extra_, 0) : 0;
+  at.released = std::clamp<int64_t>(itemized - ws, 0, a.bytes);
+  at.workspace = std::max<int64_t>(ws + at.released, 0);
   at.live[MemoryCategory::kWorkspace] += at.workspace;
   at.live[a.category] -= at.released;
   // And by the op's end autograd has let go of all of it (ReleaseAfterOp).
   release_a_ = op.layer;
-  release_a_at_peak_ = a.bytes + std::min<int64_t>(ws, 0);
+  release_a_at_peak_ = a.bytes - at.released;
   at.ms = l.backward_ms + extra;
   r->backward_ms += l.backward_ms;
   r->recompute_ms += extra;

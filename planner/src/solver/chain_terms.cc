@@ -62,10 +62,14 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
       // A layer's backward after a recompute may have a workspace of its own
       // (LayerProfile::recompute_backward_workspace_bytes): the larger one,
       // as the terms do not tell a recomputed a[s] from a kept one.
-      const int64_t workspace =
-          std::max(l.backward_workspace_bytes, l.backward_workspace_for(m.save == SaveMode::kAll));
-      const int64_t rest = output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] + workspace +
-                           m.recompute_workspace_bytes + grads_from[s];
+      // Below zero, what autograd released of a[s] before the peak: at most
+      // a[s] (Replay::StepBackward).
+      const int64_t workspace = std::max(
+          std::max(l.backward_workspace_bytes, l.backward_workspace_for(m.save == SaveMode::kAll)) +
+              m.recompute_workspace_bytes,
+          -m.kept_bytes);
+      const int64_t rest =
+          output + m.kept_bytes + g_bytes_[s + 1] + g_bytes_[s] + workspace + grads_from[s];
       backward_held_slots_.push_back(units_.Slots(x_bytes_[s] + rest));
       backward_slots_.push_back(units_.Slots(input + rest));
     }

@@ -66,5 +66,37 @@ TEST_F(BackwardWorkspaceTest, CreatedGradientsAreNotWorkspace) {
   EXPECT_EQ(Run(creating, nullptr), 150);
 }
 
+// x (100 B) -> op1 -> h (20 B) -> op2 -> y; op2 saves h and a 400 B
+// tensor m op1 made, op1 creates 300 B of parameter gradients. op2's
+// backward holds h's gradient (20 B: the peak) and frees h and m (420 B);
+// op1's adds x's gradient (100) and its parameters' (300), 20 B fewer than
+// were freed. The simulator counts the input's and the parameters'
+// gradients whole at the layer's backward: the peak is 380 B below them.
+TEST(BackwardWorkspace, FreedSavedTensorsLeaveThePeakBelowTheGradientsMade) {
+  OpGraph g;
+  const int x = g.AddTensor("x", 100);
+  const int h = g.AddTensor("h", 20);
+  const int m = g.AddTensor("m", 400, false);
+  const int y = g.AddTensor("y", 300);
+  OpInfo op1;
+  op1.name = "op1";
+  op1.layer = "block";
+  op1.inputs = {x};
+  op1.outputs = {h, m};
+  op1.saved = {x};
+  op1.gradient_bytes = 300;
+  OpInfo op2;
+  op2.name = "op2";
+  op2.layer = "block";
+  op2.inputs = {h};
+  op2.outputs = {y};
+  op2.saved = {h, m};
+  const std::vector<int> ops = {g.AddOp(op1), g.AddOp(op2)};
+  const std::set<int> side_inputs;
+  BackwardRun creating;
+  creating.creates_gradients = true;
+  EXPECT_EQ(BackwardWorkspace(g, ops, x, y, side_inputs, creating).Run(), 20 - 100 - 300);
+}
+
 }  // namespace
 }  // namespace remat::analytic

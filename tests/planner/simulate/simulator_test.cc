@@ -95,6 +95,43 @@ TEST(Simulator, ANegativeBackwardWorkspaceIsSavedBytesReleasedBeforeThePeak) {
   for (const TimelinePoint& t : r->timeline) EXPECT_EQ(t.reserved, t.peak) << t.op_index;
 }
 
+// An engine's buffers beside a negative workspace (ranks/model_state.cc:
+// a block's backward releases 12 bytes of a2 before its peak, where an
+// all-gathered unit of 10 bytes is live): the workspace's listed tensors
+// are requested as themselves and a2 is released by the rest, the peak the
+// same as from the net workspace (-2) alone.
+TEST(Simulator, ListedWorkspaceTensorsBesideANegativeWorkspaceStayWhole) {
+  Profile p = ThreeLayers();
+  p.layers[2].backward_workspace_bytes = -12 + 10;
+  p.layers[2].tensors.backward_workspace = {10};
+  p.layers[2].gradient_bytes = 40;
+  ASSERT_TRUE(ValidateProfile(p, "p").ok());
+  const Schedule s = *BuildSingleLevelSchedule(p, std::vector<LayerDecision>(3), {});
+  Result<SimulationResult> r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    if (s.ops[k].kind != OpKind::kBackward || s.ops[k].layer != 2) continue;
+    // 255 + g2(30) + gradients(40) - 2.
+    EXPECT_EQ(r->timeline[k].peak, 323);
+    EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kWorkspace], 10);
+    EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kActivations], 155 - 12);
+    EXPECT_EQ(r->timeline[k].live_after, 305);
+  }
+  // Listed tensors the release cannot make room for (30 bytes on a net
+  // -19, a2 20): a2 released whole and the rest of the net workspace one
+  // request; the peak still the net workspace's.
+  p.layers[2].backward_workspace_bytes = -20 + 1;
+  p.layers[2].tensors.backward_workspace = {30};
+  r = Simulate(p, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    if (s.ops[k].kind != OpKind::kBackward || s.ops[k].layer != 2) continue;
+    EXPECT_EQ(r->timeline[k].peak, 325 - 19);
+    EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kActivations], 155 - 20);
+    EXPECT_EQ(r->timeline[k].at_peak[MemoryCategory::kWorkspace], 1);
+  }
+}
+
 TEST(Simulator, CheckpointedMiddleLayerTimelineByHand) {
   const Profile p = ThreeLayers();
   const std::vector<LayerDecision> d = {LayerDecision::kKeep, LayerDecision::kCheckpoint,

@@ -77,6 +77,27 @@ TEST(IntervalModel, PredictsTheSimulatedPeakAndRecomputeTime) {
   }
 }
 
+// Backwards that release saved bytes before their peaks (a negative
+// workspace, selective options' recompute workspaces on top): the model's
+// peak is still the simulated one, where the release never exceeds a[s].
+TEST(IntervalModel, PredictsTheSimulatedPeakWithNegativeBackwardWorkspaces) {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    const Profile p = testing::WithNegativeBackwardWorkspaces(
+        seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
+                      : testing::RandomChain(1 + seed % 12, seed),
+        seed);
+    ASSERT_TRUE(ValidateProfile(p, p.model).ok());
+    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
+    const RandomChoices choices(terms, seed);
+    OpEmitter emitter(p.num_layers());
+    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
+    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
+    Result<SimulationResult> sim = Simulate(p, schedule);
+    ASSERT_TRUE(sim.ok()) << sim.status().message();
+    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
+  }
+}
+
 // Layers that gather their weights again when recomputed in backward
 // (FSDP2 per-block units, ZeRO-3): the model counts the gather in every
 // recompute another recompute follows, as the simulator does.
@@ -100,8 +121,11 @@ TEST(IntervalModel, CountsTheRecomputeGathersAsTheSimulator) {
 }
 
 TEST(IntervalModel, FloorIsTheLowestPeakSchedulesSimulatedPeak) {
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
-    const Profile p = testing::RandomChain(1 + seed % 10, seed);
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    // The second half with negative backward workspaces.
+    const Profile p = seed <= 20 ? testing::RandomChain(1 + seed % 10, seed)
+                                 : testing::WithNegativeBackwardWorkspaces(
+                                       testing::RandomChain(1 + seed % 10, seed), seed);
     const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
     const IntervalBounds bounds(terms, IntervalClasses(p), /*track_choices=*/true);
     OpEmitter emitter(p.num_layers());

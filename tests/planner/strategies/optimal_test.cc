@@ -107,6 +107,16 @@ TEST(Optimal, NeverCostlierThanSingleLevelOrHeuristicsOnRandomChains) {
   }
 }
 
+// Backwards that release saved bytes before their peaks: the multi-level
+// plans still fit by the simulator and beat every single-level plan.
+TEST(Optimal, NeverCostlierWithNegativeBackwardWorkspaces) {
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    ExpectNeverCostlier(
+        testing::WithNegativeBackwardWorkspaces(testing::RandomChain(1 + seed % 8, seed), seed),
+        /*brute_force=*/true, 24);
+  }
+}
+
 TEST(Optimal, NeverCostlierOnTransformerChains) {
   ExpectNeverCostlier(testing::TransformerChain(3, 3), /*brute_force=*/true, 16);
   ExpectNeverCostlier(testing::TransformerChain(12, 4), /*brute_force=*/false, 12);
