@@ -114,6 +114,12 @@ def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None):
         if tr.recompute_backward_workspace is not None:
             layer["recompute_backward_workspace_bytes"] = max(tr.recompute_backward_workspace,
                                                               -(activation - out_bytes))
+        if tr.selective:
+            layer["selective"] = [
+                {"name": option, "activation_bytes": max(kept, out_bytes),
+                 "extra_recompute_ms": max(0.0, roofline.ms(again) - roofline.ms(plain)),
+                 "recompute_workspace_bytes": workspace}
+                for option, kept, workspace, again, plain in tr.selective]
         layers.append(layer)
     return layers
 
@@ -161,7 +167,7 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
     import torch
 
     from ._profiler import _hidden, _with_first
-    from ._trace_compile import partition_block
+    from ._trace_compile import COMPILED_OPTIONS, partition_block
 
     first = 1 if chain.has_prefix else 0
     xs = chain.layer_inputs()
@@ -189,13 +195,31 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
                 tr.recompute_backward_workspace = (checkpointed.backward_transient_bytes
                                                    - part.saved_bytes)
                 block["checkpointed_backward_peak_bytes"] = checkpointed.backward_peak_bytes
+            # Each selective option as remat.apply's compiled policy tags the
+            # block: what it keeps, and its backward's buffers over the kept
+            # block's workspace (the simulator adds the option's to the
+            # layer's; a smaller one counts as none).
+            tr.selective = []
+            for option in COMPILED_OPTIONS:
+                sel = partition_block(chain.blocks[k], args, kwargs, _hidden,
+                                      selective=(option,))
+                if sel.backward_transient_bytes is None or sel.saved_bytes >= part.saved_bytes:
+                    continue  # the option keeps no less than the plain block
+                workspace = max(0, sel.backward_transient_bytes - tr.backward_workspace)
+                tr.selective.append((option, sel.kept_bytes, workspace, sel.recompute_costs,
+                                     part.recompute_costs))
+                block.setdefault("selective", []).append(
+                    {"name": option, "saved_bytes": sel.saved_bytes,
+                     "saved_shapes": sorted(list(s) for _, s, _ in sel.saved),
+                     "backward_peak_bytes": sel.backward_peak_bytes})
             blocks.append(block)
     about["compile"] = {
         "partitioner": "inductor partition_fn (min_cut_rematerialization_partition)",
         "activation_memory_budget": torch._functorch.config.activation_memory_budget,
         "blocks": blocks,
         "modelled": "blocks' saved tensors and their backwards' buffers (inductor's plan), "
-                    "kept and checkpointed; forward workspaces and the layers outside the "
+                    "kept, checkpointed and under the selective options "
+                    f"{', '.join(COMPILED_OPTIONS)}; forward workspaces and the layers outside the "
                     "blocks as eager's"}
 
 

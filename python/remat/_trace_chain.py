@@ -31,6 +31,10 @@ class LayerTrace:
         self.backward_workspace = self.gradients = self.saved = 0
         # After a recompute, where that backward differs (_trace_compile).
         self.recompute_backward_workspace = None
+        # Selective options as compiled (_trace_compile): [(name, kept bytes,
+        # recompute workspace bytes, the OpCosts it runs again in backward,
+        # the OpCosts the plain block runs again there)].
+        self.selective = []
         self.forward_costs, self.backward_costs = [], []
 
 

@@ -184,12 +184,90 @@ def _tag_recompute(joint):
             n.meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def partition_block(block, args, kwargs, hidden, checkpointed=False):
+def _selective_tags(parts):
+    """A dispatch mode that tags each op call's graph nodes as torch.compile
+    tags a selective checkpoint's (torch.utils.checkpoint's
+    _CachingTorchDispatchMode under AOTAutograd: the policy's decision in
+    the node's "recompute", one "ac_graph_id"), with remat.apply's compiled
+    policy for option `parts` (_selective.compiled_policy). Entered inside
+    the traced call under fx_traceback.preserve_node_meta, as
+    tag_activation_checkpoint runs a checkpointed region, so that the
+    nodes the op makes (its decompositions included) take the tags."""
+    import torch.fx.traceback as fx_traceback
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.checkpoint import SAC_IGNORED_OPS, SelectiveCheckpointContext
+
+    from ._selective import compiled_policy
+
+    class _NoScopes:  # attention_core decides by op alone
+        types = {}
+
+    decide = compiled_policy(parts, _NoScopes())
+
+    class Tags(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func not in SAC_IGNORED_OPS:
+                fx_traceback.current_meta["ac_graph_id"] = 1
+                fx_traceback.current_meta["recompute"] = decide(
+                    SelectiveCheckpointContext(is_recompute=False), func, *args, **kwargs)
+            return func(*args, **kwargs)
+
+    return Tags()
+
+
+# The selective options a compiled trace partitions: the ones whose ops the
+# compiled policy tells apart by the op alone (the module-scoped options,
+# mlp_activation and norm_output, read dynamo's module stack, which a
+# trace without dynamo does not have).
+COMPILED_OPTIONS = ("attention_core",)
+
+
+def _recomputed_costs(bw):
+    """The OpCosts (remat._trace_meter) of the backward graph's calls that
+    recompute forward ops: those that read no tangent, directly or through
+    another call (every gradient op reads one), priced from their fake
+    values; a call run_with_rng_state wraps (a seeded op recomputed with
+    the forward's random state) is its op's."""
+    from torch._prims.rng_prims import run_with_rng_state
+
+    from ._trace_meter import _cost
+
+    def val(a):
+        return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+    grads = set()
+    costs = []
+    for n in bw.graph.nodes:
+        if (n.op == "placeholder" and n.name.startswith("tangents")) or any(
+                a in grads for a in n.all_input_nodes):
+            grads.add(n)
+            continue
+        if n.op != "call_function":
+            continue
+        func, args = n.target, n.args
+        if func is run_with_rng_state:
+            func, args = args[1], args[2:]
+        if not isinstance(func, torch._ops.OpOverload):
+            continue
+        args = torch.utils._pytree.tree_map(val, args)
+        kwargs = torch.utils._pytree.tree_map(val, n.kwargs)
+        out = n.meta.get("val")
+        outs = [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        costs.append(_cost(func, args, kwargs, out, outs))
+    return costs
+
+
+def partition_block(block, args, kwargs, hidden, checkpointed=False, selective=None):
     """The Partition of `block` called as block(*args, **kwargs) on fake
     tensors (under the tracer's FakeTensorMode) with grad on; hidden(out)
     is the tensor the block hands on (its one output the step uses).
     checkpointed: the block under a checkpoint (remat.apply's, compiled:
-    non-reentrant), whose backward graph recomputes its forward."""
+    non-reentrant), whose backward graph recomputes its forward.
+    selective: the option's parts (COMPILED_OPTIONS) of remat.apply's
+    selective checkpoint, compiled (its policy's tags, _selective_tags).
+    The Partition's recompute_costs: the OpCosts of the forward ops its
+    backward graph runs again."""
     from torch._functorch.aot_autograd import aot_function
     from torch._inductor.compile_fx import partition_fn
     from torch._inductor.decomposition import select_decomp_table
@@ -207,7 +285,13 @@ def partition_block(block, args, kwargs, hidden, checkpointed=False):
         for i, t in zip(where, flat[len(names):]):
             filled[i] = t
         a, kw = tree_unflatten(filled, spec)
-        return hidden(torch.func.functional_call(block, weights, a, kw))
+        if selective is None:
+            return hidden(torch.func.functional_call(block, weights, a, kw))
+        import torch.fx.traceback as fx_traceback
+
+        with fx_traceback.preserve_node_meta(), _selective_tags(selective):
+            out = hidden(torch.func.functional_call(block, weights, a, kw))
+        return out
 
     found = []
 
@@ -215,12 +299,23 @@ def partition_block(block, args, kwargs, hidden, checkpointed=False):
         if checkpointed:
             _tag_recompute(joint)
         fw, bw = partition_fn(joint, joint_inputs, **options)
-        found.append(Partition(saved_tensors(fw, bw), output_bases(fw, 1), bw))
+        part = Partition(saved_tensors(fw, bw), output_bases(fw, 1), bw)
+        part.recompute_costs = _recomputed_costs(bw)
+        found.append(part)
         return fw, bw
 
     compiled = aot_function(call, fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g,
                             partition_fn=partition, decompositions=select_decomp_table())
-    compiled(*(list(named.values()) + [leaves[i] for i in where]))
+    flat = list(named.values()) + [leaves[i] for i in where]
+    # Inductor's joint-graph passes read the fake mode torch.compile sets
+    # (V.fake_mode: its random-op pass, for a block that draws, as dropout).
+    from torch._guards import detect_fake_mode
+    from torch._inductor.virtualized import V
+
+    with V.set_fake_mode(detect_fake_mode(flat)):
+        compiled(*flat)
     if not found:  # nothing needed a gradient: the forward keeps nothing
-        return Partition([], {})
+        empty = Partition([], {})
+        empty.recompute_costs = []
+        return empty
     return found[0]

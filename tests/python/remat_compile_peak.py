@@ -7,8 +7,20 @@ docs/compile.md) and of the same strategy's plan from the eager model,
 and the measured peak of the third step (the first compiles and creates
 AdamW's moments), weights, gradients and moments included, and a fourth
 step's peaks in its forward, backward and optimizer step apart.
+The first step's gradients are checked against a float64 eager step of
+the same model without a plan: "gradient_error" is the largest of each
+gradient's max |compiled - float64| over its bound, 2 K u max|float64
+gradient| (K the step's longest reduction, the vocabulary, the tokens or
+the MLP's width; u = 2^-24, fp32's unit roundoff; the bound of
+remat_compile_test.py), so at most 1 where the plan runs right.
 
-  remat_compile_peak.py MODEL STRATEGY     MODEL: llama or gpt2; STRATEGY: none or uniform
+  remat_compile_peak.py MODEL STRATEGY     MODEL: llama or gpt2; STRATEGY: none, uniform,
+                                           selective or optimal
+
+selective is the selective strategy's plan of its lowest peak; optimal the
+optimal strategy's plan at the budget halfway between the uniform plan's
+predicted peak and the none plan's (both with compile=True), where it
+checkpoints some blocks and keeps others.
 """
 import json
 import os
@@ -24,29 +36,60 @@ import remat  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "compile"))
-from tiny_models import MODELS, build, plan_options, write_config  # noqa: E402
+from tiny_models import MODELS, build, lowest_plan, plan_options, write_config  # noqa: E402
+
+
+def plans(path, strategy, options):
+    """The plan of `strategy` made with compile=True, and the same
+    strategy's plan of the eager model."""
+    # The trace runs transformers' default attention (sdpa) and takes no --attention.
+    traced = dict({k: v for k, v in options.items() if k != "attention"}, compile=True)
+    if strategy == "selective":
+        return lowest_plan(path, strategy, **traced), lowest_plan(path, strategy, **options)
+    if strategy == "optimal":
+        low, high = (remat.plan(path, budget="1GB", strategy=s, **traced).predicted_peak_bytes
+                     for s in ("uniform", "none"))
+        budget = f"{(low + high) // 2}B"
+        return (remat.plan(path, budget=budget, strategy=strategy, **traced),
+                remat.plan(path, budget=budget, strategy=strategy, **options))
+    return (remat.plan(path, budget="1GB", strategy=strategy, **traced),
+            remat.plan(path, budget="1GB", strategy=strategy, **options))
 
 
 def main(name, strategy):
     with tempfile.TemporaryDirectory() as directory:
         path = write_config(name, directory)
         options = plan_options()
-        # The trace runs transformers' default attention (sdpa) and takes no --attention.
-        traced = {k: v for k, v in options.items() if k != "attention"}
-        compiled = remat.plan(path, budget="1GB", strategy=strategy, compile=True, **traced)
-        eager = remat.plan(path, budget="1GB", strategy=strategy, **options)
+        compiled, eager = plans(path, strategy, options)
+    ids = torch.randint(0, MODELS[name]["vocab_size"], (options["micro_batch"], options["seq_len"]))
+    reference = build(name).double()
+    reference(input_ids=ids, labels=ids).loss.backward()
+    want = {n: p.grad for n, p in reference.named_parameters()}
+    del reference
     model = build(name)
     remat.apply(model, compiled)
     run = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, MODELS[name]["vocab_size"], (options["micro_batch"], options["seq_len"]))
 
     def step(_=0):
         run(input_ids=ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad()
 
-    step()
+    run(input_ids=ids, labels=ids).loss.backward()
+    cfg = MODELS[name]
+    reduction = max(cfg["vocab_size"], options["micro_batch"] * options["seq_len"],
+                    cfg.get("intermediate_size", 4 * cfg.get("n_embd", 0)))
+
+    def over_bound(n, p):
+        err = (p.grad.double() - want[n]).abs().max().item()
+        bound = 2 * reduction * 2.0 ** -24 * want[n].abs().max().item()
+        return err / bound if bound else (0.0 if err == 0 else float("inf"))
+
+    error = max(over_bound(n, p) for n, p in model.named_parameters())
+    del want
+    opt.step()
+    opt.zero_grad()
     step()
     m = remat_measure.measure(step, 1, timeline=False, meter=meter)
     # One more step, its phases' peaks apart: where the peak is.
@@ -65,9 +108,12 @@ def main(name, strategy):
     print(json.dumps({
         "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
         "source": compiled.json.get("profile", {}).get("source"),
+        "budget_bytes": compiled.budget_bytes,
+        "fits": compiled.fits,
         "predicted_peak_bytes": compiled.predicted_peak_bytes,
         "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
         "measured_peak_bytes": m.baseline_bytes + m.peak_bytes,
+        "gradient_error": error,
         "measured_phase_peak_bytes": phases}))
 
 
