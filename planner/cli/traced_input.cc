@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -70,6 +71,45 @@ std::string LastLine(const std::string& text) {
   return last;
 }
 
+// Under --compile: the first job setting that makes the step other than
+// the model's own (a sentence-transformers or classification head, the
+// MNRL loss, several texts per example), set in the config's `remat` block
+// or by its flag, as "remat.KEY VALUE" / "--flag VALUE"; empty if none. The
+// tracer traces the model's own training step (its language-modelling or
+// base head and loss), which such a job does not run.
+std::string UntracedJobSetting(const nlohmann::json& doc, const Args& args) {
+  struct Setting {
+    const char* key;
+    const char* flag;
+    std::vector<std::string> traced;  // the values the traced step runs
+  };
+  const Setting settings[] = {{"head", "head", {"default", "lm"}},
+                              {"loss", "loss", {"default", "cross_entropy"}},
+                              {"texts_per_example", "texts-per-example", {"1"}},
+                              {"pooling", "pooling", {}},
+                              {"merge_columns", "merge-columns", {"false"}},
+                              {"num_labels", "num-labels", {}}};
+  const nlohmann::json* block =
+      doc.contains("remat") && doc["remat"].is_object() ? &doc["remat"] : nullptr;
+  for (const Setting& s : settings) {
+    std::string value, where;
+    if (args.Has(s.flag)) {
+      value = args.Get(s.flag);
+      where = std::string("--") + s.flag;
+    } else if (block != nullptr && block->contains(s.key)) {
+      const nlohmann::json& v = (*block)[s.key];
+      value = v.is_string() ? v.get<std::string>() : v.dump();
+      where = std::string("remat.") + s.key;
+    } else {
+      continue;
+    }
+    if (std::find(s.traced.begin(), s.traced.end(), value) == s.traced.end()) {
+      return where + " " + value;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> TracedProfilePath(const std::string& path, const Args& args) {
@@ -95,6 +135,16 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
     return std::optional<std::string>();
   }
   const std::string type = doc["model_type"].get<std::string>();
+  if (compile) {
+    const std::string setting = UntracedJobSetting(doc, args);
+    if (!setting.empty()) {
+      return Status::Invalid(
+          "option --compile: " + config + ": " + setting +
+          " is not traced: --compile traces the model's own training step (its language-"
+          "modelling or base head and loss, one text per example), not a sentence-transformers "
+          "or classification job; plan that job without --compile");
+    }
+  }
   // A hand-written model is the eager step's; a compiled step is traced.
   if (!compile && IsHandWrittenModelType(type)) return std::optional<std::string>();
 

@@ -129,6 +129,28 @@ TEST_F(TracedInput, CompileWithoutATracerRefusedInOneLine) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
+TEST_F(TracedInput, CompileRefusesAJobTheTracedStepDoesNotRun) {
+  // A sentence-transformers job (the config's remat block, or the flag):
+  // the tracer traces the model's own step, so --compile refuses it.
+  const std::string st = dir_.Write(
+      "st.json", R"({"model_type": "bert", "remat": {"head": "pooling", "loss": "mnrl"}})");
+  Captured r = RunCli({"--budget", "1GB", "--compile", st});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option --compile: " + st + ": remat.head pooling is not traced"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  r = RunCli({"--budget", "1GB", "--compile", "--texts-per-example", "3", config_});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--texts-per-example 3 is not traced"), std::string::npos) << r.err;
+  EXPECT_EQ(Calls(), 0);
+  // The language-modelling step's own settings are traced.
+  const std::string lm = dir_.Write(
+      "lm.json", R"({"model_type": "gpt2", "remat": {"head": "lm", "texts_per_example": 1}})");
+  r = RunCli({"--budget", "1GB", "--compile", lm});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST_F(TracedInput, CompileRefusesAProfile) {
   const Captured r = RunCli({"--budget", "1GB", "--compile", dir_.Path("profile.json")});
   EXPECT_EQ(r.code, 2);
