@@ -4,6 +4,7 @@
 #include "remat/plan/plan_memo.h"
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -77,6 +78,8 @@ struct PlanMemo::Store {
   // Replays: the options and limits seen (a key's tag indexes them).
   std::vector<std::pair<AllocatorOptions, AllocatorLimit>> settings;
   std::unordered_map<Key, TrainingStepReplay, KeyHash> replays;
+  // plan_memo::Keep's values, by name.
+  std::map<std::string, std::shared_ptr<const void>> kept;
 
   bool Room(size_t more) const { return held + more <= kMaxHeldPoints; }
 };
@@ -199,6 +202,21 @@ Result<TrainingStepReplay> Replayed(const Profile& profile, const Schedule& sche
     store->held += size;
   }
   return result;
+}
+
+std::shared_ptr<const void> Kept(const Profile& profile, const std::string& name) {
+  std::shared_ptr<PlanMemo::Store> store = StoreFor(profile);
+  if (store == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(store->mu);
+  auto it = store->kept.find(name);
+  return it == store->kept.end() ? nullptr : it->second;
+}
+
+void Keep(const Profile& profile, const std::string& name, std::shared_ptr<const void> value) {
+  std::shared_ptr<PlanMemo::Store> store = StoreFor(profile);
+  if (store == nullptr) return;
+  std::lock_guard<std::mutex> lock(store->mu);
+  store->kept.emplace(name, std::move(value));
 }
 
 }  // namespace plan_memo

@@ -6,7 +6,12 @@
 // Without a budget: every block checkpointed and every checkpoint offloaded,
 // the lowest device peak offload reaches (as far as the host budget allows).
 // With one: the fastest (k, j) that fits, every candidate simulated (its
-// totals; the one kept again in full).
+// totals; the one kept again in full) once for a profile, the solves at
+// the fit search's other tensor budgets choosing among the same candidates.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "remat/io/units.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/schedule/decisions.h"
@@ -25,6 +30,95 @@ std::vector<int> Offloadable(const std::vector<LayerDecision>& d) {
     }
   }
   return out;
+}
+
+// Uniform's layer list of a checkpoint every `k` blocks, its movable
+// checkpoints, and how many of those the host budget holds (all resident at
+// once at the start of backward).
+struct EveryK {
+  std::vector<LayerDecision> decisions;
+  std::vector<int> movable;
+  int most = 0;
+};
+
+EveryK LayerList(const Profile& p, const std::vector<int>& blocks, int k) {
+  const int n = static_cast<int>(blocks.size());
+  std::vector<char> start(n);
+  for (int b = 0; b < n; ++b) start[b] = b % k == 0;
+  EveryK e;
+  e.decisions = SegmentDecisions(p.num_layers(), blocks, start);
+  e.movable = Offloadable(e.decisions);
+  const int64_t host_budget = p.host_link.budget_bytes;
+  for (int64_t host = 0; e.most < static_cast<int>(e.movable.size()); ++e.most) {
+    host += p.layers[e.movable[e.most] - 1].output_bytes;
+    if (host_budget > 0 && host > host_budget) break;
+  }
+  return e;
+}
+
+// `kept` (the layer list's schedule, BuildSingleLevelSchedule) with its
+// first `j` movable checkpoints offloaded: BuildSingleLevelSchedule's
+// InsertOffloads of them (kOffload decisions on those layers).
+Result<Schedule> Offloaded(const EveryK& e, const Schedule& kept, int j) {
+  if (j == 0) return kept;
+  return InsertOffloads(kept, std::vector<int>(e.movable.begin(), e.movable.begin() + j),
+                        kOffloadPrefetchLead);
+}
+
+std::string Parameter(int k, int j) {
+  return "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded";
+}
+
+// One (k, j) of the search under a budget: its plan without a budget,
+// simulated for its totals, its schedule left out (made again for the one
+// kept).
+struct Candidate {
+  int k = 0;
+  int j = 0;
+  Plan plan;
+};
+
+// Every (k, j) with k from 1 to the blocks and j from 1 to the movable
+// checkpoints the host holds, in that order. None depends on the budget:
+// the searches at every tensor budget of one profile share them
+// (plan_memo::Keep).
+Result<std::vector<Candidate>> Candidates(const Profile& p, const std::vector<int>& blocks) {
+  std::vector<Candidate> out;
+  const int n = static_cast<int>(blocks.size());
+  for (int k = 1; k <= n; ++k) {
+    const EveryK e = LayerList(p, blocks, k);
+    if (e.most < 1) continue;
+    REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
+    for (int j = 1; j <= e.most; ++j) {
+      REMAT_ASSIGN_OR_RETURN(Schedule schedule, Offloaded(e, kept, j));
+      REMAT_ASSIGN_OR_RETURN(
+          Plan plan, MakePlanFromSchedule(p, Strategy::kOffload, Parameter(k, j),
+                                          std::move(schedule), 0, SimulationDetail::kTotals));
+      plan.schedule = Schedule{};
+      out.push_back(Candidate{k, j, std::move(plan)});
+    }
+  }
+  return out;
+}
+
+// Candidates(p, blocks), kept while a memo is open for `p`.
+Result<std::shared_ptr<const std::vector<Candidate>>> KeptCandidates(
+    const Profile& p, const std::vector<int>& blocks) {
+  static const std::string kName = "offload candidates";
+  if (std::shared_ptr<const void> kept = plan_memo::Kept(p, kName)) {
+    return std::static_pointer_cast<const std::vector<Candidate>>(kept);
+  }
+  REMAT_ASSIGN_OR_RETURN(std::vector<Candidate> made, Candidates(p, blocks));
+  auto shared = std::make_shared<const std::vector<Candidate>>(std::move(made));
+  plan_memo::Keep(p, kName, shared);
+  return shared;
+}
+
+// Whether a candidate's plan (made without a budget) fits `budget_bytes`:
+// MakePlanFromSchedule's Fits at that budget (no replay: only the device
+// total and the host's peak count, and the host's does not change).
+bool FitsAt(const Plan& unbudgeted, int64_t budget_bytes) {
+  return unbudgeted.fits && (budget_bytes <= 0 || unbudgeted.memory.total_bytes <= budget_bytes);
 }
 
 class OffloadSolver : public StrategySolver {
@@ -46,46 +140,49 @@ class OffloadSolver : public StrategySolver {
     const int64_t host_budget = p.host_link.budget_bytes;
     Plan best;
     bool have = false;
-    auto try_every = [&](int k, bool all_only) -> Status {
-      std::vector<char> start(n);
-      for (int b = 0; b < n; ++b) start[b] = b % k == 0;
-      std::vector<LayerDecision> d = SegmentDecisions(p.num_layers(), blocks, start);
-      const std::vector<int> movable = Offloadable(d);
-      // The most checkpoints the host budget holds (all resident at once
-      // at the start of backward).
-      int most = 0;
-      for (int64_t host = 0; most < static_cast<int>(movable.size()); ++most) {
-        host += p.layers[movable[most] - 1].output_bytes;
-        if (host_budget > 0 && host > host_budget) break;
-      }
-      // The layer list's schedule, built once: offloading its first j
-      // movable checkpoints is BuildSingleLevelSchedule's InsertOffloads
-      // of them (kOffload decisions on those layers).
-      const int first = all_only ? most : 1;
-      if (first > most) return Status::Ok();
-      REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, d, {}));
-      for (int j = first; j <= most; ++j) {
-        Schedule schedule;
-        if (j == 0) {
-          schedule = kept;
-        } else {
-          REMAT_ASSIGN_OR_RETURN(
-              schedule, InsertOffloads(kept, std::vector<int>(movable.begin(), movable.begin() + j),
-                                       kOffloadPrefetchLead));
-        }
-        REMAT_ASSIGN_OR_RETURN(
-            Plan plan, MakePlanFromSchedule(
-                           p, strategy(),
-                           "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded",
-                           std::move(schedule), o.budget_bytes, SimulationDetail::kTotals));
-        KeepBetter(std::move(plan), &best, &have);
-      }
-      return Status::Ok();
-    };
     if (o.every > 0 || o.budget_bytes <= 0) {
-      REMAT_RETURN_IF_ERROR(try_every(o.every > 0 ? o.every : 1, o.budget_bytes <= 0));
+      // One k: every j from 1 (or only the most the host holds).
+      const int k = o.every > 0 ? o.every : 1;
+      const EveryK e = LayerList(p, blocks, k);
+      const int first = o.budget_bytes <= 0 ? e.most : 1;
+      if (first <= e.most) {
+        REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
+        for (int j = first; j <= e.most; ++j) {
+          REMAT_ASSIGN_OR_RETURN(Schedule schedule, Offloaded(e, kept, j));
+          REMAT_ASSIGN_OR_RETURN(
+              Plan plan, MakePlanFromSchedule(p, strategy(), Parameter(k, j), std::move(schedule),
+                                              o.budget_bytes, SimulationDetail::kTotals));
+          KeepBetter(std::move(plan), &best, &have);
+        }
+      }
     } else {
-      for (int k = 1; k <= n; ++k) REMAT_RETURN_IF_ERROR(try_every(k, false));
+      // Every (k, j): the fastest that fits (BetterPlan), each candidate's
+      // plan at this budget compared through a probe of what BetterPlan reads.
+      REMAT_ASSIGN_OR_RETURN(const std::shared_ptr<const std::vector<Candidate>> candidates,
+                             KeptCandidates(p, blocks));
+      const std::vector<Candidate>& c = *candidates;
+      Plan probe, kept_probe;
+      size_t pick = 0;
+      for (size_t i = 0; i < c.size(); ++i) {
+        probe.fits = FitsAt(c[i].plan, o.budget_bytes);
+        probe.predicted.step_ms = c[i].plan.predicted.step_ms;
+        probe.memory.total_bytes = c[i].plan.memory.total_bytes;
+        if (i == 0 || BetterPlan(probe, kept_probe)) {
+          pick = i;
+          kept_probe.fits = probe.fits;
+          kept_probe.predicted.step_ms = probe.predicted.step_ms;
+          kept_probe.memory.total_bytes = probe.memory.total_bytes;
+        }
+      }
+      if (!c.empty()) {
+        best = c[pick].plan;
+        best.budget_bytes = o.budget_bytes;
+        best.fits = kept_probe.fits;
+        const EveryK e = LayerList(p, blocks, c[pick].k);
+        REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
+        REMAT_ASSIGN_OR_RETURN(best.schedule, Offloaded(e, kept, c[pick].j));
+        have = true;
+      }
     }
     if (!have) {
       return Status::Invalid("offload: no checkpoint can move (the host budget of " +

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "remat/device/device_memory.h"
@@ -58,6 +59,24 @@ TEST(PlanMemo, ReusesASimulationOfTheSameSchedule) {
   ExpectSamePrediction(alone, again);
   EXPECT_EQ(memo.stats().simulations_run, 1);
   EXPECT_EQ(memo.stats().simulations_reused, 1);
+}
+
+TEST(PlanMemo, KeepsAValueForTheProfileWhileOpen) {
+  const Profile p = Chain();
+  Profile other = p;
+  plan_memo::Keep(p, "n", std::make_shared<const int>(1));  // no memo open: not kept
+  EXPECT_EQ(plan_memo::Kept(p, "n"), nullptr);
+  {
+    PlanMemo memo(p);
+    plan_memo::Keep(p, "n", std::make_shared<const int>(2));
+    plan_memo::Keep(p, "n", std::make_shared<const int>(3));  // the first value stays
+    const std::shared_ptr<const void> kept = plan_memo::Kept(p, "n");
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(*std::static_pointer_cast<const int>(kept), 2);
+    EXPECT_EQ(plan_memo::Kept(p, "other name"), nullptr);
+    EXPECT_EQ(plan_memo::Kept(other, "n"), nullptr);
+  }
+  EXPECT_EQ(plan_memo::Kept(p, "n"), nullptr);
 }
 
 TEST(PlanMemo, AnotherProfileObjectIsSimulatedAfresh) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "remat/plan/plan.h"
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 
 namespace remat {
@@ -163,6 +164,28 @@ TEST(OffloadStrategy, PlanIsTheBestOfEveryCandidateSimulatedInFull) {
     EXPECT_EQ(plan.predicted.layer_bytes_at_peak, want.predicted.layer_bytes_at_peak) << budget;
   }
   EXPECT_GT(fitting, 5);
+  // The solver at every budget, one memo open on the profile (as in one fit
+  // search: the candidates made at the first budget are chosen among at
+  // the others): the same plan as the reference, fitting or not.
+  const StrategySolver* solver = FindSolver(Strategy::kOffload);
+  ASSERT_NE(solver, nullptr);
+  PlanMemo memo(p);
+  for (int64_t budget = 9000; budget >= 1500; budget -= 250) {
+    o.budget_bytes = budget;
+    const Plan want = reference(budget);
+    Result<Plan> plan = solver->Solve(p, o);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(plan->fits, want.fits) << budget;
+    EXPECT_EQ(plan->budget_bytes, want.budget_bytes) << budget;
+    EXPECT_EQ(plan->parameter, want.parameter) << budget;
+    EXPECT_EQ(plan->decisions, want.decisions) << budget;
+    EXPECT_EQ(plan->schedule.ops.size(), want.schedule.ops.size()) << budget;
+    EXPECT_EQ(plan->memory.total_bytes, want.memory.total_bytes) << budget;
+    EXPECT_EQ(plan->predicted.peak_bytes, want.predicted.peak_bytes) << budget;
+    EXPECT_EQ(plan->predicted.host_peak_bytes, want.predicted.host_peak_bytes) << budget;
+    EXPECT_DOUBLE_EQ(plan->predicted.step_ms, want.predicted.step_ms) << budget;
+    EXPECT_EQ(plan->predicted.layer_bytes_at_peak, want.predicted.layer_bytes_at_peak) << budget;
+  }
 }
 
 TEST(OffloadStrategy, AutoWeighsItOnlyWithALink) {

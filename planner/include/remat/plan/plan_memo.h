@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "remat/device/caching_allocator.h"
 #include "remat/plan/plan.h"
@@ -61,6 +62,13 @@ Result<SimulationResult> Simulated(const Profile& profile, const Schedule& sched
 // for `profile` when there is one.
 Result<TrainingStepReplay> Replayed(const Profile& profile, const Schedule& schedule,
                                     const AllocatorOptions& options, const AllocatorLimit& limit);
+
+// What a solver derives from `profile` alone (no budget), kept under
+// `name` while a memo is open for it: the value kept there, or null where
+// none is (or no memo is open). Keep it with Keep; the first value kept
+// under a name stays.
+std::shared_ptr<const void> Kept(const Profile& profile, const std::string& name);
+void Keep(const Profile& profile, const std::string& name, std::shared_ptr<const void> value);
 
 }  // namespace plan_memo
 }  // namespace remat
