@@ -34,11 +34,9 @@ int64_t Scaled(int64_t bytes, double ratio) {
   return static_cast<int64_t>(static_cast<double>(bytes) * ratio + 0.5);
 }
 
-}  // namespace
-
-Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Parallelism& p) {
-  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
-  REMAT_ASSIGN_OR_RETURN(analytic::TransformerGraph tg, analytic::BuildTransformerGraph(config));
+// RankShares of the model graph `tg` (BuildTransformerGraph(config)).
+std::vector<RankShare> SharesOf(const ModelConfig& config, const Parallelism& p,
+                                const analytic::TransformerGraph& tg) {
   const ModelConfig c = WithDefaults(config);
   const int64_t chunks = p.pipeline * p.virtual_stages;
   std::vector<RankShare> shares(p.pipeline);
@@ -106,10 +104,24 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
   return shares;
 }
 
+}  // namespace
+
+Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Parallelism& p) {
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
+  REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
+                         analytic::BuildTransformerGraph(config));
+  return SharesOf(config, p, tg);
+}
+
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p) {
-  REMAT_ASSIGN_OR_RETURN(const std::vector<RankShare> shares, RankShares(config, p));
-  const int64_t all = ParameterCount(config), all_trained = TrainableParameterCount(config);
+  // One graph of the model for the shares and both parameter counts
+  // (ParameterCount and TrainableParameterCount build the same one).
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
+  REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
+                         analytic::BuildTransformerGraph(config));
+  const std::vector<RankShare> shares = SharesOf(config, p, tg);
+  const int64_t all = tg.parameters, all_trained = tg.trainable_parameters;
   // Bytes per parameter of the job's model state (buffers ride with the
   // weights) and of its fp32 master weights.
   const ReplicaState model = ReplicaOfProfile(whole);
