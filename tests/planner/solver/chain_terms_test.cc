@@ -61,20 +61,28 @@ class RandomChoices {
   mutable std::map<std::pair<int, int>, IntervalChoice> chosen_;
 };
 
+// The random choices of `seed` over `p`'s whole chain, emitted and
+// simulated: the interval model's peak (and recompute time) against the
+// simulator's.
+void ExpectTheSimulatedPeak(const Profile& p, uint32_t seed) {
+  const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
+  const RandomChoices choices(terms, seed);
+  OpEmitter emitter(p.num_layers());
+  EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
+  const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
+  Result<SimulationResult> sim = Simulate(p, schedule);
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
+  EXPECT_NEAR(sim->recompute_ms, choices.RecomputeMs(0, p.num_layers()), 1e-9) << p.model;
+}
+
+Profile RandomChainOf(uint32_t seed) {
+  return seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
+                       : testing::RandomChain(1 + seed % 12, seed);
+}
+
 TEST(IntervalModel, PredictsTheSimulatedPeakAndRecomputeTime) {
-  for (uint32_t seed = 1; seed <= 60; ++seed) {
-    const Profile p = seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
-                                    : testing::RandomChain(1 + seed % 12, seed);
-    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
-    const RandomChoices choices(terms, seed);
-    OpEmitter emitter(p.num_layers());
-    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
-    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
-    Result<SimulationResult> sim = Simulate(p, schedule);
-    ASSERT_TRUE(sim.ok()) << sim.status().message();
-    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
-    EXPECT_NEAR(sim->recompute_ms, choices.RecomputeMs(0, p.num_layers()), 1e-9) << p.model;
-  }
+  for (uint32_t seed = 1; seed <= 60; ++seed) ExpectTheSimulatedPeak(RandomChainOf(seed), seed);
 }
 
 // Backwards that release saved bytes before their peaks (a negative
@@ -82,19 +90,9 @@ TEST(IntervalModel, PredictsTheSimulatedPeakAndRecomputeTime) {
 // peak is still the simulated one, where the release never exceeds a[s].
 TEST(IntervalModel, PredictsTheSimulatedPeakWithNegativeBackwardWorkspaces) {
   for (uint32_t seed = 1; seed <= 60; ++seed) {
-    const Profile p = testing::WithNegativeBackwardWorkspaces(
-        seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
-                      : testing::RandomChain(1 + seed % 12, seed),
-        seed);
+    const Profile p = testing::WithNegativeBackwardWorkspaces(RandomChainOf(seed), seed);
     ASSERT_TRUE(ValidateProfile(p, p.model).ok());
-    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
-    const RandomChoices choices(terms, seed);
-    OpEmitter emitter(p.num_layers());
-    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
-    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
-    Result<SimulationResult> sim = Simulate(p, schedule);
-    ASSERT_TRUE(sim.ok()) << sim.status().message();
-    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
+    ExpectTheSimulatedPeak(p, seed);
   }
 }
 
