@@ -649,10 +649,13 @@ class Peak(unittest.TestCase):
         options = dict(budget="3538000B", strategy="selective")
         result = self.assertPredicted(self.plan(**options), options)
         self.assertEqual(result["options"], ["attention_core"] * 4)
+        # Below it, optimal mixes selective options over the blocks (and
+        # may keep one whole, checkpointing the final norm instead).
         options = dict(budget="3.2MB", strategy="optimal")
         result = self.assertPredicted(self.plan(**options), options)
-        self.assertEqual(set(result["decisions"]), {"selective"})
-        self.assertGreater(len(set(result["options"])), 1)
+        selective = [o for d, o in zip(result["decisions"], result["options"]) if d == "selective"]
+        self.assertGreaterEqual(len(selective), 3, result["decisions"])
+        self.assertGreater(len(set(selective)), 1, result["options"])
 
     def test_segments_recomputing_blocks_selectively_predict_their_peak(self):
         # 32 narrow blocks: 4% above its lowest peak the optimal plan
