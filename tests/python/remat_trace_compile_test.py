@@ -136,11 +136,15 @@ class TracedSavedTensors(unittest.TestCase):
         # (The first block compiled alone: the blocks are alike.)
         for saved_bytes, shapes in compiled_partitions(name, uniform, count=1):
             self.assertEqual(saved_bytes, 0, shapes)
-        # Under remat.apply's selective plan (attention_core on every block)
-        # each compiled block keeps what the trace's option keeps.
+        # Under remat.apply's selective plan (attention_core on the blocks;
+        # at its lowest peak the last block may stay whole, the peak lying
+        # elsewhere) the first block, compiled, keeps what the trace's
+        # option keeps.
         selective = lowest_plan(write_config(name, self.dir.name), "selective", **options)
-        self.assertEqual({(l["decision"], l.get("selective_option")) for l in selective.layers
-                          if l["kind"] == "block"}, {("selective", "attention_core")})
+        chosen = [(l["decision"], l.get("selective_option")) for l in selective.layers
+                  if l["kind"] == "block"]
+        self.assertEqual(chosen[0], ("selective", "attention_core"), chosen)
+        self.assertLessEqual(set(chosen), {("selective", "attention_core"), ("keep", None)}, chosen)
         (option,) = traced[0]["selective"]
         self.assertEqual(option["name"], "attention_core")
         real = compiled_partitions(name, selective, count=1)
