@@ -101,20 +101,12 @@ TEST(IntervalModel, PredictsTheSimulatedPeakWithNegativeBackwardWorkspaces) {
 // recompute another recompute follows, as the simulator does.
 TEST(IntervalModel, CountsTheRecomputeGathersAsTheSimulator) {
   for (uint32_t seed = 1; seed <= 60; ++seed) {
-    Profile p = seed % 3 == 0 ? testing::TransformerChain(1 + seed % 7, seed)
-                              : testing::RandomChain(1 + seed % 12, seed);
+    Profile p = RandomChainOf(seed);
     std::mt19937 rng(seed);
     for (LayerProfile& l : p.layers) {
       if (rng() % 3 != 0) l.recompute_gather_bytes = 1 + rng() % (int64_t{1} << 30);
     }
-    const ChainTerms terms(p, MemoryUnits::Bytes(int64_t{1} << 40));
-    const RandomChoices choices(terms, seed);
-    OpEmitter emitter(p.num_layers());
-    EmitInterval(terms, 0, p.num_layers(), 0, choices, &emitter);
-    const Schedule schedule = AddFrees(emitter.Finish(), p.num_layers());
-    Result<SimulationResult> sim = Simulate(p, schedule);
-    ASSERT_TRUE(sim.ok()) << sim.status().message();
-    EXPECT_EQ(sim->activation_peak_bytes, choices.Need(0, p.num_layers())) << p.model;
+    ExpectTheSimulatedPeak(p, seed);
   }
 }
 
