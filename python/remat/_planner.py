@@ -260,7 +260,8 @@ class GraphPlan(Plan):
 
 def plan(model, budget, **options):
     """Plans `model` (a path to model.json, config.json or a profile, or a
-    dict of one) under `budget` ("24GB", "80GiB" or bytes as an int).
+    dict of one) under `budget` ("24GB", "80GiB" or bytes as an int; None:
+    no budget, each strategy's default, as `planner` without --budget).
 
     Any option of `planner --help` is a keyword: strategy="optimal",
     micro_batch=8, seq_len=2048, precision="amp_bf16", global_batch=256,
@@ -282,11 +283,11 @@ _EXPORT_NOTE = "planner: export: "
 
 def _plan_command(model, budget, options, shown):
     """Runs `planner --budget BUDGET <shown> --quiet <options> MODEL`; an
-    int budget is bytes."""
+    int budget is bytes, None leaves --budget out."""
     if isinstance(budget, int) and not isinstance(budget, bool):
         budget = f"{budget}B"
     with _Input(model) as path:
-        args = ["--budget", _flag_value(budget)] + shown + ["--quiet"]
+        args = ([] if budget is None else ["--budget", _flag_value(budget)]) + shown + ["--quiet"]
         args += _options(options) + [path]
         return run_planner(args)
 

@@ -135,6 +135,42 @@ TEST(Export, HfExpressesEveryNthBlockFromTheFirst) {
   EXPECT_FALSE(j["gradient_checkpointing_kwargs"].contains("every_n_layers")) << c.out;
 }
 
+// transformers' offload (save_on_cpu around each block's checkpoint) copies
+// in line: every block checkpointed with every movable checkpoint offloaded
+// over an in-line link is exact; over an overlapped link those decisions
+// are exported with their copies in line, planned so; a plan that offloads
+// only some checkpoints is not expressed (remat.apply runs it).
+TEST(Export, HfOffloadsEveryBlockWhereThePlanDoes) {
+  Captured c =
+      RunCli({"--quiet", "--export", "hf", "--strategy", "offload", "--host-link", "cpu", kExample});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_TRUE(Has(c.err, "hf runs the plan exactly: offload (every 1, 11 offloaded)")) << c.err;
+  nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["gradient_checkpointing"], true);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["offload"], true);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["use_reentrant"], false);
+  EXPECT_FALSE(j["gradient_checkpointing_kwargs"].contains("every_n_layers")) << c.out;
+  // 11 GiB: below every block checkpointed on the device (11.42 GiB), above
+  // every block offloaded (10.90 GiB). Over pcie4 the plan offloads 10 of
+  // the 11 movable checkpoints; hf offloads them all, in line.
+  c = RunCli({"--budget", "11GiB", "--quiet", "--export", "hf", "--strategy", "offload",
+              "--host-link", "pcie4", kExample});
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_TRUE(Has(c.err, "cannot express offload (every 1, 10 offloaded)")) << c.err;
+  EXPECT_TRUE(Has(c.err,
+                  "exporting the closest plan it can, offload (every 1, 11 offloaded, copies in "
+                  "line), predicted 10.90 GiB (fits 11.00 GiB)"))
+      << c.err;
+  EXPECT_TRUE(Has(c.err, "remat.apply(model, plan) applies offload (every 1, 10 offloaded) exactly"))
+      << c.err;
+  j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["gradient_checkpointing_kwargs"]["offload"], true) << c.out;
+  // Without a link nothing offloads.
+  c = Export("hf", {"--every", "1"});
+  j = nlohmann::json::parse(c.out);
+  EXPECT_FALSE(j["gradient_checkpointing_kwargs"].contains("offload")) << c.out;
+}
+
 TEST(Export, TorchtitanFullAndEveryNthBlock) {
   Captured c = Export("torchtitan", {"--every", "1"});
   EXPECT_TRUE(Has(c.out, "[activation_checkpoint]\nmode = \"full\"\n")) << c.out;

@@ -86,7 +86,9 @@ NEEDS = {"llama": ("torch", "transformers"),
 
 # `planner --export hf` as printed, in transformers' Trainer
 # (remat_trainer_peak.py): plans hf runs exactly (its own checkpointing, or
-# none), with gradient accumulation, and one it does not (remat.apply).
+# none), with gradient accumulation, every block offloaded over an in-line
+# link without a budget (transformers' offload), and one it does not
+# (remat.apply).
 TRAINER_CELLS = [
     {"name": "every-block", "at": 0.5, "plan": {"strategy": "uniform", "every": 1}},
     {"name": "none", "at": 1.05, "plan": {"strategy": "none"}},
@@ -95,6 +97,8 @@ TRAINER_CELLS = [
     {"name": "accumulation", "at": 0.5,
      "plan": {"strategy": "uniform", "every": 1, "grad_accumulation": 2}},
     {"name": "segments", "at": 0.5, "plan": {"strategy": "segment", "segments": 2}},
+    {"name": "every-block-offloaded", "at": None,
+     "plan": {"strategy": "offload", "host_link": "cpu"}},
 ]
 
 
@@ -184,6 +188,7 @@ class HfExportAsPrinted(unittest.TestCase):
     def test_trainer_with_the_exported_fields_peaks_as_predicted(self):
         needs.skip_without(self, "torch", "transformers", "accelerate")
         results = run_child(self, [TRAINER], TRAINER_CELLS)
+        by_name = {cell["name"]: cell for cell in results}
         for cell in results:
             print(f"trainer {cell['name']}: {cell['strategy']} {cell['parameter']}, exact "
                   f"{cell['exact']}, predicted {cell['predicted_peak_bytes']:,} B, measured "
@@ -197,17 +202,40 @@ class HfExportAsPrinted(unittest.TestCase):
                 self.assertEqual(cell["exact"], cell["name"] != "segments", cell["note"])
                 self.assertEqual(cell["trainer_checkpointing"],
                                  cell["name"] in ("every-block", "accumulation",
-                                                  "every-other-block"))
+                                                  "every-other-block", "every-block-offloaded"))
+                kwargs = cell["export"].get("gradient_checkpointing_kwargs", {})
+                self.assertEqual(kwargs.get("offload", False),
+                                 cell["name"] == "every-block-offloaded")
                 if cell["name"] == "every-other-block":
-                    kwargs = cell["export"]["gradient_checkpointing_kwargs"]
                     self.assertEqual(kwargs["every_n_layers"], 2)
                     self.assertEqual(cell["trainer_checkpointed_blocks"], [0, 2])
                 self.assertEqual(cell["trainer_sees"]["gradient_accumulation_steps"],
                                  cell["export"]["gradient_accumulation_steps"])
                 predicted, measured = cell["predicted_peak_bytes"], cell["measured_peak_bytes"]
+                if cell["name"] == "every-block-offloaded":
+                    self.check_offloaded(cell, by_name["every-block"])
+                    # On a CPU the host is the same memory: the meter sees
+                    # every block checkpointed's peak.
+                    predicted = by_name["every-block"]["predicted_peak_bytes"]
+                else:
+                    self.assertEqual(cell["offloaded_bytes_per_forward"], 0)
                 self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE,
                                      f"measured {measured:,} B against predicted {predicted:,} B")
-                self.assertLess(measured, cell["budget_bytes"])
+                if cell["budget_bytes"] > 0:
+                    self.assertLess(measured, cell["budget_bytes"])
+
+    def check_offloaded(self, cell, every_block):
+        """transformers' offload moves the inputs of the blocks the plan
+        offloads (1, 2, 3: block 0's input is an output of the embedding,
+        run with grad, which remat keeps) and block 0's input too, once
+        per forward; the copies change no value."""
+        self.assertIn("offload (every 1, 3 offloaded)", cell["note"])
+        self.assertEqual(cell["trainer_checkpointed_blocks"], [0, 1, 2, 3])
+        self.assertEqual(cell["host_peak_bytes"], 3 * cell["block_input_bytes"])
+        self.assertEqual(cell["offloaded_tensors_per_forward"], 4)
+        self.assertEqual(cell["offloaded_bytes_per_forward"],
+                         cell["host_peak_bytes"] + cell["block_input_bytes"])
+        self.assertEqual(cell["weights_sha256"], every_block["weights_sha256"])
 
 
 if __name__ == "__main__":

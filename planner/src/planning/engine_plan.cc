@@ -40,11 +40,16 @@ bool HasAttentionCore(const Profile& profile) {
 
 // The shapes `engine` takes whose n the decisions of `plan` imply: the
 // candidates for an exact expression.
+// `in_line_link`: the profile has a host link whose copies run in line
+// (transformers' offload copies on the compute stream: only such a plan is
+// the one it runs).
 std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecision>& blocks,
-                                     bool attention_core) {
+                                     bool attention_core, bool in_line_link) {
   std::vector<int> checkpointed;
+  bool offloads = false;
   for (int i = 0; i < static_cast<int>(blocks.size()); ++i) {
     if (blocks[i] == LayerDecision::kCheckpoint) checkpointed.push_back(i);
+    offloads = offloads || blocks[i] == LayerDecision::kOffload;
   }
   const int count = static_cast<int>(checkpointed.size());
   const int chunk =
@@ -62,6 +67,7 @@ std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecis
     case Engine::kHf:
       out.push_back({EngineShape::kChunks, 1});
       if (from_first >= 2) out.push_back({EngineShape::kEveryNthFromFirst, from_first});
+      if (offloads && in_line_link) out.push_back({EngineShape::kEveryBlockOffloaded, 1});
       break;
     case Engine::kDeepspeed:
       if (count >= 1) out.push_back({EngineShape::kChunks, chunk});
@@ -80,8 +86,10 @@ std::vector<ShapeAt> ExactCandidates(Engine engine, const std::vector<LayerDecis
 }
 
 // The shapes `engine` takes, each to be planned; the closest is the best.
-// kChunks with n = 0: the best chunk length under the budget.
-std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention_core) {
+// kChunks with n = 0: the best chunk length under the budget. `link`: the
+// profile has a host link (hf's offload is weighed; a checkpoint can move
+// only with two blocks or more).
+std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention_core, bool link) {
   std::vector<ShapeAt> out = {{EngineShape::kNone, 0}};
   switch (engine) {
     case Engine::kPytorch:
@@ -89,6 +97,7 @@ std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention
     case Engine::kHf:
       out.push_back({EngineShape::kChunks, 1});
       for (int n = 2; n <= blocks; ++n) out.push_back({EngineShape::kEveryNthFromFirst, n});
+      if (link && blocks >= 2) out.push_back({EngineShape::kEveryBlockOffloaded, 1});
       break;
     case Engine::kDeepspeed:
       out.push_back({EngineShape::kChunks, 0});
@@ -103,6 +112,28 @@ std::vector<ShapeAt> ClosestCandidates(Engine engine, int blocks, bool attention
       break;
   }
   return out;
+}
+
+// kEveryBlockOffloaded: remat's offload strategy at every 1 without a
+// budget (every movable checkpoint offloaded) on `profile` with its link in
+// line and no host budget (transformers offloads every block's input
+// whatever the host holds), then accounted against the budget, the device
+// memory terms and the host budget. Over an overlapped link the plan's
+// setting says its copies run in line.
+Result<Plan> PlanEveryBlockOffloaded(const Profile& profile, const PlanOptions& options) {
+  Profile in_line = profile;
+  in_line.host_link.overlapped = false;
+  in_line.host_link.budget_bytes = 0;
+  PlanOptions o;
+  o.strategy = Strategy::kOffload;
+  o.every = 1;
+  REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(in_line, o));
+  Plan plan = std::move(plans.chosen);
+  if (profile.host_link.overlapped) plan.parameter += ", copies in line";
+  in_line.host_link.budget_bytes = profile.host_link.budget_bytes;
+  REMAT_RETURN_IF_ERROR(
+      AccountPlanMemory(in_line, options.device_memory, options.budget_bytes, &plan));
+  return plan;
 }
 
 // `shape` at `n` planned with the budget and device memory of `options`:
@@ -138,6 +169,8 @@ Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, in
       o.strategy = Strategy::kSelective;
       for (int i = 0; i < blocks; ++i) o.selective_layers.push_back(i);
       break;
+    case EngineShape::kEveryBlockOffloaded:
+      return PlanEveryBlockOffloaded(job.profile, options);
   }
   REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(job.profile, o));
   return std::move(plans.chosen);
@@ -239,6 +272,7 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   const std::vector<LayerDecision> blocks = BlockDecisions(profile, plan);
   const int count = static_cast<int>(blocks.size());
   const bool attention_core = HasAttentionCore(profile);
+  const bool link = profile.host_link.present();
   // The engine's shapes are planned on the job its configuration runs: the
   // job itself where it runs the job's chunked loss, else the job with the
   // loss the engine runs (whole, or Liger-Kernel's count).
@@ -248,7 +282,8 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   }
   const Job& runs = engine_job ? *engine_job : job;
   for (ShapeAt s : engine_job ? std::vector<ShapeAt>{}
-                              : ExactCandidates(engine, blocks, attention_core)) {
+                              : ExactCandidates(engine, blocks, attention_core,
+                                                link && !profile.host_link.overlapped)) {
     if (s.shape != EngineShape::kNone && (s.n < 0 || s.n > count)) continue;
     REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
     if (SameDecisions(candidate, plan)) {
@@ -260,7 +295,7 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   }
   out.exact = false;
   std::optional<Plan> best;
-  for (ShapeAt s : ClosestCandidates(engine, count, attention_core)) {
+  for (ShapeAt s : ClosestCandidates(engine, count, attention_core, link)) {
     REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(runs, options, s, count));
     if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(runs.profile, candidate);
     if (!best || BetterPlan(candidate, *best)) {

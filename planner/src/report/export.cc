@@ -73,13 +73,18 @@ std::string Hf(const EnginePlan& e, const Profile& profile, const ReportContext&
   Json j;
   if (profile.micro_batch > 0) j["per_device_train_batch_size"] = profile.micro_batch;
   j["gradient_accumulation_steps"] = ctx.grad_accumulation;
-  const bool on = e.shape == EngineShape::kChunks || e.shape == EngineShape::kEveryNthFromFirst;
+  const bool on = e.shape == EngineShape::kChunks || e.shape == EngineShape::kEveryNthFromFirst ||
+                  e.shape == EngineShape::kEveryBlockOffloaded;
   j["gradient_checkpointing"] = on;
   if (on) j["gradient_checkpointing_kwargs"] = {{"use_reentrant", false}};
-  // transformers (5.x) reads every_n_layers from these kwargs and passes
-  // the rest to torch.utils.checkpoint.
+  // transformers (5.x) reads every_n_layers and offload from these kwargs
+  // and passes the rest to torch.utils.checkpoint; offload runs each
+  // checkpoint under torch.autograd.graph.save_on_cpu.
   if (e.shape == EngineShape::kEveryNthFromFirst) {
     j["gradient_checkpointing_kwargs"]["every_n_layers"] = e.n;
+  }
+  if (e.shape == EngineShape::kEveryBlockOffloaded) {
+    j["gradient_checkpointing_kwargs"]["offload"] = true;
   }
   if (MixedPrecision(ctx)) j[HalfOf(ctx) == Half::kBf16 ? "bf16" : "fp16"] = true;
   // bitsandbytes' AdamW with 8-bit block-wise state, as --optimizer
@@ -352,7 +357,8 @@ std::string Prediction(const Plan& p) {
 const char* Switch(Engine engine) {
   switch (engine) {
     case Engine::kHf:
-      return "hf's gradient_checkpointing (none, every block, every n-th block from the first)";
+      return "hf's gradient_checkpointing (none, every block, every n-th block from the first, "
+             "every block offloaded with in-line copies)";
     case Engine::kDeepspeed:
       return "deepspeed's activation checkpointing (chunks of blocks)";
     case Engine::kMegatron:

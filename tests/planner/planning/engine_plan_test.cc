@@ -143,6 +143,75 @@ TEST(EnginePlan, ClosestIsTheBestOfTheEnginesShapes) {
   }
 }
 
+// The small job over a host link (the `cpu` preset's rate and latency).
+Job LinkedJob(bool overlapped) {
+  Job job = SmallJob();
+  job.profile.host_link.name = overlapped ? "custom" : "cpu";
+  job.profile.host_link.gb_per_s = 10;
+  job.profile.host_link.latency_us = 1;
+  job.profile.host_link.overlapped = overlapped;
+  return job;
+}
+
+PlanOptions Offload(int64_t budget, int every) {
+  PlanOptions o;
+  o.budget_bytes = budget;
+  o.strategy = Strategy::kOffload;
+  o.every = every;
+  return o;
+}
+
+// hf's offload: every block checkpointed and every movable checkpoint
+// offloaded, copies in line. Exact over an in-line link; over an overlapped
+// one the closest, planned on the link made in line (its own prediction),
+// and never beaten by hf's other shapes.
+TEST(EnginePlan, HfOffloadsEveryBlockWithInLineCopies) {
+  const Job in_line = LinkedJob(false);
+  const Plan all = PlanWith(in_line, Offload(0, 1));
+  ASSERT_EQ(all.parameter, "every 1, 3 offloaded");
+  Result<EnginePlan> e = PlanForEngine(in_line, PlanOptions{}, all, Engine::kHf);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->exact);
+  EXPECT_EQ(e->shape, EngineShape::kEveryBlockOffloaded);
+  // A checkpoint every other block, offloaded: not a shape of hf's.
+  const Plan partial = PlanWith(in_line, Offload(0, 2));
+  ASSERT_EQ(partial.parameter, "every 2, 1 offloaded");
+  Result<EnginePlan> not_hf = PlanForEngine(in_line, PlanOptions{}, partial, Engine::kHf);
+  ASSERT_TRUE(not_hf.ok()) << not_hf.status().message();
+  EXPECT_FALSE(not_hf->exact);
+  const Job overlapped = LinkedJob(true);
+  const Plan asked = PlanWith(overlapped, Offload(0, 1));
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  const int64_t top = PlanWith(overlapped, none).memory.total_bytes;
+  const int64_t low = all.memory.total_bytes;
+  int offloaded = 0;
+  for (int step = 0; step <= 8; ++step) {
+    const int64_t budget = low + (top - low) * step / 16;
+    PlanOptions options;
+    options.budget_bytes = budget;
+    Result<EnginePlan> hf = PlanForEngine(overlapped, options, asked, Engine::kHf);
+    ASSERT_TRUE(hf.ok()) << hf.status().message();
+    EXPECT_FALSE(hf->exact) << budget;
+    Plan at = all;  // the in-line plan at this budget
+    ASSERT_TRUE(AccountPlanMemory(in_line.profile, {}, budget, &at).ok());
+    const std::vector<Plan> others = {PlanWith(overlapped, Uniform(budget, 1)),
+                                      PlanWith(overlapped, Manual(budget, {0, 2})),
+                                      PlanWith(overlapped, Manual(budget, {0, 3})),
+                                      PlanWith(overlapped, Manual(budget, {0})), at};
+    for (const Plan& other : others) {
+      EXPECT_FALSE(BetterPlan(other, hf->plan)) << budget << ": " << other.parameter;
+    }
+    if (hf->shape != EngineShape::kEveryBlockOffloaded) continue;
+    ++offloaded;
+    EXPECT_EQ(hf->plan.parameter, "every 1, 3 offloaded, copies in line");
+    EXPECT_EQ(hf->plan.decisions, asked.decisions);
+    EXPECT_EQ(hf->plan.predicted.step_ms, all.predicted.step_ms);
+    EXPECT_EQ(hf->plan.memory.total_bytes, all.memory.total_bytes);
+  }
+  EXPECT_GT(offloaded, 0);
+}
+
 // A Llama and a GPT job with the chunked loss: the engines' configurations
 // run it (remat.apply; hf through Liger-Kernel on the llama family, at its
 // own count) or not (the rest, and hf for GPT-2), and a shape is planned on

@@ -37,6 +37,14 @@ enum class EngineShape {
   // every_n_layers: a block is checkpointed where its index modulo n is 0).
   kEveryNthFromFirst,
   kSelectiveAttention,  // every block recomputes its attention core (Megatron's selective)
+  // Every block checkpointed and every checkpoint that can move offloaded to
+  // host memory, its copies in line on the compute stream (transformers'
+  // activation checkpointing with offload: torch.autograd.graph.save_on_cpu
+  // around each block's checkpoint, which copies to pinned memory when the
+  // forward saves the block's input and back when its recompute reads it).
+  // Planned as remat's offload strategy at every 1 with every movable
+  // checkpoint offloaded, over the profile's link made in line.
+  kEveryBlockOffloaded,
 };
 
 struct EnginePlan {
