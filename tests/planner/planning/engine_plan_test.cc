@@ -154,10 +154,8 @@ Job LinkedJob(bool overlapped) {
 }
 
 PlanOptions Offload(int64_t budget, int every) {
-  PlanOptions o;
-  o.budget_bytes = budget;
+  PlanOptions o = Uniform(budget, every);
   o.strategy = Strategy::kOffload;
-  o.every = every;
   return o;
 }
 
