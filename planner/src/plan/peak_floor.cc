@@ -23,7 +23,48 @@ int64_t AddBytes(int64_t a, int64_t b) {
 int64_t AllocatedPeakFloor(const Profile& profile) {
   int64_t bytes = AddBytes(profile.static_bytes(), profile.optimizer_workspace_bytes);
   for (const LayerProfile& l : profile.layers) bytes = AddBytes(bytes, l.gradient_bytes);
-  return bytes;
+  return std::max(bytes, BackwardPeakFloor(profile));
+}
+
+int64_t BackwardPeakFloor(const Profile& profile) {
+  const int L = profile.num_layers();
+  int64_t floor = 0;
+  int64_t later_gradients = 0;  // of the layers after i, whose backwards ran before
+  for (int i = L - 1; i >= 0; --i) {
+    const LayerProfile& l = profile.layers[static_cast<size_t>(i)];
+    // What backward i keeps of its layer: a[i] under the save mode that
+    // keeps least (the full save or a selective option; a recompute
+    // writes the full one).
+    int64_t kept = l.activation_bytes;
+    int64_t extra_workspace = 0;  // a selective option's recompute workspace, if negative
+    for (const SelectiveOption& o : l.selective) {
+      kept = std::min(kept, o.activation_bytes);
+      extra_workspace = std::min(extra_workspace, o.recompute_workspace_bytes);
+    }
+    const int64_t saved = std::max<int64_t>(0, kept - l.output_bytes);
+    // Its workspace, the least of the backward's variants (after a
+    // recompute, adding into existing gradients).
+    int64_t workspace = l.backward_workspace_bytes;
+    if (l.recompute_backward_workspace_bytes) {
+      workspace = std::min(workspace, *l.recompute_backward_workspace_bytes);
+    }
+    workspace = std::min(workspace, l.accumulating_workspace_bytes());
+    workspace = std::clamp(workspace, -kMaxBytes, kMaxBytes) +
+                std::clamp<int64_t>(extra_workspace, -kMaxBytes, 0);
+    int64_t bytes = AddBytes(profile.static_bytes(), AddBytes(later_gradients, l.gradient_bytes));
+    if (i > 0) bytes = AddBytes(bytes, l.input_bytes);       // g[i], written
+    if (i < L - 1) {  // g[i+1], read
+      bytes = AddBytes(bytes, profile.layers[static_cast<size_t>(i) + 1].input_bytes);
+    }
+    // a[i] with the workspace: Replay::StepBackward's peak holds a[i] less
+    // what autograd released before it, plus max(workspace + released, 0):
+    // at least max(a[i] + workspace, 0), and a[i] is at least `saved`.
+    const int64_t held = std::max<int64_t>(0, std::min(saved, kMaxBytes) + workspace);
+    bytes = AddBytes(bytes, held);
+    floor = std::max(floor, bytes);
+    later_gradients = AddBytes(later_gradients, l.gradient_bytes);
+  }
+  return floor;
 }
 
 int64_t DevicePeakFloor(const Profile& profile, const DeviceMemoryTerms& terms) {

@@ -19,7 +19,19 @@ namespace remat {
 // layer's gradients are live beside the step's temporaries
 // (Profile::optimizer_workspace_bytes). The schedules the planner makes
 // (schedule/decisions.cc, the solvers' op emitter) all end with the step.
+// Also at least BackwardPeakFloor.
 int64_t AllocatedPeakFloor(const Profile& profile);
+
+// The least allocated peak any valid schedule of `profile` reaches at a
+// layer's backward, the highest over the layers: ValidateSchedule has
+// backward i run once, with its saved a[i] and the gradient g[i+1] it reads
+// live on the device, and Replay::StepBackward holds at its peak the static
+// memory, the parameter gradients of layer i and of every later layer
+// (their backwards ran before; only the optimizer step frees them), the
+// g[i] it writes, and a[i] with the backward's workspace (the engines'
+// gathered weights and unsharded gradients among it, ranks/model_state.cc),
+// each taken at the least any save mode or backward variant gives.
+int64_t BackwardPeakFloor(const Profile& profile);
 
 // The least device peak (DeviceMemoryUse::total_bytes) any plan of
 // `profile` accounted with `terms` (AccountPlanMemory) has: the allocated
