@@ -106,10 +106,12 @@ std::shared_ptr<PlanMemo::Store> StoreFor(const Profile& profile) {
 
 }  // namespace
 
-PlanMemo::PlanMemo(const Profile& profile)
-    : profile_(profile), store_(std::make_shared<Store>()) {
+PlanMemo::PlanMemo(const Profile& profile, Open open) : profile_(profile) {
   std::lock_guard<std::mutex> lock(TableMutex());
-  Table()[&profile_].push_back(store_);
+  std::vector<std::shared_ptr<Store>>& stores = Table()[&profile_];
+  store_ = open == Open::kJoin && !stores.empty() ? stores.back() : std::make_shared<Store>();
+  // Joined, the store is open twice: the innermost entry goes with this memo.
+  stores.push_back(store_);
 }
 
 PlanMemo::~PlanMemo() {

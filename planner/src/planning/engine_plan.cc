@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 
 namespace remat {
@@ -281,6 +282,10 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
     REMAT_ASSIGN_OR_RETURN(engine_job, WithLossChunks(job, out.loss_chunks));
   }
   const Job& runs = engine_job ? *engine_job : job;
+  // The shapes' searches (MakePlan) on one profile share its simulations:
+  // each starts with the plan without checkpointing, and the closest
+  // shapes' layer lists repeat across them.
+  const PlanMemo memo(runs.profile);
   for (ShapeAt s : engine_job ? std::vector<ShapeAt>{}
                               : ExactCandidates(engine, blocks, attention_core,
                                                 link && !profile.host_link.overlapped)) {

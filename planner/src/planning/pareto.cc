@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 #include "remat/io/units.h"
 
@@ -22,6 +23,9 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
                              "layer list)");
     }
   }
+  // Every point's search joins it: the plans of one strategy at nearby
+  // budgets, and the strategies optimal contains, share their schedules.
+  PlanMemo memo(profile);
   ParetoCurve curve;
   curve.strategies = strategies;
   PlanOptions base;

@@ -1,6 +1,7 @@
 // PlanMemo: a schedule simulated or replayed again on the profile a memo is
 // open for is answered from the memo, with the result computed without it;
-// another profile object (a changed copy) is never answered from it.
+// another profile object (a changed copy) is never answered from it; a
+// memo that joins shares the one open for the profile.
 #include "remat/plan/plan_memo.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,36 @@ TEST(PlanMemo, ReusesASimulationOfTheSameSchedule) {
   ExpectSamePrediction(alone, again);
   EXPECT_EQ(memo.stats().simulations_run, 1);
   EXPECT_EQ(memo.stats().simulations_reused, 1);
+}
+
+TEST(PlanMemo, AJoiningMemoSharesTheOneOpenAndANewOneDoesNot) {
+  const Profile p = Chain();
+  const Schedule s = EveryThird(p);
+  const Plan alone = Planned(p, s);
+  PlanMemo outer(p);
+  const Plan first = Planned(p, s);
+  {
+    PlanMemo joined(p, PlanMemo::Open::kJoin);
+    ExpectSamePrediction(alone, Planned(p, s));  // from the outer memo's result
+    EXPECT_EQ(joined.stats().simulations_run, 1);
+    EXPECT_EQ(joined.stats().simulations_reused, 1);
+    {
+      PlanMemo fresh(p);  // nests: simulates again
+      ExpectSamePrediction(alone, Planned(p, s));
+      EXPECT_EQ(fresh.stats().simulations_run, 1);
+      EXPECT_EQ(fresh.stats().simulations_reused, 0);
+    }
+  }
+  // Open still after the joined one closed, with what it added.
+  ExpectSamePrediction(first, Planned(p, s));
+  EXPECT_EQ(outer.stats().simulations_run, 1);
+  EXPECT_EQ(outer.stats().simulations_reused, 2);
+  // With no memo open, a joining one is a new one.
+  const Profile q = Chain();
+  PlanMemo only(q, PlanMemo::Open::kJoin);
+  Planned(q, s);
+  EXPECT_EQ(only.stats().simulations_run, 1);
+  EXPECT_EQ(outer.stats().simulations_run, 1);
 }
 
 TEST(PlanMemo, KeepsAValueForTheProfileWhileOpen) {

@@ -26,10 +26,14 @@ namespace remat {
 // Opens a memo for `profile` for the lifetime of this object; the profile
 // must outlive it and must not change while it is open. Memos for the same
 // profile object nest (the innermost one open is used; the outer ones are
-// not touched). Not copyable.
+// not touched), unless one joins: it then shares the innermost memo open
+// for the profile (its results, its kept values, its stats), where there
+// is one, so searches one after another on one profile (a sweep over
+// budgets and strategies) simulate each schedule once. Not copyable.
 class PlanMemo {
  public:
-  explicit PlanMemo(const Profile& profile);
+  enum class Open { kNew, kJoin };
+  explicit PlanMemo(const Profile& profile, Open open = Open::kNew);
   ~PlanMemo();
   PlanMemo(const PlanMemo&) = delete;
   PlanMemo& operator=(const PlanMemo&) = delete;

@@ -48,7 +48,7 @@ class FitSearch {
   // `profile` and `options` must outlive the search and not change while it
   // lives (its plans and simulations are kept).
   FitSearch(const Profile& profile, const PlanOptions& options)
-      : profile_(profile), options_(options), memo_(profile) {}
+      : profile_(profile), options_(options), memo_(profile, PlanMemo::Open::kJoin) {}
   FitSearch(const FitSearch&) = delete;
   FitSearch& operator=(const FitSearch&) = delete;
 
@@ -79,7 +79,8 @@ class FitSearch {
   const PlanOptions& options_;
   std::map<Strategy, Plan> plans_;
   std::map<Strategy, Plan> least_;
-  // The simulations of profile_'s schedules, shared by every search here.
+  // The simulations of profile_'s schedules, shared by every search here
+  // (and with the memo open for profile_ around this search, if any).
   PlanMemo memo_;
 };
 
