@@ -53,7 +53,8 @@ def hf_config(data, source="config.json"):
 
 _KINDS = (("ForCausalLM", "causal_lm"), ("LMHeadModel", "causal_lm"),
           ("ForConditionalGeneration", "causal_lm"), ("ForMaskedLM", "masked_lm"),
-          ("Model", "base"))
+          ("ForSequenceClassification", "sequence_classification"),
+          ("ForImageClassification", "image_classification"), ("Model", "base"))
 
 
 def _seq2seq_class(config):
@@ -77,8 +78,9 @@ def model_class(config):
     """(class, kind) of the model a config.json means, as the planner reads
     it (planner/src/input/hf_config.cc): the class its "architectures"
     names (...ForCausalLM, ...ForConditionalGeneration: "causal_lm",
-    ...ForMaskedLM: "masked_lm",
-    ...Model: "base"), or with no "architectures" the family's base model.
+    ...ForMaskedLM: "masked_lm", ...ForSequenceClassification:
+    "sequence_classification", ...ForImageClassification:
+    "image_classification", ...Model: "base"), or with no "architectures" the family's base model.
     A class name transformers does not have, or of another kind, is
     refused. An encoder-decoder (two chains of blocks, traced as a graph:
     _trace_graph) is "seq2seq": its ...ForConditionalGeneration class, with
@@ -123,7 +125,8 @@ def model_class(config):
     kind = next((k for tail, k in _KINDS if isinstance(name, str) and name.endswith(tail)), None)
     if kind is None or not hasattr(transformers, name):
         raise InputError(f"remat.trace: field 'architectures': class {name!r}: expected a "
-                         f"...ForCausalLM, ...ForConditionalGeneration, ...ForMaskedLM or ...Model "
+                         f"...ForCausalLM, ...ForConditionalGeneration, ...ForMaskedLM, "
+                         f"...ForSequenceClassification, ...ForImageClassification or ...Model "
                          f"class of transformers "
                          f"{transformers.__version__}", EXIT_BAD_INPUT)
     return getattr(transformers, name), kind
@@ -305,7 +308,7 @@ def decoder_start(model, config):
 def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     """One micro-batch for the model's main input: images of the config's
     size for a vision model (pixel_values), else token ids (and labels, for
-    the LM classes). An encoder-decoder's: `seq_len` tokens (a speech
+    the LM classes; one class per example for the classification classes). An encoder-decoder's: `seq_len` tokens (a speech
     model's encoder: the log-mel frames its config takes) for the encoder
     and `seq_len` target tokens (labels) for the decoder. A vision-language
     model's: one image of its vision tower's size per sequence of `seq_len`
@@ -342,14 +345,32 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
         with fake_mode:
             pixels = torch.empty((micro_batch, channels) + size,
                                  dtype=next(model.parameters()).dtype)
-        return {"pixel_values": pixels}
+            batch = {"pixel_values": pixels}
+            if kind == "image_classification":
+                batch["labels"] = class_labels(config, micro_batch)
+        return batch
     vocab = getattr(config, "vocab_size", None) or 2
     with fake_mode:
         ids = torch.randint(0, vocab, (micro_batch, seq_len))
     batch = {"input_ids": ids}
     if kind in ("causal_lm", "masked_lm"):
         batch["labels"] = ids
+    elif kind == "sequence_classification":
+        with fake_mode:
+            batch["labels"] = class_labels(config, micro_batch)
     return batch
+
+
+def class_labels(config, micro_batch):
+    """A classification batch's labels: one class index per example
+    (int64, as a dataset's labels are; transformers then trains the
+    single-label cross-entropy, or with one label the regression's mean
+    squared error on float labels)."""
+    import torch
+
+    if getattr(config, "num_labels", 2) == 1:
+        return torch.empty((micro_batch,))
+    return torch.randint(0, config.num_labels, (micro_batch,))
 
 
 @contextlib.contextmanager
