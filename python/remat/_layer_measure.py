@@ -78,7 +78,8 @@ class _FromRest:
         return peak - before if self.mark is None else peak - self.mark
 
 
-def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outside=()):
+def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outside=(),
+                  on_output=None):
     """Layer i's LayerFigures on input x: a forward with grad, its backward
     (from no gradients of `params` but those other layers left), a forward
     without grad. forward/backward: context managers entered around the
@@ -86,7 +87,8 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
     saved-tensor hooks). outside: tensors of another chain the layer reads
     (an encoder's output, for a decoder block's cross-attention): the
     gradient the backward makes for them is the graph's, not the layer's
-    workspace (docs/graphs.md)."""
+    workspace (docs/graphs.md). on_output(out, x): called with the
+    forward's output and input while the forward's context is on."""
     import contextlib
 
     import torch
@@ -102,6 +104,8 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
     t = time.perf_counter()
     with forward, _FromRest(chain, meter, last) as rest:
         out, holder = chain.run(i, x)
+        if on_output is not None:
+            on_output(out, x)
     f.forward_s = time.perf_counter() - t
     after = meter.current_bytes()
     f.kept = after - before

@@ -84,10 +84,16 @@ def _optimizer_step(params, meter, roofline):
     return ms, workspace
 
 
-def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None):
+def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None, compiled=False):
     """The profile's layers. inputs: the batch (the prefix's input);
     handed_on: the tensor a chain of a graph hands on (its last layer's
-    output), else the last layer's output is the loss."""
+    output), else the last layer's output is the loss. A layer after the
+    first that does not save its input (a bf16 RMSNorm saves its fp32
+    copy), after a layer that does not save its output, and whose output
+    is not its input, does not keep it ("keeps_input": false): the step
+    frees the input once the layer's forward is done. compiled: the
+    partitioner decides what is saved (not the eager saves), and every
+    layer keeps its input."""
     from ._trace_meter import storage_bytes
 
     xs = chain.layer_inputs()
@@ -111,6 +117,9 @@ def _layers(chain, traces, owner, roofline, inputs, shared, handed_on=None):
                  "forward_flops": roofline.flops(tr.forward_costs),
                  "backward_flops": roofline.flops(tr.backward_costs),
                  "traced_as": chain.names_and_kinds()[owner[i]][0]}
+        if i > 0 and not compiled and not (tr.saves_input or tr.output_is_input or
+                                           traces[i - 1].saves_output):
+            layer["keeps_input"] = False
         if tr.recompute_backward_workspace is not None:
             layer["recompute_backward_workspace_bytes"] = max(tr.recompute_backward_workspace,
                                                               -(activation - out_bytes))
@@ -338,7 +347,7 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     if compile:
         _compiled_blocks(chain, traces, owner, fake_mode, about)
     static = _static(module, params)
-    layers = _layers(chain, traces, owner, roofline, inputs, shared)
+    layers = _layers(chain, traces, owner, roofline, inputs, shared, compiled=compile)
     about["traced_layers"] = len(set(owner))
     about["seconds"] = round(time.perf_counter() - started, 3)
     data = {"model": name, "source": "traced (torch.compile)" if compile else "traced",

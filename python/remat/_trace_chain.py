@@ -36,17 +36,23 @@ class LayerTrace:
         # the OpCosts the plain block runs again there)].
         self.selective = []
         self.forward_costs, self.backward_costs = [], []
+        # Whether its backward reads its input (a saved tensor of the
+        # input's storage), its output, or its output is (a view of) its
+        # input: each keeps what the layer was given alive to its backward.
+        self.saves_input = self.saves_output = self.output_is_input = True
 
 
 class _Saved:
     """Saved-tensor hooks: the bytes of distinct storages a forward saves,
     those in `ignore` (parameters, the layer's input) aside."""
 
-    def __init__(self, ignore):
+    def __init__(self, ignore, input_key=None):
         self.ignore, self.seen, self.bytes = ignore, set(), 0
+        self.input_key, self.packed = input_key, set()
 
     def pack(self, t):
         key = storage_key(t)
+        self.packed.add(key)
         if key not in self.ignore and key not in self.seen:
             self.seen.add(key)
             self.bytes += storage_bytes(t)
@@ -178,9 +184,16 @@ def measure_layer(chain, meter, i, x, params, param_keys, outside=()):
     tr = LayerTrace()
     ignore = param_keys | {storage_key(o) for o in outside}
     saved = _Saved(ignore | ({storage_key(x)} if x is not None else set()))
+
+    def on_output(out, given):
+        if given is not None and isinstance(out, torch.Tensor):
+            tr.saves_input = storage_key(given) in saved.packed
+            tr.saves_output = storage_key(out) in saved.packed
+            tr.output_is_input = storage_key(out) == storage_key(given)
     f = _layer_measure.measure_layer(chain, meter, i, x, params,
                                      forward=_costs(meter, tr.forward_costs, saved.hooks()),
-                                     backward=_costs(meter, tr.backward_costs), outside=outside)
+                                     backward=_costs(meter, tr.backward_costs), outside=outside,
+                                     on_output=on_output)
     tr.kept, tr.forward_workspace = f.kept, f.forward_workspace
     tr.backward_workspace, tr.gradients = f.backward_workspace, f.gradients
     tr.nograd_workspace, tr.saved = f.nograd_workspace, saved.bytes
