@@ -44,6 +44,9 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   }
   const bool plain_fits = plain->plans.chosen.fits;
   if (plain_fits && plain->plans.chosen.predicted.recompute_ms <= 0) return Status::Ok();
+  // A global batch's search weighs the micro-batches without it: a plain
+  // plan that fits stays whatever the chunked loss gives.
+  if (plain_fits && request.global_batch > 0) return Status::Ok();
   ModelConfig auto_chunks = c;
   auto_chunks.loss_chunks = kLossChunksAuto;
   Job changed = job;
@@ -60,7 +63,7 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   if (!chunked_fits && (plain_fits || !lower_peak)) return Status::Ok();
   const double plain_ms = plain->plans.chosen.predicted.recompute_ms;
   const double chunked_ms = chunked->plans.chosen.predicted.recompute_ms;
-  if (plain_fits && (request.global_batch > 0 || chunked_ms >= plain_ms)) return Status::Ok();
+  if (plain_fits && chunked_ms >= plain_ms) return Status::Ok();
   ChunkedLossChoice choice;
   choice.chunks = changed.model.loss_chunks;
   choice.saves_bytes =
