@@ -16,6 +16,13 @@ Each block's `forward` is replaced on the instance (the class is untouched):
       schedule recomputes it (_segments.plan_segments): keeping
       everything, selectively, or inside a nested checkpoint where the
       schedule regenerates a checkpoint without grad (multi-level);
+      blocks of different structures (gpt-oss's sliding-window and full
+      attention, ModernBERT's local and global layers), which models give
+      different masks: each block runs in its own call with its own
+      arguments, all under one non-reentrant checkpoint opened by the
+      first and closed by the last (PyTorch's generator form of it), whose
+      recompute runs the blocks again with the arguments each was given
+      and the random state each started with (_Deferred);
   offload: the same, its checkpoint under saved-tensor hooks that keep the
       segment's input in host memory from its forward until the backward
       reaches the checkpoint after it, as the plan's schedule prefetches it
@@ -232,6 +239,9 @@ class _Segment:
         self.units, self.detached = [None] * len(blocks), detached
         self.entered = False  # block0's module pre-forward ran in this call
         self.detach()
+        self.deferred = self.deferrable()  # whether it runs as a _Deferred
+        self.open = None  # the _Deferred of the forward under way
+        self.own_calls = False  # this forward calls each block itself (deferred, not compiled)
 
     def detach(self):
         """Removes the module hooks of the blocks that are FSDP2 units of
@@ -253,6 +263,21 @@ class _Segment:
                 self.detached.append((fsdp, block))
             entered = entered or j == 0
         return entered
+
+    def deferrable(self):
+        """Whether the segment runs as a _Deferred: plain blocks (no
+        selective, nested or offloaded part, no embedding or final norm in
+        it, no FSDP2 unit of its own) of different structures."""
+        if len(self.blocks) < 2 or self.kind != "checkpoint" or self.lo < 0 or \
+                self.queue is not None or self.past_blocks(self.children):
+            return False
+        if any(c.kind != "keep" or c.children for c in self.children):
+            return False
+        if any(_own_unit(b) is not None for b in self.blocks):
+            return False
+        from ._trace_chain import _structures
+
+        return len(set(_structures(self.blocks))) > 1
 
     def forward_of(self, j):
         """Block start+j's forward as the segment runs it: between its own
@@ -348,6 +373,20 @@ class _Segment:
         import torch
         from torch.utils.checkpoint import checkpoint
 
+        if self.open is not None:  # a forward that stopped inside the segment
+            self.open, deferred = None, self.open
+            deferred._close()
+        # (Under torch.compile: the checkpoint's function form, below.)
+        self.own_calls = self.deferred and not torch.compiler.is_compiling() and \
+            not any(_own_unit(b) is not None for b in self.blocks)  # fully_shard after apply
+        if self.own_calls and torch.is_grad_enabled():
+            hidden = _input(args, kwargs)
+            self.checker(self.start, hidden)
+            _refuse_cache(self.originals[0], self.start, args, kwargs)
+            self.open = _Deferred(self.originals, self.start)
+            return self.open.run(0, args, kwargs)
+        if self.own_calls:  # without grad: each block as it is
+            return self.originals[0](*args, **kwargs)
         hidden = _input(args, kwargs)
         self.checker(self.start, hidden)
         self.device = hidden.device
@@ -384,7 +423,16 @@ class _Segment:
 
     def later(self, position):
         def forward(*args, **kwargs):
+            import torch
+
             index = self.start + position
+            if self.open is not None:
+                deferred = self.open
+                if position + 1 == len(self.originals):
+                    self.open = None
+                return deferred.run(position, args, kwargs)
+            if self.own_calls and not torch.is_grad_enabled():
+                return self.originals[position](*args, **kwargs)
             if self.pending is None or self.pending[0] != position:
                 raise InputError(
                     f"remat.apply: block{index} ran outside its recompute segment (block"
@@ -405,6 +453,97 @@ class _Segment:
             return output
 
         return forward
+
+
+class _Deferred:
+    """One forward of a segment whose blocks each run in their own call
+    with their own arguments: the first call opens PyTorch's non-reentrant
+    checkpoint (torch.utils.checkpoint's generator form, which the
+    function form runs within one call) and the last closes it, so what
+    the blocks save in between is recomputed in the backward, from the
+    segment's input, by `replay`: each block again with the arguments it
+    was given (the hidden state aside: the previous block's output), the
+    later ones with the random state they started with (the model may draw
+    between blocks: a layerdrop's torch.rand). A later block given a
+    tensor made with grad (T5's position bias, from block0) is refused: its
+    recompute would not make it again."""
+
+    def __init__(self, originals, start):
+        self.originals, self.start = originals, start
+        self.calls = []  # (args, kwargs) without the hidden state, per block
+        self.states = []  # the CPU random state at each later block's call
+        self.gen = None
+
+    def run(self, position, args, kwargs):
+        import torch
+        from torch.utils.checkpoint import _checkpoint_without_reentrant_generator
+
+        if len(self.calls) != position:
+            raise InputError(
+                f"remat.apply: block{self.start + position} ran outside its recompute segment "
+                f"(block{self.start} runs blocks {self.start}..{self.start + len(self.originals) - 1}"
+                "); the model does not call its blocks once each, in order", EXIT_BAD_INPUT)
+        hidden = _input(args, kwargs)
+        rest = _with_hidden(args, kwargs, None)
+        if position == 0:
+            self.calls.append(rest)
+            self.gen = _checkpoint_without_reentrant_generator(
+                self.replay, True, _noop_contexts, "default", False, True, hidden)
+            next(self.gen)
+        else:
+            first = self.calls[0]
+            for value in _tensors(rest):
+                if value.grad_fn is not None and not any(value is v for v in _tensors(first)):
+                    self._close()
+                    raise InputError(
+                        f"remat.apply: block{self.start + position} gets a tensor made with grad "
+                        f"that block{self.start}, which starts its recompute segment, does not "
+                        "get (a position bias handed from block to block?); plan with segments "
+                        "that do not span such blocks (strategy selective or manual)",
+                        EXIT_BAD_INPUT)
+            self.calls.append(rest)
+            self.states.append(torch.get_rng_state())
+        try:
+            output = self.originals[position](*args, **kwargs)
+        except BaseException:
+            self._close()
+            raise
+        if position + 1 == len(self.originals):
+            self._close()
+        return output
+
+    def _close(self):
+        gen, self.gen = self.gen, None
+        if gen is not None:
+            try:
+                next(gen)
+            except StopIteration:
+                pass
+
+    def replay(self, hidden):
+        import torch
+
+        output = None
+        for j, original in enumerate(self.originals):
+            if j > 0:
+                torch.set_rng_state(self.states[j - 1])
+            a, k = _with_hidden(*self.calls[j], hidden)
+            output = original(*a, **k)
+            hidden = _hidden(output)
+        return output
+
+
+def _noop_contexts():
+    import contextlib
+
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def _tensors(call):
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return [v for v in tree_leaves(call) if isinstance(v, torch.Tensor)]
 
 
 def _alone(original):

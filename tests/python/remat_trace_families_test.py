@@ -152,13 +152,10 @@ def trained_peak(family, prepare):
 def applied_plan(family):
     """(plan, budget): two-block segments at a budget halfway from their
     predicted peak to that of checkpointing nothing. gpt-oss's blocks
-    alternate sliding-window and full attention, each given its own mask,
-    which remat.apply cannot hand to a segment spanning both kinds (it
-    refuses: "block1 gets other arguments than block0"): there blocks 0 and
-    2 are checkpointed, each on its own (--strategy manual
-    --checkpoint-layers 0,2)."""
-    segments = dict(strategy="uniform", every=2) if family != "gpt_oss" else \
-        dict(strategy="manual", checkpoint_layers=[0, 2])
+    alternate sliding-window and full attention, each given its own mask:
+    remat.apply runs each block of such a segment in its own call, under
+    one checkpoint."""
+    segments = dict(strategy="uniform", every=2)
     low = remat.plan(profile(family), budget="1TB", **segments).predicted_peak_bytes
     high = remat.plan(profile(family), budget="1TB", strategy="none").predicted_peak_bytes
     budget = (low + high) // 2
@@ -191,8 +188,7 @@ class TracedFamilyStepTest(unittest.TestCase):
         with self.subTest(family=family, applied="uniform every 2"):
             plan, budget = applied_plan(family)
             decisions = [l["decision"] for l in plan.layers if l["kind"] == "block"]
-            self.assertEqual(decisions, ["checkpoint", "keep"] * 2 if family == "gpt_oss"
-                             else ["checkpoint", "recompute"] * 2)
+            self.assertEqual(decisions, ["checkpoint", "recompute"] * 2)
             measured = trained_peak(family, lambda model: remat.apply(model, plan))
             predicted = plan.predicted_peak_bytes
             report(f"{family} remat.apply at {budget:,} B", predicted, measured)
@@ -219,6 +215,45 @@ class TracedFamilyStepTest(unittest.TestCase):
         for name, g in eager.items():
             scale = g.abs().max().item() or 1.0
             self.assertLessEqual((applied[name] - g).abs().max().item(), tolerance * scale, name)
+
+    def test_blocks_of_two_kinds_recompute_with_their_own_masks_and_random_state(self):
+        # gpt-oss with attention dropout, and a draw from the random state
+        # before each block (as BART's and Whisper's layerdrop draws
+        # torch.rand in training): remat.apply's two-block segments span a
+        # sliding-window and a full-attention block, each recomputed with
+        # its own mask and the random state it started with, so the
+        # dropout masks and the gradients are the eager step's.
+        plan, _ = applied_plan("gpt_oss")
+        config = dict(GPT_OSS, attention_dropout=0.25)
+        cfg = transformers.AutoConfig.for_model(**config)
+        cfg.use_cache = False
+        torch.manual_seed(0)
+        model = transformers.GptOssForCausalLM(cfg).to(torch.bfloat16).train()
+        def layerdrop(module, args):
+            torch.rand([])  # drawn, not used (the hook returns None: the arguments stay)
+        for block in model.model.layers:
+            block.register_forward_pre_hook(layerdrop)
+        batch = batch_of("gpt_oss")
+
+        def gradients():
+            model.zero_grad()
+            torch.manual_seed(1)
+            model(**batch).loss.backward()
+            return {n: p.grad.float().clone() for n, p in model.named_parameters()
+                    if p.grad is not None}
+        def loss_without_grad():
+            torch.manual_seed(1)
+            with torch.no_grad():
+                return model(**batch).loss.item()
+        eager, eager_loss = gradients(), loss_without_grad()
+        remat.apply(model, plan)
+        applied, applied_loss = gradients(), loss_without_grad()
+        remat.unapply(model)
+        for name, g in eager.items():
+            scale = g.abs().max().item() or 1.0
+            self.assertLessEqual((applied[name] - g).abs().max().item(),
+                                 GRADIENT_TOLERANCE["bf16"] * scale, name)
+        self.assertEqual(applied_loss, eager_loss)  # each block its own mask without grad too
 
     def test_vit_image_classification(self):
         self.check_family("vit")
