@@ -13,6 +13,8 @@ training steps metered by remat's CPU meter:
   - DeepSeek-V3 (DeepseekV3ForCausalLM: multi-head latent attention, a
     dense first block, then mixture-of-experts blocks with a shared
     expert).
+A small ModernBERT (global and local attention layers alternating) has
+its two-block segments applied too (its steps: remat_trace_test).
 The two mixtures of experts run in bf16: their experts' grouped matmul
 takes bf16 only under fake tensors.
 
@@ -79,8 +81,16 @@ DEEPSEEK_V3 = dict(SMALL, model_type="deepseek_v3", architectures=["DeepseekV3Fo
                    n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
                    topk_group=1, q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8,
                    qk_rope_head_dim=8, v_head_dim=8, tie_word_embeddings=False)
+# ModernBERT (its global and local attention layers alternating, the first
+# block without an attention norm): its steps against the traced plans are
+# remat_trace_test's; here remat.apply's two-block segments.
+MODERNBERT = dict(SMALL, model_type="modernbert", architectures=["ModernBertForMaskedLM"],
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2,
+                  embedding_dropout=0.0, mlp_dropout=0.0, attention_dropout=0.0,
+                  global_attn_every_n_layers=2, local_attention=32)
 FAMILIES = {"vit": (VIT, "fp32"), "xlm-roberta": (XLM_ROBERTA, "fp32"),
-            "gpt_oss": (GPT_OSS, "bf16"), "deepseek_v3": (DEEPSEEK_V3, "bf16")}
+            "gpt_oss": (GPT_OSS, "bf16"), "deepseek_v3": (DEEPSEEK_V3, "bf16"),
+            "modernbert": (MODERNBERT, "fp32")}
 _profiles = {}
 
 
@@ -171,8 +181,8 @@ def report(what, predicted, measured):
 @needs.modules("torch", "transformers")
 @needs.meter_library()
 class TracedFamilyStepTest(unittest.TestCase):
-    def check_family(self, family):
-        for checkpointing in (False, True):
+    def check_family(self, family, steps=(False, True)):
+        for checkpointing in steps:
             with self.subTest(family=family, checkpointing=checkpointing):
                 plan = remat.plan(profile(family, checkpointing), budget="1TB",
                                   **(dict(strategy="uniform", every=1) if checkpointing
@@ -254,6 +264,9 @@ class TracedFamilyStepTest(unittest.TestCase):
             self.assertLessEqual((applied[name] - g).abs().max().item(),
                                  GRADIENT_TOLERANCE["bf16"] * scale, name)
         self.assertEqual(applied_loss, eager_loss)  # each block its own mask without grad too
+
+    def test_modernbert_applied(self):
+        self.check_family("modernbert", steps=())
 
     def test_vit_image_classification(self):
         self.check_family("vit")
