@@ -157,7 +157,7 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
 Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
   REMAT_ASSIGN_OR_RETURN(JobOverrides overrides, ParseJobOverrides(args));
   REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
-  if (traced) {  // the trace took the job's sizes, precision and device in
+  if (traced) {  // the trace took the job's sizes, precision, device and step in
     if (Result<std::string> text = ReadTextFile(*traced); text.ok() && IsGraphProfileText(*text)) {
       return Status::Invalid(path + ": traces as a graph of chains (an encoder-decoder, " +
                              *traced + "); planner plan plans it (docs/graphs.md), this command "
@@ -167,6 +167,11 @@ Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
     overrides.seq_len.reset();
     overrides.precision.reset();
     overrides.device.reset();
+    overrides.head.reset();
+    overrides.pooling.reset();
+    overrides.loss.reset();
+    overrides.texts_per_example.reset();
+    overrides.merge_columns.reset();
   }
   REMAT_ASSIGN_OR_RETURN(Job job, LoadJob(traced ? *traced : path, overrides));
   REMAT_RETURN_IF_ERROR(

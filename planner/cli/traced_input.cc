@@ -72,22 +72,18 @@ std::string LastLine(const std::string& text) {
 }
 
 // Under --compile: the first job setting that makes the step other than
-// the model's own (a sentence-transformers or classification head, the
-// MNRL loss, several texts per example), set in the config's `remat` block
-// or by its flag, as "remat.KEY VALUE" / "--flag VALUE"; empty if none. The
-// tracer traces the model's own training step (its language-modelling or
-// base head and loss), which such a job does not run.
+// one the tracer runs (the model's own training step, its language-
+// modelling or base head and loss, or a sentence-transformers job: head
+// pooling, loss mnrl), set in the config's `remat` block or by its flag, as
+// "remat.KEY VALUE" / "--flag VALUE"; empty if none: a classification head.
 std::string UntracedJobSetting(const nlohmann::json& doc, const Args& args) {
   struct Setting {
     const char* key;
     const char* flag;
     std::vector<std::string> traced;  // the values the traced step runs
   };
-  const Setting settings[] = {{"head", "head", {"default", "lm"}},
-                              {"loss", "loss", {"default", "cross_entropy"}},
-                              {"texts_per_example", "texts-per-example", {"1"}},
-                              {"pooling", "pooling", {}},
-                              {"merge_columns", "merge-columns", {"false"}},
+  const Setting settings[] = {{"head", "head", {"default", "lm", "pooling"}},
+                              {"loss", "loss", {"default", "cross_entropy", "mnrl"}},
                               {"num_labels", "num-labels", {}}};
   const nlohmann::json* block =
       doc.contains("remat") && doc["remat"].is_object() ? &doc["remat"] : nullptr;
@@ -141,15 +137,17 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
       return Status::Invalid(
           "option --compile: " + config + ": " + setting +
           " is not traced: --compile traces the model's own training step (its language-"
-          "modelling or base head and loss, one text per example), not a sentence-transformers "
-          "or classification job; plan that job without --compile");
+          "modelling or base head and loss) or a sentence-transformers job (head pooling, loss "
+          "mnrl), not a classification job; plan that job without --compile");
     }
   }
   // A hand-written model is the eager step's; a compiled step is traced.
   if (!compile && IsHandWrittenModelType(type)) return std::optional<std::string>();
 
   std::vector<std::string> flags;
-  for (const char* flag : kTracedJobFlags) {
+  std::vector<const char*> taken(std::begin(kTracedJobFlags), std::end(kTracedJobFlags));
+  taken.insert(taken.end(), std::begin(kTracedSentenceFlags), std::end(kTracedSentenceFlags));
+  for (const char* flag : taken) {
     if (args.Has(flag)) {
       flags.push_back(std::string("--") + flag);
       flags.push_back(args.Get(flag));

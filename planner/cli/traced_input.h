@@ -17,8 +17,9 @@ namespace remat::cli {
 // hand-written model for (IsHandWrittenModelType), or any config.json under
 // --compile (the step torch.compile runs, traced with --compile): the path of its traced
 // profile, traced with the job flags --micro-batch, --seq-len, --precision
-// and --device (the profile has them measured in; `*taken` is set to
-// true), by $REMAT_PYTHON (default python3) -m remat trace, into
+// and --device and the sentence-transformers job's --head, --pooling,
+// --loss, --texts-per-example and --merge-columns (the profile has them
+// measured in), by $REMAT_PYTHON (default python3) -m remat trace, into
 // $REMAT_TRACE_CACHE (default $XDG_CACHE_HOME/remat/traces, else
 // ~/.cache/remat/traces) under a hash of the config's text and those flags
 // (--compile among them), reused when there. std::nullopt for any other
@@ -30,6 +31,12 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
 // The job flags a traced profile takes in (the others apply to it as to a
 // measured profile).
 inline constexpr const char* kTracedJobFlags[] = {"micro-batch", "seq-len", "precision", "device"};
+
+// The sentence-transformers job flags a traced chain takes in too: the
+// tracer runs that job's step (its config's `remat` block sets them as
+// well; python/remat/_trace_sentence.py).
+inline constexpr const char* kTracedSentenceFlags[] = {"head", "pooling", "loss",
+                                                       "texts-per-example", "merge-columns"};
 
 }  // namespace remat::cli
 

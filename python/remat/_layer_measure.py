@@ -96,13 +96,17 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
     forward = forward or contextlib.nullcontext()
     backward = backward or contextlib.nullcontext()
     last = i == len(chain.layer_inputs()) - 1
+    # A layer whose forward resumes a forward run before it (the head; a later pass's
+    # embedding after the pass before it, _trace_sentence) is measured from
+    # where that run hands it its input.
+    resumes = last or i in getattr(chain, "resumes", ())
     if x is not None and i > 0:
         x = x.detach().requires_grad_(True)
     f = LayerFigures()
     before = meter.current_bytes()
     meter.reset_peak()
     t = time.perf_counter()
-    with forward, _FromRest(chain, meter, last) as rest:
+    with forward, _FromRest(chain, meter, resumes) as rest:
         out, holder = chain.run(i, x)
         if on_output is not None:
             on_output(out, x)
@@ -146,7 +150,7 @@ def measure_layer(chain, meter, i, x, params, forward=None, backward=None, outsi
         x.grad = None
     before = meter.current_bytes()
     meter.reset_peak()
-    with torch.no_grad(), _FromRest(chain, meter, last) as rest:
+    with torch.no_grad(), _FromRest(chain, meter, resumes) as rest:
         out, holder = chain.run(i, x)
         f.nograd_workspace = rest.rise(before) - storage_bytes(out)
     del out, holder

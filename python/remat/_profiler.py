@@ -215,40 +215,59 @@ class _Chain:
         """The module from the last block's output to the loss: the prefix
         without grad, each block replaced by its recorded output, the last
         block's by `x`, from where grad is on again."""
-        import torch
-
-        last = len(self.blocks) - 1
-        saved = [b.__dict__.get("forward") for b in self.blocks]
-
-        def recorded(k):
-            def forward(*args, **kwargs):
-                if k < last:
-                    return self.outputs[k]
-                torch.set_grad_enabled(grad_mode)
-                if self.on_rest is not None:
-                    self.on_rest()
-                out = self.outputs[k]
-                if isinstance(out, torch.Tensor):
-                    return x
-                return type(out)((x,) + tuple(out[1:])) if isinstance(out, tuple) else [x] + out[1:]
-            return forward
-
-        grad_mode = torch.is_grad_enabled()
-        for k, b in enumerate(self.blocks):
-            b.forward = recorded(k)
-        try:
-            torch.set_grad_enabled(False)
+        with _replayed(self.blocks, self.outputs, x, lambda: self.on_rest):
             output = _call(self.module, self.inputs)
             loss = (self.hand_on(output) if self.hand_on is not None
                     else _loss_of(output, self.inputs, self.loss_fn))
-        finally:
-            torch.set_grad_enabled(grad_mode)
-            for b, f in zip(self.blocks, saved):
-                if f is None:
-                    del b.forward
-                else:
-                    b.forward = f
         return loss, output
+
+
+class _replayed:
+    """While entered, grad is off and each of `blocks` returns its recorded
+    output (`outputs`, one per block) without running; the last block
+    returns `x` in its output's place, turning grad back to what it was and
+    calling on_rest() (when not None) first: a forward run again from the
+    last block's output. The blocks' own forwards come back on exit."""
+
+    def __init__(self, blocks, outputs, x, on_rest):
+        self.blocks, self.outputs, self.x, self.on_rest = blocks, outputs, x, on_rest
+
+    def _recorded(self, k):
+        import torch
+
+        def forward(*args, **kwargs):
+            out = self.outputs[k]
+            if k < len(self.blocks) - 1:
+                return out
+            torch.set_grad_enabled(self.grad_mode)
+            hook = self.on_rest()
+            if hook is not None:
+                hook()
+            if isinstance(out, torch.Tensor):
+                return self.x
+            return (type(out)((self.x,) + tuple(out[1:])) if isinstance(out, tuple)
+                    else [self.x] + out[1:])
+        return forward
+
+    def __enter__(self):
+        import torch
+
+        self.grad_mode = torch.is_grad_enabled()
+        self.own = [b.__dict__.get("forward") for b in self.blocks]
+        for k, b in enumerate(self.blocks):
+            b.forward = self._recorded(k)
+        torch.set_grad_enabled(False)
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.set_grad_enabled(self.grad_mode)
+        for b, f in zip(self.blocks, self.own):
+            if f is None:
+                del b.forward
+            else:
+                b.forward = f
 
 
 def _median_ms(seconds):

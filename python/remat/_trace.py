@@ -23,6 +23,7 @@ from ._trace_build import (base_loss, build_from_config, checkpointed_by_transfo
                            ones_masks, read_config, run_checkpointed_layers_whole,
                            unpacked_positions)
 from ._trace_roofline import Roofline
+from ._trace_sentence import sentence_job
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -183,8 +184,8 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
     blocks = []
     with fake_mode:
         for i in sorted(set(owner)):
-            k = i - first
-            if not 0 <= k < len(chain.blocks):
+            k = chain.block_of(i) if hasattr(chain, "block_of") else i - first
+            if k is None or not 0 <= k < len(chain.blocks):
                 continue
             x = xs[i].detach().requires_grad_(True)
             args, kwargs = _with_first(*chain.calls[k], x)
@@ -234,7 +235,7 @@ def _compiled_blocks(chain, traces, owner, fake_mode, about):
 
 def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, seq_len=None,
           precision="fp32", device="a100", name=None, compile=False,
-          gradient_checkpointing=False):
+          gradient_checkpointing=False, job=None):
     """A remat.Profile of one training step (forward, loss, backward, AdamW
     step) of `model`, traced with fake tensors.
 
@@ -261,7 +262,13 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     trace records it. A model whose code reads the flags (T5's
     cross-attention makes its zero position bias with grad) runs other ops
     then, and a plan of the checkpointing transformers does is predicted
-    from this profile."""
+    from this profile.
+    job: a config's sentence-transformers settings ({"head", "pooling",
+    "loss", "texts_per_example", "merge_columns"}), each in place of its
+    value in the config's `remat` block; with head "pooling" and loss
+    "mnrl" (from either) the step traced is sentence-transformers' MNRL
+    step over the model (_trace_sentence), its layers per pass
+    (p1.embedding, p1.block0, .., p2.embedding, .., p2.head)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -285,6 +292,15 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         import transformers
 
         about["transformers_version"] = transformers.__version__
+        sentence = sentence_job(data, job)
+        if sentence is not None:
+            if gradient_checkpointing:
+                raise InputError("remat.trace: --gradient-checkpointing traces transformers' "
+                                 "checkpointing of the model's own step, not a "
+                                 "sentence-transformers job", EXIT_BAD_INPUT)
+            return _trace_sentence_job(config, sentence, fake_mode, roofline, precision,
+                                       micro_batch, seq_len, name or data.get("_name_or_path")
+                                       or config.model_type, compile, about, provenance, started)
         module, kind = build_from_config(config, fake_mode, getattr(torch, DTYPES[precision]))
         config = module.config
         if gradient_checkpointing:
@@ -301,6 +317,9 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         about["model_class"] = type(module).__name__
         name = name or data.get("_name_or_path") or config.model_type
     elif isinstance(model, torch.nn.Module):
+        if job:
+            raise InputError("remat.trace: job settings trace a model from its config.json; a "
+                             "module traces with its example_inputs and loss_fn", EXIT_BAD_INPUT)
         if example_inputs is None:
             raise InputError("remat.trace: a module traces on example_inputs (one micro-batch)",
                              EXIT_BAD_INPUT)
@@ -344,6 +363,17 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
     with fake_mode, meter, positions, ones_masks():
         chain, traces, owner, shared = trace_layers(module, inputs, blocks, loss_fn, meter)
         optimizer_ms, optimizer_workspace = _optimizer_step(params, meter, roofline)
+    return _profile(module, params, chain, traces, owner, shared, inputs, fake_mode, roofline,
+                    (optimizer_ms, optimizer_workspace), compile, name, about, provenance,
+                    started, (micro_batch, seq_len) if config is not None else None)
+
+
+def _profile(module, params, chain, traces, owner, shared, inputs, fake_mode, roofline,
+             optimizer, compile, name, about, provenance, started, shape):
+    """The Profile of a traced chain: its layers (the blocks as compiled
+    where `compile`), static bytes of `params` (the parameters AdamW
+    steps), optimizer = (ms, workspace bytes), shape = (micro_batch,
+    seq_len) of a batch made from a config, else None."""
     if compile:
         _compiled_blocks(chain, traces, owner, fake_mode, about)
     static = _static(module, params)
@@ -354,8 +384,48 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
             "device": roofline.name,
             "parameters": sum(p.numel() for p in module.parameters()),
             "static_bytes": sum(static.values()), "static": static,
-            "optimizer_ms": optimizer_ms, "optimizer_workspace_bytes": optimizer_workspace,
+            "optimizer_ms": optimizer[0], "optimizer_workspace_bytes": optimizer[1],
             "layers": layers, "provenance": provenance, "trace": about}
-    if config is not None:
-        data["micro_batch"], data["seq_len"] = micro_batch, seq_len
+    if shape is not None:
+        data["micro_batch"], data["seq_len"] = shape
     return Profile(data)
+
+
+def _trace_sentence_job(config, job, fake_mode, roofline, precision, micro_batch, seq_len, name,
+                        compile, about, provenance, started):
+    """The profile of a sentence-transformers job's step (_trace_sentence):
+    the encoder in a SentenceTransformer, its passes one chain."""
+    import torch
+
+    from ._trace_chain import trace_layers
+    from ._trace_meter import FakeMeter
+    from ._trace_sentence import PassChain, build_step, pass_features
+
+    model, loss = build_step(config, fake_mode, getattr(torch, DTYPES[precision]), job)
+    encoder = model[0].auto_model
+    about["model_class"] = f"SentenceTransformer({type(encoder).__name__})"
+    about["sentence_transformers"] = dict(job, loss="mnrl")
+    seq_len = seq_len or getattr(config, "max_position_embeddings", None) or 512
+    try:
+        _, blocks = find_blocks(encoder)
+    except InputError as e:
+        raise InputError(e.message.replace("remat.apply:", "remat.trace:", 1),
+                         e.exit_code) from None
+    meter = FakeMeter()
+    made = {}
+
+    def make_chain():
+        passes = pass_features(job, micro_batch, seq_len, getattr(config, "vocab_size", 2))
+        made["chain"] = PassChain(model, loss, passes, list(blocks))
+        return made["chain"]
+
+    with fake_mode, meter, ones_masks():
+        chain, traces, owner, shared = trace_layers(model, None, list(blocks), None, meter,
+                                                    make_chain=make_chain)
+        params = chain.trained
+        optimizer = _optimizer_step(params, meter, roofline)
+    if compile:
+        about["accumulated_gradient_bytes"] = chain.compiled_accumulation(traces)
+    return _profile(model, params, chain, traces, owner, shared, chain.inputs, fake_mode,
+                    roofline, optimizer, compile, name, about, provenance, started,
+                    (micro_batch, seq_len))

@@ -201,7 +201,7 @@ def measure_layer(chain, meter, i, x, params, param_keys, outside=()):
 
 
 def trace_layers(module, inputs, blocks, loss_fn, meter, hand_on=None, outside=(),
-                 keep_grads=False):
+                 keep_grads=False, make_chain=None):
     """(chain, traces, classes, shared): the chain, one LayerTrace per
     layer (blocks of one class share their first one's), per layer the
     index of the layer whose trace it has, and the gradient bytes of
@@ -211,14 +211,21 @@ def trace_layers(module, inputs, blocks, loss_fn, meter, hand_on=None, outside=(
     a loss, outside the other chains' tensors its layers read, and
     keep_grads leaves the parameters' gradients for the chain traced next
     (the one whose backward runs next: a tied embedding's gradient is
-    created once)."""
-    signatures, chain = block_signatures(module, inputs, blocks, loss_fn, hand_on)
+    created once). make_chain: a callable giving another chain with its
+    block calls' signatures (_trace_sentence.PassChain), in place of the
+    module cut at its blocks."""
+    if make_chain is not None:
+        chain = make_chain()
+        signatures = chain.signatures
+    else:
+        signatures, chain = block_signatures(module, inputs, blocks, loss_fn, hand_on)
     first = 1 if chain.has_prefix else 0
     n = len(chain.layer_inputs())
     owner = list(range(n))
     firsts = {}
+    layer_of = getattr(chain, "layer_of", lambda k: first + k)  # block call k's layer
     for k, sig in enumerate(signatures):
-        owner[first + k] = firsts.setdefault(sig, first + k)
+        owner[layer_of(k)] = firsts.setdefault(sig, layer_of(k))
     params = [p for p in module.parameters() if p.requires_grad]
     param_keys = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
     xs = chain.layer_inputs()

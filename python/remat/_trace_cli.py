@@ -2,7 +2,9 @@
 folder holding one) traced with fake tensors into a remat profile
 (remat.trace; docs/trace.md); --compile traces the blocks as torch.compile
 partitions them (docs/compile.md); --gradient-checkpointing traces the
-model as transformers' gradient checkpointing runs it. Exit 0 with the
+model as transformers' gradient checkpointing runs it; --head pooling
+--loss mnrl (or the config's remat block) trace sentence-transformers'
+MNRL step over the model (docs/trace.md). Exit 0 with the
 profile written, 2 with one line on bad input."""
 import argparse
 import sys
@@ -30,6 +32,15 @@ def main(argv):
                         help="the model as transformers' own gradient checkpointing runs it "
                              "(the flags its modules read set), for a plan of that "
                              "checkpointing")
+    job = parser.add_argument_group(
+        "a sentence-transformers job (each in place of the config's remat block's)")
+    job.add_argument("--head",
+                     help="pooling: the step is sentence-transformers' (with --loss mnrl)")
+    job.add_argument("--pooling", help="mean (default) or cls")
+    job.add_argument("--loss", help="mnrl: MultipleNegativesRankingLoss")
+    job.add_argument("--texts-per-example", type=int, help="mnrl: texts an example (2: pairs)")
+    job.add_argument("--merge-columns", choices=("true", "false"),
+                     help="mnrl: the columns after the anchors in one forward (default true)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -44,7 +55,10 @@ def main(argv):
 
         profile = trace(args.config, micro_batch=args.micro_batch, seq_len=args.seq_len,
                         precision=args.precision, device=args.device, compile=args.compile,
-                        gradient_checkpointing=args.gradient_checkpointing)
+                        gradient_checkpointing=args.gradient_checkpointing,
+                        job={"head": args.head, "pooling": args.pooling, "loss": args.loss,
+                             "texts_per_example": args.texts_per_example,
+                             "merge_columns": args.merge_columns})
     except InputError as e:
         print(str(e), file=sys.stderr)
         return e.exit_code

@@ -129,20 +129,44 @@ TEST_F(TracedInput, CompileWithoutATracerRefusedInOneLine) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
-TEST_F(TracedInput, CompileRefusesAJobTheTracedStepDoesNotRun) {
-  // A sentence-transformers job (the config's remat block, or the flag):
-  // the tracer traces the model's own step, so --compile refuses it.
+TEST_F(TracedInput, CompileTracesASentenceTransformersJobWithItsFlags) {
+  // A sentence-transformers job (the config's remat block, or the flags):
+  // the tracer runs that job's step, given the flags; the block it reads
+  // itself.
   const std::string st = dir_.Write(
       "st.json", R"({"model_type": "bert", "remat": {"head": "pooling", "loss": "mnrl"}})");
   Captured r = RunCli({"--budget", "1GB", "--compile", st});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunCli({"--budget", "1GB", "--compile", "--head", "pooling", "--loss", "mnrl",
+              "--texts-per-example", "3", "--merge-columns", "false", config_});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(Calls(), 2);
+  const std::string calls = ReadAll(dir_.Path("calls"));
+  EXPECT_NE(calls.find("--head pooling --loss mnrl --texts-per-example 3 --merge-columns false"),
+            std::string::npos)
+      << calls;
+  // Another job of the same config is another trace.
+  ASSERT_EQ(RunCli({"--budget", "1GB", "--compile", "--head", "pooling", "--loss", "mnrl",
+                    "--texts-per-example", "2", config_})
+                .code,
+            0);
+  EXPECT_EQ(Calls(), 3);
+}
+
+TEST_F(TracedInput, CompileRefusesAJobTheTracedStepDoesNotRun) {
+  // A classification job (the config's remat block, or the flag): the
+  // tracer runs the model's own step or a sentence-transformers one.
+  const std::string cls = dir_.Write(
+      "cls.json", R"({"model_type": "bert", "remat": {"head": "classification"}})");
+  Captured r = RunCli({"--budget", "1GB", "--compile", cls});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("option --compile: " + st + ": remat.head pooling is not traced"),
+  EXPECT_NE(r.err.find("option --compile: " + cls + ": remat.head classification is not traced"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
-  r = RunCli({"--budget", "1GB", "--compile", "--texts-per-example", "3", config_});
+  r = RunCli({"--budget", "1GB", "--compile", "--num-labels", "3", config_});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--texts-per-example 3 is not traced"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--num-labels 3 is not traced"), std::string::npos) << r.err;
   EXPECT_EQ(Calls(), 0);
   // The language-modelling step's own settings are traced.
   const std::string lm = dir_.Write(
