@@ -369,13 +369,16 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
 
 
 def _profile(module, params, chain, traces, owner, shared, inputs, fake_mode, roofline,
-             optimizer, compile, name, about, provenance, started, shape):
+             optimizer, compile, name, about, provenance, started, shape, after_compile=None):
     """The Profile of a traced chain: its layers (the blocks as compiled
     where `compile`), static bytes of `params` (the parameters AdamW
     steps), optimizer = (ms, workspace bytes), shape = (micro_batch,
-    seq_len) of a batch made from a config, else None."""
+    seq_len) of a batch made from a config, else None; after_compile(traces):
+    called with compile once the blocks are as compiled."""
     if compile:
         _compiled_blocks(chain, traces, owner, fake_mode, about)
+        if after_compile is not None:
+            after_compile(traces)
     static = _static(module, params)
     layers = _layers(chain, traces, owner, roofline, inputs, shared, compiled=compile)
     about["traced_layers"] = len(set(owner))
@@ -424,8 +427,9 @@ def _trace_sentence_job(config, job, fake_mode, roofline, precision, micro_batch
                                                     make_chain=make_chain)
         params = chain.trained
         optimizer = _optimizer_step(params, meter, roofline)
-    if compile:
+    def accumulated(traces):
         about["accumulated_gradient_bytes"] = chain.compiled_accumulation(traces)
+
     return _profile(model, params, chain, traces, owner, shared, chain.inputs, fake_mode,
                     roofline, optimizer, compile, name, about, provenance, started,
-                    (micro_batch, seq_len))
+                    (micro_batch, seq_len), after_compile=accumulated)

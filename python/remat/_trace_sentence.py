@@ -222,20 +222,31 @@ class PassChain:
         backward returns every parameter gradient it makes as its outputs,
         handed to autograd when it ends; in a pass whose gradients add into
         the later passes' (all but the last) those are a second copy of the
-        pass's blocks' gradients, live at its backward's end. Adds them (the
-        bytes the last pass's blocks create) to the backward workspace of
-        each earlier pass's embedding layer, whose backward ends the pass's.
-        traces: per layer (_trace_chain.trace_layers), changed in place."""
+        gradients, each live from the op that makes it to the pass's
+        backward's end. So each of that pass's blocks' backward workspace
+        gains the gradients of its own parameters and of the blocks whose
+        backward ran before it in the pass (the bytes the last pass's same
+        blocks create), and its embedding layer's, whose backward ends the
+        pass's, those of all its blocks. traces: per layer
+        (_trace_chain.trace_layers), replaced by changed copies. Returns
+        the blocks' gradient bytes of one pass."""
         import copy
 
         last = len(self.passes) - 1
-        made = sum(traces[self.layer_of(j)].gradients
-                   for j in range(last * self.per_pass, (last + 1) * self.per_pass))
-        for i, (kind, p, _) in enumerate(self.layout):
-            if kind == "embedding" and p < last:
+        made = [traces[self.layer_of(last * self.per_pass + k)].gradients
+                for k in range(self.per_pass)]
+        for p in range(last):
+            for k in range(self.per_pass):
+                i = self.layer_of(p * self.per_pass + k)
+                held = sum(made[k:])  # its own and the later blocks', made before it
                 traces[i] = copy.copy(traces[i])
-                traces[i].backward_workspace += made
-        return made
+                traces[i].backward_workspace += held
+                if traces[i].recompute_backward_workspace is not None:
+                    traces[i].recompute_backward_workspace += held
+            i = self.layout.index(("embedding", p, None))
+            traces[i] = copy.copy(traces[i])
+            traces[i].backward_workspace += sum(made)
+        return sum(made)
 
     def _trained(self):
         params = [p for p in self.model.parameters() if p.requires_grad]

@@ -56,6 +56,31 @@ def plans(path, strategy, options):
             remat.plan(path, budget="1GB", strategy=strategy, **options))
 
 
+def metered(step, loss_of, opt):
+    """After the first step (its gradients still there): AdamW's step, one
+    step more, then the third step metered, the process's bytes in use
+    before it plus its peak (weights, gradients and moments included), and
+    a fourth step's forward (loss_of()), backward and optimizer peaks apart:
+    where the peak is. Returns (peak bytes, {phase: peak bytes})."""
+    opt.step()
+    opt.zero_grad()
+    step()
+    m = remat_measure.measure(step, 1, timeline=False, meter=meter)
+    phases = {}
+    meter.reset_peak()
+    loss = loss_of()
+    phases["forward"] = meter.peak_bytes()
+    meter.reset_peak()
+    loss.backward()
+    del loss
+    phases["backward"] = meter.peak_bytes()
+    meter.reset_peak()
+    opt.step()
+    phases["optimizer"] = meter.peak_bytes()
+    opt.zero_grad()
+    return m.baseline_bytes + m.peak_bytes, phases
+
+
 def main(name, strategy):
     with tempfile.TemporaryDirectory() as directory:
         path = write_config(name, directory)
@@ -88,23 +113,7 @@ def main(name, strategy):
 
     error = max(over_bound(n, p) for n, p in model.named_parameters())
     del want
-    opt.step()
-    opt.zero_grad()
-    step()
-    m = remat_measure.measure(step, 1, timeline=False, meter=meter)
-    # One more step, its phases' peaks apart: where the peak is.
-    phases = {}
-    meter.reset_peak()
-    loss = run(input_ids=ids, labels=ids).loss
-    phases["forward"] = meter.peak_bytes()
-    meter.reset_peak()
-    loss.backward()
-    del loss
-    phases["backward"] = meter.peak_bytes()
-    meter.reset_peak()
-    opt.step()
-    phases["optimizer"] = meter.peak_bytes()
-    opt.zero_grad()
+    peak, phases = metered(step, lambda: run(input_ids=ids, labels=ids).loss, opt)
     print(json.dumps({
         "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
         "source": compiled.json.get("profile", {}).get("source"),
@@ -112,7 +121,7 @@ def main(name, strategy):
         "fits": compiled.fits,
         "predicted_peak_bytes": compiled.predicted_peak_bytes,
         "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
-        "measured_peak_bytes": m.baseline_bytes + m.peak_bytes,
+        "measured_peak_bytes": peak,
         "gradient_error": error,
         "measured_phase_peak_bytes": phases}))
 

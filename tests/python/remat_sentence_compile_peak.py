@@ -30,16 +30,10 @@ import os
 import sys
 import tempfile
 
-import remat_measure
-
-meter = remat_measure.load()  # before torch allocates anything
+import remat_compile_peak as base  # loads the meter before torch allocates anything
 import torch  # noqa: E402
 
 import remat  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
-                                "compile"))
-from tiny_models import lowest_plan  # noqa: E402
 
 CONFIG = dict(model_type="bert", architectures=["BertModel"], hidden_size=64,
               intermediate_size=128, num_hidden_layers=4, num_attention_heads=4, vocab_size=256,
@@ -51,20 +45,9 @@ JOB = dict(head="pooling", pooling="mean", loss="mnrl", texts_per_example=TEXTS)
 
 def plans(path, strategy):
     """The plan of `strategy` made with compile=True, and the same
-    strategy's plan of the eager hand-written model."""
-    traced = dict(JOB, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu",
-                  compile=True)
-    eager = dict(traced, compile=False, attention="sdpa")
-    if strategy == "selective":
-        return lowest_plan(path, strategy, **traced), lowest_plan(path, strategy, **eager)
-    if strategy == "optimal":
-        low, high = (remat.plan(path, budget="1GB", strategy=s, **traced).predicted_peak_bytes
-                     for s in ("uniform", "none"))
-        budget = f"{(low + high) // 2}B"
-        return (remat.plan(path, budget=budget, strategy=strategy, **traced),
-                remat.plan(path, budget=budget, strategy=strategy, **eager))
-    return (remat.plan(path, budget="1GB", strategy=strategy, **traced),
-            remat.plan(path, budget="1GB", strategy=strategy, **eager))
+    strategy's plan of the eager hand-written model (remat_compile_peak)."""
+    return base.plans(path, strategy, dict(JOB, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN,
+                                           precision="fp32", device="cpu", attention="sdpa"))
 
 
 def build():
@@ -140,22 +123,7 @@ def main(strategy):
 
     error = max(over_bound(n, p) for n, p in model.named_parameters())
     del want
-    opt.step()
-    opt.zero_grad()
-    step()
-    m = remat_measure.measure(step, 1, timeline=False, meter=meter)
-    phases = {}
-    meter.reset_peak()
-    value = loss([dict(f) for f in features], None)
-    phases["forward"] = meter.peak_bytes()
-    meter.reset_peak()
-    value.backward()
-    del value
-    phases["backward"] = meter.peak_bytes()
-    meter.reset_peak()
-    opt.step()
-    phases["optimizer"] = meter.peak_bytes()
-    opt.zero_grad()
+    peak, phases = base.metered(step, lambda: loss([dict(f) for f in features], None), opt)
     print(json.dumps({
         "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
         "layers": {l["name"]: l["decision"] for l in compiled.layers},
@@ -164,7 +132,7 @@ def main(strategy):
         "fits": compiled.fits,
         "predicted_peak_bytes": compiled.predicted_peak_bytes,
         "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
-        "measured_peak_bytes": m.baseline_bytes + m.peak_bytes,
+        "measured_peak_bytes": peak,
         "gradient_error": error,
         "measured_phase_peak_bytes": phases}))
 
