@@ -7,6 +7,9 @@ reason it is refused.
 
     PYTHONPATH=build/python PLANNER=build/bin/planner .venv/bin/python bench/trace/sweep.py \\
         [--seq-len 256] [--timeout 600] [model_type ...]
+
+Two towers (CLIP, SigLIP) trace texts of their text tower's
+max_position_embeddings where --seq-len is longer.
 """
 import argparse
 import json
@@ -23,20 +26,26 @@ ARCHITECTURES = ["modernbert", "mpnet", "nomic_bert", "electra", "t5", "bart", "
                  "qwen3"]
 
 
-def default_config(model_type, path):
+def default_config(model_type, path, seq_len):
+    """Writes the default config.json at `path`; returns the tokens a
+    sequence: `seq_len`, or two towers' (CLIP's, SigLIP's) text tower's
+    max_position_embeddings where shorter (its texts' length)."""
     import transformers
 
     import remat
-    from remat._trace_build import default_class
+    from remat._trace_build import default_class, model_class
 
     config = transformers.AutoConfig.for_model(model_type)
     try:  # its causal-LM (else masked-LM, else base; an encoder-decoder's
         # sequence-to-sequence) class, as a published config names it
         config.architectures = [default_class(config).__name__]
+        if model_class(config)[1] == "two_towers":
+            text = config.get_text_config()
+            seq_len = min(seq_len, getattr(text, "max_position_embeddings", None) or seq_len)
     except remat.InputError:
         pass  # the trace refuses it in its own words
     config.save_pretrained(os.path.dirname(path))
-    return path
+    return seq_len
 
 
 def main():
@@ -50,7 +59,7 @@ def main():
         with tempfile.TemporaryDirectory() as d:
             config = os.path.join(d, "config.json")
             try:
-                default_config(model_type, config)
+                seq_len = default_config(model_type, config, args.seq_len)
             except Exception as e:
                 print(f"{model_type:12s} refused: transformers cannot make its default config "
                       f"({type(e).__name__})", flush=True)
@@ -59,7 +68,7 @@ def main():
             t = time.perf_counter()
             try:
                 r = subprocess.run([sys.executable, "-W", "ignore", "-m", "remat", "trace", config,
-                                    "-o", profile, "--seq-len", str(args.seq_len),
+                                    "-o", profile, "--seq-len", str(seq_len),
                                     "--precision", "bf16"],
                                    capture_output=True, text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
@@ -74,7 +83,7 @@ def main():
                 p = json.load(f)
             plan = subprocess.run([planner, "--budget", "80GB", "--json", profile],
                                   capture_output=True, text=True)
-            if "chains" in p:  # an encoder-decoder's graph profile (docs/graphs.md)
+            if "chains" in p:  # a graph profile (docs/graphs.md)
                 chains = [c["profile"] for c in p["chains"]]
                 p = {"trace": chains[0]["trace"], "layers": [l for c in chains for l in c["layers"]],
                      "parameters": sum(c["parameters"] for c in chains)}
@@ -94,8 +103,9 @@ def main():
                         f"{'' if plan.returncode == 0 else ' (does not fit 80GB)'}")
             else:
                 what = "planner: " + (plan.stderr.strip().splitlines() or [""])[-1]
+            tokens = "" if seq_len == args.seq_len else f", {seq_len} tokens"
             print(f"{model_type:12s} traced in {seconds:.0f} s ({p['trace']['traced_layers']} of "
-                  f"{len(p['layers'])} layers, {p['parameters']:,} parameters); {what}",
+                  f"{len(p['layers'])} layers, {p['parameters']:,} parameters{tokens}); {what}",
                   flush=True)
     return 0
 

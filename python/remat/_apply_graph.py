@@ -3,8 +3,9 @@ encoder-decoder's plan carried out on the real model, chain by chain.
 
 The plan's chains are the model's chains as the tracer found them
 (_blocks.find_chains: "encoder", the blocks of transformers'
-get_encoder(); "decoder", get_decoder()'s). Each chain's decisions, named
-by the chain's layer_names (embedding, block0.., head), are carried out on
+get_encoder(); "decoder", get_decoder()'s; a vision-language model's
+"vision" and "language"; two towers' "vision" and "text"). Each chain's
+decisions, named by the chain's layer_names (embedding, block0.., head), are carried out on
 its blocks as remat.apply carries out a chain plan's (apply._pass_forwards:
 checkpoint + recompute segments under torch.utils.checkpoint.checkpoint,
 use_reentrant=False, selective blocks, each recompute as the chain's

@@ -169,6 +169,32 @@ def vision_language_parts(model):
     return vision, language
 
 
+# Names of two towers meeting in a contrastive loss (transformers' CLIPModel,
+# SiglipModel: vision_model, text_model).
+TOWER_NAMES = ("vision_model", "text_model")
+
+
+def two_tower_parts(model):
+    """(vision tower, text tower) of a model whose two towers' outputs meet
+    only in its loss (transformers' CLIPModel, SiglipModel: one submodule
+    named vision_model and one named text_model, each the outermost so
+    named, and get_image_features and get_text_features), else None."""
+    def one(name):
+        found = [(path, m) for path, m in model.named_modules()
+                 if path.rpartition(".")[2] == name]
+        found = [m for path, m in found if not any(path.startswith(other + ".")
+                                                    for other, _ in found)]
+        return found[0] if len(found) == 1 else None
+
+    if not all(callable(getattr(model, f"get_{n}_features", None)) for n in ("image", "text")):
+        return None
+    vision, text = (one(n) for n in TOWER_NAMES)
+    if vision is None or text is None or any(a is b for a in vision.modules()
+                                             for b in text.modules()):
+        return None
+    return vision, text
+
+
 def feature_blocks(model, count, who):
     """How many of a vision tower's `count` blocks its image features are
     taken after: all, or up to the config's vision_feature_layer (an index
@@ -193,8 +219,9 @@ def find_chains(model, who="remat.apply"):
     (its vision tower; the blocks its image features are taken after,
     feature_blocks) and "language" (its language model), else an
     encoder-decoder's "encoder", the module transformers' get_encoder()
-    returns, and "decoder", get_decoder()'s. Raises InputError where the
-    model has neither."""
+    returns, and "decoder", get_decoder()'s; two towers' "vision" and
+    "text" (two_tower_parts: the vision tower runs first in CLIP's and
+    SigLIP's forward). Raises InputError where the model has none of them."""
     import torch
 
     parts = vision_language_parts(model)
@@ -203,6 +230,9 @@ def find_chains(model, who="remat.apply"):
             zip(("vision", "language"), parts), who)
         used = feature_blocks(model, len(blocks), who)
         return [(vision, vision_module, path, list(blocks)[:used]), language]
+    towers = two_tower_parts(model)
+    if towers is not None:
+        return _chains_of(zip(("vision", "text"), towers), who)
     found = []
     for name in ("encoder", "decoder"):
         get = getattr(model, f"get_{name}", None)
@@ -216,8 +246,9 @@ def find_chains(model, who="remat.apply"):
         raise InputError(
             f"{who}: {type(model).__name__} is not an encoder-decoder (its get_encoder() and "
             "get_decoder() give no two separate modules); a graph of chains is accepted for "
-            "transformers' encoder-decoders (T5, BART, Whisper: ...ForConditionalGeneration) "
-            "and vision-language models (a vision_tower and a language_model: LLaVA)",
+            "transformers' encoder-decoders (T5, BART, Whisper: ...ForConditionalGeneration), "
+            "vision-language models (a vision_tower and a language_model: LLaVA) and two "
+            "towers (a vision_model and a text_model: CLIP, SigLIP)",
             EXIT_BAD_INPUT)
     return _chains_of(zip(("encoder", "decoder"), found), who)
 

@@ -147,13 +147,16 @@ def _input_bytes(inputs):
 
 def _trace_graph(module, kind, inputs, fake_mode, roofline, name, about, provenance, started,
                  micro_batch, seq_len):
-    """An encoder-decoder's or a vision-language model's graph profile
-    (_trace_graph): each chain's profile carries the trace's provenance."""
-    from ._trace_graph import GraphProfile, trace_encoder_decoder, trace_vision_language
+    """An encoder-decoder's, a vision-language model's or two towers' graph
+    profile (_trace_graph): each chain's profile carries the trace's
+    provenance."""
+    from ._trace_graph import (GraphProfile, trace_encoder_decoder, trace_two_towers,
+                               trace_vision_language)
     from ._trace_meter import FakeMeter
 
     meter = FakeMeter()
-    trace_chains = trace_vision_language if kind == "vision_language" else trace_encoder_decoder
+    trace_chains = {"vision_language": trace_vision_language,
+                    "two_towers": trace_two_towers}.get(kind, trace_encoder_decoder)
     with fake_mode, meter, unpacked_positions(), ones_masks():
         chains, edges, traced = trace_chains(
             module, inputs, meter, roofline,
@@ -337,11 +340,11 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
                          f"nn.Module, got {type(model).__name__}", EXIT_BAD_INPUT)
     if gradient_checkpointing:
         about["gradient_checkpointing"] = "transformers"
-    if config is not None and kind in ("seq2seq", "vision_language"):
+    if config is not None and kind in ("seq2seq", "vision_language", "two_towers"):
         if compile:
-            raise InputError("remat.trace: compile traces one chain of blocks; an "
-                             "encoder-decoder's or a vision-language model's graph is traced "
-                             "eager only", EXIT_BAD_INPUT)
+            raise InputError("remat.trace: compile traces one chain of blocks; a graph of "
+                             "chains (an encoder-decoder, a vision-language model, two towers) "
+                             "is traced eager only", EXIT_BAD_INPUT)
         return _trace_graph(module, kind, inputs, fake_mode, roofline, name, about, provenance,
                             started, micro_batch, seq_len)
     if blocks is None:

@@ -84,7 +84,10 @@ def model_class(config):
     A class name transformers does not have, or of another kind, is
     refused. An encoder-decoder (two chains of blocks, traced as a graph:
     _trace_graph) is "seq2seq": its ...ForConditionalGeneration class, with
-    no "architectures" its sequence-to-sequence class."""
+    no "architectures" its sequence-to-sequence class. A config with a
+    vision and a text part is "vision_language" (LLaVA's image-text class)
+    or "two_towers" (a class with get_text_features and get_image_features:
+    CLIP's, SigLIP's ...Model, the towers meeting in the contrastive loss)."""
     import transformers
     from transformers.models.auto import modeling_auto as auto
 
@@ -101,18 +104,17 @@ def model_class(config):
         return _seq2seq_class(config), "seq2seq"
     if is_vision_language(config):
         # Its image-text class (a text model's causal-LM class, as Llama 4's,
-        # is a chain, below); two towers meeting in the loss are refused.
+        # is a chain, below), or a text tower and a vision tower meeting in
+        # the contrastive loss (CLIP's, SigLIP's ...Model: "two_towers").
         name = names[0] if names else auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(
             config.model_type, auto.MODEL_MAPPING_NAMES.get(config.model_type))
         cls = getattr(transformers, name, None) if isinstance(name, str) else None
         if cls is not None and name.endswith("ForConditionalGeneration") and \
                 callable(getattr(cls, "get_image_features", None)):
             return cls, "vision_language"
-        if callable(getattr(cls, "get_text_features", None)):
-            raise InputError(f"remat.trace: {name}: a text tower and a vision tower whose "
-                             "outputs meet only in the loss (two chains no edge joins); remat "
-                             "traces a vision tower feeding a language model (LLaVA)",
-                             EXIT_BAD_INPUT)
+        if cls is not None and callable(getattr(cls, "get_text_features", None)) and \
+                callable(getattr(cls, "get_image_features", None)):
+            return cls, "two_towers"
     if not names:
         name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
         if isinstance(name, (tuple, list)):
@@ -313,7 +315,9 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
     and `seq_len` target tokens (labels) for the decoder. A vision-language
     model's: one image of its vision tower's size per sequence of `seq_len`
     tokens (labels: the tokens; fake tensors have no values, so the image's
-    tokens among them are not placed)."""
+    tokens among them are not placed). Two towers': one image of the vision
+    tower's size and one text of `seq_len` tokens per pair, and return_loss
+    (the contrastive loss over the batch's pairs)."""
     import torch
 
     if kind == "seq2seq":
@@ -328,7 +332,7 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
                 source = torch.randint(0, vocab, (micro_batch, seq_len))
         return {model.main_input_name: source, "labels": labels}
 
-    if kind == "vision_language":
+    if kind in ("vision_language", "two_towers"):
         vision = config.vision_config
         size = getattr(vision, "image_size", 224)
         size = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
@@ -337,6 +341,8 @@ def example_batch(model, config, kind, micro_batch, seq_len, fake_mode):
             ids = torch.randint(0, vocab, (micro_batch, seq_len))
             pixels = torch.empty((micro_batch, getattr(vision, "num_channels", 3)) + size,
                                  dtype=next(model.parameters()).dtype)
+        if kind == "two_towers":
+            return {"input_ids": ids, "pixel_values": pixels, "return_loss": True}
         return {"input_ids": ids, "pixel_values": pixels, "labels": ids}
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
         size = getattr(config, "image_size", 224)

@@ -28,6 +28,15 @@ the vision chain (its vision tower and projector, run as the model's
 get_image_features, to the image features it hands on) and the language
 chain (the whole model given those features, to the loss), one edge into
 the language chain's embedding, which splices them into its sequence.
+
+Two towers meeting in the contrastive loss (CLIP, SigLIP: trace_two_towers)
+are two chains as the step runs them: the vision tower (its embedding,
+blocks and pooling head, to the pooled image features it hands on) and the
+text chain (the whole model, its vision tower answering with those
+features, to the loss); the edge is the pooled features, read by the text
+chain's last layer, where the loss meets them. The step's backward runs
+the text tower's first (made last in the forward), then the vision
+tower's, from the features' gradient.
 """
 import contextlib
 
@@ -166,6 +175,15 @@ def _stepped_parameters(module, traced):
     return [p for p in module.parameters() if p.requires_grad and id(p) in got]
 
 
+def _required_besides(function, given):
+    """The parameters `function` requires besides `given`."""
+    import inspect
+
+    return [n for n, q in inspect.signature(function).parameters.items()
+            if n != given and q.default is q.empty
+            and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)]
+
+
 def _image_features_base(features):
     """The tensor a vision-language model's image features are (its
     projector's output): the features themselves, or, of a list of
@@ -257,9 +275,7 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
                          f"{' or '.join(VISION_NAMES)} beside one named language_model with "
                          "get_image_features (LLaVA's layout, which remat traces)",
                          EXIT_BAD_INPUT)
-    extra = [n for n, q in inspect.signature(module.get_image_features).parameters.items()
-             if n != "pixel_values" and q.default is q.empty
-             and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)]
+    extra = _required_besides(module.get_image_features, "pixel_values")
     if extra:
         raise InputError(f"remat.trace: {type(module).__name__}.get_image_features takes "
                          f"{', '.join(extra)} besides the images (each image's own size); remat "
@@ -299,3 +315,82 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
                          params, optimizer_ms, optimizer_workspace)
     edges = [{"from": "vision", "to": "language", "readers": [0]}]
     return chains, edges, len(set(vis[2])) + len(set(lang[2]))
+
+
+@contextlib.contextmanager
+def _answering(tower, output):
+    """While on, `tower` does not run: each call returns a new output()
+    (CLIP's get_image_features writes its projection into the output)."""
+    saved = tower.__dict__.get("forward")
+    tower.forward = lambda *args, **kwargs: output()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del tower.forward
+        else:
+            tower.forward = saved
+
+
+def _pooled(output):
+    """A tower's pooled output (transformers' pooler_output)."""
+    pooled = getattr(output, "pooler_output", None)
+    if pooled is None:
+        raise InputError("remat.trace: the vision tower's output has no pooler_output (the "
+                         "pooled image features the contrastive loss reads); remat traces two "
+                         "towers whose vision tower pools its output (CLIP, SigLIP)",
+                         EXIT_BAD_INPUT)
+    return pooled
+
+
+def trace_two_towers(module, inputs, meter, roofline, optimizer_step):
+    """(chains, edges, traced layers) of two towers meeting in the
+    contrastive loss (transformers' CLIPModel, SiglipModel) on `inputs`
+    (input_ids, pixel_values, return_loss), under the fake mode and `meter`
+    already on: the vision chain (the vision tower, _blocks.two_tower_parts,
+    on the images, to its pooled output) and the text chain (the whole
+    model on the texts, its vision tower answering with that pooled output
+    without running, to the loss: CLIP's projections, the text tower, the
+    normalised similarities and the loss), one edge from the vision
+    chain into the text chain's last layer. optimizer_step(params) -> (ms,
+    workspace)."""
+    import torch
+
+    from ._blocks import find_chains
+    from ._trace import _layers
+    from ._trace_chain import trace_layers
+
+    (_, vision, _, vision_blocks), (_, _, _, text_blocks) = find_chains(module, "remat.trace")
+    extra = _required_besides(vision.forward, "pixel_values")
+    if extra:
+        raise InputError(f"remat.trace: {type(module).__name__}'s vision tower "
+                         f"({type(vision).__name__}) takes {', '.join(extra)} besides the images "
+                         "(each image's own size); remat traces images of the vision tower's "
+                         "one size", EXIT_BAD_INPUT)
+    source = {"pixel_values": inputs["pixel_values"]}
+    with torch.no_grad():
+        out = vision(**source)
+    handed = _pooled(out).detach().requires_grad_(True)
+    text = {k: v for k, v in inputs.items() if k != "pixel_values"}
+    # The tower's output as it returns it (a model may read its fields by
+    # position: ALIGN's), the pooled features those handed on.
+    fields = dict(out.items(), pooler_output=handed)
+    with _answering(vision, lambda: type(out)(**fields)):
+        txt = trace_layers(module, text, list(text_blocks), None, meter, outside=(handed,),
+                           keep_grads=True)
+    del out, fields
+    vis = trace_layers(vision, source, list(vision_blocks), None, meter, hand_on=_pooled,
+                       keep_grads=True)
+    params = _stepped_parameters(module, (txt, vis))
+    for p in module.parameters():
+        p.grad = None
+    optimizer_ms, optimizer_workspace = optimizer_step(params)
+
+    chain, traces, owner, shared = txt
+    text_layers = _layers(chain, traces, owner, roofline, text, shared)
+    chain, traces, owner, shared = vis
+    vis_layers = _layers(chain, traces, owner, roofline, source, shared, handed_on=handed)
+    chains = _chain_pair(("vision", vision, vis_layers), ("text", module, text_layers),
+                         params, optimizer_ms, optimizer_workspace)
+    edges = [{"from": "vision", "to": "text", "readers": [len(text_layers) - 1]}]
+    return chains, edges, len(set(vis[2])) + len(set(txt[2]))

@@ -1,5 +1,6 @@
 // Graph profiles for tests: an encoder-decoder, a vision tower feeding a
-// language model, and the single chain a splice graph equals.
+// language model, the single chain a splice graph equals, and two towers
+// meeting in the loss.
 #ifndef REMAT_TESTS_TESTING_GRAPHS_H_
 #define REMAT_TESTS_TESTING_GRAPHS_H_
 
@@ -70,6 +71,16 @@ inline GraphProfile EncoderDecoderGraph(int e, int d, uint32_t seed) {
   for (int i = 1; i + 1 < d; ++i) readers.push_back(i);
   return MakeGraph({{"encoder", std::move(encoder)}, {"decoder", std::move(decoder)}},
                    {GraphEdge{0, 1, readers}});
+}
+
+// Two towers meeting in a contrastive loss: a vision tower of `v` layers
+// whose output the last layer (the loss) of a `t`-layer text chain reads.
+inline GraphProfile TwoTowersGraph(int v, int t, uint32_t seed) {
+  Profile vision = WithCreatedGradients(RandomChain(v, seed), seed + 1);
+  Profile text = WithCreatedGradients(RandomChain(t, seed + 2), seed + 3);
+  text.optimizer_workspace_bytes = 5;
+  return MakeGraph({{"vision", std::move(vision)}, {"text", std::move(text)}},
+                   {GraphEdge{0, 1, {t - 1}}});
 }
 
 }  // namespace remat::testing

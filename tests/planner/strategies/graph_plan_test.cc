@@ -111,6 +111,16 @@ TEST(GraphPlan, VisionLanguageNoWorseThanBruteForce) {
   RecordProperty("budgets_better_than_one_by_one", better);
 }
 
+TEST(GraphPlan, TwoTowersNoWorseThanBruteForce) {
+  int better = 0;
+  for (uint32_t seed : {3u, 6u, 9u, 12u, 23u}) {
+    SCOPED_TRACE(seed);
+    better += ExpectNoWorseThanBruteForce(testing::TwoTowersGraph(3, 3, seed));
+  }
+  EXPECT_GT(better, 0);
+  RecordProperty("budgets_better_than_one_by_one", better);
+}
+
 TEST(GraphPlan, NoBudgetKeepsEverything) {
   const GraphProfile g = testing::EncoderDecoderGraph(3, 4, 1);
   Result<GraphPlanSet> set = PlanGraph(g, GraphPlanOptions{});
