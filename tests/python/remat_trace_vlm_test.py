@@ -118,7 +118,10 @@ def build(config=LLAVA):
 
 
 def batch_of(config=LLAVA):
-    """Each sequence: a token, the image's tokens, text; labels the text."""
+    """Each sequence: a token, the image's tokens, text; labels the text.
+    Two towers': PAIRS image-text pairs (pairs_batch)."""
+    if config in TOWERS:
+        return pairs_batch()
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(4, IMAGE_TOKEN, (MICRO_BATCH, SEQ_LEN), generator=generator)
     ids[:, 1:1 + IMAGE_TOKENS] = IMAGE_TOKEN
@@ -207,6 +210,26 @@ class TracedVisionLanguageStepTest(unittest.TestCase):
         self.assertLessEqual(measured, budget)
 
 
+def check_applied_gradients(test, model, batch, plan, chains):
+    """With `plan` applied (a checkpoint in each of `chains`' blocks), the
+    gradients of a step on `batch` equal the eager model's; unapply
+    leaves no block's forward set."""
+    def gradients():
+        model.zero_grad()
+        model(**batch).loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    eager = gradients()
+    remat.apply(model, plan)
+    test.assertTrue(all(any("forward" in b.__dict__ for b in chain) for chain in chains))
+    applied = gradients()
+    test.assertEqual(applied.keys(), eager.keys())
+    for name, g in eager.items():
+        scale = g.abs().max().item() or 1.0
+        test.assertLessEqual((applied[name] - g).abs().max().item(), RELATIVE * scale, name)
+    remat.unapply(model)
+    test.assertFalse(any("forward" in b.__dict__ for chain in chains for b in chain))
+
+
 def APPLIED():
     """(plan, budget) remat.apply carries out: in each chain, two-block
     segments (block0 checkpointed and block1 recomputed in its segment,
@@ -239,23 +262,10 @@ class VisionLanguageGraphTest(unittest.TestCase):
 
     def test_gradients_equal_the_eager_models(self):
         plan, _ = APPLIED()
-        model, batch = build(), batch_of()
-
-        def gradients():
-            model.zero_grad()
-            model(**batch).loss.backward()
-            return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-        eager = gradients()
-        remat.apply(model, plan)
-        blocks = model.model.vision_tower.encoder.layers, model.model.language_model.layers
-        self.assertTrue(all(any("forward" in b.__dict__ for b in chain) for chain in blocks))
-        applied = gradients()
-        self.assertEqual(applied.keys(), eager.keys())
-        for name, g in eager.items():
-            scale = g.abs().max().item() or 1.0
-            self.assertLessEqual((applied[name] - g).abs().max().item(), RELATIVE * scale, name)
-        remat.unapply(model)
-        self.assertFalse(any("forward" in b.__dict__ for chain in blocks for b in chain))
+        model = build()
+        check_applied_gradients(self, model, batch_of(), plan,
+                                (model.model.vision_tower.encoder.layers,
+                                 model.model.language_model.layers))
 
     def test_planner_plans_the_config_as_a_graph(self):
         # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace on
@@ -334,34 +344,11 @@ def towers_profile(config, checkpointing=False):
     return _profiles[key]
 
 
-def towers_model(config):
-    torch.manual_seed(0)
-    return getattr(transformers, config["architectures"][0])(
-        transformers.AutoConfig.for_model(**config)).train()
-
-
 def pairs_batch():
     generator = torch.Generator().manual_seed(1)
     return {"input_ids": torch.randint(4, 256, (PAIRS, SEQ_LEN), generator=generator),
             "pixel_values": torch.randn(PAIRS, 3, 32, 32, generator=generator),
             "return_loss": True}
-
-
-def towers_trained_peak(config, plan, prepare):
-    """(predicted, measured) peak bytes of one metered AdamW step of a
-    fresh model after prepare(model)."""
-    gc.collect()
-    start = remat_measure.load().current_bytes()
-    model = prepare(towers_model(config))
-    batch = pairs_batch()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        model(**batch).loss.backward()
-        opt.step()
-        opt.zero_grad()
-    gc.collect()
-    return plan.predicted_peak_bytes, metered_peak(step, start)
 
 
 def towers_applied(config):
@@ -390,7 +377,7 @@ class TracedTwoTowersStepTest(unittest.TestCase):
                         if checkpointing:
                             model.gradient_checkpointing_enable()
                         return model
-                    predicted, measured = towers_trained_peak(config, plan, prepare)
+                    predicted, measured = trained_peak(plan, prepare, config)
                     report(f"{config['model_type']} checkpointing={checkpointing}",
                            predicted, measured)
                     self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
@@ -402,31 +389,16 @@ class TracedTwoTowersStepTest(unittest.TestCase):
                 blocks = checkpointed_blocks(plan)
                 self.assertEqual(blocks, {"vision": ["block0", "block1", "block2"],
                                           "text": ["block0", "block1", "block2"]})
-                predicted, measured = towers_trained_peak(
-                    config, plan, lambda model: remat.apply(model, plan))
+                predicted, measured = trained_peak(
+                    plan, lambda model: remat.apply(model, plan), config)
                 report(f"{config['model_type']} applied {blocks}", predicted, measured)
                 self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
                 self.assertLessEqual(predicted, budget)
                 self.assertLessEqual(measured, budget)
-                self.check_gradients(config, plan)
-
-    def check_gradients(self, config, plan):
-        model, batch = towers_model(config), pairs_batch()
-
-        def gradients():
-            model.zero_grad()
-            model(**batch).loss.backward()
-            return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-        eager = gradients()
-        remat.apply(model, plan)
-        towers = model.vision_model, model.text_model
-        self.assertTrue(all(any("forward" in b.__dict__ for b in t.modules()) for t in towers))
-        applied = gradients()
-        remat.unapply(model)
-        self.assertEqual(applied.keys(), eager.keys())
-        for name, g in eager.items():
-            scale = g.abs().max().item() or 1.0
-            self.assertLessEqual((applied[name] - g).abs().max().item(), RELATIVE * scale, name)
+                model = build(config)
+                check_applied_gradients(self, model, pairs_batch(), plan,
+                                        (model.vision_model.encoder.layers,
+                                         model.text_model.encoder.layers))
 
 
 @needs.modules("torch", "transformers")
@@ -446,7 +418,7 @@ class TwoTowersGraphTest(unittest.TestCase):
                     self.assertEqual([l["kind"] for l in layers],
                                      ["embedding", "block", "block", "block", "head"])
                 with torch.device("meta"):
-                    model = towers_model(config)
+                    model = build(config)
                 self.assertEqual(sum(c["parameters"] for c in chains.values()),
                                  sum(p.numel() for p in model.parameters()))
 
