@@ -81,6 +81,24 @@ def metered(step, loss_of, opt):
     return m.baseline_bytes + m.peak_bytes, phases
 
 
+def report(compiled, eager, peak, error, phases):
+    """Prints the cell's JSON line: the compiled plan's block decisions
+    (and every layer's, by name), its budget and prediction, the eager
+    plan's prediction, the measured peak and phases (metered) and the
+    gradients' error over their bound."""
+    print(json.dumps({
+        "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
+        "layers": {l["name"]: l["decision"] for l in compiled.layers},
+        "source": compiled.json.get("profile", {}).get("source"),
+        "budget_bytes": compiled.budget_bytes,
+        "fits": compiled.fits,
+        "predicted_peak_bytes": compiled.predicted_peak_bytes,
+        "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
+        "measured_peak_bytes": peak,
+        "gradient_error": error,
+        "measured_phase_peak_bytes": phases}))
+
+
 def main(name, strategy):
     with tempfile.TemporaryDirectory() as directory:
         path = write_config(name, directory)
@@ -114,16 +132,7 @@ def main(name, strategy):
     error = max(over_bound(n, p) for n, p in model.named_parameters())
     del want
     peak, phases = metered(step, lambda: run(input_ids=ids, labels=ids).loss, opt)
-    print(json.dumps({
-        "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
-        "source": compiled.json.get("profile", {}).get("source"),
-        "budget_bytes": compiled.budget_bytes,
-        "fits": compiled.fits,
-        "predicted_peak_bytes": compiled.predicted_peak_bytes,
-        "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
-        "measured_peak_bytes": peak,
-        "gradient_error": error,
-        "measured_phase_peak_bytes": phases}))
+    report(compiled, eager, peak, error, phases)
 
 
 if __name__ == "__main__":

@@ -124,17 +124,7 @@ def main(strategy):
     error = max(over_bound(n, p) for n, p in model.named_parameters())
     del want
     peak, phases = base.metered(step, lambda: loss([dict(f) for f in features], None), opt)
-    print(json.dumps({
-        "decisions": [l["decision"] for l in compiled.layers if l["kind"] == "block"],
-        "layers": {l["name"]: l["decision"] for l in compiled.layers},
-        "source": compiled.json.get("profile", {}).get("source"),
-        "budget_bytes": compiled.budget_bytes,
-        "fits": compiled.fits,
-        "predicted_peak_bytes": compiled.predicted_peak_bytes,
-        "eager_predicted_peak_bytes": eager.predicted_peak_bytes,
-        "measured_peak_bytes": peak,
-        "gradient_error": error,
-        "measured_phase_peak_bytes": phases}))
+    base.report(compiled, eager, peak, error, phases)
 
 
 if __name__ == "__main__":

@@ -38,13 +38,12 @@ transformers is missing. TORCHINDUCTOR_CACHE_DIR (CTest's, shared with
 remat_compile_test) keeps the compiled kernels for the next run;
 AOTAutograd's cache is off here, so that each compile partitions.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
+import compiled_cell
 import needs
 import remat
 
@@ -171,30 +170,14 @@ class CompiledPeaks(unittest.TestCase):
         cls.cache.cleanup()
 
     def cell(self, name, strategy):
-        env = dict(os.environ, REMAT_PYTHON=sys.executable, REMAT_TRACE_CACHE=self.cache.name)
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remat_compile_peak.py")
-        done = subprocess.run([sys.executable, script, name, strategy], env=env,
-                              capture_output=True, text=True)
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        got = json.loads(done.stdout.strip().splitlines()[-1])
-        self.assertEqual(got["source"], "traced (torch.compile)")
-        self.assertTrue(got["fits"], got)
+        got = compiled_cell.run(self, "remat_compile_peak.py", [name, strategy], self.cache.name)
         decisions = set(got["decisions"])
         if strategy == "optimal":  # a plan between none and uniform
             self.assertEqual(decisions, {"keep", "checkpoint"}, got)
         else:
             want = {"none": "keep", "uniform": "checkpoint", "selective": "selective"}[strategy]
             self.assertEqual(decisions, {want}, got)
-        miss = got["measured_peak_bytes"] / got["predicted_peak_bytes"] - 1
-        print(f"{name} {strategy}: predicted {got['predicted_peak_bytes']:,} B, measured "
-              f"{got['measured_peak_bytes']:,} B ({100 * miss:+.2f}%), budget "
-              f"{got['budget_bytes']:,} B, eager prediction "
-              f"{got['eager_predicted_peak_bytes']:,} B", file=sys.stderr)
-        self.assertLessEqual(abs(miss), self.TOLERANCE, got)
-        self.assertLessEqual(got["measured_peak_bytes"], got["budget_bytes"], got)
-        # The compiled step's gradients within the rounding bound of a
-        # float64 eager step (remat_compile_peak.py).
-        self.assertLessEqual(got["gradient_error"], 1.0, got)
+        compiled_cell.check(self, got, f"{name} {strategy}", self.TOLERANCE)
 
     def test_llama_none(self):
         self.cell("llama", "none")
