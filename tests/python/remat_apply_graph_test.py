@@ -30,15 +30,7 @@ import unittest
 import needs
 import remat
 
-torch = transformers = None
-if not needs.missing("torch") and not needs.meter_problem():
-    import remat_measure
-
-    remat_measure.load()  # before torch allocates the models' tensors
-if not needs.missing("torch"):
-    import torch
-
-    transformers = needs.optional("transformers")
+from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
 
 import remat_trace_graph_test as graph  # the configs (module, not names: its cases stay its own)
 
@@ -96,7 +88,7 @@ class AppliedGraphPlanStepTest(unittest.TestCase):
             opt.step()
             opt.zero_grad()
         gc.collect()
-        measured = graph.metered_peak(step, start)
+        measured = metered_peak(step, start)
         predicted = plan.predicted_peak_bytes
         print(f"{config['model_type']} {which} applied: predicted {predicted:,} B, "
               f"measured {measured:,} B ({(measured - predicted) / predicted:+.2%})")

@@ -127,16 +127,7 @@ class Sentence(Model):
     def build(self):
         from sentence_transformers import SentenceTransformer, losses, models
 
-        class AutoModule(torch.nn.Module):
-            def __init__(self, auto):
-                super().__init__()
-                self.auto_model = auto
-
-            def forward(self, features):
-                out = self.auto_model(input_ids=features["input_ids"],
-                                      attention_mask=features["attention_mask"], return_dict=True)
-                features["token_embeddings"] = out.last_hidden_state
-                return features
+        from remat._trace_sentence import Encoder as AutoModule  # models.Transformer, no tokenizer
 
         config = hf_config(self.config, self.attention)
         auto = transformers.BertModel(config)

@@ -38,15 +38,7 @@ import unittest
 import needs
 import remat
 
-torch = transformers = None
-if not needs.missing("torch") and not needs.meter_problem():
-    import remat_measure
-
-    remat_measure.load()  # before torch allocates the models' tensors
-if not needs.missing("torch"):
-    import torch
-
-    transformers = needs.optional("transformers")
+from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 MICRO_BATCH, SEQ_LEN = 2, 64
@@ -74,15 +66,6 @@ WHISPER = dict(model_type="whisper", architectures=["WhisperForConditionalGenera
                max_target_positions=SEQ_LEN, dropout=0.0, attention_dropout=0.0,
                activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
                decoder_start_token_id=3)
-
-
-def metered_peak(step, start):
-    """The peak of step() over `start` (bytes in use before the model was
-    made): a first step makes AdamW's moments, the second is metered."""
-    step()
-    gc.collect()
-    m = remat_measure.measure(step, timeline=False)
-    return m.baseline_bytes + m.peak_bytes - start
 
 
 @needs.modules("torch", "transformers")

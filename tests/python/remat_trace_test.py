@@ -35,15 +35,7 @@ import unittest
 import needs
 import remat
 
-torch = transformers = None
-if not needs.missing("torch") and not needs.meter_problem():
-    import remat_measure
-
-    remat_measure.load()  # before torch allocates the models' tensors
-if not needs.missing("torch"):
-    import torch
-
-    transformers = needs.optional("transformers")
+from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 # The traced MPNet profile against remat.profile's, metered on the real
@@ -62,15 +54,6 @@ MODERNBERT = dict(SMALL, model_type="modernbert", architectures=["ModernBertForM
                   attention_dropout=0.0, global_attn_every_n_layers=2, local_attention=32)
 MPNET = dict(SMALL, model_type="mpnet", hidden_dropout_prob=0.0,
              attention_probs_dropout_prob=0.0)
-
-
-def metered_peak(step, start):
-    """The peak of step() over `start` (bytes in use before the model was
-    made): a first step makes AdamW's moments, the second is metered."""
-    step()
-    gc.collect()
-    m = remat_measure.measure(step, timeline=False)
-    return m.baseline_bytes + m.peak_bytes - start
 
 
 class _Model:
@@ -121,15 +104,7 @@ class SentenceMpnet(_Model):
     def build(self):
         from sentence_transformers import SentenceTransformer, models
 
-        class AutoModule(torch.nn.Module):
-            def __init__(self, auto):
-                super().__init__()
-                self.auto_model = auto
-
-            def forward(self, features):
-                out = self.auto_model(input_ids=features["input_ids"],
-                                      attention_mask=features["attention_mask"], return_dict=True)
-                return dict(features, token_embeddings=out.last_hidden_state)
+        from remat._trace_sentence import Encoder as AutoModule  # models.Transformer, no tokenizer
 
         cfg = transformers.AutoConfig.for_model(**self.config)
         auto = transformers.MPNetModel(cfg, add_pooling_layer=False)

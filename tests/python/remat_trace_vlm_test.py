@@ -54,15 +54,7 @@ import unittest
 import needs
 import remat
 
-torch = transformers = None
-if not needs.missing("torch") and not needs.meter_problem():
-    import remat_measure
-
-    remat_measure.load()  # before torch allocates the models' tensors
-if not needs.missing("torch"):
-    import torch
-
-    transformers = needs.optional("transformers")
+from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 RELATIVE = 1e-6
@@ -132,15 +124,6 @@ def batch_of(config=LLAVA):
     if config is GEMMA3:
         batch["token_type_ids"] = (ids == IMAGE_TOKEN).long()
     return batch
-
-
-def metered_peak(step, start):
-    """The peak of step() over `start` (bytes in use before the model was
-    made): a first step makes AdamW's moments, the second is metered."""
-    step()
-    gc.collect()
-    m = remat_measure.measure(step, timeline=False)
-    return m.baseline_bytes + m.peak_bytes - start
 
 
 def trained_peak(plan, prepare, config=LLAVA):
