@@ -30,7 +30,7 @@ import unittest
 import needs
 import remat
 
-from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import adamw_step_peak, remat_measure, torch, transformers  # the meter first
 
 import remat_trace_graph_test as graph  # the configs (module, not names: its cases stay its own)
 
@@ -81,14 +81,7 @@ class AppliedGraphPlanStepTest(unittest.TestCase):
         start = remat_measure.load().current_bytes()
         model = remat.apply(build(config), plan)
         batch = batch_of(config)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-        def step():
-            model(**batch).loss.backward()
-            opt.step()
-            opt.zero_grad()
-        gc.collect()
-        measured = metered_peak(step, start)
+        measured = adamw_step_peak(model, batch, start)
         predicted = plan.predicted_peak_bytes
         print(f"{config['model_type']} {which} applied: predicted {predicted:,} B, "
               f"measured {measured:,} B ({(measured - predicted) / predicted:+.2%})")

@@ -46,7 +46,7 @@ import unittest
 import needs
 import remat
 
-from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import adamw_step_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 GRADIENT_TOLERANCE = {"fp32": 1e-6, "bf16": 1e-2}
@@ -129,17 +129,7 @@ def trained_peak(family, prepare):
     start = remat_measure.load().current_bytes()
     model = build(family)
     prepare(model)
-    batch = batch_of(family)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        model(**batch).loss.backward()
-        opt.step()
-        opt.zero_grad()
-    gc.collect()
-    peak = metered_peak(step, start)
-    del model, opt, batch
-    return peak
+    return adamw_step_peak(model, batch_of(family), start)
 
 
 def applied_plan(family):

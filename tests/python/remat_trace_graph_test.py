@@ -38,7 +38,7 @@ import unittest
 import needs
 import remat
 
-from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import adamw_step_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 MICRO_BATCH, SEQ_LEN = 2, 64
@@ -95,14 +95,7 @@ class TracedGraphStepTest(unittest.TestCase):
         plan = remat.plan(profile, budget="1TB", strategy="uniform" if checkpointing else "none",
                           **({"every": 1} if checkpointing else {}))
         self.assertIsInstance(plan, remat.GraphPlan)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-        def step():
-            model(**batch).loss.backward()
-            opt.step()
-            opt.zero_grad()
-        gc.collect()
-        measured = metered_peak(step, start)
+        measured = adamw_step_peak(model, batch, start)
         predicted = plan.predicted_peak_bytes
         print(f"{config['model_type']} checkpointing={checkpointing}: predicted {predicted:,} B, "
               f"measured {measured:,} B ({(measured - predicted) / predicted:+.2%})")

@@ -54,7 +54,7 @@ import unittest
 import needs
 import remat
 
-from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import adamw_step_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 RELATIVE = 1e-6
@@ -132,15 +132,7 @@ def trained_peak(plan, prepare, config=LLAVA):
     gc.collect()
     start = remat_measure.load().current_bytes()
     model = prepare(build(config))
-    batch = batch_of(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        model(**batch).loss.backward()
-        opt.step()
-        opt.zero_grad()
-    gc.collect()
-    return plan.predicted_peak_bytes, metered_peak(step, start)
+    return plan.predicted_peak_bytes, adamw_step_peak(model, batch_of(config), start)
 
 
 def report(what, predicted, measured):
