@@ -14,7 +14,10 @@ training steps metered by remat's CPU meter:
     dense first block, then mixture-of-experts blocks with a shared
     expert).
 A small ModernBERT (global and local attention layers alternating) has
-its two-block segments applied too (its steps: remat_trace_test).
+its two-block segments applied too (its steps: remat_trace_test), and the
+same ModernBERT in a SentenceTransformer trained with sentence-transformers'
+MNRL on triplets, its job traced from the config, without checkpoints and
+with two-block segments in both passes.
 The two mixtures of experts run in bf16: their experts' grouped matmul
 takes bf16 only under fake tensors.
 
@@ -46,7 +49,7 @@ import unittest
 import needs
 import remat
 
-from traced_steps import adamw_step_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import adamw_step_peak, metered_peak, remat_measure, torch, transformers  # the meter first
 
 PEAK_TOLERANCE = 0.03
 GRADIENT_TOLERANCE = {"fp32": 1e-6, "bf16": 1e-2}
@@ -240,6 +243,79 @@ class TracedFamilyStepTest(unittest.TestCase):
 
     def test_modernbert_applied(self):
         self.check_family("modernbert", steps=())
+
+    def test_modernbert_sentence_transformers_mnrl(self):
+        # ModernBERT (global and local attention alternating) as a
+        # SentenceTransformer with mean pooling, trained with
+        # sentence-transformers' MultipleNegativesRankingLoss on triplets:
+        # the job traced from the config (remat.trace(job=...): the anchors'
+        # pass, then the other two columns merged into a second), against
+        # the metered step without checkpoints and with remat.apply's
+        # two-block segments in both passes (each block in its own call).
+        needs.skip_without(self, "sentence_transformers")
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+        from sentence_transformers.sentence_transformer.modules import Pooling
+
+        from remat._trace_sentence import Encoder
+
+        config = dict(MODERNBERT, architectures=["ModernBertModel"])
+        job = dict(head="pooling", pooling="mean", loss="mnrl", texts_per_example=3)
+        profile = remat.trace(config, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu",
+                              job=job)
+        generator = torch.Generator().manual_seed(1)
+        shape = (MICRO_BATCH, SEQ_LEN)
+        features = [{"input_ids": torch.randint(3, config["vocab_size"], shape,
+                                                generator=generator),
+                     "attention_mask": torch.ones(shape, dtype=torch.long)} for _ in range(3)]
+        segments = dict(strategy="uniform", every=2)
+        low = remat.plan(profile, budget="1TB", **segments).predicted_peak_bytes
+        high = remat.plan(profile, budget="1TB", strategy="none").predicted_peak_bytes
+        self.assertLess(low, high)
+        for name, plan, budget in (
+                ("none", remat.plan(profile, budget="1TB", strategy="none"), None),
+                ("uniform every 2", remat.plan(profile, budget=(low + high) // 2, **segments),
+                 (low + high) // 2)):
+            with self.subTest(plan=name):
+                gc.collect()
+                start = remat_measure.load().current_bytes()
+                cfg = transformers.AutoConfig.for_model(**config)
+                torch.manual_seed(0)
+                model = SentenceTransformer(modules=[Encoder(transformers.ModernBertModel(cfg)),
+                                                     Pooling(cfg.hidden_size, "mean")],
+                                            device="cpu").train()
+                if budget is not None:
+                    remat.apply(model, plan)
+                loss = MultipleNegativesRankingLoss(model)
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+                def step():
+                    loss([dict(f) for f in features], None).backward()
+                    opt.step()
+                    opt.zero_grad()
+                gc.collect()
+                measured = metered_peak(step, start)
+                predicted = plan.predicted_peak_bytes
+                report(f"modernbert mnrl {name}", predicted, measured)
+                self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
+                if budget is not None:
+                    self.assertLessEqual(measured, budget)
+                    # The applied plan's gradients against the same model's
+                    # eager ones.
+                    applied = self.mnrl_gradients(model, loss, features)
+                    remat.unapply(model)
+                    eager = self.mnrl_gradients(model, loss, features)
+                    for n, g in eager.items():
+                        scale = g.abs().max().item() or 1.0
+                        self.assertLessEqual((applied[n] - g).abs().max().item(),
+                                             GRADIENT_TOLERANCE["fp32"] * scale, n)
+                del model, loss, opt
+
+    @staticmethod
+    def mnrl_gradients(model, loss, features):
+        model.zero_grad()
+        loss([dict(f) for f in features], None).backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
     def test_vit_image_classification(self):
         self.check_family("vit")
