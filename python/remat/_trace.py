@@ -23,7 +23,7 @@ from ._trace_build import (base_loss, build_from_config, checkpointed_by_transfo
                            ones_masks, read_config, run_checkpointed_layers_whole,
                            unpacked_positions)
 from ._trace_roofline import Roofline
-from ._trace_sentence import sentence_job
+
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -295,6 +295,8 @@ def trace(model, example_inputs=None, loss_fn=None, blocks=None, micro_batch=1, 
         import transformers
 
         about["transformers_version"] = transformers.__version__
+        from ._trace_sentence import sentence_job  # imports torch
+
         sentence = sentence_job(data, job)
         if sentence is not None:
             if gradient_checkpointing:
