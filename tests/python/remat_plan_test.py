@@ -8,6 +8,7 @@ of one library, so their outputs must be the same bytes.
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -26,6 +27,26 @@ def command(*args):
 
 
 class Plan(unittest.TestCase):
+    def test_plans_without_pytorch(self):
+        # pip install . into an environment without PyTorch plans: importing
+        # remat imports no module that needs torch (remat.trace, remat.apply
+        # and remat.profile import it when called). torch is made missing
+        # in a child Python.
+        code = """
+import importlib.abc, sys
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoTorch())
+import remat
+plan = remat.plan(sys.argv[1], budget="24GB")
+print(plan.fits, "torch" in sys.modules)
+"""
+        r = subprocess.run([sys.executable, "-c", code, GPT2], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["True", "False"])
+
     def test_the_plan_is_the_commands_json(self):
         plan = remat.plan(GPT2, budget="24GB", strategy="optimal", micro_batch=8)
         code, out, _ = command("--budget", "24GB", "--strategy", "optimal", "--micro-batch", "8",
