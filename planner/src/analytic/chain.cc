@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -470,19 +471,100 @@ Result<LayerProfile> LayerFigures(const OpGraph& g, const OpTimeModel& time, con
   return l;
 }
 
+// Everything LayerFigures reads of group `gi` at chain position `k`, its
+// tensors numbered by the rank of their ids among those the group names and
+// its ops by their place in the group (the orders the figures follow): two
+// layers with equal keys have equal figures but for their names. Doubles
+// enter by their bits.
+std::vector<int64_t> LayerKey(const OpGraph& g, const Groups& gr, int k,
+                              const std::set<std::string>& creating) {
+  const int gi = gr.order[k];
+  const std::vector<int>& ops = gr.ops[gi];
+  const int input = *gr.inputs[gi].begin();
+  std::vector<int> named = {input};
+  named.insert(named.end(), gr.side_inputs[gi].begin(), gr.side_inputs[gi].end());
+  named.insert(named.end(), gr.skips[gi].begin(), gr.skips[gi].end());
+  for (int o : ops) {
+    const OpInfo& op = g.ops()[o];
+    for (const std::vector<int>* ts : {&op.inputs, &op.outputs, &op.saved, &op.held})
+      named.insert(named.end(), ts->begin(), ts->end());
+  }
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  auto tensor = [&](int t) {
+    return static_cast<int64_t>(std::lower_bound(named.begin(), named.end(), t) - named.begin());
+  };
+  auto op_place = [&](int o) -> int64_t {  // -1: outside the group
+    if (o < 0 || gr.of_op[o] != gi) return -1;
+    return std::lower_bound(ops.begin(), ops.end(), o) - ops.begin();
+  };
+  std::vector<int64_t> key;
+  auto real = [&](double x) {
+    int64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    key.push_back(bits);
+  };
+  auto list = [&](const std::vector<int>& ts) {
+    key.push_back(static_cast<int64_t>(ts.size()));
+    for (int t : ts) key.push_back(tensor(t));
+  };
+  key.push_back(k + 1 == static_cast<int>(gr.order.size()));
+  key.push_back(creating.count(gr.name[gi]) > 0);
+  key.push_back(static_cast<int64_t>(ops.size()));
+  for (int o : ops) {
+    const OpInfo& op = g.ops()[o];
+    for (double x : {op.forward_flops, op.forward_bytes, op.random_elements, op.backward_flops,
+                     op.backward_bytes})
+      real(x);
+    key.insert(key.end(), {op.backward_workspace, op.gradient_elems, op.gradient_bytes,
+                           op.parameters, op.forward_workspace, op.trainable, op.attention_core,
+                           op.mlp_activation, op.norm_output, op.dropout_mask, op.experts});
+    for (const std::vector<int>* ts : {&op.inputs, &op.outputs, &op.saved, &op.held}) list(*ts);
+  }
+  key.push_back(static_cast<int64_t>(named.size()));
+  for (int t : named) {
+    const TensorInfo& info = g.tensors()[t];
+    const int p = info.producer;
+    key.insert(key.end(), {info.bytes, info.requires_grad, p < 0 ? -2 : op_place(p), t == input,
+                           static_cast<int64_t>(gr.side_inputs[gi].count(t)),
+                           static_cast<int64_t>(gr.skips[gi].count(t))});
+    int64_t outside = 0;
+    for (int c : g.consumers(t)) {
+      const int64_t place = op_place(c);
+      if (place < 0)
+        ++outside;
+      else
+        key.push_back(place);
+    }
+    key.push_back(-1 - outside);  // ends the list of consumers inside
+  }
+  return key;
+}
+
 }  // namespace
 
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& g, const OpTimeModel& time,
     const std::vector<std::pair<std::string, std::string>>& kinds,
-    const std::set<std::string>& creating) {
+    const std::set<std::string>& creating, LayerReuse reuse) {
   Groups groups;
   REMAT_RETURN_IF_ERROR(GroupOps(g, &groups));
   REMAT_RETURN_IF_ERROR(OrderAsChain(g, &groups));
   std::vector<LayerProfile> chain;
+  std::map<std::vector<int64_t>, size_t> derived;  // LayerKey -> the first layer with it
   for (size_t k = 0; k < groups.order.size(); ++k) {
-    REMAT_ASSIGN_OR_RETURN(LayerProfile l,
-                           LayerFigures(g, time, groups, static_cast<int>(k), creating));
+    LayerProfile l;
+    std::vector<int64_t> key;
+    if (reuse == LayerReuse::kIdentical) key = LayerKey(g, groups, static_cast<int>(k), creating);
+    auto same = key.empty() ? derived.end() : derived.find(key);
+    if (same != derived.end()) {
+      l = chain[same->second];
+      l.name = groups.name[groups.order[k]];
+      l.kind.clear();
+    } else {
+      REMAT_ASSIGN_OR_RETURN(l, LayerFigures(g, time, groups, static_cast<int>(k), creating));
+      if (!key.empty()) derived.emplace(std::move(key), k);
+    }
     for (const auto& [tag, kind] : kinds) {
       if (tag == l.name) l.kind = kind;
     }

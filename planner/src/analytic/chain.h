@@ -97,10 +97,14 @@ TensorSizes FitTensors(const TensorSizes& tensors, int64_t total);
 //                     workspace as the transients live at its peak
 //                     (FitTensors).
 // `kinds` maps a layer tag to its kind (embedding/block/...).
+// kIdentical derives a layer once for all layers whose ops, tensors and
+// place in the chain are alike (a model's transformer blocks) and copies its
+// figures to the others; kNone derives every layer (the same figures).
+enum class LayerReuse { kIdentical, kNone };
 Result<std::vector<LayerProfile>> DeriveChain(
     const OpGraph& graph, const OpTimeModel& time,
     const std::vector<std::pair<std::string, std::string>>& kinds,
-    const std::set<std::string>& creating = {});
+    const std::set<std::string>& creating = {}, LayerReuse reuse = LayerReuse::kIdentical);
 
 }  // namespace remat::analytic
 

@@ -1,13 +1,20 @@
 // Deriving the layer chain from an op graph (Boost.Graph).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "analytic/chain.h"
 #include "analytic/op_graph.h"
+#include "analytic/transformer_graph.h"
+#include "remat/profile/profile.h"
+#include "testing/hf_config.h"
 
 namespace remat {
 namespace {
 
+using analytic::BuildTransformerGraph;
 using analytic::DeriveChain;
+using analytic::LayerReuse;
 using analytic::OpGraph;
 using analytic::OpInfo;
 using analytic::OpTimeModel;
@@ -84,6 +91,92 @@ TEST(ChainDerivation, ATensorSkippingALayerIsNotAChain) {
   Result<std::vector<LayerProfile>> chain = DeriveChain(g, OpTimeModel{}, {});
   ASSERT_FALSE(chain.ok());
   EXPECT_NE(chain.status().message().find("L3"), std::string::npos) << chain.status().message();
+}
+
+// Three residual layers; L3 differs from L2 only in its last op holding
+// an earlier op's output through its forward (OpInfo::held): a larger forward
+// peak. Deriving like layers once must not hand L3 the figures of L2,
+// and L2's copy of L1 must carry its own name.
+TEST(ChainDerivation, LayersAlikeButForWhatAnOpHoldsAreDerivedApart) {
+  OpGraph g;
+  int x = g.AddTensor("x0", 100);
+  for (int i = 1; i <= 3; ++i) {
+    const std::string l = "L" + std::to_string(i);
+    const int h = g.AddTensor("h" + l, 400), u = g.AddTensor("u" + l, 400),
+              y = g.AddTensor("y" + l, 100);
+    g.AddOp(MakeOp("f" + l, l, {x}, {h}, {x}));
+    g.AddOp(MakeOp("g" + l, l, {h}, {u}, {}));
+    const int add = g.AddOp(MakeOp("add" + l, l, {x, u}, {y}, {}));
+    if (i == 3) g.AddForwardLiveness(add, {h}, 0);
+    x = y;
+  }
+  const OpTimeModel time{1e3, 1e3};
+  Result<std::vector<LayerProfile>> reused = DeriveChain(g, time, {{"L2", "block"}});
+  Result<std::vector<LayerProfile>> each =
+      DeriveChain(g, time, {{"L2", "block"}}, {}, LayerReuse::kNone);
+  ASSERT_TRUE(reused.ok() && each.ok());
+  Profile a, b;
+  a.layers = *reused;
+  b.layers = *each;
+  EXPECT_EQ(ProfileToJson(a), ProfileToJson(b));
+  EXPECT_EQ((*reused)[1].name, "L2");
+  EXPECT_EQ((*reused)[1].kind, "block");
+  EXPECT_EQ((*reused)[0].kind, "");
+  EXPECT_EQ((*reused)[0].forward_workspace_bytes, (*reused)[1].forward_workspace_bytes);
+  EXPECT_NE((*reused)[1].forward_workspace_bytes, (*reused)[2].forward_workspace_bytes);
+}
+
+// Transformer graphs whose blocks are alike (Llama; a mixture of experts),
+// alternate (Gemma 2's sliding and global attention), draw dropout masks
+// (BERT), create their gradients in backward (fp32) or train adapters
+// (LoRA): the chain derived with like layers shared is the chain derived
+// layer by layer, figure for figure.
+TEST(ChainDerivation, SharingLikeLayersGivesTheFiguresOfEachDerivedAlone) {
+  const std::string llama = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama",
+      "hidden_size":256,"intermediate_size":688,"num_hidden_layers":4,"num_attention_heads":8,
+      "num_key_value_heads":2,"max_position_embeddings":512,"vocab_size":8000})";
+  const std::string gemma = R"({"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2",
+      "hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":64,"sliding_window":64,"query_pre_attn_scalar":64,
+      "max_position_embeddings":512,"vocab_size":8000})";
+  const std::string mixtral = R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral",
+      "hidden_size":256,"intermediate_size":512,"num_hidden_layers":3,"num_attention_heads":8,
+      "num_key_value_heads":2,"num_local_experts":4,"num_experts_per_tok":2,
+      "max_position_embeddings":512,"vocab_size":8000})";
+  const std::string bert = R"({"architectures":["BertForMaskedLM"],"model_type":"bert",
+      "hidden_size":256,"intermediate_size":1024,"num_hidden_layers":3,"num_attention_heads":4,
+      "max_position_embeddings":512,"type_vocab_size":2,"vocab_size":8000})";
+  std::vector<ModelConfig> configs;
+  for (const std::string* json : {&llama, &gemma, &mixtral, &bert}) {
+    ModelConfig c = testing::Hf(*json);
+    c.seq_len = 256;
+    c.micro_batch = 2;
+    configs.push_back(c);
+    c.precision = Precision::kMixedBf16;
+    configs.push_back(c);
+  }
+  ModelConfig lora = testing::Hf(llama);
+  lora.seq_len = 128;
+  lora.lora_rank = 8;
+  configs.push_back(lora);
+  for (const ModelConfig& c : configs) {
+    SCOPED_TRACE(c.name + " " + std::to_string(static_cast<int>(c.precision)));
+    Result<analytic::TransformerGraph> tg = BuildTransformerGraph(c);
+    ASSERT_TRUE(tg.ok()) << tg.status().message();
+    std::set<std::string> creating;
+    if (c.precision == Precision::kFp32) {
+      for (const auto& [tag, kind] : tg->kinds) creating.insert(tag);
+    }
+    const OpTimeModel time{1e9, 1e9, 1e9};
+    Result<std::vector<LayerProfile>> reused = DeriveChain(tg->graph, time, tg->kinds, creating);
+    Result<std::vector<LayerProfile>> each =
+        DeriveChain(tg->graph, time, tg->kinds, creating, LayerReuse::kNone);
+    ASSERT_TRUE(reused.ok() && each.ok());
+    Profile a, b;
+    a.layers = *reused;
+    b.layers = *each;
+    EXPECT_EQ(ProfileToJson(a), ProfileToJson(b));
+  }
 }
 
 }  // namespace
