@@ -25,7 +25,9 @@
 #   per run, the first is warm-up), CLOCK (thread; or wall), BUDGETS
 #   ("1.0 0.5 0.1"), PYTHON (.venv/bin/python: the PyTorch the runtime
 #   was built against), REMAT_METER_LIB ($BUILD/lib/libremat_cpu_meter.so),
-#   TORCHINDUCTOR_CACHE_DIR (default: a fresh one, so compiles are cold)
+#   TORCHINDUCTOR_CACHE_DIR (default: a fresh one, so compiles are cold),
+#   DROPOUT (functional: F.dropout, the runtime's at::dropout; native:
+#   torch.native_dropout's 1-byte mask in PyTorch's runs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=${1:-bench/fidelity/models/cpu-s.json}
@@ -34,6 +36,7 @@ rounds=${ROUNDS:-3}
 steps=${STEPS:-4}
 clock=${CLOCK:-thread}
 budgets=${BUDGETS:-1.0 0.5 0.1}
+dropout=${DROPOUT:-functional}
 python=${PYTHON:-.venv/bin/python}
 planner=$build/bin/planner
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -56,7 +59,7 @@ plans=(none uniform selective optimal)
 "$planner" --strategy selective -o "$work/selective.json" "$model" > /dev/null
 budget=$(( ($(json "$work/none.json" predicted.peak_bytes) + $(json "$work/uniform.json" predicted.peak_bytes)) / 2 ))
 "$planner" --strategy optimal --budget "${budget}B" -o "$work/optimal.json" "$model" > /dev/null
-echo "model $model; $steps steps per run, $rounds rounds, clock $clock; $("$planner" --version | head -1);" \
+echo "model $model; $steps steps per run, $rounds rounds, clock $clock; PyTorch's dropout $dropout; $("$planner" --version | head -1);" \
   "pytorch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) (CPU);" \
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -73,12 +76,12 @@ json.dump({"peak_bytes": m["peak_bytes"], "steps": d["steps"]}, open(sys.argv[2]
         "$out.tmp" "$out" ;;
     checkpoint|sac)
       "$python" -W "ignore:Failed to initialize NumPy" bench/fidelity/pytorch_reference.py \
-        --mode "$kind" \
+        --mode "$kind" --dropout "$dropout" \
         --model "$model" --plan "$work/$plan.json" --steps "$steps" --clock "$clock" \
         > "$work/$kind-$plan-$r.json" ;;
     compile)
       "$python" -W "ignore:Failed to initialize NumPy" bench/fidelity/pytorch_reference.py \
-        --mode compile \
+        --mode compile --dropout "$dropout" \
         --budget "$4" --model "$model" --steps "$steps" --clock "$clock" \
         > "$work/compile-$4-$r.json" 2> "$work/compile-$4-$r.err" ||
         { cat "$work/compile-$4-$r.err" >&2; return 1; } ;;

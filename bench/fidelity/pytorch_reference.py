@@ -4,8 +4,12 @@ remat's CPU allocator meter (python/remat_measure), so both count the same
 bytes.
 
 Same shapes and the same ops as runtime/src/gpt_model.cc (pre-LN GPT,
-native_dropout, baddbmm with a causal bias, tied head, log_softmax + nll),
-the same synthetic batch layout, torch.optim.AdamW. Modes:
+F.dropout, baddbmm with a causal bias, tied head, log_softmax + nll),
+the same synthetic batch layout, torch.optim.AdamW. F.dropout is at::dropout,
+the runtime's and nn.Dropout's: on CPU it multiplies by a mask of the
+input's dtype and keeps that (4 bytes an element in fp32); on CUDA it is
+the fused native_dropout, which keeps a bool mask. --dropout native calls
+torch.native_dropout on CPU too (a 1-byte mask). Modes:
 
   checkpoint  the plan's checkpoints applied the way PyTorch users do: each
               segment of checkpointed blocks wrapped in
@@ -62,8 +66,9 @@ def build_model(cfg, torch):
     return top, blocks
 
 
-def make_forward(cfg, decisions, mode, top, blocks, torch):
-    """forward(batch) -> loss, with the mode's checkpointing."""
+def make_forward(cfg, decisions, mode, top, blocks, torch, dropout_op="functional"):
+    """forward(batch) -> loss, with the mode's checkpointing; dropout_op
+    "functional" (F.dropout) or "native" (torch.native_dropout)."""
     import torch.utils.checkpoint as checkpoint
     F = torch.nn.functional
     L, h, a, V = cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"]
@@ -71,8 +76,11 @@ def make_forward(cfg, decisions, mode, top, blocks, torch):
     d = h // a
     causal = torch.full((s, s), -math.inf).triu_(1)
     aten = torch.ops.aten
+    # The core's ops; F.dropout on CPU is empty_like, bernoulli_, div_ and
+    # mul (the core's only mul).
     core_ops = {aten.baddbmm.default, aten._softmax.default, aten.native_dropout.default,
-                aten.bmm.default}
+                aten.empty_like.default, aten.bernoulli_.float, aten.div_.Scalar,
+                aten.mul.Tensor, aten.bmm.default}
     in_core = [False]  # set while core() runs: its dropout is the one to recompute
 
     def policy(ctx, op, *args, **kwargs):
@@ -80,10 +88,15 @@ def make_forward(cfg, decisions, mode, top, blocks, torch):
             return checkpoint.CheckpointPolicy.PREFER_RECOMPUTE
         return checkpoint.CheckpointPolicy.MUST_SAVE
 
-    sac_context = functools.partial(checkpoint.create_selective_checkpoint_contexts, policy)
+    # F.dropout's mask is drawn in place into empty_like's output: the saved
+    # entry is that mask once drawn (the recompute reads it, not a copy).
+    sac_context = functools.partial(checkpoint.create_selective_checkpoint_contexts, policy,
+                                    allow_cache_entry_mutation=True)
 
     def dropout(x):
-        return torch.native_dropout(x, p, True)[0] if p > 0 else x
+        if p <= 0:
+            return x
+        return torch.native_dropout(x, p, True)[0] if dropout_op == "native" else F.dropout(x, p)
 
     def prologue(blk, x):
         t = F.layer_norm(x, (h,), blk["ln1_w"], blk["ln1_b"], 1e-5)
@@ -152,6 +165,9 @@ def main():
     ap.add_argument("--mode", choices=["checkpoint", "sac", "compile"], default="checkpoint")
     ap.add_argument("--budget", type=float, default=1.0,
                     help="compile: torch._functorch.config.activation_memory_budget")
+    ap.add_argument("--dropout", choices=["functional", "native"], default="functional",
+                    help="F.dropout (at::dropout, as the runtime and nn.Dropout) or "
+                         "torch.native_dropout")
     ap.add_argument("--meter", help="libremat_cpu_meter.so (default: $REMAT_METER_LIB)")
     ap.add_argument("--build", help="a remat build dir holding lib/libremat_cpu_meter.so")
     ap.add_argument("--steps", type=int, default=5)
@@ -174,7 +190,7 @@ def main():
     params = list(top.values()) + [t for blk in blocks for t in blk.values()]
     opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     forward = make_forward(cfg, decisions if args.mode != "compile" else None, args.mode, top,
-                           blocks, torch)
+                           blocks, torch, args.dropout)
     if args.mode == "compile":
         torch._functorch.config.activation_memory_budget = args.budget
         forward = torch.compile(forward)
