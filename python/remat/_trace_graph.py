@@ -216,11 +216,79 @@ def _image_tower(model, language):
                 if child is not language:
                     self.add_module(name, child)
 
-        def forward(self, pixel_values):
-            return model.get_image_features(pixel_values=pixel_values,
+        def forward(self, pixel_values, **sizes):
+            return model.get_image_features(pixel_values=pixel_values, **sizes,
                                             return_dict=True).pooler_output
 
     return ImageFeatures()
+
+
+# Integer tensors a model computes from a batch's own constants (each
+# image's size) up to this many elements: fake tensors holding their values.
+INDEX_CONSTANT_NUMEL = 1 << 16
+
+
+@contextlib.contextmanager
+def _index_constants(fake_mode):
+    """While on, an integer tensor made from Python numbers (torch.tensor
+    of each image's size, as transformers' processor passes it) and each
+    integer tensor computed from such tensors alone, up to
+    INDEX_CONSTANT_NUMEL elements, is a fake tensor holding its values
+    (FakeTensorMode keeps them for one element only): the model's index
+    arithmetic on them (Pixtral's patches per image, their split sizes)
+    reads real numbers."""
+    import torch
+    from torch._subclasses.fake_tensor import is_sparse_any
+
+    plain = fake_mode.may_turn_const
+
+    def may_turn_const(t):
+        return plain(t) or (
+            not t.is_floating_point() and not t.is_complex() and
+            t.numel() <= INDEX_CONSTANT_NUMEL and not is_sparse_any(t) and
+            not fake_mode.is_our_fake(t) and t.device.type != "meta")
+    fake_mode.may_turn_const = may_turn_const
+    try:
+        yield
+    finally:
+        del fake_mode.may_turn_const
+
+
+def _pooled_tokens_fit(config):
+    """A config whose projector pools the vision tower's patches to
+    mm_tokens_per_image image tokens (Gemma 3's: a square of patches
+    average-pooled to a square of tokens) asks for no more tokens per side
+    than the tower has patches per side; else refused (the pool's stride
+    would be 0)."""
+    tokens, vision = getattr(config, "mm_tokens_per_image", None), config.vision_config
+    size, patch = getattr(vision, "image_size", None), getattr(vision, "patch_size", None)
+    if not all(isinstance(v, int) for v in (tokens, size, patch)):
+        return
+    side, per_side = size // patch, int(tokens ** 0.5)
+    if per_side > side:
+        raise InputError(
+            f"remat.trace: {config.model_type} config: field 'mm_tokens_per_image': {tokens} "
+            f"({per_side} x {per_side}) is more than the vision tower's {side} x {side} patches "
+            f"(image_size {size} / patch_size {patch}), which its projector pools to the image "
+            f"tokens (accepted: up to {side * side})", EXIT_BAD_INPUT)
+
+
+def _image_sizes(module, pixels):
+    """get_image_features' arguments besides the images: none, or
+    image_sizes (Pixtral's: each image's height and width, a tensor of
+    (images, 2) as transformers' processor passes it), every image of the
+    batch's one size, made under _index_constants. Another argument is
+    refused."""
+    import torch
+
+    extra = _required_besides(module.get_image_features, "pixel_values")
+    if not extra:
+        return {}
+    if extra != ["image_sizes"]:
+        raise InputError(f"remat.trace: {type(module).__name__}.get_image_features takes "
+                         f"{', '.join(extra)} besides the images; remat traces images of one "
+                         "size, given their image_sizes where asked", EXIT_BAD_INPUT)
+    return {"image_sizes": torch.tensor([list(pixels.shape[-2:])] * pixels.shape[0])}
 
 
 @contextlib.contextmanager
@@ -275,16 +343,13 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
                          f"{' or '.join(VISION_NAMES)} beside one named language_model with "
                          "get_image_features (LLaVA's layout, which remat traces)",
                          EXIT_BAD_INPUT)
-    extra = _required_besides(module.get_image_features, "pixel_values")
-    if extra:
-        raise InputError(f"remat.trace: {type(module).__name__}.get_image_features takes "
-                         f"{', '.join(extra)} besides the images (each image's own size); remat "
-                         "traces images of the vision tower's one size", EXIT_BAD_INPUT)
+    _pooled_tokens_fit(module.config)
     (_, vision, _, vision_blocks), (_, language, _, language_blocks) = find_chains(
         module, "remat.trace")
     tower = _image_tower(module, language)
-    source = {"pixel_values": inputs["pixel_values"]}
-    with _unchecked():
+    pixels = inputs["pixel_values"]
+    with _index_constants(pixels.fake_mode), _unchecked():
+        source = dict(pixel_values=pixels, **_image_sizes(module, pixels))
         with torch.no_grad():
             features = tower(**source)
         as_list = not isinstance(features, torch.Tensor)

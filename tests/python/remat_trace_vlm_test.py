@@ -26,7 +26,11 @@ steps metered by remat's CPU meter.
   - LLaVA-1.5's features, taken before the vision tower's last block
     (vision_feature_layer -2): the vision chain has the blocks before it,
     the last runs in its last layer; the same steps within 3%; so too a
-    small Gemma 3 (Gemma3ForConditionalGeneration, a SigLIP tower);
+    small Gemma 3 (Gemma3ForConditionalGeneration, a SigLIP tower) and a
+    small Mistral 3 (Mistral3ForConditionalGeneration, a Pixtral tower
+    whose step takes image_sizes, each image's size; remat.apply as
+    above, its gradients the eager model's); a Gemma 3 config pooling
+    more image tokens than its tower has patches is refused in one line;
   - planner --budget 1GB config.json traces the config (python -m remat
     trace) and plans the graph; features joined from several vision
     layers are refused in one line, and Llama 4's text model
@@ -89,6 +93,19 @@ GEMMA3 = dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneratio
               vision_config=dict(model_type="siglip_vision_model", hidden_size=48,
                                  intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
                                  image_size=32, patch_size=4))
+# A Mistral 3 (a Pixtral vision tower of 4 x 4 patches, its 8 x 8 patches
+# merged 2 x 2 to 16 image tokens, a Mistral): its step gets image_sizes
+# (each image's height and width, a tensor as transformers' processor
+# passes it); the images pack into one sequence of the tower, their
+# attention kept to each image (a block-diagonal mask).
+MISTRAL3 = dict(model_type="mistral3", architectures=["Mistral3ForConditionalGeneration"],
+                image_token_index=IMAGE_TOKEN, spatial_merge_size=2, vision_feature_layer=-1,
+                text_config=dict(model_type="mistral", vocab_size=256, hidden_size=64,
+                                 intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+                                 num_key_value_heads=2, head_dim=16, max_position_embeddings=128),
+                vision_config=dict(model_type="pixtral", hidden_size=48, intermediate_size=96,
+                                   num_hidden_layers=3, num_attention_heads=4, image_size=32,
+                                   patch_size=4))
 _profiles = {}
 
 
@@ -123,6 +140,8 @@ def batch_of(config=LLAVA):
     batch = {"input_ids": ids, "pixel_values": pixels, "labels": labels}
     if config is GEMMA3:
         batch["token_type_ids"] = (ids == IMAGE_TOKEN).long()
+    if config is MISTRAL3:
+        batch["image_sizes"] = torch.tensor([[32, 32]] * MICRO_BATCH)
     return batch
 
 
@@ -150,7 +169,7 @@ def checkpointed_blocks(plan):
 @needs.meter_library()
 class TracedVisionLanguageStepTest(unittest.TestCase):
     def test_transformers_step_against_the_plan(self):
-        for config in (LLAVA, LLAVA_15, GEMMA3):
+        for config in (LLAVA, LLAVA_15, GEMMA3, MISTRAL3):
             for checkpointing in (False, True):
                 with self.subTest(model=config["model_type"],
                                   layer=config.get("vision_feature_layer"),
@@ -174,15 +193,23 @@ class TracedVisionLanguageStepTest(unittest.TestCase):
         self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
 
     def test_applied_plan_checkpointing_blocks_of_both_chains(self):
-        plan, budget = APPLIED()
-        blocks = checkpointed_blocks(plan)
-        self.assertEqual(blocks["vision"], ["block0", "block1", "block2"])
-        self.assertTrue(blocks["vision"] and blocks["language"], blocks)
-        predicted, measured = trained_peak(plan, lambda model: remat.apply(model, plan))
-        report(f"llava applied {blocks}", predicted, measured)
-        self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
-        self.assertLessEqual(predicted, budget)
-        self.assertLessEqual(measured, budget)
+        for config in (LLAVA, MISTRAL3):
+            with self.subTest(model=config["model_type"]):
+                plan, budget = APPLIED(config)
+                blocks = checkpointed_blocks(plan)
+                self.assertEqual(blocks["vision"], ["block0", "block1", "block2"])
+                self.assertTrue(blocks["vision"] and blocks["language"], blocks)
+                check_applied_peak(self, plan, budget, config)
+
+
+def check_applied_peak(test, plan, budget, config):
+    """remat.apply of `plan` on a fresh `config` model: its metered step
+    within PEAK_TOLERANCE of the plan's prediction, both under `budget`."""
+    predicted, measured = trained_peak(plan, lambda model: remat.apply(model, plan), config)
+    report(f"{config['model_type']} applied {checkpointed_blocks(plan)}", predicted, measured)
+    test.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
+    test.assertLessEqual(predicted, budget)
+    test.assertLessEqual(measured, budget)
 
 
 def check_applied_gradients(test, model, batch, plan, chains):
@@ -205,17 +232,17 @@ def check_applied_gradients(test, model, batch, plan, chains):
     test.assertFalse(any("forward" in b.__dict__ for chain in chains for b in chain))
 
 
-def APPLIED():
-    """(plan, budget) remat.apply carries out: in each chain, two-block
-    segments (block0 checkpointed and block1 recomputed in its segment,
-    block2 checkpointed; --strategy uniform --every 2), at a budget halfway
-    from its predicted peak to that of checkpointing nothing, which does
-    not fit there."""
+def APPLIED(config=LLAVA):
+    """(plan, budget) remat.apply carries out on `config`: in each chain,
+    two-block segments (block0 checkpointed and block1 recomputed in its
+    segment, block2 checkpointed; --strategy uniform --every 2), at a
+    budget halfway from its predicted peak to that of checkpointing
+    nothing, which does not fit there."""
     segments = dict(strategy="uniform", every=2)
-    low = remat.plan(profile(), budget="1TB", **segments).predicted_peak_bytes
-    high = remat.plan(profile(), budget="1TB", strategy="none").predicted_peak_bytes
+    low = remat.plan(profile(config), budget="1TB", **segments).predicted_peak_bytes
+    high = remat.plan(profile(config), budget="1TB", strategy="none").predicted_peak_bytes
     budget = (low + high) // 2
-    return remat.plan(profile(), budget=budget, **segments), budget
+    return remat.plan(profile(config), budget=budget, **segments), budget
 
 
 @needs.modules("torch", "transformers")
@@ -240,6 +267,25 @@ class VisionLanguageGraphTest(unittest.TestCase):
         model = build()
         check_applied_gradients(self, model, batch_of(), plan,
                                 (model.model.vision_tower.encoder.layers,
+                                 model.model.language_model.layers))
+
+    def test_images_given_their_sizes(self):
+        # Mistral 3's step takes image_sizes: traced with a tensor of each
+        # image's size, every image of the tower's size; the features
+        # handed on are 16 tokens per image, packed in one sequence.
+        chains = profile(MISTRAL3).chains
+        self.assertEqual(chains["vision"]["layers"][-1]["output_bytes"],
+                         MICRO_BATCH * IMAGE_TOKENS * 64 * 4)
+        self.assertEqual(chains["vision"]["layers"][0]["output_bytes"],
+                         MICRO_BATCH * (32 // 4) ** 2 * 48 * 4)
+        with torch.device("meta"):
+            model = build(MISTRAL3)
+        self.assertEqual(sum(c["parameters"] for c in chains.values()),
+                         sum(p.numel() for p in model.parameters()))
+        plan, _ = APPLIED(MISTRAL3)
+        model = build(MISTRAL3)
+        check_applied_gradients(self, model, batch_of(MISTRAL3), plan,
+                                (model.model.vision_tower.transformer.layers,
                                  model.model.language_model.layers))
 
     def test_planner_plans_the_config_as_a_graph(self):
@@ -270,6 +316,16 @@ class VisionLanguageGraphTest(unittest.TestCase):
             remat.trace(dict(LLAVA, vision_feature_layer=[-2, -1]), micro_batch=MICRO_BATCH,
                         seq_len=SEQ_LEN, device="cpu")
         self.assertIn("field 'vision_feature_layer': [-2, -1]", str(e.exception))
+        self.assertNotIn("\n", str(e.exception))
+
+    def test_more_pooled_tokens_than_patches_are_refused(self):
+        # transformers' default Gemma 3 config: 16 x 16 image tokens pooled
+        # from a tower of 14 x 14 patches; here 16 x 16 from 8 x 8.
+        with self.assertRaises(remat.InputError) as e:
+            remat.trace(dict(GEMMA3, mm_tokens_per_image=256), micro_batch=MICRO_BATCH,
+                        seq_len=SEQ_LEN, device="cpu")
+        self.assertIn("field 'mm_tokens_per_image': 256 (16 x 16) is more than the vision "
+                      "tower's 8 x 8 patches", str(e.exception))
         self.assertNotIn("\n", str(e.exception))
 
     def test_classes_of_configs_with_a_vision_and_a_text_part(self):
@@ -364,12 +420,7 @@ class TracedTwoTowersStepTest(unittest.TestCase):
                 blocks = checkpointed_blocks(plan)
                 self.assertEqual(blocks, {"vision": ["block0", "block1", "block2"],
                                           "text": ["block0", "block1", "block2"]})
-                predicted, measured = trained_peak(
-                    plan, lambda model: remat.apply(model, plan), config)
-                report(f"{config['model_type']} applied {blocks}", predicted, measured)
-                self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
-                self.assertLessEqual(predicted, budget)
-                self.assertLessEqual(measured, budget)
+                check_applied_peak(self, plan, budget, config)
                 model = build(config)
                 check_applied_gradients(self, model, pairs_batch(), plan,
                                         (model.vision_model.encoder.layers,
