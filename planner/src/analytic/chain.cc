@@ -102,8 +102,8 @@ struct Groups {
 // ops in execution order; that it is a topological order is checked.
 Status GroupOps(const OpGraph& g, Groups* out) {
   const auto& ops = g.ops();
-  std::vector<int> topo;
-  if (!g.TopologicalOrder(&topo)) return Status::Internal("the op graph has a cycle");
+  // Every input made by an op added before its reader: the order of the
+  // ops is topological, and the graph has no cycle.
   for (size_t i = 0; i < ops.size(); ++i) {
     for (int t : ops[i].inputs) {
       if (g.tensors()[t].producer >= static_cast<int>(i)) {

@@ -1,14 +1,14 @@
-// OpGraph: a model as a DAG of ops (Boost.Graph), with the tensors each op
-// produces, consumes and saves for backward. Internal to the planner.
+// OpGraph: a model as a DAG of ops, with the tensors each op produces,
+// consumes and saves for backward. Internal to the planner.
 //
-// Vertices are ops; an edge u -> v means v consumes a tensor u produced
-// (residual connections are simply tensors with two consumers). Each op is
+// Ops are added in execution order; op v depends on op u when v consumes a
+// tensor u produced (residual connections are simply tensors with two
+// consumers), found through the tensors' producers and consumers. Each op is
 // tagged with the layer (chain group) it belongs to; chain.h derives the
 // per-layer chain from the graph.
 #ifndef REMAT_SRC_ANALYTIC_OP_GRAPH_H_
 #define REMAT_SRC_ANALYTIC_OP_GRAPH_H_
 
-#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,7 +79,8 @@ class OpGraph {
   // An op that records no autograd node (no input requires grad, no weight
   // trains) makes outputs that need no gradient.
   void ClearRequiresGrad(int t) { tensors_[t].requires_grad = false; }
-  // Adds the op; sets the producer of its outputs and the graph edges.
+  // Adds the op; sets the producer of its outputs and the consumers of its
+  // inputs.
   int AddOp(OpInfo op);
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
@@ -90,17 +91,7 @@ class OpGraph {
   // Ops that consume tensor `t`.
   const std::vector<int>& consumers(int t) const { return consumers_[t]; }
 
-  // Op indices in a topological order (Boost). Fails only on a cycle,
-  // which the builders never make.
-  bool TopologicalOrder(std::vector<int>* order) const;
-
  private:
-  struct EdgeProps {
-    int tensor = -1;
-  };
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
-                                      boost::no_property, EdgeProps>;
-  Graph graph_;
   std::vector<TensorInfo> tensors_;
   std::vector<OpInfo> ops_;
   std::vector<std::vector<int>> consumers_;

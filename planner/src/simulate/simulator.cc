@@ -36,12 +36,6 @@ const char* ToString(MemoryCategory c) {
   return "?";
 }
 
-int64_t MemoryByCategory::total() const {
-  int64_t t = 0;
-  for (int64_t b : bytes) t += b;
-  return t;
-}
-
 std::vector<bool> InputReleasingOps(const Schedule& schedule,
                                     const std::vector<bool>& keeps_input) {
   const int n = static_cast<int>(schedule.ops.size());

@@ -93,6 +93,22 @@ TEST(ChainDerivation, ATensorSkippingALayerIsNotAChain) {
   EXPECT_NE(chain.status().message().find("L3"), std::string::npos) << chain.status().message();
 }
 
+// The ops' order is their execution order: an op reading a tensor made by
+// itself or by an op added after it leaves no order to run them in.
+TEST(ChainDerivation, AnOpReadingWhatItOrALaterOpMakesIsRejected) {
+  for (bool itself : {true, false}) {
+    OpGraph g;
+    const int x = g.AddTensor("x", 10), a = g.AddTensor("a", 10), b = g.AddTensor("b", 10);
+    g.AddOp(MakeOp("f", "L1", {x, itself ? a : b}, {a}, {}));
+    g.AddOp(MakeOp("g", "L1", {a}, {b}, {}));
+    Result<std::vector<LayerProfile>> chain = DeriveChain(g, OpTimeModel{}, {});
+    ASSERT_FALSE(chain.ok());
+    EXPECT_NE(chain.status().message().find("op 'f' runs before its input is produced"),
+              std::string::npos)
+        << chain.status().message();
+  }
+}
+
 // Three residual layers; L3 differs from L2 only in its last op holding
 // an earlier op's output through its forward (OpInfo::held): a larger forward
 // peak. Deriving like layers once must not hand L3 the figures of L2,

@@ -78,7 +78,11 @@ struct MemoryByCategory {
   std::array<int64_t, static_cast<int>(MemoryCategory::kCount)> bytes{};
   int64_t& operator[](MemoryCategory c) { return bytes[static_cast<int>(c)]; }
   int64_t operator[](MemoryCategory c) const { return bytes[static_cast<int>(c)]; }
-  int64_t total() const;
+  int64_t total() const {
+    int64_t t = 0;
+    for (int64_t b : bytes) t += b;
+    return t;
+  }
 };
 
 // One entry per schedule op, frees included.
