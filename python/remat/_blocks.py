@@ -148,8 +148,9 @@ def norms_of(block):
 
 
 # Names of a vision-language model's two parts (transformers' LLaVA-style
-# models: model.vision_tower, model.language_model).
-VISION_NAMES = ("vision_tower",)
+# models: model.vision_tower, model.language_model; Qwen2-VL's and
+# Qwen2.5-VL's vision part: model.visual).
+VISION_NAMES = ("vision_tower", "visual")
 LANGUAGE_NAMES = ("language_model",)
 
 

@@ -217,8 +217,14 @@ def _image_tower(model, language):
                     self.add_module(name, child)
 
         def forward(self, pixel_values, **sizes):
-            return model.get_image_features(pixel_values=pixel_values, **sizes,
-                                            return_dict=True).pooler_output
+            out = model.get_image_features(pixel_values=pixel_values, **sizes, return_dict=True)
+            if getattr(out, "deepstack_features", None) is not None:
+                raise InputError(
+                    f"remat.trace: {type(model).__name__}'s vision tower hands its language "
+                    "model more than the image features (deepstack_features: its blocks' "
+                    "outputs, added into the first language blocks); remat traces a vision "
+                    "chain that hands on the features alone", EXIT_BAD_INPUT)
+            return out.pooler_output
 
     return ImageFeatures()
 
@@ -231,27 +237,63 @@ INDEX_CONSTANT_NUMEL = 1 << 16
 @contextlib.contextmanager
 def _index_constants(fake_mode):
     """While on, an integer tensor made from Python numbers (torch.tensor
-    of each image's size, as transformers' processor passes it) and each
-    integer tensor computed from such tensors alone, up to
-    INDEX_CONSTANT_NUMEL elements, is a fake tensor holding its values
-    (FakeTensorMode keeps them for one element only): the model's index
-    arithmetic on them (Pixtral's patches per image, their split sizes)
-    reads real numbers."""
+    of each image's size, as transformers' processor passes it; arange,
+    zeros, ones or full of an integer dtype) and each integer tensor
+    computed from such tensors alone, up to INDEX_CONSTANT_NUMEL elements,
+    is a fake tensor holding its values (FakeTensorMode keeps them for
+    torch.tensor's of one element only): the model's index arithmetic on
+    them (Pixtral's patches per image, Qwen2.5-VL's windows of patches, the
+    split of the packed features) reads real numbers."""
     import torch
-    from torch._subclasses.fake_tensor import is_sparse_any
+    from torch._subclasses.fake_tensor import is_sparse_any, unset_fake_temporarily
+    from torch.utils._pytree import tree_flatten
 
-    plain = fake_mode.may_turn_const
+    aten = torch.ops.aten
+    factories = {aten.arange.default, aten.arange.start, aten.arange.start_step,
+                 aten.zeros.default, aten.ones.default, aten.full.default,
+                 aten.scalar_tensor.default}
+    plain, dispatch = fake_mode.may_turn_const, fake_mode.dispatch
+
+    def integer_constant(t):
+        return (not t.is_floating_point() and not t.is_complex() and
+                t.numel() <= INDEX_CONSTANT_NUMEL and not is_sparse_any(t) and
+                not fake_mode.is_our_fake(t) and t.device.type != "meta")
 
     def may_turn_const(t):
-        return plain(t) or (
-            not t.is_floating_point() and not t.is_complex() and
-            t.numel() <= INDEX_CONSTANT_NUMEL and not is_sparse_any(t) and
-            not fake_mode.is_our_fake(t) and t.device.type != "meta")
-    fake_mode.may_turn_const = may_turn_const
+        return plain(t) or integer_constant(t)
+
+    def made_constant(func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in factories and not any(isinstance(a, torch.Tensor)
+                                         for a in tree_flatten((args, kwargs))[0]):
+            with unset_fake_temporarily():
+                out = func(*args, **dict(kwargs, device="cpu"))
+            if integer_constant(out):
+                return fake_mode.fake_tensor_converter.from_real_tensor(
+                    fake_mode, out, make_constant=True)
+        return dispatch(func, types, args, kwargs)
+    fake_mode.may_turn_const, fake_mode.dispatch = may_turn_const, made_constant
     try:
         yield
     finally:
-        del fake_mode.may_turn_const
+        del fake_mode.may_turn_const, fake_mode.dispatch
+
+
+def _rope_positions(rope, fake_mode, shape, types, grid):
+    """The model's M-RoPE positions (its get_rope_index, as its forward
+    computes them from mm_token_type_ids and image_grid_thw), computed on
+    real tensors of `shape`'s token ids outside the fake mode: it builds
+    them from Python lists of tensors, which fake tensors cannot hold.
+    Made fake (the language model reads their shape: its rotary
+    embedding is a product with them)."""
+    import torch
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        positions, _ = rope(torch.zeros(shape, dtype=torch.long),
+                            mm_token_type_ids=torch.tensor(types),
+                            image_grid_thw=torch.tensor(grid))
+    return fake_mode.from_tensor(positions)
 
 
 def _pooled_tokens_fit(config):
@@ -273,22 +315,60 @@ def _pooled_tokens_fit(config):
             f"tokens (accepted: up to {side * side})", EXIT_BAD_INPUT)
 
 
-def _image_sizes(module, pixels):
-    """get_image_features' arguments besides the images: none, or
+def _image_inputs(module, pixels, ids):
+    """(the vision chain's inputs, the language chain's besides the text)
+    for `pixels` (images, channels, height, width: every image of one
+    size), as transformers' processor gives them, made under
+    _index_constants: get_image_features given the images alone; or with
     image_sizes (Pixtral's: each image's height and width, a tensor of
-    (images, 2) as transformers' processor passes it), every image of the
-    batch's one size, made under _index_constants. Another argument is
-    refused."""
+    (images, 2)); or, where it takes image_grid_thw (Qwen2-VL's), the
+    images as the processor packs them (each image's patches, of
+    temporal_patch_size frames, one row each) and each image's grid of
+    patches (1, height, width), which the language model takes too, with
+    mm_token_type_ids (1 on each sequence's image tokens, after its first
+    token), from which it computes its M-RoPE positions. Another argument
+    is refused."""
+    import inspect
+
     import torch
 
+    images = pixels.shape[0]
+    takes = inspect.signature(module.get_image_features).parameters
+    if "image_grid_thw" in takes:
+        vision = module.config.vision_config
+        patch, merge = vision.patch_size, vision.spatial_merge_size
+        height, width = (n // patch for n in pixels.shape[-2:])
+        if height % merge or width % merge:
+            raise InputError(f"remat.trace: {type(module).__name__}'s images of "
+                             f"{pixels.shape[-2]} x {pixels.shape[-1]} are not of whole "
+                             f"{merge} x {merge} groups of {patch} x {patch} patches (accepted: "
+                             f"a multiple of {patch * merge} a side)", EXIT_BAD_INPUT)
+        grid = torch.tensor([[1, height, width]] * images)
+        row = pixels.shape[1] * vision.temporal_patch_size * patch * patch
+        packed = torch.empty((images * height * width, row), dtype=pixels.dtype)
+        tokens = height * width // (merge * merge)
+        if tokens >= ids.shape[1]:
+            raise InputError(f"remat.trace: an image of {tokens} tokens does not fit a sequence "
+                             f"of {ids.shape[1]} (--seq-len: more than {tokens})", EXIT_BAD_INPUT)
+        language = {"image_grid_thw": grid}
+        if "mm_token_type_ids" in inspect.signature(module.forward).parameters:
+            types = [[0] + [1] * tokens + [0] * (ids.shape[1] - 1 - tokens)] * ids.shape[0]
+            language["mm_token_type_ids"] = torch.tensor(types)
+            rope = getattr(getattr(module, "model", module), "get_rope_index", None)
+            if callable(rope):
+                language["position_ids"] = _rope_positions(rope, pixels.fake_mode, ids.shape,
+                                                           types, grid.tolist())
+        return {"pixel_values": packed, "image_grid_thw": grid}, language
     extra = _required_besides(module.get_image_features, "pixel_values")
     if not extra:
-        return {}
+        return {"pixel_values": pixels}, {}
     if extra != ["image_sizes"]:
         raise InputError(f"remat.trace: {type(module).__name__}.get_image_features takes "
                          f"{', '.join(extra)} besides the images; remat traces images of one "
-                         "size, given their image_sizes where asked", EXIT_BAD_INPUT)
-    return {"image_sizes": torch.tensor([list(pixels.shape[-2:])] * pixels.shape[0])}
+                         "size, given their image_sizes or image_grid_thw where asked",
+                         EXIT_BAD_INPUT)
+    sizes = torch.tensor([list(pixels.shape[-2:])] * images)
+    return {"pixel_values": pixels, "image_sizes": sizes}, {}
 
 
 @contextlib.contextmanager
@@ -349,14 +429,14 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
     tower = _image_tower(module, language)
     pixels = inputs["pixel_values"]
     with _index_constants(pixels.fake_mode), _unchecked():
-        source = dict(pixel_values=pixels, **_image_sizes(module, pixels))
+        source, besides = _image_inputs(module, pixels, inputs["input_ids"])
         with torch.no_grad():
             features = tower(**source)
         as_list = not isinstance(features, torch.Tensor)
         handed = _image_features_base(features).detach().requires_grad_(True)
         given = list(handed.unbind(0)) if as_list else handed
         text = {"input_ids": inputs["input_ids"], "labels": inputs["labels"]}
-        target = dict(text, mm_encoder_outputs={
+        target = dict(text, **besides, mm_encoder_outputs={
             "image": BaseModelOutputWithPooling(pooler_output=given)})
         lang = trace_layers(module, target, list(language_blocks), None, meter,
                             outside=(handed,), keep_grads=True)
@@ -373,7 +453,7 @@ def trace_vision_language(module, inputs, meter, roofline, optimizer_step):
     if not chain.has_prefix:
         raise InputError("remat.trace: the language model's first block is given the batch "
                          "itself; the image features are spliced in before it", EXIT_BAD_INPUT)
-    lang_layers = _layers(chain, traces, owner, roofline, text, shared)
+    lang_layers = _layers(chain, traces, owner, roofline, dict(text, **besides), shared)
     chain, traces, owner, shared = vis
     vis_layers = _layers(chain, traces, owner, roofline, source, shared, handed_on=handed)
     chains = _chain_pair(("vision", tower, vis_layers), ("language", module, lang_layers),

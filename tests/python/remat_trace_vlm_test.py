@@ -29,7 +29,10 @@ steps metered by remat's CPU meter.
     small Gemma 3 (Gemma3ForConditionalGeneration, a SigLIP tower) and a
     small Mistral 3 (Mistral3ForConditionalGeneration, a Pixtral tower
     whose step takes image_sizes, each image's size; remat.apply as
-    above, its gradients the eager model's); a Gemma 3 config pooling
+    above, its gradients the eager model's), and a small Qwen2.5-VL and
+    Qwen2-VL (their vision part `visual`, their step given the packed
+    patches, image_grid_thw and mm_token_type_ids; Qwen2.5-VL's
+    remat.apply as above); a Gemma 3 config pooling
     more image tokens than its tower has patches is refused in one line;
   - planner --budget 1GB config.json traces the config (python -m remat
     trace) and plans the graph; features joined from several vision
@@ -106,6 +109,35 @@ MISTRAL3 = dict(model_type="mistral3", architectures=["Mistral3ForConditionalGen
                 vision_config=dict(model_type="pixtral", hidden_size=48, intermediate_size=96,
                                    num_hidden_layers=3, num_attention_heads=4, image_size=32,
                                    patch_size=4))
+# A Qwen2.5-VL (its vision part `visual`: 4 x 4 patches of 2 frames, in
+# windows of 2 x 2 merged patches but for its last block, which attends to
+# the whole image; 2 x 2 patches merged into each of 16 image tokens, a
+# Qwen2 with M-RoPE). Its config gives no image size: 32 x 32 is the
+# size the job says. Its step gets the images as its processor packs them
+# (a row of 2 x 3 x 4 x 4 values per patch), image_grid_thw (each image's
+# grid of patches) and mm_token_type_ids (1 on the image's tokens), from
+# which the language model computes its positions.
+QWEN2_5_VL = dict(model_type="qwen2_5_vl", architectures=["Qwen2_5_VLForConditionalGeneration"],
+                  image_token_id=IMAGE_TOKEN, vision_start_token_id=251, vision_end_token_id=252,
+                  video_token_id=253, bos_token_id=1, eos_token_id=2,
+                  text_config=dict(model_type="qwen2_5_vl_text", vocab_size=256, hidden_size=64,
+                                   intermediate_size=128, num_hidden_layers=3,
+                                   num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=128, bos_token_id=1, eos_token_id=2,
+                                   rope_parameters=dict(rope_type="default", rope_theta=10000.0,
+                                                        mrope_section=[2, 3, 3])),
+                  vision_config=dict(model_type="qwen2_5_vl", depth=3, hidden_size=48,
+                                     intermediate_size=96, num_heads=4, patch_size=4,
+                                     spatial_merge_size=2, temporal_patch_size=2,
+                                     out_hidden_size=64, window_size=16,
+                                     fullatt_block_indexes=[2], image_size=32))
+# A Qwen2-VL: the same step, its vision blocks all attending to each
+# whole image (no windows).
+QWEN2_VL = dict(QWEN2_5_VL, model_type="qwen2_vl", architectures=["Qwen2VLForConditionalGeneration"],
+                text_config=dict(QWEN2_5_VL["text_config"], model_type="qwen2_vl_text"),
+                vision_config=dict(model_type="qwen2_vl", depth=3, embed_dim=48, mlp_ratio=2,
+                                   num_heads=4, hidden_size=64, patch_size=4,
+                                   spatial_merge_size=2, temporal_patch_size=2, image_size=32))
 _profiles = {}
 
 
@@ -142,6 +174,11 @@ def batch_of(config=LLAVA):
         batch["token_type_ids"] = (ids == IMAGE_TOKEN).long()
     if config is MISTRAL3:
         batch["image_sizes"] = torch.tensor([[32, 32]] * MICRO_BATCH)
+    if config in (QWEN2_5_VL, QWEN2_VL):
+        batch["pixel_values"] = torch.randn(MICRO_BATCH * 8 * 8, 2 * 3 * 4 * 4,
+                                            generator=generator)
+        batch["image_grid_thw"] = torch.tensor([[1, 8, 8]] * MICRO_BATCH)
+        batch["mm_token_type_ids"] = (ids == IMAGE_TOKEN).int()
     return batch
 
 
@@ -169,7 +206,7 @@ def checkpointed_blocks(plan):
 @needs.meter_library()
 class TracedVisionLanguageStepTest(unittest.TestCase):
     def test_transformers_step_against_the_plan(self):
-        for config in (LLAVA, LLAVA_15, GEMMA3, MISTRAL3):
+        for config in (LLAVA, LLAVA_15, GEMMA3, MISTRAL3, QWEN2_5_VL, QWEN2_VL):
             for checkpointing in (False, True):
                 with self.subTest(model=config["model_type"],
                                   layer=config.get("vision_feature_layer"),
@@ -193,7 +230,7 @@ class TracedVisionLanguageStepTest(unittest.TestCase):
         self.assertLessEqual(abs(measured - predicted) / predicted, PEAK_TOLERANCE)
 
     def test_applied_plan_checkpointing_blocks_of_both_chains(self):
-        for config in (LLAVA, MISTRAL3):
+        for config in (LLAVA, MISTRAL3, QWEN2_5_VL):
             with self.subTest(model=config["model_type"]):
                 plan, budget = APPLIED(config)
                 blocks = checkpointed_blocks(plan)
@@ -230,6 +267,28 @@ def check_applied_gradients(test, model, batch, plan, chains):
         test.assertLessEqual((applied[name] - g).abs().max().item(), RELATIVE * scale, name)
     remat.unapply(model)
     test.assertFalse(any("forward" in b.__dict__ for chain in chains for b in chain))
+
+
+def check_packed_images(test, config, vision):
+    """`config`'s two images of 32 x 32 in 4 x 4 patches (one sequence of
+    the tower, 48 wide) handed on as 16 tokens each (64 wide); the chains'
+    parameters transformers' count; with APPLIED(config), the gradients
+    the eager model's (vision(model): the module holding the vision
+    blocks, as `layers` or `blocks`)."""
+    chains = profile(config).chains
+    layers = chains["vision"]["layers"]
+    test.assertEqual(layers[-1]["output_bytes"], MICRO_BATCH * IMAGE_TOKENS * 64 * 4)
+    test.assertEqual(layers[0]["output_bytes"], MICRO_BATCH * (32 // 4) ** 2 * 48 * 4)
+    with torch.device("meta"):
+        model = build(config)
+    test.assertEqual(sum(c["parameters"] for c in chains.values()),
+                     sum(p.numel() for p in model.parameters()))
+    plan, _ = APPLIED(config)
+    model = build(config)
+    tower = vision(model)
+    check_applied_gradients(test, model, batch_of(config), plan,
+                            (getattr(tower, "layers", None) or tower.blocks,
+                             model.model.language_model.layers))
 
 
 def APPLIED(config=LLAVA):
@@ -271,22 +330,8 @@ class VisionLanguageGraphTest(unittest.TestCase):
 
     def test_images_given_their_sizes(self):
         # Mistral 3's step takes image_sizes: traced with a tensor of each
-        # image's size, every image of the tower's size; the features
-        # handed on are 16 tokens per image, packed in one sequence.
-        chains = profile(MISTRAL3).chains
-        self.assertEqual(chains["vision"]["layers"][-1]["output_bytes"],
-                         MICRO_BATCH * IMAGE_TOKENS * 64 * 4)
-        self.assertEqual(chains["vision"]["layers"][0]["output_bytes"],
-                         MICRO_BATCH * (32 // 4) ** 2 * 48 * 4)
-        with torch.device("meta"):
-            model = build(MISTRAL3)
-        self.assertEqual(sum(c["parameters"] for c in chains.values()),
-                         sum(p.numel() for p in model.parameters()))
-        plan, _ = APPLIED(MISTRAL3)
-        model = build(MISTRAL3)
-        check_applied_gradients(self, model, batch_of(MISTRAL3), plan,
-                                (model.model.vision_tower.transformer.layers,
-                                 model.model.language_model.layers))
+        # image's size, every image of the tower's size.
+        check_packed_images(self, MISTRAL3, lambda model: model.model.vision_tower.transformer)
 
     def test_planner_plans_the_config_as_a_graph(self):
         # planner/cli/traced_input.cc runs $REMAT_PYTHON -m remat trace on
@@ -317,6 +362,15 @@ class VisionLanguageGraphTest(unittest.TestCase):
                         seq_len=SEQ_LEN, device="cpu")
         self.assertIn("field 'vision_feature_layer': [-2, -1]", str(e.exception))
         self.assertNotIn("\n", str(e.exception))
+
+    def test_images_packed_with_their_grid(self):
+        # Qwen2.5-VL's step takes image_grid_thw: traced with the images
+        # packed as its processor packs them and each image's grid, held
+        # as constants; its windowed blocks are traced once, its
+        # full-attention block apart.
+        self.assertEqual([l["traced_as"] for l in profile(QWEN2_5_VL).chains["vision"]["layers"]],
+                         ["embedding", "block0", "block0", "block2", "head"])
+        check_packed_images(self, QWEN2_5_VL, lambda model: model.model.visual)
 
     def test_more_pooled_tokens_than_patches_are_refused(self):
         # transformers' default Gemma 3 config: 16 x 16 image tokens pooled
