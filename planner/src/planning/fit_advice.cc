@@ -2,13 +2,12 @@
 // fit (keeping the global batch with gradient accumulation where it can).
 #include <algorithm>
 #include <functional>
-#include <future>
-#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
 #include <optional>
 
+#include "planning/in_order.h"
 #include "remat/planning/planning.h"
 #include "remat/model/precision.h"
 #include "remat/io/units.h"
@@ -412,26 +411,24 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
     }
     return std::nullopt;
   };
-  // The combinations are independent: each planned on a thread of its own
-  // where the machine has another core (as the solvers are), collected in
-  // their order.
-  const bool threads = std::thread::hardware_concurrency() > 1;
-  std::vector<std::future<std::optional<FitAlternative>>> planned;
+  // The combinations are independent: planned on as many threads as the
+  // machine has cores (RunInOrder), collected in their order.
+  std::vector<std::function<std::optional<FitAlternative>()>> combinations;
   for (const std::vector<Lever>& precision : precisions) {
     for (const auto& [training, full] : trainings) {
-      planned.push_back(std::async(threads ? std::launch::async : std::launch::deferred,
-                                   plan_combination, std::cref(precision), std::cref(training),
-                                   full, false));
+      combinations.push_back([&plan_combination, p = &precision, t = &training, full = full] {
+        return plan_combination(*p, *t, full, false);
+      });
     }
     if (now.offload == StateOffload::kNone && trainings.front().second) {
-      planned.push_back(std::async(threads ? std::launch::async : std::launch::deferred,
-                                   plan_combination, std::cref(precision),
-                                   std::cref(trainings.front().first), true, true));
+      combinations.push_back([&plan_combination, p = &precision, t = &trainings.front().first] {
+        return plan_combination(*p, *t, true, true);
+      });
     }
   }
   std::vector<FitAlternative> fitting;
-  for (auto& f : planned) {
-    std::optional<FitAlternative> a = f.get();
+  for (std::optional<FitAlternative>& a :
+       planning_internal::RunInOrder(combinations, planning_internal::MachineThreads())) {
     if (a) fitting.push_back(*std::move(a));
   }
   std::stable_sort(fitting.begin(), fitting.end(),

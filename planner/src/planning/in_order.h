@@ -1,0 +1,43 @@
+// Independent tasks run on a few threads, their results kept in the tasks'
+// order (the fit advice's alternatives). Internal to the planning layer.
+#ifndef REMAT_SRC_PLANNING_IN_ORDER_H_
+#define REMAT_SRC_PLANNING_IN_ORDER_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace remat::planning_internal {
+
+// The threads RunInOrder uses by default: the machine's cores, 1 to 16.
+inline size_t MachineThreads() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+}
+
+// Runs every task once, at most `threads` at a time (this thread and
+// threads - 1 more, each taking the next task not yet started), and returns
+// their results in the tasks' order, whatever the order they ran in. So
+// memory held by a running task is held by `threads` tasks at most, not by
+// all of them at once. The tasks must not throw and must be safe to run
+// concurrently with each other; `threads` 0 counts as 1.
+template <typename T>
+std::vector<T> RunInOrder(const std::vector<std::function<T()>>& tasks, size_t threads) {
+  std::vector<T> results(tasks.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < tasks.size(); i = next++) results[i] = tasks[i]();
+  };
+  std::vector<std::thread> more;
+  const size_t n = std::min(std::max<size_t>(threads, 1), std::max<size_t>(tasks.size(), 1));
+  for (size_t i = 1; i < n; ++i) more.emplace_back(work);
+  work();
+  for (std::thread& t : more) t.join();
+  return results;
+}
+
+}  // namespace remat::planning_internal
+
+#endif  // REMAT_SRC_PLANNING_IN_ORDER_H_
