@@ -271,7 +271,8 @@ bool DeepSpeedJob(const Parallelism& p) {
 // ZeRO-Offload where DeepSpeed runs the job, FSDP2's CPUOffloadPolicy
 // (full_shard over them) otherwise.
 std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& levers, int64_t data,
-                           bool offload, const Alternatives& options) {
+                           bool offload, const Alternatives& options,
+                           std::optional<Result<Profile>>* model_profile) {
   Job changed = job;
   if (job.has_config()) {
     for (const Lever* l : levers) l->change(&changed.model);
@@ -287,8 +288,17 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
     p.gpus = data * p.tensor * p.pipeline;
     if (offload) p.offload = StateOffload::kFsdpCpu;
   }
-  // The profile (and a distributed job's ranks) made again; --host-link kept.
-  Result<Job> other = WithParallel(changed, p);
+  // The profile (and a distributed job's ranks) made again; --host-link
+  // kept. The model's profile is the same on any data ranks (the tensor and
+  // sequence degrees kept): made once.
+  Result<Job> other = Status::Invalid("no profile");
+  if (job.has_config()) {
+    if (!*model_profile) *model_profile = ModelProfile(changed, p);
+    const Result<Profile>& made = **model_profile;
+    other = made.ok() ? WithParallel(changed, p, *made) : Result<Job>(made.status());
+  } else {
+    other = WithParallel(changed, p);
+  }
   const PlanOptions& o = options.options;
   if (!other.ok() ||
       other->profile.model_state_bytes() >= TensorBudget(o.budget_bytes, o.device_memory)) {
@@ -372,9 +382,11 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
     std::vector<const Lever*> levers;
     for (const Lever& l : precision) levers.push_back(&l);
     for (const Lever& l : training) levers.push_back(&l);
+    std::optional<Result<Profile>> model_profile;  // the changed model's, on any data ranks
     for (int64_t data : offload ? own_ranks : degrees) {
       if (levers.empty() && data == 1 && !offload) continue;  // the job itself
-      const std::optional<Job> changed = Changed(job, levers, data, offload, options);
+      const std::optional<Job> changed =
+          Changed(job, levers, data, offload, options, &model_profile);
       if (!changed) continue;
       int64_t chunks = 0;
       std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);

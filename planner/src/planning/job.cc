@@ -166,10 +166,10 @@ Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
 }
 
 Result<Job> WithParallel(const Job& job, const Parallelism& p) {
-  Job other = job;
-  other.analytic.parallel = p;
-  other.ranks.clear();
   if (!job.has_config()) {
+    Job other = job;
+    other.analytic.parallel = p;
+    other.ranks.clear();
     if (!job.ranks.empty()) {
       return Status::Invalid(job.path + ": the profile's model state is divided already");
     }
@@ -177,8 +177,29 @@ Result<Job> WithParallel(const Job& job, const Parallelism& p) {
     REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
     return other;
   }
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, job.model, job.path));
+  REMAT_ASSIGN_OR_RETURN(Profile model_profile, ModelProfile(job, p));
+  return WithParallel(job, p, model_profile);
+}
+
+Result<Profile> ModelProfile(const Job& job, const Parallelism& p) {
+  if (!job.has_config()) {
+    return Status::Invalid(job.path + " is a profile: it has no model to profile");
+  }
+  AnalyticOptions options = job.analytic;
+  options.parallel = p;
+  return AnalyticProfile(job.model, options);
+}
+
+Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile) {
+  if (!job.has_config()) {
+    return Status::Invalid(job.path + " is a profile: it has no model to profile");
+  }
+  Job other = job;
+  other.analytic.parallel = p;
+  other.ranks.clear();
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, other.model, job.path));
-  REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.model, other.analytic));
+  other.profile = model_profile;
   other.profile.host_link = job.profile.host_link;
   REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
   for (RankMemory& r : other.ranks) r.profile.host_link = job.profile.host_link;

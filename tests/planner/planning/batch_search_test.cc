@@ -6,20 +6,12 @@
 #include "remat/planning/planning.h"
 #include "remat/model/precision.h"
 #include "remat/strategies/strategies.h"
+#include "testing/small_gpt_job.h"
 
 namespace remat {
 namespace {
 
-const char kSmallGpt[] = R"({"name": "small", "layers": 4, "hidden": 128, "heads": 4,
-  "vocab": 2048, "seq_len": 128, "micro_batch": 4, "dropout": 0.1})";
-
-Job SmallJob() {
-  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
-  EXPECT_TRUE(in.ok()) << in.status().message();
-  Result<Job> job = MakeJob(*in, {});
-  EXPECT_TRUE(job.ok()) << job.status().message();
-  return *job;
-}
+Job SmallJob() { return testing::SmallGptJob(); }
 
 PlanOptions Budget(int64_t bytes) {
   PlanOptions o;
@@ -139,7 +131,7 @@ TEST(BatchSearch, WarnsAboveOneHundredTwentyEightMicroBatches) {
   // Set directly, too.
   JobOverrides o;
   o.grad_accumulation = 200;
-  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
+  Result<PlannerInput> in = ParsePlannerInput(testing::kSmallGpt, "small.json");
   ASSERT_TRUE(in.ok());
   Result<Job> many = MakeJob(*in, o);
   ASSERT_TRUE(many.ok());

@@ -4,22 +4,12 @@
 
 #include "remat/planning/planning.h"
 #include "remat/strategies/strategies.h"
+#include "testing/small_gpt_job.h"
 
 namespace remat {
 namespace {
 
-const char kSmallGpt[] = R"({"name": "small", "layers": 4, "hidden": 128, "heads": 4,
-  "vocab": 2048, "seq_len": 128, "micro_batch": 4, "dropout": 0.1})";
-
-Job SmallJob(const Parallelism& p) {
-  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
-  EXPECT_TRUE(in.ok()) << in.status().message();
-  JobOverrides o;
-  o.parallel = p;
-  Result<Job> job = MakeJob(*in, o);
-  EXPECT_TRUE(job.ok()) << job.status().message();
-  return *job;
-}
+Job SmallJob(const Parallelism& p) { return testing::SmallGptJob(p); }
 
 Parallelism Pipeline(int64_t stages) {
   Parallelism p;
@@ -84,7 +74,7 @@ TEST(RankPlanning, ShardingShrinksTheRanksModelState) {
   fsdp.data = DataParallel::kFsdp2;
   EXPECT_LT(SmallJob(fsdp).profile.model_state_bytes(), SmallJob(ddp).profile.model_state_bytes());
   // One GPU: no ranks, the profile as it was.
-  Result<PlannerInput> in = ParsePlannerInput(kSmallGpt, "small.json");
+  Result<PlannerInput> in = ParsePlannerInput(testing::kSmallGpt, "small.json");
   ASSERT_TRUE(in.ok());
   Result<Job> single = MakeJob(*in, {});
   ASSERT_TRUE(single.ok());

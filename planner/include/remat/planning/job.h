@@ -107,6 +107,19 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
 // and for a profile input whose ranks are set already.
 Result<Job> WithParallel(const Job& job, const Parallelism& p);
 
+// The analytic profile WithParallel(job, p) starts from: the job's model on
+// one rank of `p`'s tensor- and sequence-parallel degrees, before the model
+// state is divided (AnalyticOptions::parallel reads only those two). The
+// same for every `p` with those degrees, so the data-parallel layouts of
+// one model can share it. Fails for profile inputs, and as AnalyticProfile
+// does.
+Result<Profile> ModelProfile(const Job& job, const Parallelism& p);
+
+// WithParallel(job, p) with `model_profile`, ModelProfile's for the job's
+// model under `p`'s tensor and sequence degrees, instead of making it
+// again. Fails as WithParallel does, and for a profile input.
+Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile);
+
 }  // namespace remat
 
 #endif  // REMAT_JOB_H_
