@@ -6,8 +6,8 @@ three peaks and each prediction's error.
 
 transformers' causal-LM loss upcasts the logits to fp32 before its
 cross-entropy (loss_utils.ForCausalLMLoss: logits.float()), as
-torchtitan's loss does; the trace runs that code, the analytic model's
-16-bit loss (and remat's runtime's) does not.
+torchtitan's loss does; the trace runs that code, and the analytic model
+(and remat's runtime) take the loss the same way (docs/fidelity.md).
 
     REMAT_METER_LIB=build/lib/libremat_cpu_meter.so PYTHONPATH=build/python:python \\
         .venv/bin/python bench/fidelity/hf_bf16_loss.py [micro_batch seq_len]

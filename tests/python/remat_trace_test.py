@@ -13,6 +13,9 @@ tensors, against real training steps metered by remat's CPU meter.
     aside: remat.profile counts only tensors given directly); trained for
     one AdamW step without checkpoints and with remat.apply checkpointing
     every block, metered, within 3% of the traced plan's peak;
+  - a small Llama trained by transformers in pure bf16 (its loss on the
+    logits cast to fp32), metered, against the analytic plan of its
+    config.json (the planner's hand-written model, not a trace);
   - a config with "dtype": null traces as one without a dtype;
   - a Llama config's parameter count is transformers' own on the meta
     device, its identical blocks traced once;
@@ -21,8 +24,9 @@ tensors, against real training steps metered by remat's CPU meter.
 
 Run by CTest (label "python") with PYTHONPATH=build/python plus python/;
 skipped, visibly, where torch, transformers, sentence-transformers or the
-meter is missing (tests/python/needs.py). Models are tiny, fp32 on CPU,
-dropout off. The meter is loaded before torch allocates anything.
+meter is missing (tests/python/needs.py). Models are tiny, fp32 on CPU
+(the Llama above bf16), dropout off. The meter is loaded before torch
+allocates anything.
 """
 import gc
 import json
@@ -35,7 +39,8 @@ import unittest
 import needs
 import remat
 
-from traced_steps import metered_peak, remat_measure, torch, transformers  # the meter first
+from traced_steps import (adamw_step_peak, metered_peak, remat_measure, torch,  # the meter first
+                          transformers)
 
 PEAK_TOLERANCE = 0.03
 # The traced MPNet profile against remat.profile's, metered on the real
@@ -211,6 +216,41 @@ class TracedStepTest(unittest.TestCase):
             for key in ("activation_bytes", "forward_workspace_bytes", "gradient_bytes"):
                 with self.subTest(layer=t["name"], figure=key, against="hand-written"):
                     self.assertEqual(t[key], a[key])
+
+    def test_llama_pure_bf16_analytic_plan(self):
+        # transformers' LlamaForCausalLM in pure bf16 (the model and AdamW
+        # in bf16, no autocast), 4 x 128 tokens, its loss on logits.float():
+        # the analytic plan (the planner on the config.json) is below the
+        # metered step by at most the fidelity target (a plan taking the
+        # loss in 16 bits is 5.55% below: the fp32 copy, log-probabilities
+        # and gradients), and above it by at most the target plus the
+        # 16-bit logits, which the chain's head keeps until its backward and
+        # transformers' step lets go after the loss's forward
+        # (docs/fidelity.md, "Pure 16-bit training").
+        config = dict(TraceConfigTest.LLAMA, architectures=["LlamaForCausalLM"],
+                      num_hidden_layers=4, tie_word_embeddings=False, dtype="bfloat16")
+        micro_batch, seq_len = 4, 128
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "config.json")
+            with open(path, "w") as f:
+                json.dump(config, f)
+            predicted = remat.plan(path, budget="1TB", strategy="none", attention="sdpa",
+                                   micro_batch=micro_batch, seq_len=seq_len, device="cpu",
+                                   precision="bf16").predicted_peak_bytes
+        gc.collect()
+        start = remat_measure.load().current_bytes()
+        torch.manual_seed(0)
+        cfg = transformers.AutoConfig.for_model(**config)
+        cfg.use_cache = False
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).train()
+        ids = torch.randint(0, config["vocab_size"], (micro_batch, seq_len))
+        measured = adamw_step_peak(model, {"input_ids": ids, "labels": ids}, start)
+        error = (measured - predicted) / predicted
+        logits = 2 * micro_batch * seq_len * config["vocab_size"]
+        print(f"Llama pure bf16: analytic {predicted:,} B, measured {measured:,} B "
+              f"({error:+.2%})")
+        self.assertLessEqual(error, PEAK_TOLERANCE)
+        self.assertLessEqual(-error, PEAK_TOLERANCE + logits / predicted)
 
     def test_sentence_transformers_mpnet_as_remat_profile_meters_it(self):
         needs.skip_without(self, "sentence_transformers")

@@ -45,18 +45,18 @@ TEST(MixedFp16, MeasuredPeakOfASegmentPlanIsThePredictedPeak) {
   for (const StepRecord& s : r->steps) EXPECT_TRUE(std::isfinite(s.loss));
 }
 
-// The loss is fp16 (the model's logits are), and the scaler's first scale,
-// torch.amp.GradScaler's 65536, is above fp16's largest finite value
-// (65504): the first update's gradients are inf. GradScaler's answer: that
-// update is skipped (weights, master weights and schedule unchanged,
-// gradients zeroed) and the scale halves; at 32768 the next update
-// applies. (Megatron starts its fp16 scale at 2^32 and skips its way down
-// the same way.)
+// A first fp16 scale of 2^24 (Megatron starts at 2^32): the loss is fp32
+// (the logits are upcast before it), but the logits' gradient, up to
+// 2^24 / n = 2^19 here, is inf once cast back to fp16 (above 65504).
+// torch.amp.GradScaler's answer: such an update is skipped (weights, master
+// weights and schedule unchanged, gradients zeroed) and the scale halves,
+// until an update's gradients are finite and it applies.
 TEST(MixedFp16, AnOverflowingUpdateIsSkippedAndTheScaleHalves) {
   const ModelConfig c = MixedFp16();
   GptModel model(c, at::Device(at::kCPU), 11);
-  ModelOptimizer optimizer(c.optimizer, model.parameters(), SettingsFor(c, 2));
-  EXPECT_EQ(optimizer.loss_scale(), 65536.0);
+  OptimizerSettings settings = SettingsFor(c, 64);
+  settings.initial_scale = std::ldexp(1.0, 24);
+  ModelOptimizer optimizer(c.optimizer, model.parameters(), settings);
   ASSERT_EQ(optimizer.master_weights().size(), model.parameters().size());
   std::vector<at::Tensor> weights, masters;
   for (const at::Tensor& p : model.parameters()) {
@@ -67,23 +67,28 @@ TEST(MixedFp16, AnOverflowingUpdateIsSkippedAndTheScaleHalves) {
   const Schedule s = testing::PlannerSchedule(testing::AnalyticOf(c), Strategy::kSegment);
   ScheduleExecutor executor(model, &optimizer, CpuMeter(), 11);
 
-  ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, 0), 0, 0, 1).ok());
-  EXPECT_TRUE(optimizer.last_skipped());
-  EXPECT_EQ(optimizer.updates(), 0);
-  EXPECT_EQ(optimizer.loss_scale(), 32768.0);
-  for (size_t i = 0; i < weights.size(); ++i) {
-    EXPECT_TRUE(at::equal(model.parameters()[i], weights[i])) << i;
-    EXPECT_TRUE(at::equal(optimizer.master_weights()[i], masters[i])) << i;
-    // Zero: mixed_* keep persistent gradient buffers, set to None by the
-    // step and allocated again, zeroed, for the next update.
-    const at::Tensor& g = model.parameters()[i].grad();
-    EXPECT_TRUE(!g.defined() || g.count_nonzero().item<int64_t>() == 0) << i;
+  int64_t step = 0;
+  for (double scale = settings.initial_scale;; ++step) {
+    ASSERT_LT(step, 32) << "no update applied down to a scale of " << scale;
+    ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, step), step, 0, 1).ok());
+    if (!optimizer.last_skipped()) {
+      EXPECT_EQ(optimizer.loss_scale(), scale);
+      break;
+    }
+    scale /= 2;
+    EXPECT_EQ(optimizer.updates(), 0);
+    EXPECT_EQ(optimizer.loss_scale(), scale);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      EXPECT_TRUE(at::equal(model.parameters()[i], weights[i])) << i;
+      EXPECT_TRUE(at::equal(optimizer.master_weights()[i], masters[i])) << i;
+      // Zero: mixed_* keep persistent gradient buffers, set to None by the
+      // step and allocated again, zeroed, for the next update.
+      const at::Tensor& g = model.parameters()[i].grad();
+      EXPECT_TRUE(!g.defined() || g.count_nonzero().item<int64_t>() == 0) << i;
+    }
   }
-
-  ASSERT_TRUE(executor.RunStep(s, model.MakeBatch(5, 1), 1, 0, 1).ok());
-  EXPECT_FALSE(optimizer.last_skipped());
+  EXPECT_GE(step, 1);  // 2^24 overflows
   EXPECT_EQ(optimizer.updates(), 1);
-  EXPECT_EQ(optimizer.loss_scale(), 32768.0);
   int moved = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const at::Tensor& master = optimizer.master_weights()[i];

@@ -58,10 +58,16 @@ T PoolTokens(Builder& B, const T& x) {
 
 // `made_targets`: the loss makes its int64 targets (mnrl's arange, a copy of
 // the class-label column) rather than reading the batch's; nll_loss keeps
-// them.
-T CrossEntropy(Builder& B, const T& logits, int64_t rows, bool made_targets) {
+// them. Under autocast the logits are cast to fp32 (cross_entropy is on its
+// fp32 list). `upcast`: 16-bit logits are cast to fp32 without autocast too,
+// as the token losses users train with do (transformers' ForCausalLMLoss
+// and ForMaskedLMLoss, torchtitan's cross_entropy_loss: logits.float()):
+// the fp32 copy, its fp32 log-probabilities kept, the gradients fp32 until
+// the cast's backward makes the logits' 16-bit gradient; the cast keeps
+// nothing, so the 16-bit logits are not held by the loss.
+T CrossEntropy(Builder& B, const T& logits, int64_t rows, bool made_targets, bool upcast) {
   T lin = logits;
-  if (B.dt().autocast) {
+  if (B.dt().autocast || (upcast && logits.elem_bytes < 4)) {
     lin = B.Tensor("logits_fp32", logits.elems, 4);
     B.Op("cast", {logits}, {lin}, {}, static_cast<double>(logits.elems), 1.0);
   }
@@ -107,7 +113,7 @@ T Mnrl(Builder& B, const std::vector<T>& reps) {
   B.Op("similarity", {a16, c16}, {sim}, {a16, c16}, 2.0 * b * others * c.hidden, 2.0);
   T scaled = B.Tensor("scaled", sim.elems, sim.elem_bytes);
   B.Op("scale", {sim}, {scaled}, {}, static_cast<double>(sim.elems), 1.0);
-  return CrossEntropy(B, scaled, b, /*made_targets=*/true);
+  return CrossEntropy(B, scaled, b, /*made_targets=*/true, /*upcast=*/false);
 }
 
 // The LM head and its cross-entropy over ModelConfig::loss_chunks chunks
@@ -212,8 +218,10 @@ T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
     B.Op("loss", {out}, {loss}, {}, 1.0, 1.0);
     return loss;
   }
+  // The token losses (lm, mlm) upcast; sequence classification's
+  // CrossEntropyLoss runs in the logits' dtype.
   const bool classes = c.head == Head::kClassification;
-  return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes);
+  return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes, !classes);
 }
 
 }  // namespace remat::analytic

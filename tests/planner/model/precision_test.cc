@@ -148,7 +148,8 @@ TEST(FitAdvice, NamesWhatWouldFitNeverWhatIsSet) {
   // roots (8 + 2 B/param) and the amp state (16 B/param).
   const FitAdvice a = AdviceFor("amp_bf16", 0.9);
   EXPECT_TRUE(a.model_state_exceeds_budget);
-  EXPECT_NE(a.message.find("precision bf16 fits ("), std::string::npos) << a.message;
+  EXPECT_NE(a.message.find("precision bf16 + LoRA (lora_rank 16 on q,v) fits ("), std::string::npos)
+      << a.message;
   EXPECT_NE(a.message.find("peak"), std::string::npos) << a.message;
   EXPECT_EQ(a.message.find("precision amp_bf16"), std::string::npos) << a.message;
 
