@@ -20,6 +20,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/simulate/simulator.h"
 #include "remat/io/units.h"
 #include "solver/interval_bounds.h"
@@ -346,10 +347,41 @@ Result<std::optional<Plan>> LeastOffloadPlan(
   return std::optional<Plan>(std::move(plan));
 }
 
+// The name optimal-single's plan for `o` is kept under (plan_memo::Keep):
+// every option a solver reads (none reads the device memory terms, which
+// only the fit search weighs). Empty where terms are given: not kept.
+std::string OptimalSingleKey(const PlanOptions& o) {
+  if (o.device_memory.any() || !o.device_memory.source.empty()) return "";
+  std::string key = "optimal-single plan: budget " + std::to_string(o.budget_bytes) + ", strategy " +
+                    ToString(o.strategy) + ", every " + std::to_string(o.every) + ", segments " +
+                    std::to_string(o.segments) + ", slots " + std::to_string(o.slots) +
+                    ", exact times " + std::to_string(o.exact_times) + ", checkpoint";
+  for (int l : o.checkpoint_layers) key += " " + std::to_string(l);
+  key += ", selective";
+  for (int l : o.selective_layers) key += " " + std::to_string(l);
+  return key;
+}
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
+  // Its plan for a profile and options is kept while a memo is open for
+  // the profile: the fit search solves it, and optimal again for its layer
+  // list at the same budgets.
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
+    const std::string key = OptimalSingleKey(o);
+    if (!key.empty()) {
+      if (std::shared_ptr<const void> kept = plan_memo::Kept(p, key)) {
+        return *std::static_pointer_cast<const Plan>(kept);
+      }
+    }
+    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveAnew(p, o));
+    if (!key.empty()) plan_memo::Keep(p, key, std::make_shared<const Plan>(plan));
+    return plan;
+  }
+
+ private:
+  Result<Plan> SolveAnew(const Profile& p, const PlanOptions& o) const {
     REMAT_RETURN_IF_ERROR(CheckOptions(p, o, strategy()));
     if (TooLongForAuto(p)) return KeepEverything(p, strategy(), o.budget_bytes, kNotSolved);
     if (o.budget_bytes <= 0) return KeepEverything(p, strategy(), o.budget_bytes);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
+#include "strategies/solvers.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
 
@@ -81,6 +83,44 @@ TEST(OptimalSingle, LowestPeakWhenNothingFits) {
   EXPECT_FALSE(plan.fits);
   EXPECT_EQ(plan.predicted.peak_bytes, lowest);
   EXPECT_TRUE(testing::SolveAt(p, Strategy::kOptimalSingle, lowest).fits);
+}
+
+// With a memo open for the profile, optimal-single's plan is kept per
+// options (the fit search solves it, and optimal again for its layer list):
+// asked again, each options' plan is the one solved for those options with
+// no memo open, never one kept for another budget, slot count or strategy.
+TEST(OptimalSingle, AKeptPlanIsTheOneOfItsOwnOptions) {
+  const Profile p = testing::RandomChain(7, 5);
+  const StrategySolver& solver = *strategies::OptimalSingleStrategySolver();
+  const auto plans = testing::AllSingleLevelPlans(p);
+  int64_t lowest = plans.front().peak_bytes, highest = lowest;
+  for (const auto& s : plans) {
+    lowest = std::min(lowest, s.peak_bytes);
+    highest = std::max(highest, s.peak_bytes);
+  }
+  PlanOptions base;
+  base.slots = 1 << 16;
+  base.budget_bytes = lowest + (highest - lowest) / 2;
+  std::vector<PlanOptions> options(4, base);
+  options[1].budget_bytes = lowest + (highest - lowest) / 8;
+  options[2].slots = 3;
+  options[3].strategy = Strategy::kOptimalSingle;
+  std::vector<Plan> alone;
+  for (const PlanOptions& o : options) alone.push_back(*solver.Solve(p, o));
+  // The options give different plans, so a plan kept under the wrong ones shows.
+  EXPECT_NE(alone[0].decisions, alone[1].decisions);
+  EXPECT_NE(alone[0].decisions, alone[2].decisions);
+  PlanMemo memo(p);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < options.size(); ++i) {
+      Result<Plan> kept = solver.Solve(p, options[i]);
+      ASSERT_TRUE(kept.ok());
+      EXPECT_EQ(kept->decisions, alone[i].decisions) << "options " << i << ", round " << round;
+      EXPECT_EQ(kept->predicted.step_ms, alone[i].predicted.step_ms);
+      EXPECT_EQ(kept->budget_bytes, alone[i].budget_bytes);
+      EXPECT_EQ(kept->schedule.ops.size(), alone[i].schedule.ops.size());
+    }
+  }
 }
 
 }  // namespace

@@ -67,8 +67,8 @@ Result<SimulationResult> Simulated(const Profile& profile, const Schedule& sched
 Result<TrainingStepReplay> Replayed(const Profile& profile, const Schedule& schedule,
                                     const AllocatorOptions& options, const AllocatorLimit& limit);
 
-// What a solver derives from `profile` alone (no budget), kept under
-// `name` while a memo is open for it: the value kept there, or null where
+// What a solver derives from `profile` (alone, or with what `name` says),
+// kept under `name` while a memo is open for it: the value kept there, or null where
 // none is (or no memo is open). Keep it with Keep; the first value kept
 // under a name stays.
 std::shared_ptr<const void> Kept(const Profile& profile, const std::string& name);
