@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,20 +24,40 @@ inline size_t MachineThreads() {
 // threads - 1 more, each taking the next task not yet started), and returns
 // their results in the tasks' order, whatever the order they ran in. So
 // memory held by a running task is held by `threads` tasks at most, not by
-// all of them at once. The tasks must not throw and must be safe to run
-// concurrently with each other; `threads` 0 counts as 1.
+// all of them at once. Where a task throws, no task starts after it, the
+// running ones finish, and the exception (the first caught, where several
+// throw) is thrown here; where the system has no thread to give, fewer run.
+// The tasks must be safe to run concurrently with each other; `threads` 0
+// counts as 1.
 template <typename T>
 std::vector<T> RunInOrder(const std::vector<std::function<T()>>& tasks, size_t threads) {
   std::vector<T> results(tasks.size());
   std::atomic<size_t> next{0};
+  std::mutex failing;
+  std::exception_ptr failed;
   auto work = [&] {
-    for (size_t i = next++; i < tasks.size(); i = next++) results[i] = tasks[i]();
+    for (size_t i = next++; i < tasks.size(); i = next++) {
+      try {
+        results[i] = tasks[i]();
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failing);
+        if (!failed) failed = std::current_exception();
+        next = tasks.size();
+      }
+    }
   };
   std::vector<std::thread> more;
   const size_t n = std::min(std::max<size_t>(threads, 1), std::max<size_t>(tasks.size(), 1));
-  for (size_t i = 1; i < n; ++i) more.emplace_back(work);
+  for (size_t i = 1; i < n; ++i) {
+    try {
+      more.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // the threads started share the tasks
+    }
+  }
   work();
   for (std::thread& t : more) t.join();
+  if (failed) std::rethrow_exception(failed);
   return results;
 }
 

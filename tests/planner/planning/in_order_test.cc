@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 namespace remat::planning_internal {
@@ -44,6 +45,30 @@ TEST(RunInOrder, AtMostTheThreadsAskedForRunAtOnce) {
     RunInOrder(tasks, threads);
     EXPECT_LE(most.load(), static_cast<int>(threads));
     EXPECT_GE(most.load(), 1);
+  }
+}
+
+TEST(RunInOrder, ATasksExceptionIsThrownToTheCaller) {
+  for (size_t threads : {1, 2, 4}) {
+    std::atomic<int> runs{0};
+    std::vector<std::function<int()>> tasks;
+    for (int i = 0; i < 50; ++i) {
+      tasks.push_back([i, &runs]() -> int {
+        ++runs;
+        if (i == 3) throw std::runtime_error("task 3 failed");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return i;
+      });
+    }
+    try {
+      RunInOrder(tasks, threads);
+      ADD_FAILURE() << "no exception on " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "task 3 failed");
+    }
+    // On one thread no task starts after the one that threw (on more, those
+    // running then may take another before they see it).
+    if (threads == 1) EXPECT_EQ(runs.load(), 4);
   }
 }
 
