@@ -32,8 +32,10 @@ steps metered by remat's CPU meter.
     above, its gradients the eager model's), and a small Qwen2.5-VL and
     Qwen2-VL (their vision part `visual`, their step given the packed
     patches, image_grid_thw and mm_token_type_ids; Qwen2.5-VL's
-    remat.apply as above); a Gemma 3 config pooling
-    more image tokens than its tower has patches is refused in one line;
+    remat.apply as above); a Qwen3-VL, whose vision tower hands its
+    language model deepstack features besides the image features, and a
+    Gemma 3 config pooling more image tokens than its tower has patches
+    are refused in one line each;
   - planner --budget 1GB config.json traces the config (python -m remat
     trace) and plans the graph; features joined from several vision
     layers are refused in one line, and Llama 4's text model
@@ -371,6 +373,25 @@ class VisionLanguageGraphTest(unittest.TestCase):
         self.assertEqual([l["traced_as"] for l in profile(QWEN2_5_VL).chains["vision"]["layers"]],
                          ["embedding", "block0", "block0", "block2", "head"])
         check_packed_images(self, QWEN2_5_VL, lambda model: model.model.visual)
+
+    def test_features_besides_the_images_are_refused(self):
+        # Qwen3-VL's vision tower hands its language model deepstack
+        # features besides the image features (its blocks' outputs, added
+        # into the first language blocks).
+        qwen3_vl = dict(QWEN2_5_VL, model_type="qwen3_vl",
+                        architectures=["Qwen3VLForConditionalGeneration"],
+                        text_config=dict(QWEN2_5_VL["text_config"], model_type="qwen3_vl_text",
+                                         head_dim=16),
+                        vision_config=dict(model_type="qwen3_vl", depth=3, hidden_size=48,
+                                           intermediate_size=96, num_heads=4, patch_size=4,
+                                           spatial_merge_size=2, temporal_patch_size=2,
+                                           out_hidden_size=64, num_position_embeddings=64,
+                                           deepstack_visual_indexes=[1], image_size=32))
+        with self.assertRaises(remat.InputError) as e:
+            remat.trace(qwen3_vl, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, device="cpu")
+        self.assertIn("Qwen3VLForConditionalGeneration's vision tower hands its language model "
+                      "more than the image features (deepstack_features", str(e.exception))
+        self.assertNotIn("\n", str(e.exception))
 
     def test_more_pooled_tokens_than_patches_are_refused(self):
         # transformers' default Gemma 3 config: 16 x 16 image tokens pooled
