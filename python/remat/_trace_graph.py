@@ -264,10 +264,11 @@ def _index_constants(fake_mode):
 
     def made_constant(func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in factories and not any(isinstance(a, torch.Tensor)
-                                         for a in tree_flatten((args, kwargs))[0]):
+        device = kwargs.get("device")
+        if func in factories and (device is None or torch.device(device).type == "cpu") and \
+                not any(isinstance(a, torch.Tensor) for a in tree_flatten((args, kwargs))[0]):
             with unset_fake_temporarily():
-                out = func(*args, **dict(kwargs, device="cpu"))
+                out = func(*args, **kwargs)
             if integer_constant(out):
                 return fake_mode.fake_tensor_converter.from_real_tensor(
                     fake_mode, out, make_constant=True)
