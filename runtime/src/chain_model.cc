@@ -416,12 +416,14 @@ at::Tensor ChainModel::CrossEntropy(const at::Tensor& logits, const at::Tensor& 
 
 at::Tensor ChainModel::TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const {
   const int64_t n = sequences_ * config_.seq_len;
-  // 16-bit logits upcast first, as transformers' ForCausalLMLoss and
-  // torchtitan's loss do (logits.float()): the fp32 log-probabilities are
-  // kept, the gradients stay fp32 until the cast's backward, and the copy
-  // keeps nothing of the 16-bit logits. Under autocast the copy is the
-  // cast cross_entropy_loss would make.
-  return CrossEntropy(logits.view({n, config_.vocab}).to(at::kFloat), batch[1].reshape({n}));
+  // 16-bit logits upcast first (ModelConfig::loss_upcast), as
+  // transformers' ForCausalLMLoss and torchtitan's loss do
+  // (logits.float()): the fp32 log-probabilities are kept, the gradients
+  // stay fp32 until the cast's backward, and the copy keeps nothing of the
+  // 16-bit logits. Under autocast the copy is the cast cross_entropy_loss
+  // would make.
+  const at::Tensor flat = logits.view({n, config_.vocab});
+  return CrossEntropy(config_.loss_upcast ? flat.to(at::kFloat) : flat, batch[1].reshape({n}));
 }
 
 at::Tensor ChainModel::MakeBatch(uint64_t seed, int64_t step) const {

@@ -297,8 +297,8 @@ class ChainModel {
   // of -100 are ignored. log_softmax keeps its output (under autocast in
   // fp32, as F.cross_entropy; else in the logits' dtype).
   static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets);
-  // CrossEntropy of (sequences, s, vocab) logits, cast to fp32, against
-  // the batch's row 1.
+  // CrossEntropy of (sequences, s, vocab) logits, cast to fp32 with
+  // loss_upcast, against the batch's row 1.
   at::Tensor TokenLoss(const at::Tensor& logits, const at::Tensor& batch) const;
   // Arithmetic token sequences (start and stride random per sequence, the
   // next token predictable from the context): (2, sequences, s), row 0 the

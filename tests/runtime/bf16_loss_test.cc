@@ -21,15 +21,25 @@
 namespace remat::runtime {
 namespace {
 
+// TinyGpt in `p` (with `upcast` as loss_upcast): its loss layer measured
+// (`m`) and analytic (`a`).
+bool LossLayers(Precision p, bool upcast, LayerProfile* m, LayerProfile* a) {
+  ModelConfig c = testing::TinyGpt();
+  c.precision = p;
+  c.loss_upcast = upcast;
+  Profile measured, analytic;
+  if (!testing::MeasuredAndAnalyticOnCpu(c, &measured, &analytic)) return false;
+  *m = testing::NamedLayer(measured, "loss");
+  *a = testing::NamedLayer(analytic, "loss");
+  return true;
+}
+
 TEST(Bf16Loss, TheLossKeepsFp32LogProbabilitiesAsTheAnalyticModel) {
   for (Precision p : {Precision::kBf16, Precision::kFp16}) {
-    ModelConfig c = testing::TinyGpt();
-    c.precision = p;
     SCOPED_TRACE(ToString(p));
-    Profile measured, analytic;
-    ASSERT_TRUE(testing::MeasuredAndAnalyticOnCpu(c, &measured, &analytic));
-    const LayerProfile &m = testing::NamedLayer(measured, "loss"),
-                       &a = testing::NamedLayer(analytic, "loss");
+    const ModelConfig c = testing::TinyGpt();
+    LayerProfile m, a;
+    ASSERT_TRUE(LossLayers(p, true, &m, &a));
     // fp32 log-probabilities, the fp32 loss and nll_loss's total weight
     // (the analytic model counts the loss only).
     const int64_t n = c.micro_batch * c.seq_len, V = c.vocab;
@@ -42,6 +52,19 @@ TEST(Bf16Loss, TheLossKeepsFp32LogProbabilitiesAsTheAnalyticModel) {
     EXPECT_EQ(m.backward_workspace_bytes, a.backward_workspace_bytes);
     EXPECT_EQ(m.gradient_bytes, a.gradient_bytes);
   }
+}
+
+// "loss_upcast": false (BertForMaskedLM's CrossEntropyLoss): the loss of
+// the 16-bit logits keeps 16-bit log-probabilities, in both.
+TEST(Bf16Loss, WithoutTheUpcastTheLossIs16BitAsTheAnalyticModel) {
+  const ModelConfig c = testing::TinyGpt();
+  LayerProfile m, a;
+  ASSERT_TRUE(LossLayers(Precision::kBf16, false, &m, &a));
+  const int64_t n = c.micro_batch * c.seq_len, V = c.vocab;
+  EXPECT_EQ(a.activation_bytes, 2 * n * V + 4);
+  // The loss in bf16 (2 B) and nll_loss's total weight.
+  EXPECT_EQ(m.activation_bytes, 2 * n * V + 4);
+  EXPECT_EQ(m.backward_workspace_bytes, a.backward_workspace_bytes);
 }
 
 // The loss layer's backward on random bf16 logits against float64's

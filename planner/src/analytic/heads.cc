@@ -218,10 +218,11 @@ T AddLoss(Builder& B, const T& out, const std::vector<T>& earlier_passes) {
     B.Op("loss", {out}, {loss}, {}, 1.0, 1.0);
     return loss;
   }
-  // The token losses (lm, mlm) upcast; sequence classification's
-  // CrossEntropyLoss runs in the logits' dtype.
+  // The token losses (lm, mlm) upcast (ModelConfig::loss_upcast); sequence
+  // classification's CrossEntropyLoss runs in the logits' dtype.
   const bool classes = c.head == Head::kClassification;
-  return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes, !classes);
+  return CrossEntropy(B, out, classes ? B.sequences() : B.tokens(), classes,
+                      !classes && c.loss_upcast);
 }
 
 }  // namespace remat::analytic

@@ -149,7 +149,7 @@ const std::vector<std::string> kJobKeys = {
     "name",       "seq_len",       "micro_batch",       "grad_accumulation", "precision",
     "grad_dtype", "optimizer",     "attention",         "dropout",           "head",
     "pooling",    "loss",          "texts_per_example", "num_labels",        "pooler",
-    "gradients",  "merge_columns", "loss_chunks"};
+    "gradients",  "merge_columns", "loss_chunks",       "loss_upcast"};
 
 }  // namespace
 
@@ -255,6 +255,9 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
   for (const char* key : {"head", "loss", "texts_per_example", "pooler"}) merged.erase(key);
   merged["head"] = head;
   merged["pooler"] = c.pooler;
+  // BertForMaskedLM and DistilBertForMaskedLM call CrossEntropyLoss on the
+  // 16-bit logits; the other masked-LM classes upcast them (ForMaskedLMLoss).
+  if (head == "mlm" && (type == "bert" || type == "distilbert")) merged["loss_upcast"] = false;
   for (auto it = job.begin(); it != job.end(); ++it) merged[it.key()] = it.value();
   return ParseModelConfig(merged.dump(), source);
 }

@@ -49,6 +49,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   if (d.head == Head::kClassification) j["num_labels"] = d.num_labels;
   j["pooler"] = d.pooler;
   if (d.loss == Loss::kMnrl) j["merge_columns"] = d.merge_columns;
+  if (!d.loss_upcast) j["loss_upcast"] = false;
   if (c.loss_chunks == kLossChunksAuto) j["loss_chunks"] = "auto";
   if (c.loss_chunks > 0) j["loss_chunks"] = c.loss_chunks;
   // The llama variants, where set (a plain llama's file stays as it was).

@@ -68,6 +68,7 @@ const std::vector<std::string> kKnownKeys = {"name",
                                              "num_labels",
                                              "pooler",
                                              "merge_columns",
+                                             "loss_upcast",
                                              "loss_chunks",
                                              "activation",
                                              "qk_norm",
@@ -93,7 +94,8 @@ int64_t DefaultFfn(Architecture arch, int64_t hidden) {
 }
 
 // The head and loss fields (head, pooling, loss, texts_per_example,
-// num_labels, pooler, merge_columns, loss_chunks) into `c`; pooling and
+// num_labels, pooler, merge_columns, loss_upcast, loss_chunks) into `c`;
+// pooling and
 // num_labels only where the resolved head has them.
 Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
   std::string head = "default", pooling = "mean", loss = "default";
@@ -107,6 +109,7 @@ Status ParseHeadFields(const JsonObjectReader& r, ModelConfig* c) {
   REMAT_RETURN_IF_ERROR(r.Int("num_labels", &c->num_labels, false, 1, kMaxTokens));
   REMAT_RETURN_IF_ERROR(r.Bool("pooler", &c->pooler, false));
   REMAT_RETURN_IF_ERROR(r.Bool("merge_columns", &c->merge_columns, false));
+  REMAT_RETURN_IF_ERROR(r.Bool("loss_upcast", &c->loss_upcast, false));
   if (r.Has("loss_chunks")) {
     std::string text;
     if (r.String("loss_chunks", &text, false).ok()) {

@@ -40,5 +40,32 @@ TEST(HfConfig, ANullModelTypeIsMissing) {
       << c.status().message();
 }
 
+// The masked-LM classes whose loss takes the 16-bit logits as they are
+// (BertForMaskedLM's and DistilBertForMaskedLM's CrossEntropyLoss) read with
+// loss_upcast false; RobertaForMaskedLM (ForMaskedLMLoss) and the causal
+// LMs upcast; "remat": {"loss_upcast": ...} sets it either way.
+TEST(HfConfig, LossUpcastFollowsTheClassesLoss) {
+  auto upcast = [](const std::string& architecture, const std::string& type,
+                   const std::string& extra = "") {
+    const std::string shape =
+        type == "distilbert" ? R"("n_layers":2,"dim":64,"n_heads":4,"hidden_dim":128)"
+                             : R"("num_hidden_layers":2,"hidden_size":64,"num_attention_heads":4,
+                 "intermediate_size":128)";
+    const std::string doc = R"({"architectures":[")" + architecture + R"("],"model_type":")" +
+                            type + R"(",)" + shape +
+                            R"(,"max_position_embeddings":64,"vocab_size":100)" + extra + "}";
+    Result<ModelConfig> c = ParseHfConfig(doc, "config.json");
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() && c->loss_upcast;
+  };
+  EXPECT_FALSE(upcast("BertForMaskedLM", "bert"));
+  EXPECT_FALSE(upcast("DistilBertForMaskedLM", "distilbert"));
+  EXPECT_TRUE(upcast("RobertaForMaskedLM", "roberta"));
+  EXPECT_TRUE(upcast("BertModel", "bert"));
+  EXPECT_TRUE(upcast("LlamaForCausalLM", "llama"));
+  EXPECT_TRUE(upcast("BertForMaskedLM", "bert", R"(,"remat":{"loss_upcast":true})"));
+  EXPECT_FALSE(upcast("LlamaForCausalLM", "llama", R"(,"remat":{"loss_upcast":false})"));
+}
+
 }  // namespace
 }  // namespace remat

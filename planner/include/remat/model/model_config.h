@@ -238,6 +238,12 @@ struct ModelConfig {
   // * micro_batch texts; false (sentence-transformers before 6, or column
   // merging disabled): one pass per column of micro_batch texts.
   bool merge_columns = true;
+  // The token losses (lm, mlm) cast 16-bit logits to fp32 before the
+  // cross-entropy, as transformers' ForCausalLMLoss and ForMaskedLMLoss and
+  // torchtitan's loss do (logits.float()); false: the cross-entropy of the
+  // 16-bit logits (BertForMaskedLM's CrossEntropyLoss). Autocast casts them
+  // either way; fp32 logits have nothing to cast.
+  bool loss_upcast = true;
   // The LM head and its cross-entropy computed over this many chunks of the
   // tokens (fused linear cross-entropy, as Liger-Kernel's): each chunk's
   // logits and their gradient exist one chunk at a time, the gradients of
