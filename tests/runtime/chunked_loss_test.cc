@@ -168,5 +168,47 @@ TEST(ChunkedLoss, MeasuredPeakSavingIsThePredictedOne) {
   }
 }
 
+// The chunked head's forward in fp32, run with the CPU meter, peaks at the
+// bytes the planner predicts for it, to the byte: a chunk's logits (beside
+// t where soft-capped), the weight's gradient and the rows' small tensors
+// (each row's target index, weight, picked logit, max and sum, and the
+// temporaries of the chunk's loss sum). (In 16 bits the CPU's matmuls
+// allocate buffers of their own, which depend on the CPU's kernels:
+// docs/chunked-loss.md.)
+TEST(ChunkedLoss, TheHeadsForwardPeakIsThePredictedOneToTheByte) {
+  AnalyticOptions cpu;
+  cpu.device = *LookupDevice("cpu");
+  struct Case {
+    const char* name;
+    Architecture architecture;
+    double softcap;
+    int64_t chunks;
+  };
+  for (const Case& k : {Case{"llama, 4 chunks", Architecture::kLlama, 0, 4},
+                        Case{"gpt, 16 chunks", Architecture::kGpt, 0, 16},
+                        Case{"llama soft-capped", Architecture::kLlama, 30, 4}}) {
+    SCOPED_TRACE(k.name);
+    ModelConfig c = Tiny(k.architecture, false, k.chunks);
+    c.logit_softcap = k.softcap;
+    Result<Profile> p = AnalyticProfile(c, cpu);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    int head = -1;
+    for (size_t i = 0; i < p->layers.size(); ++i) {
+      if (p->layers[i].name == "head") head = static_cast<int>(i);
+    }
+    ASSERT_GE(head, 0);
+    const Schedule s = testing::PlannerSchedule(*p, Strategy::kNone);
+    testing::SimulatedAndRun r;
+    ASSERT_TRUE(testing::SimulateAndRunOnCpu(c, *p, s, &r));
+    bool seen = false;
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      if (s.ops[i].kind != OpKind::kForward || s.ops[i].layer != head) continue;
+      seen = true;
+      EXPECT_EQ(r.run.ops[i].peak - r.measured_base, r.sim.timeline[i].peak - r.simulated_base);
+    }
+    EXPECT_TRUE(seen);
+  }
+}
+
 }  // namespace
 }  // namespace remat::runtime

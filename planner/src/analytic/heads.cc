@@ -144,11 +144,23 @@ T ChunkedLmLoss(Builder& B, const T& x) {
   T loss = B.Tensor("loss", 1, 4);
   T grad_x = B.Tensor("chunked_loss.input_grad", x.elems, x.elem_bytes);
   const int64_t chunk_logits = B.Mul({m, V});
-  int64_t chunk_peak = B.Mul({chunk_logits, mdt + (mdt != 4 ? 4 : 0)});
   const bool softcap = c.logit_softcap > 0;
-  if (softcap) chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, 2 * 4}));
+  // Beside a chunk's logits, the rows' small tensors: the n targets' valid
+  // mask (bool), then per chunk each row's target index (int64) and weight
+  // (fp32); after the softmax's reductions each row's picked logit, max and
+  // sum (fp32), and while the chunk's loss is summed the four fp32 row
+  // temporaries of that one expression and their fp32 sum.
+  const int64_t rows = B.Mul({m, 8 + 4}) + n;
+  const int64_t reduced = rows + B.Mul({m, 3 * 4});
+  const int64_t summing = reduced + B.Mul({m, 4 * 4}) + 4;
+  // At the loss's sum: the fp32 logits (and t beside them, soft-capped);
+  // at the cast of 16-bit logits: both; at a 16-bit weight gradient's
+  // product before it is added: the chunk's gradient and that product.
+  int64_t chunk_peak = B.Mul({chunk_logits, softcap ? 2 * 4 : 4}) + summing;
+  if (mdt != 4) chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, mdt + 4}) + rows);
   if (trains && param != mdt) {
-    chunk_peak = std::max(chunk_peak, B.Mul({chunk_logits, mdt}) + B.Mul({V, h, mdt}));
+    chunk_peak =
+        std::max(chunk_peak, B.Mul({chunk_logits, mdt}) + B.Mul({V, h, mdt}) + reduced);
   }
   int64_t workspace = chunk_peak;
   if (param != mdt) workspace += B.Mul({V, h, mdt});

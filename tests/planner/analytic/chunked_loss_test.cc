@@ -48,9 +48,19 @@ const LayerProfile& Layer(const Profile& p, const std::string& name) {
 
 Profile Cpu(const ModelConfig& c) { return testing::ProfileOnCpu(c); }
 
+// The rows' small tensors of a chunk of m rows beside its logits: the n
+// targets' valid mask (1 byte each) and each row's target index (int64)
+// and weight (fp32); after the softmax's reductions also each row's picked
+// logit, max and sum (fp32); while the chunk's loss is summed the four fp32
+// row temporaries of that expression and their fp32 sum.
+constexpr int64_t Rows(int64_t m) { return kTokens + m * (8 + 4); }
+constexpr int64_t Reduced(int64_t m) { return Rows(m) + m * 3 * 4; }
+constexpr int64_t Summing(int64_t m) { return Reduced(m) + m * 4 * 4 + 4; }
+
 // fp32, 8 chunks of 8 rows: the head keeps the input's gradient (n x h)
 // and its loss; through its forward it holds the weight's gradient (V x h)
-// and one chunk's logits, in which the gradient is made in place (8 x V).
+// and one chunk's logits, in which the gradient is made in place (8 x V),
+// with its rows' small tensors.
 // The loss keeps nothing of the logits: the plain head keeps x for the
 // weight's gradient and the loss the log-probabilities (n x V).
 TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
@@ -58,7 +68,7 @@ TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
   const LayerProfile& head = Layer(chunked, "head");
   EXPECT_EQ(head.output_bytes, 4);
   EXPECT_EQ(head.activation_bytes, 4 + kTokens * kH * 4);
-  EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 4 + 8 * kV * 4);
+  EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 4 + 8 * kV * 4 + Summing(8));
   EXPECT_EQ(Layer(chunked, "loss").activation_bytes, 4);
   EXPECT_EQ(Layer(plain, "loss").activation_bytes, 4 + kTokens * kV * 4);
   // The weight's gradient is still the head's parameter gradient.
@@ -73,7 +83,8 @@ TEST(ChunkedLoss, HeadKeepsTheInputsGradientAndHoldsOneChunk) {
 TEST(ChunkedLoss, AutocastCastsOnceAndKeepsTheChunkInFp32) {
   const Profile profile = Cpu(Llama(Precision::kAmpBf16, 8));
   const LayerProfile& head = Layer(profile, "head");
-  const int64_t chunk = std::max(8 * kV * 6, 8 * kV * 2 + kV * kH * 2);
+  const int64_t chunk = std::max({8 * kV * 4 + Summing(8), 8 * kV * 6 + Rows(8),
+                                  8 * kV * 2 + kV * kH * 2 + Reduced(8)});
   EXPECT_EQ(head.forward_workspace_bytes, kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
 }
 
@@ -86,7 +97,7 @@ TEST(ChunkedLoss, SoftCapHoldsTheTanhOutputBesideTheChunk) {
   ModelConfig c = Llama(Precision::kFp32, 8);
   c.logit_softcap = 30;
   const Profile fp32 = Cpu(c);
-  EXPECT_EQ(Layer(fp32, "head").forward_workspace_bytes, kV * kH * 4 + 8 * kV * 8);
+  EXPECT_EQ(Layer(fp32, "head").forward_workspace_bytes, kV * kH * 4 + 8 * kV * 8 + Summing(8));
   EXPECT_EQ(Layer(fp32, "head").activation_bytes, 4 + kTokens * kH * 4);
   EXPECT_EQ(Layer(fp32, "loss").activation_bytes, 4);
   c.loss_chunks = 0;
@@ -94,7 +105,8 @@ TEST(ChunkedLoss, SoftCapHoldsTheTanhOutputBesideTheChunk) {
   EXPECT_GE(Layer(Cpu(c), "head").activation_bytes, kTokens * kV * 4);  // tanh's output
   c.precision = Precision::kAmpBf16;
   c.loss_chunks = 8;
-  const int64_t chunk = std::max({8 * kV * 6, 8 * kV * 8, 8 * kV * 2 + kV * kH * 2});
+  const int64_t chunk = std::max({8 * kV * 6 + Rows(8), 8 * kV * 8 + Summing(8),
+                                  8 * kV * 2 + kV * kH * 2 + Reduced(8)});
   EXPECT_EQ(Layer(Cpu(c), "head").forward_workspace_bytes,
             kV * kH * 2 + kTokens * kH * 2 + kV * kH * 4 + chunk);
   // model.json takes the two together and writes them back.
