@@ -67,17 +67,21 @@ int64_t BackwardPeakFloor(const Profile& profile) {
   return floor;
 }
 
-int64_t DevicePeakFloor(const Profile& profile, const DeviceMemoryTerms& terms) {
-  const int64_t allocated = AllocatedPeakFloor(profile);
-  int64_t reserved = allocated;
+int64_t DeviceTotalFloor(const Profile& profile, int64_t allocated_peak,
+                         const DeviceMemoryTerms& terms) {
+  int64_t reserved = allocated_peak;
   if (terms.replays_allocator() && plan_internal::KnowsItsTensors(profile)) {
     // AccountReplayedDeviceMemory: the margin on a reserved peak of at
-    // least `allocated`.
-    const double extra = std::ceil(kTensorReplayMargin * static_cast<double>(allocated));
+    // least `allocated_peak`.
+    const double extra = std::ceil(kTensorReplayMargin * static_cast<double>(allocated_peak));
     reserved = AddBytes(
         reserved, extra >= static_cast<double>(kMaxBytes) ? kMaxBytes : static_cast<int64_t>(extra));
   }
   return AddBytes(reserved, terms.fixed_bytes());
+}
+
+int64_t DevicePeakFloor(const Profile& profile, const DeviceMemoryTerms& terms) {
+  return DeviceTotalFloor(profile, AllocatedPeakFloor(profile), terms);
 }
 
 }  // namespace remat

@@ -113,10 +113,14 @@ Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
   return Status::Ok();
 }
 
+bool SameStepTime(double a_ms, double b_ms) {
+  return std::fabs(a_ms - b_ms) <= 1e-9 * std::max(1.0, std::max(a_ms, b_ms));
+}
+
 bool BetterPlan(const Plan& a, const Plan& b) {
   if (a.fits != b.fits) return a.fits;
   const double ta = a.predicted.step_ms, tb = b.predicted.step_ms;
-  const bool same_time = std::fabs(ta - tb) <= 1e-9 * std::max(1.0, std::max(ta, tb));
+  const bool same_time = SameStepTime(ta, tb);
   const int64_t pa = a.memory.total_bytes, pb = b.memory.total_bytes;
   if (a.fits) return same_time ? pa < pb : ta < tb;
   return pa != pb ? pa < pb : ta < tb;

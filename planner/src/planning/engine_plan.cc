@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "remat/plan/best_plan.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 
@@ -177,6 +178,37 @@ Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, in
   return std::move(plans.chosen);
 }
 
+// Whether `s`'s decisions follow from its n alone, whatever the budget and
+// the device terms (a search's do not: uniform's every chosen under the
+// budget, selective's blocks, hf's offloads).
+bool FixedShape(ShapeAt s) {
+  switch (s.shape) {
+    case EngineShape::kNone:
+    case EngineShape::kFirstBlocks:
+    case EngineShape::kEveryNth:
+    case EngineShape::kEveryNthFromFirst:
+      return true;
+    case EngineShape::kChunks:
+      return s.n > 0;
+    case EngineShape::kAsPlanned:
+    case EngineShape::kSelectiveAttention:
+    case EngineShape::kEveryBlockOffloaded:
+      break;
+  }
+  return false;
+}
+
+// `options` without the budget and the device terms: a fixed shape's plan
+// of the tensors alone, the same schedule and prediction, whose
+// AccountPlanMemory with the terms and budget is the shape's plan with
+// them (tests/planner/planning/engine_plan_test.cc).
+PlanOptions TensorsOnly(const PlanOptions& options) {
+  PlanOptions o = options;
+  o.budget_bytes = 0;
+  o.device_memory = DeviceMemoryTerms{};
+  return o;
+}
+
 // The same per-layer decisions (and selective options where selective).
 bool SameDecisions(const Plan& a, const Plan& b) {
   if (a.decisions != b.decisions) return false;
@@ -286,11 +318,13 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   // each starts with the plan without checkpointing, and the closest
   // shapes' layer lists repeat across them.
   const PlanMemo memo(runs.profile);
+  // A fixed shape's decisions are its tensors-only plan's.
   for (ShapeAt s : engine_job ? std::vector<ShapeAt>{}
                               : ExactCandidates(engine, blocks, attention_core,
                                                 link && !profile.host_link.overlapped)) {
     if (s.shape != EngineShape::kNone && (s.n < 0 || s.n > count)) continue;
-    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(job, options, s, count));
+    REMAT_ASSIGN_OR_RETURN(
+        Plan candidate, PlanShape(job, FixedShape(s) ? TensorsOnly(options) : options, s, count));
     if (SameDecisions(candidate, plan)) {
       out.shape = s.shape;
       out.n = s.n;
@@ -299,17 +333,30 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
     }
   }
   out.exact = false;
-  std::optional<Plan> best;
-  for (ShapeAt s : ClosestCandidates(engine, count, attention_core, link)) {
+  // The fixed shapes are accounted (the allocator replayed) only where that
+  // can change the best (BestPlanIndex); the searches are planned in full.
+  const DeviceMemoryTerms& terms = options.device_memory;
+  const bool on_demand = terms.replays_allocator();
+  std::vector<ShapeAt> shapes = ClosestCandidates(engine, count, attention_core, link);
+  std::vector<PendingPlan> candidates;
+  for (ShapeAt& s : shapes) {
+    if (on_demand && FixedShape(s)) {
+      REMAT_ASSIGN_OR_RETURN(Plan tensors, PlanShape(runs, TensorsOnly(options), s, count));
+      candidates.push_back(
+          UnaccountedPlan(runs.profile, std::move(tensors), terms, options.budget_bytes));
+      continue;
+    }
     REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(runs, options, s, count));
     if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(runs.profile, candidate);
-    if (!best || BetterPlan(candidate, *best)) {
-      best = std::move(candidate);
-      out.shape = s.shape;
-      out.n = s.n;
-    }
+    candidates.push_back(AccountedPlan(std::move(candidate)));
   }
-  out.plan = std::move(*best);
+  const AccountPlan account = [&](Plan* p) {
+    return AccountPlanMemory(runs.profile, terms, options.budget_bytes, p);
+  };
+  REMAT_ASSIGN_OR_RETURN(const size_t best, BestPlanIndex(&candidates, account));
+  out.shape = shapes[best].shape;
+  out.n = shapes[best].n;
+  out.plan = std::move(candidates[best].plan);
   return out;
 }
 

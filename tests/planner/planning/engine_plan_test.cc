@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
+#include "remat/device/device_memory.h"
 #include "remat/input/input.h"
+#include "remat/plan/plan_memo.h"
 #include "remat/planning/planning.h"
 #include "remat/strategies/strategies.h"
 
@@ -138,6 +141,210 @@ TEST(EnginePlan, ClosestIsTheBestOfTheEnginesShapes) {
         EXPECT_FALSE(BetterPlan(other, e->plan))
             << ToString(s.engine) << " at " << budget << ": " << other.parameter << " beats "
             << e->plan.parameter;
+      }
+    }
+  }
+}
+
+// A real config's job in mixed bf16 with the whole loss (the one every
+// engine but pytorch and hf's Liger-Kernel runs), on `gpus` GPUs with FSDP2
+// (1: one GPU).
+Job RealJob(const char* config, int64_t gpus, int64_t seq_len, int64_t micro_batch) {
+  JobOverrides o;
+  o.precision = Precision::kMixedBf16;
+  o.seq_len = seq_len;
+  o.micro_batch = micro_batch;
+  o.loss_chunks = 0;
+  if (gpus > 1) {
+    Parallelism p;
+    p.gpus = gpus;
+    p.data = DataParallel::kFsdp2;
+    o.parallel = p;
+  }
+  Result<Job> job =
+      LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/" + config + ".config.json", o);
+  EXPECT_TRUE(job.ok()) << job.status().message();
+  return *job;
+}
+
+DeviceMemoryTerms Terms(const char* device, const char* alloc_conf = "") {
+  Result<DeviceMemoryTerms> terms =
+      ResolveDeviceMemory(device, DeviceMemoryOverrides{}, alloc_conf);
+  EXPECT_TRUE(terms.ok()) << terms.status().message();
+  EXPECT_TRUE(terms->replays_allocator()) << device;
+  return *terms;
+}
+
+PlanOptions With(PlanOptions o, const DeviceMemoryTerms& terms, int64_t budget) {
+  o.device_memory = terms;
+  o.budget_bytes = budget;
+  return o;
+}
+
+// Every figure and word of a plan a report shows.
+void ExpectSamePlan(const Plan& a, const Plan& b) {
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.parameter, b.parameter);
+  EXPECT_EQ(a.budget_bytes, b.budget_bytes);
+  EXPECT_EQ(a.fits, b.fits);
+  EXPECT_EQ(a.decisions, b.decisions);
+  EXPECT_EQ(a.selective_option, b.selective_option);
+  EXPECT_EQ(a.schedule.ops.size(), b.schedule.ops.size());
+  EXPECT_EQ(a.predicted.step_ms, b.predicted.step_ms);
+  EXPECT_EQ(a.predicted.peak_bytes, b.predicted.peak_bytes);
+  EXPECT_EQ(a.predicted.reserved_peak_bytes, b.predicted.reserved_peak_bytes);
+  EXPECT_EQ(a.predicted.host_peak_bytes, b.predicted.host_peak_bytes);
+  EXPECT_EQ(a.predicted.recompute_ops, b.predicted.recompute_ops);
+  EXPECT_EQ(a.predicted.timeline.size(), b.predicted.timeline.size());
+  const DeviceMemoryUse& m = a.memory;
+  const DeviceMemoryUse& n = b.memory;
+  EXPECT_EQ(m.allocated_peak_bytes, n.allocated_peak_bytes);
+  EXPECT_EQ(m.allocator_rounding_bytes, n.allocator_rounding_bytes);
+  EXPECT_EQ(m.fragmentation_bytes, n.fragmentation_bytes);
+  EXPECT_EQ(m.reserved_peak_bytes, n.reserved_peak_bytes);
+  EXPECT_EQ(m.cuda_context_bytes, n.cuda_context_bytes);
+  EXPECT_EQ(m.workspace_bytes, n.workspace_bytes);
+  EXPECT_EQ(m.replay_margin_bytes, n.replay_margin_bytes);
+  EXPECT_EQ(m.total_bytes, n.total_bytes);
+  ASSERT_EQ(m.replay.has_value(), n.replay.has_value());
+  if (m.replay) {
+    EXPECT_EQ(m.replay->micro_steps, n.replay->micro_steps);
+    EXPECT_EQ(m.replay->steady, n.replay->steady);
+    EXPECT_EQ(m.replay->alloc_retries, n.replay->alloc_retries);
+    EXPECT_EQ(m.replay->device_allocs, n.replay->device_allocs);
+    EXPECT_EQ(m.replay->under_budget_limit, n.replay->under_budget_limit);
+    EXPECT_EQ(m.replay->out_of_memory, n.replay->out_of_memory);
+  }
+  EXPECT_EQ(a.terms.source, b.terms.source);
+  EXPECT_EQ(a.terms.fixed_bytes(), b.terms.fixed_bytes());
+}
+
+struct DeviceJob {
+  const char* name;
+  Job job;
+  DeviceMemoryTerms terms;
+};
+
+std::vector<DeviceJob> DeviceJobs() {
+  return {
+      {"8b fsdp8 h100", RealJob("llama-3.1-8b", 8, 8192, 2), Terms("h100")},
+      {"8b one a100", RealJob("llama-3.1-8b", 1, 4096, 1), Terms("a100")},
+      {"8b fsdp8 h100 expandable", RealJob("llama-3.1-8b", 8, 4096, 1),
+       Terms("h100", "expandable_segments:True")},
+      {"70b fsdp64 h200", RealJob("llama-3.1-70b", 64, 8192, 1), Terms("h200")},
+      {"small h100", SmallJob(), Terms("h100")},
+  };
+}
+
+// The budgets around a job's plans: none's device total, uniform every 1's
+// (the least of the fixed shapes), between them, just under every 1's
+// (nothing fits), half of it, and no budget.
+std::vector<int64_t> BudgetsAround(const DeviceJob& d) {
+  PlanOptions none;
+  none.strategy = Strategy::kNone;
+  const int64_t top = PlanWith(d.job, With(none, d.terms, 0)).memory.total_bytes;
+  const int64_t low = PlanWith(d.job, With(Uniform(0, 1), d.terms, 0)).memory.total_bytes;
+  return {0, top, low + (top - low) / 2, low, low - 1, low / 2};
+}
+
+// The shapes whose decisions follow from their n alone (PlanForEngine's
+// fixed shapes: none, chunks of n blocks, a layer list) planned with the
+// device terms are their plans without them (no budget), accounted with
+// the terms against the budget (AccountPlanMemory): PlanForEngine accounts
+// only those that can be the closest.
+TEST(EnginePlan, AFixedShapesPlanIsItsTensorsPlanAccounted) {
+  int fitting = 0, not_fitting = 0;
+  for (const DeviceJob& d : DeviceJobs()) {
+    const PlanMemo memo(d.job.profile);
+    const int blocks = static_cast<int>(BlockLayers(d.job.profile).size());
+    std::vector<int> every_2nd, from_first_3rd;
+    for (int i = 1; i < blocks; i += 2) every_2nd.push_back(i);
+    for (int i = 0; i < blocks; i += 3) from_first_3rd.push_back(i);
+    PlanOptions none;
+    none.strategy = Strategy::kNone;
+    const std::vector<PlanOptions> shapes = {none,
+                                             Uniform(0, 1),
+                                             Uniform(0, 2),
+                                             Uniform(0, blocks),
+                                             Manual(0, {0}),
+                                             Manual(0, every_2nd),
+                                             Manual(0, from_first_3rd),
+                                             Manual(0, {0, 1, 2})};
+    for (int64_t budget : BudgetsAround(d)) {
+      for (const PlanOptions& shape : shapes) {
+        SCOPED_TRACE(std::string(d.name) + " at " + std::to_string(budget) + ": " +
+                     ToString(shape.strategy) + " every " + std::to_string(shape.every) + ", " +
+                     std::to_string(shape.checkpoint_layers.size()) + " listed");
+        const Plan full = PlanWith(d.job, With(shape, d.terms, budget));
+        Plan tensors = PlanWith(d.job, shape);
+        ASSERT_TRUE(AccountPlanMemory(d.job.profile, d.terms, budget, &tensors).ok());
+        ExpectSamePlan(tensors, full);
+        (full.fits ? fitting : not_fitting) += 1;
+      }
+    }
+  }
+  EXPECT_GT(fitting, 20);
+  EXPECT_GT(not_fitting, 20);
+}
+
+// On device terms that replay the allocator the closest shape is the one
+// the scan over every shape planned in full keeps (BetterPlan), its plan
+// figure for figure: at budgets where none fits, where the slowest alone
+// fits, where nothing fits, and without a budget.
+TEST(EnginePlan, TheClosestOnDeviceIsTheFullScans) {
+  for (const DeviceJob& d : DeviceJobs()) {
+    if (std::string(d.name).find("70b") != std::string::npos) continue;  // 80 blocks: slow
+    const int blocks = static_cast<int>(BlockLayers(d.job.profile).size());
+    const int first = BlockLayers(d.job.profile).front();
+    const std::vector<SelectiveOption>& s = d.job.profile.layers[first].selective;
+    const bool attention_core = !s.empty() && s.front().name == kAttentionCoreOption;
+    PlanOptions none;
+    none.strategy = Strategy::kNone;
+    struct Shape {
+      EngineShape shape;
+      int n;
+      PlanOptions options;
+    };
+    std::vector<Shape> titan = {{EngineShape::kNone, 0, none},
+                                {EngineShape::kChunks, 1, Uniform(0, 1)}};
+    std::vector<Shape> hf = titan;
+    for (int n = 2; n <= blocks; ++n) {
+      std::vector<int> nth, from_first;
+      for (int i = n - 1; i < blocks; i += n) nth.push_back(i);
+      for (int i = 0; i < blocks; i += n) from_first.push_back(i);
+      titan.push_back({EngineShape::kEveryNth, n, Manual(0, nth)});
+      hf.push_back({EngineShape::kEveryNthFromFirst, n, Manual(0, from_first)});
+    }
+    std::vector<Shape> megatron = {{EngineShape::kNone, 0, none},
+                                   {EngineShape::kChunks, -1, Uniform(0, 0)}};
+    if (attention_core) {
+      PlanOptions selective;
+      selective.strategy = Strategy::kSelective;
+      for (int i = 0; i < blocks; ++i) selective.selective_layers.push_back(i);
+      megatron.push_back({EngineShape::kSelectiveAttention, 0, selective});
+    }
+    const std::vector<std::pair<Engine, std::vector<Shape>>> engines = {
+        {Engine::kTorchtitan, titan}, {Engine::kHf, hf}, {Engine::kMegatron, megatron}};
+    for (int64_t budget : BudgetsAround(d)) {
+      const PlanMemo memo(d.job.profile);
+      // Blocks 1 and 2: no shape of these engines.
+      const PlanOptions asked_options = With(Manual(0, {1, 2}), d.terms, budget);
+      const Plan asked = PlanWith(d.job, asked_options);
+      for (const auto& [engine, shapes] : engines) {
+        SCOPED_TRACE(std::string(d.name) + " at " + std::to_string(budget) + ", " +
+                     ToString(engine));
+        Result<EnginePlan> e = PlanForEngine(d.job, asked_options, asked, engine);
+        ASSERT_TRUE(e.ok()) << e.status().message();
+        ASSERT_FALSE(e->exact);
+        size_t best = 0;
+        std::vector<Plan> plans;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          plans.push_back(PlanWith(d.job, With(shapes[i].options, d.terms, budget)));
+          if (BetterPlan(plans[i], plans[best])) best = i;
+        }
+        EXPECT_EQ(e->shape, shapes[best].shape);
+        if (shapes[best].n >= 0) EXPECT_EQ(e->n, shapes[best].n);
+        ExpectSamePlan(e->plan, plans[best]);
       }
     }
   }

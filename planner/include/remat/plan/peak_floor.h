@@ -41,6 +41,14 @@ int64_t BackwardPeakFloor(const Profile& profile);
 // above the budget means no plan of the profile fits.
 int64_t DevicePeakFloor(const Profile& profile, const DeviceMemoryTerms& terms);
 
+// The least device total (DeviceMemoryUse::total_bytes) AccountPlanMemory
+// gives a plan of `profile` whose allocated peak is `allocated_peak`, where
+// accounting leaves the allocated peak as it is (no terms, or the allocator
+// replayed: terms.replays_allocator()): the allocated peak, the replay
+// margin on it where the profile's tensors are replayed, and the fixed terms.
+int64_t DeviceTotalFloor(const Profile& profile, int64_t allocated_peak,
+                         const DeviceMemoryTerms& terms);
+
 }  // namespace remat
 
 #endif  // REMAT_PLAN_PEAK_FLOOR_H_

@@ -127,9 +127,14 @@ Status AccountPlanMemory(const Profile& profile, const DeviceMemoryTerms& terms,
                          int64_t budget_bytes, Plan* plan);
 
 // True if `a` is preferable to `b` under a budget: fitting beats not fitting;
-// among fitting plans the lower step time wins (then the lower device total);
-// among non-fitting plans the lower device total wins.
+// among fitting plans the lower step time wins (then the lower device total,
+// where the times are the same: SameStepTime); among non-fitting plans the
+// lower device total wins (then the lower step time).
 bool BetterPlan(const Plan& a, const Plan& b);
+
+// Whether BetterPlan takes step times `a_ms` and `b_ms` as the same: within
+// a billionth of the larger, or of 1 ms where both are below 1 ms.
+bool SameStepTime(double a_ms, double b_ms);
 
 }  // namespace remat
 
