@@ -1,7 +1,5 @@
 // The caching allocator replayed over a plan's training steps, until its
 // reserved state repeats (remat/plan/plan.h).
-#include <unordered_map>
-
 #include "remat/plan/plan.h"
 
 namespace remat {
@@ -24,7 +22,6 @@ Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Sch
 
   TrainingStepReplay out;
   CudaAllocatorModel model(options, limit);
-  std::unordered_map<int64_t, int64_t> live;  // id -> bytes, across micro-steps
   // Whether a micro-step of each kind ran from the present allocator state
   // without a device allocation or release: then the state after it is the
   // state before it (every micro-step ends with the same blocks live, the
@@ -39,8 +36,7 @@ Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Sch
       const AllocEvent& e = events[i];
       if (e.kind == AllocEvent::Kind::kAlloc) {
         // The model state lives on from the step before: not allocated again.
-        const auto carried = live.find(e.id);
-        if (carried != live.end() && carried->second == e.size_bytes) continue;
+        if (model.LiveRequestBytes(e.id) == e.size_bytes) continue;
         const Status s = model.Malloc(e.id, e.size_bytes);
         if (s.code() == StatusCode::kOutOfMemory) {
           out.oom_micro_step = m;
@@ -48,10 +44,8 @@ Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Sch
           break;
         }
         REMAT_RETURN_IF_ERROR(s);
-        live[e.id] = e.size_bytes;
       } else {
         REMAT_RETURN_IF_ERROR(model.Free(e.id));
-        live.erase(e.id);
       }
       if (trace != nullptr) {
         trace->events.push_back(e);

@@ -213,6 +213,9 @@ class CudaAllocatorModel {
   void EmptyCache();
 
   const AllocatorStats& stats() const;
+  // The bytes live allocation `id` asked for (0: an empty one); -1 when `id`
+  // is not live.
+  int64_t LiveRequestBytes(int64_t id) const;
   // The segments in address order.
   std::vector<AllocatorSegmentView> Snapshot() const;
 

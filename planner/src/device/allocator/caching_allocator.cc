@@ -18,12 +18,17 @@ AllocatorState::AllocatorState(const AllocatorOptions& o, const AllocatorLimit& 
     : options(o), limit(l) {}
 
 Block* AllocatorState::NewBlock(int64_t addr, int64_t size, BlockPool* pool) {
-  auto owned_block = std::make_unique<Block>();
-  Block* b = owned_block.get();
+  Block* b = nullptr;
+  if (spare.empty()) {
+    b = &arena.emplace_back();
+  } else {
+    b = spare.back();
+    spare.pop_back();
+    *b = Block();
+  }
   b->addr = addr;
   b->size = size;
   b->pool = pool;
-  owned.emplace(b, std::move(owned_block));
   return b;
 }
 
@@ -38,7 +43,10 @@ Block* AllocatorState::Splice(const Block& like, int64_t addr, int64_t size, Blo
   return b;
 }
 
-void AllocatorState::DeleteBlock(Block* b) { owned.erase(b); }
+void AllocatorState::DeleteBlock(Block* b) {
+  b->retired = true;
+  spare.push_back(b);
+}
 
 void AllocatorState::AddReserved(int64_t bytes) {
   stats.reserved_bytes += bytes;
@@ -79,12 +87,18 @@ void CudaAllocatorModel::EmptyCache() { impl_->state.ReleaseCachedBlocks(); }
 
 const AllocatorStats& CudaAllocatorModel::stats() const { return impl_->state.stats; }
 
+int64_t CudaAllocatorModel::LiveRequestBytes(int64_t id) const {
+  const Block* b = impl_->state.live.Find(id);
+  return b == nullptr ? -1 : b->requested;
+}
+
 std::vector<AllocatorSegmentView> CudaAllocatorModel::Snapshot() const {
   // Segment heads: blocks with no predecessor, or the first mapped block
   // after an unmapped range of an expandable segment.
   std::vector<const Block*> heads;
-  for (const auto& entry : impl_->state.owned) {
-    const Block* b = entry.first;
+  for (const Block& block : impl_->state.arena) {
+    const Block* b = &block;
+    if (b->retired) continue;
     if (b->mapped && (b->prev == nullptr || !b->prev->mapped)) heads.push_back(b);
   }
   std::sort(heads.begin(), heads.end(),

@@ -16,12 +16,12 @@ Status AllocatorState::Malloc(int64_t id, int64_t request, AllocatorOom* oom) {
     return Status::Invalid("allocation " + std::to_string(id) + ": negative size " +
                            std::to_string(request) + " (accepted: >= 0 bytes)");
   }
-  if (live.count(id) != 0) {
+  if (live.Find(id) != nullptr) {
     return Status::Invalid("allocation " + std::to_string(id) +
                            " is already live (free it before allocating the id again)");
   }
   if (request == 0) {  // PyTorch hands out no memory for an empty tensor
-    live[id] = nullptr;
+    live.Set(id, live.empty());
     return Status::Ok();
   }
   const int64_t size = RoundAllocationBytes(request, options);
@@ -52,16 +52,13 @@ Status AllocatorState::Malloc(int64_t id, int64_t request, AllocatorOom* oom) {
   Block* taken = TakeBlock(block, size, ShouldSplit(*block, size));
   taken->requested = request;
   AddAllocated(taken->size, request);
-  live[id] = taken;
+  live.Set(id, taken);
   return Status::Ok();
 }
 
 bool AllocatorState::GetFreeBlock(BlockPool& pool, int64_t size, Block** out) {
   if (GcActive()) ++pool.free_block_lookups;
-  Block key;
-  key.size = size;
-  key.addr = std::numeric_limits<int64_t>::min();
-  auto it = pool.blocks.lower_bound(&key);
+  auto it = pool.blocks.lower_bound(size);
   if (it == pool.blocks.end()) return false;
   if ((*it)->expandable()) {
     // A free block in front of unmapped pages counts as the size it can grow
@@ -108,14 +105,13 @@ Block* AllocatorState::TakeBlock(Block* block, int64_t size, bool split) {
 }
 
 Status AllocatorState::Free(int64_t id) {
-  auto it = live.find(id);
-  if (it == live.end()) {
+  Block* block = live.Find(id);
+  if (block == nullptr) {
     return Status::Invalid("free of allocation " + std::to_string(id) +
                            ", which is not live (free only what was allocated and not freed)");
   }
-  Block* block = it->second;
-  live.erase(it);
-  if (block == nullptr) return Status::Ok();  // an empty allocation
+  live.Erase(id);
+  if (block == live.empty()) return Status::Ok();  // an empty allocation
   block->allocated = false;
   stats.allocated_bytes -= block->size;
   stats.requested_bytes -= block->requested;

@@ -16,10 +16,8 @@ bool AllocatorState::ReleaseAvailableCachedBlocks(BlockPool& pool, int64_t size)
   // Only whole cudaMalloc'd segments can be cudaFree'd: the model skips
   // expandable blocks and split blocks here (PyTorch assumes neither occurs).
   auto releasable = [](const Block* b) { return !b->expandable() && !b->is_split(); };
-  Block key;
-  key.size = size < max_split ? max_split : size;
-  key.addr = std::numeric_limits<int64_t>::min();
-  auto it = pool.blocks.lower_bound(&key);
+  const int64_t wanted = size < max_split ? max_split : size;
+  auto it = pool.blocks.lower_bound(wanted);
   if (it != pool.blocks.end()) {
     // One block large enough.
     if (!releasable(*it)) return false;
@@ -29,13 +27,13 @@ bool AllocatorState::ReleaseAvailableCachedBlocks(BlockPool& pool, int64_t size)
   // Free oversize blocks, largest first, until enough is released.
   int64_t released = 0;
   std::vector<Block*> victims;
-  for (auto r = pool.blocks.rbegin(); r != pool.blocks.rend() && released < key.size; ++r) {
+  for (auto r = pool.blocks.rbegin(); r != pool.blocks.rend() && released < wanted; ++r) {
     if ((*r)->size < max_split || !releasable(*r)) break;
     released += (*r)->size;
     victims.push_back(*r);
   }
   for (Block* b : victims) ReleaseBlock(b);
-  return released >= key.size;
+  return released >= wanted;
 }
 
 void AllocatorState::ReleaseCachedBlocks() {

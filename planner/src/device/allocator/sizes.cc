@@ -11,14 +11,8 @@
 namespace remat {
 namespace {
 
-int FloorLog2(uint64_t v) {
-  int log = -1;
-  while (v != 0) {
-    v >>= 1;
-    ++log;
-  }
-  return log;
-}
+// -1 for 0.
+int FloorLog2(uint64_t v) { return v == 0 ? -1 : 63 - __builtin_clzll(v); }
 
 // The divisions configured for the power-of-two interval holding `size`:
 // interval 0 is [1 MiB, 2 MiB) and everything below, interval 15 is 32 GiB

@@ -185,5 +185,30 @@ TEST(CachingAllocator, BadEventsAreErrorsNamingTheEvent) {
   EXPECT_NE(r.status().message().find("negative"), std::string::npos);
 }
 
+// Any int64 names an allocation: small non-negative ids (as the replayed
+// events number tensors), negative and huge ones alike. An id's request is
+// what was asked, not the block's rounded size.
+TEST(CachingAllocator, LiveRequestBytesFollowsEveryKindOfId) {
+  CudaAllocatorModel m({}, {});
+  const std::vector<int64_t> ids = {0, 7, (int64_t{1} << 20) - 1, int64_t{1} << 20, -3,
+                                    int64_t{1} << 40};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(m.LiveRequestBytes(ids[i]), -1) << ids[i];
+    ASSERT_TRUE(m.Malloc(ids[i], static_cast<int64_t>(i) * 1000).ok()) << ids[i];
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(m.LiveRequestBytes(ids[i]), static_cast<int64_t>(i) * 1000) << ids[i];
+    EXPECT_FALSE(m.Malloc(ids[i], 1).ok()) << ids[i];  // already live
+  }
+  EXPECT_EQ(m.stats().requested_bytes, 15000);
+  EXPECT_EQ(m.stats().allocated_bytes, 1024 + 2048 + 3072 + 4096 + 5120);
+  for (int64_t id : ids) {
+    ASSERT_TRUE(m.Free(id).ok()) << id;
+    EXPECT_EQ(m.LiveRequestBytes(id), -1) << id;
+    EXPECT_FALSE(m.Free(id).ok()) << id;
+  }
+  EXPECT_EQ(m.stats().allocated_bytes, 0);
+}
+
 }  // namespace
 }  // namespace remat
