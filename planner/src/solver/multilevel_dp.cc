@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include "solver/back_track.h"
 #include "solver/op_emitter.h"
+#include "solver/table_pool.h"
 
 namespace remat::solver {
 namespace {
@@ -229,6 +231,8 @@ IntervalChoice MultiLevelDp::Choose(int s, int t, int64_t m_in) const {
       });
 }
 
+MultiLevelDp::~MultiLevelDp() { GiveBackTable(std::move(table_)); }
+
 std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
   const int L = num_layers_;
   if (stats != nullptr) {
@@ -242,6 +246,8 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
                           classes_.memory_bytes();
   }
   if (Row(0, L).empty()) return std::nullopt;
+  // Storage whose pages an earlier solve touched, where one is kept.
+  if (table_.capacity() < static_cast<size_t>(table_cells_)) table_ = TakeTable(table_cells_);
   table_.assign(table_cells_, kNoFit);
   sweep_need_scratch_.assign(L + 1, 0);
   if (options_.fill == DpFill::kTiled) {

@@ -120,6 +120,10 @@ class MultiLevelDp {
   // Computes the interval classes and bounds. `terms` must outlive this
   // object.
   explicit MultiLevelDp(const ChainTerms& terms, const DpOptions& options = {});
+  // Gives the cost tables' storage back (table_pool.h) for the next solve.
+  ~MultiLevelDp();
+  MultiLevelDp(const MultiLevelDp&) = delete;
+  MultiLevelDp& operator=(const MultiLevelDp&) = delete;
 
   // Bytes Solve will allocate for its cost tables.
   int64_t table_bytes() const { return table_cells_ * static_cast<int64_t>(sizeof(float)); }

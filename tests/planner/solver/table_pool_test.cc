@@ -1,0 +1,112 @@
+#include "solver/table_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace remat::solver {
+namespace {
+
+// Takes every kept table (each fits zero cells), so that a test starts
+// from an empty pool whatever ran before it in this process.
+void Drain() {
+  while (KeptTables() > 0) TakeTable(0);
+}
+
+std::vector<float> Table(int64_t cells) {
+  std::vector<float> t;
+  t.reserve(static_cast<size_t>(cells));
+  return t;
+}
+
+TEST(TablePool, ATakenTableIsEmptyAndHoldsTheCells) {
+  Drain();
+  std::vector<float> t = TakeTable(1000);
+  EXPECT_TRUE(t.empty());
+  EXPECT_GE(t.capacity(), 1000u);
+  EXPECT_EQ(KeptTables(), 0u);
+}
+
+TEST(TablePool, AGivenBackTableServesTheNextTakeThatFitsInIt) {
+  Drain();
+  std::vector<float> t = TakeTable(4096);
+  t.assign(4096, 1.0f);
+  const float* storage = t.data();
+  GiveBackTable(std::move(t));
+  EXPECT_EQ(KeptTables(), 1u);
+  std::vector<float> again = TakeTable(3000);
+  EXPECT_EQ(again.data(), storage);
+  EXPECT_TRUE(again.empty());
+  EXPECT_EQ(KeptTables(), 0u);
+}
+
+TEST(TablePool, TheSmallestTableThatFitsIsTaken) {
+  Drain();
+  std::vector<float> small = Table(100), mid = Table(1000), large = Table(10000);
+  const float* mid_storage = mid.data();
+  GiveBackTable(std::move(large));
+  GiveBackTable(std::move(small));
+  GiveBackTable(std::move(mid));
+  EXPECT_EQ(KeptTables(), 3u);
+  std::vector<float> t = TakeTable(500);
+  EXPECT_EQ(t.data(), mid_storage);
+  EXPECT_EQ(KeptTables(), 2u);
+  Drain();
+}
+
+TEST(TablePool, ATakeLargerThanAnyKeptDropsTheLargest) {
+  Drain();
+  std::vector<float> small = Table(100), large = Table(1000);
+  const float* small_storage = small.data();
+  GiveBackTable(std::move(small));
+  GiveBackTable(std::move(large));
+  std::vector<float> t = TakeTable(5000);
+  EXPECT_GE(t.capacity(), 5000u);
+  ASSERT_EQ(KeptTables(), 1u);  // the small one
+  EXPECT_EQ(TakeTable(0).data(), small_storage);
+}
+
+TEST(TablePool, KeepsTheLargestTablesUpToItsLimit) {
+  Drain();
+  std::vector<const float*> storage;
+  for (size_t i = 0; i < kKeptTables + 2; ++i) {
+    std::vector<float> t = Table(static_cast<int64_t>(100 * (i + 1)));
+    storage.push_back(t.data());
+    GiveBackTable(std::move(t));
+  }
+  EXPECT_EQ(KeptTables(), kKeptTables);
+  // The two smallest were dropped: the smallest kept is the third.
+  EXPECT_EQ(TakeTable(0).data(), storage[2]);
+  Drain();
+}
+
+TEST(TablePool, AnEmptyVectorIsNotKept) {
+  Drain();
+  GiveBackTable(std::vector<float>());
+  EXPECT_EQ(KeptTables(), 0u);
+}
+
+TEST(TablePool, ThreadsTakeAndGiveBackAtOnce) {
+  Drain();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([i] {
+      for (int k = 0; k < 200; ++k) {
+        std::vector<float> t = TakeTable(64 * (1 + (i + k) % 7));
+        t.assign(64, static_cast<float>(k));
+        EXPECT_EQ(t[63], static_cast<float>(k));
+        GiveBackTable(std::move(t));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(KeptTables(), kKeptTables);
+  EXPECT_GE(KeptTables(), 1u);
+  Drain();
+}
+
+}  // namespace
+}  // namespace remat::solver
