@@ -1,9 +1,11 @@
 // When nothing fits: the lowest peak reached, and the micro-batch that would
 // fit (keeping the global batch with gradient accumulation where it can).
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
+#include <mutex>
 #include <vector>
 #include <optional>
 
@@ -263,6 +265,28 @@ bool DeepSpeedJob(const Parallelism& p) {
          p.data == DataParallel::kZero3;
 }
 
+// `job` without its profile and ranks but the profile's host link: what
+// ModelProfile and WithParallel read of a model's job (its model, analytic
+// options, path and --host-link), without copying what they make again.
+Job WithoutProfile(const Job& job) {
+  Job out;
+  out.path = job.path;
+  out.kind = job.kind;
+  out.model = job.model;
+  out.analytic = job.analytic;
+  out.default_seq_len = job.default_seq_len;
+  out.profile.host_link = job.profile.host_link;
+  return out;
+}
+
+// The analytic profile of a combination's model (ModelProfile), made once
+// for every parallelism it is tried on, by whichever of the combinations
+// sharing it (on any thread) needs it first.
+struct SharedModelProfile {
+  std::once_flag made;
+  std::optional<Result<Profile>> profile;
+};
+
 // `job` with its model changed by `levers` and its model state sharded by
 // FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
 // nullopt where that job is not valid or its model state alone exceeds the
@@ -272,8 +296,8 @@ bool DeepSpeedJob(const Parallelism& p) {
 // (full_shard over them) otherwise.
 std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& levers, int64_t data,
                            bool offload, const Alternatives& options,
-                           std::optional<Result<Profile>>* model_profile) {
-  Job changed = job;
+                           SharedModelProfile* model_profile) {
+  Job changed = job.has_config() ? WithoutProfile(job) : job;
   if (job.has_config()) {
     for (const Lever* l : levers) l->change(&changed.model);
     if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
@@ -293,8 +317,9 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
   // sequence degrees kept): made once.
   Result<Job> other = Status::Invalid("no profile");
   if (job.has_config()) {
-    if (!*model_profile) *model_profile = ModelProfile(changed, p);
-    const Result<Profile>& made = **model_profile;
+    std::call_once(model_profile->made,
+                   [&] { model_profile->profile = ModelProfile(changed, p); });
+    const Result<Profile>& made = *model_profile->profile;
     other = made.ok() ? WithParallel(changed, p, *made) : Result<Job>(made.status());
   } else {
     other = WithParallel(changed, p);
@@ -378,15 +403,15 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
                                                      : "state offload (FSDP2 CPUOffloadPolicy)";
   auto plan_combination = [&](const std::vector<Lever>& precision,
                               const std::vector<Lever>& training, bool full,
-                              bool offload) -> std::optional<FitAlternative> {
+                              bool offload,
+                              SharedModelProfile* model_profile) -> std::optional<FitAlternative> {
     std::vector<const Lever*> levers;
     for (const Lever& l : precision) levers.push_back(&l);
     for (const Lever& l : training) levers.push_back(&l);
-    std::optional<Result<Profile>> model_profile;  // the changed model's, on any data ranks
     for (int64_t data : offload ? own_ranks : degrees) {
       if (levers.empty() && data == 1 && !offload) continue;  // the job itself
       const std::optional<Job> changed =
-          Changed(job, levers, data, offload, options, &model_profile);
+          Changed(job, levers, data, offload, options, model_profile);
       if (!changed) continue;
       int64_t chunks = 0;
       std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
@@ -425,17 +450,26 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
   };
   // The combinations are independent: planned on as many threads as the
   // machine has cores (RunInOrder), collected in their order.
+  // The changed model's profile of each (precision, training), shared by
+  // its data-parallel layouts and by its state offload (the same model on
+  // the same tensor and sequence degrees).
+  std::deque<SharedModelProfile> profiles;
   std::vector<std::function<std::optional<FitAlternative>()>> combinations;
   for (const std::vector<Lever>& precision : precisions) {
+    SharedModelProfile* own_training = nullptr;
     for (const auto& [training, full] : trainings) {
-      combinations.push_back([&plan_combination, p = &precision, t = &training, full = full] {
-        return plan_combination(*p, *t, full, false);
-      });
+      SharedModelProfile* shared = &profiles.emplace_back();
+      if (own_training == nullptr) own_training = shared;
+      combinations.push_back(
+          [&plan_combination, p = &precision, t = &training, full = full, shared] {
+            return plan_combination(*p, *t, full, false, shared);
+          });
     }
     if (now.offload == StateOffload::kNone && trainings.front().second) {
-      combinations.push_back([&plan_combination, p = &precision, t = &trainings.front().first] {
-        return plan_combination(*p, *t, true, true);
-      });
+      combinations.push_back(
+          [&plan_combination, p = &precision, t = &trainings.front().first, own_training] {
+            return plan_combination(*p, *t, true, true, own_training);
+          });
     }
   }
   std::vector<FitAlternative> fitting;

@@ -130,8 +130,6 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
   // tensor-parallel rank holds it.
   int64_t largest = 0;
   if (p.offload == StateOffload::kOptimizer) {
-    REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
-                           analytic::BuildTransformerGraph(config));
     for (const analytic::TrainedTensor& t : tg.trained_tensors) {
       largest = std::max(largest, t.elements);
     }
