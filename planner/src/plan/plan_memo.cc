@@ -23,17 +23,46 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// The hash of a schedule's ops and layer count.
+uint64_t ScheduleHash(const Schedule& schedule) {
+  uint64_t h = static_cast<uint64_t>(schedule.num_layers);
+  for (const Op& op : schedule.ops) {
+    h = Mix(h, static_cast<uint64_t>(op.kind) | static_cast<uint64_t>(op.save) << 8 |
+                   static_cast<uint64_t>(op.tensor.kind) << 16);
+    h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.layer)) |
+                   static_cast<uint64_t>(static_cast<uint32_t>(op.option)) << 32);
+    h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.tensor.index)));
+  }
+  return h;
+}
+
+// A schedule and its tag; a lookup's key points at the caller's schedule
+// (no copy), a stored key owns its copy. The schedule's hash is computed
+// once per key, not again by each find and emplace.
 struct Key {
+  Key(int t, const Schedule& s) : tag(t), hash(ScheduleHash(s)), view(&s) {}
+  // The key stored: `k` with its own copy of the schedule.
+  static Key Owning(const Key& k) {
+    Key out = k;
+    out.owned = *k.view;
+    out.view = nullptr;
+    return out;
+  }
+  const Schedule& schedule() const { return view != nullptr ? *view : owned; }
   int tag = 0;  // the detail of a simulation; the options and limit of a replay
-  Schedule schedule;
+  uint64_t hash = 0;
+  const Schedule* view = nullptr;
+  Schedule owned;
   bool operator==(const Key& o) const {
-    if (tag != o.tag || schedule.num_layers != o.schedule.num_layers ||
-        schedule.ops.size() != o.schedule.ops.size()) {
+    const Schedule& schedule = this->schedule();
+    const Schedule& other = o.schedule();
+    if (tag != o.tag || hash != o.hash || schedule.num_layers != other.num_layers ||
+        schedule.ops.size() != other.ops.size()) {
       return false;
     }
     for (size_t i = 0; i < schedule.ops.size(); ++i) {
       const Op& a = schedule.ops[i];
-      const Op& b = o.schedule.ops[i];
+      const Op& b = other.ops[i];
       if (a.kind != b.kind || a.layer != b.layer || a.save != b.save || a.option != b.option ||
           !(a.tensor == b.tensor)) {
         return false;
@@ -45,15 +74,7 @@ struct Key {
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    uint64_t h = Mix(static_cast<uint64_t>(k.tag), static_cast<uint64_t>(k.schedule.num_layers));
-    for (const Op& op : k.schedule.ops) {
-      h = Mix(h, static_cast<uint64_t>(op.kind) | static_cast<uint64_t>(op.save) << 8 |
-                     static_cast<uint64_t>(op.tensor.kind) << 16);
-      h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.layer)) |
-                     static_cast<uint64_t>(static_cast<uint32_t>(op.option)) << 32);
-      h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.tensor.index)));
-    }
-    return static_cast<size_t>(h);
+    return static_cast<size_t>(Mix(k.hash, static_cast<uint64_t>(k.tag)));
   }
 };
 
@@ -139,7 +160,7 @@ Result<SimulationResult> Simulated(const Profile& profile, const Schedule& sched
                                    SimulationDetail detail) {
   std::shared_ptr<PlanMemo::Store> store = StoreFor(profile);
   if (store == nullptr) return Simulate(profile, schedule, nullptr, detail);
-  Key key{static_cast<int>(detail), schedule};
+  const Key key(static_cast<int>(detail), schedule);
   {
     std::lock_guard<std::mutex> lock(store->mu);
     auto it = store->simulations.find(key);
@@ -153,7 +174,7 @@ Result<SimulationResult> Simulated(const Profile& profile, const Schedule& sched
   const size_t size = schedule.ops.size() + result->timeline.size();
   std::lock_guard<std::mutex> lock(store->mu);
   ++store->stats.simulations_run;
-  if (store->Room(size) && store->simulations.emplace(std::move(key), *result).second) {
+  if (store->Room(size) && store->simulations.emplace(Key::Owning(key), *result).second) {
     store->held += size;
   }
   return result;
@@ -163,7 +184,7 @@ Result<TrainingStepReplay> Replayed(const Profile& profile, const Schedule& sche
                                     const AllocatorOptions& options, const AllocatorLimit& limit) {
   std::shared_ptr<PlanMemo::Store> store = StoreFor(profile);
   if (store == nullptr) return ReplayTrainingSteps(profile, schedule, options, limit);
-  Key key{-1, schedule};
+  Key key(-1, schedule);
   {
     std::lock_guard<std::mutex> lock(store->mu);
     for (size_t i = 0; i < store->settings.size(); ++i) {
@@ -200,7 +221,7 @@ Result<TrainingStepReplay> Replayed(const Profile& profile, const Schedule& sche
     }
   }
   const size_t size = schedule.ops.size();
-  if (store->Room(size) && store->replays.emplace(std::move(key), *result).second) {
+  if (store->Room(size) && store->replays.emplace(Key::Owning(key), *result).second) {
     store->held += size;
   }
   return result;

@@ -62,6 +62,27 @@ TEST(PlanMemo, ReusesASimulationOfTheSameSchedule) {
   EXPECT_EQ(memo.stats().simulations_reused, 1);
 }
 
+// The memo keeps its own copy of a schedule: the caller's, changed or gone
+// after the call, neither answers for it nor matches another schedule.
+TEST(PlanMemo, KeepsItsOwnCopyOfTheSchedule) {
+  const Profile p = Chain();
+  const Schedule s = EveryThird(p);
+  const Plan alone = Planned(p, s);
+  PlanMemo memo(p);
+  {
+    Schedule caller = s;
+    ASSERT_TRUE(plan_memo::Simulated(p, caller, SimulationDetail::kFull).ok());
+    caller.ops.resize(caller.ops.size() / 2);  // the caller's copy changed after the call
+  }
+  const Schedule other = BuildSingleLevelSchedule(
+      p, std::vector<LayerDecision>(p.num_layers(), LayerDecision::kKeep), {}).value();
+  ASSERT_TRUE(plan_memo::Simulated(p, other, SimulationDetail::kFull).ok());
+  EXPECT_EQ(memo.stats().simulations_run, 2);
+  EXPECT_EQ(memo.stats().simulations_reused, 0);
+  ExpectSamePrediction(alone, Planned(p, s));
+  EXPECT_EQ(memo.stats().simulations_reused, 1);
+}
+
 TEST(PlanMemo, AJoiningMemoSharesTheOneOpenAndANewOneDoesNot) {
   const Profile p = Chain();
   const Schedule s = EveryThird(p);
