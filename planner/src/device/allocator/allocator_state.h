@@ -12,35 +12,17 @@
 #include <cstdint>
 #include <deque>
 #include <iterator>
-#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
-#include "device/allocator/node_store.h"
 #include "remat/device/caching_allocator.h"
 
 namespace remat::allocator_internal {
 
 struct Block;
 struct BlockPool;
-
-// A cached free block in its pool, under PyTorch's pool order
-// (BlockComparatorSize): by size, then address. The key is held beside the
-// block so a search reads no block.
-struct PoolEntry {
-  int64_t size = 0;
-  int64_t addr = 0;
-  Block* block = nullptr;
-};
-struct BySizeThenAddr {
-  bool operator()(const PoolEntry& a, const PoolEntry& b) const {
-    if (a.size != b.size) return a.size < b.size;
-    return a.addr < b.addr;
-  }
-};
-using PoolEntries = std::set<PoolEntry, BySizeThenAddr, NodeAllocator<PoolEntry>>;
 
 // A contiguous range of one segment: allocated, cached free, or (expandable
 // segments only) not mapped to memory. prev/next link the blocks of a segment
@@ -51,14 +33,13 @@ struct Block {
   BlockPool* pool = nullptr;
   bool allocated = false;
   bool mapped = true;
-  bool cached = false;              // in its pool's `blocks` (at `entry`)
+  bool cached = false;              // in its pool's `blocks`
   bool retired = false;             // merged away or released: its arena slot is spare
   int64_t expandable_segment = -1;  // index of its expandable segment; -1 = cudaMalloc'd
   Block* prev = nullptr;
   Block* next = nullptr;
   int64_t requested = 0;      // the request it serves (allocated blocks)
   int64_t gc_count_base = 0;  // pool's free-block lookups when it was cached
-  PoolEntries::const_iterator entry;
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   bool expandable() const { return expandable_segment >= 0; }
@@ -68,9 +49,21 @@ struct ByAddr {
   bool operator()(const Block* a, const Block* b) const { return a->addr < b->addr; }
 };
 
-// A pool's cached free mapped blocks in PyTorch's order, iterated as
-// Block*. A block knows its own entry: erasing it searches nothing.
+// A pool's cached free mapped blocks in PyTorch's order (BlockComparatorSize:
+// by size, then address), iterated as Block*: the sizes in a sorted vector,
+// each with its blocks' addresses in a sorted vector. A pool holds few
+// distinct sizes (a training step's tensors repeat), so an insert, erase or
+// best-fit search reads a few cache lines and moves a few entries.
 class FreeBlocks {
+  struct Slot {
+    int64_t addr;
+    Block* block;
+  };
+  struct Bucket {
+    int64_t size;
+    std::vector<Slot> slots;  // by address
+  };
+
  public:
   class iterator {
    public:
@@ -80,65 +73,104 @@ class FreeBlocks {
     using pointer = Block* const*;
     using reference = Block*;
     iterator() = default;
-    explicit iterator(PoolEntries::const_iterator it) : it_(it) {}
-    Block* operator*() const { return it_->block; }
+    iterator(const std::vector<Bucket>* b, size_t i, size_t j) : b_(b), i_(i), j_(j) {}
+    Block* operator*() const { return (*b_)[i_].slots[j_].block; }
     iterator& operator++() {
-      ++it_;
+      if (++j_ == (*b_)[i_].slots.size()) {
+        ++i_;
+        j_ = 0;
+      }
       return *this;
     }
     iterator operator++(int) {
       iterator old = *this;
-      ++it_;
+      ++*this;
       return old;
     }
     iterator& operator--() {
-      --it_;
+      if (j_ == 0) {
+        --i_;
+        j_ = (*b_)[i_].slots.size() - 1;
+      } else {
+        --j_;
+      }
       return *this;
     }
     iterator operator--(int) {
       iterator old = *this;
-      --it_;
+      --*this;
       return old;
     }
-    bool operator==(const iterator& o) const { return it_ == o.it_; }
-    bool operator!=(const iterator& o) const { return it_ != o.it_; }
-    PoolEntries::const_iterator base() const { return it_; }
+    bool operator==(const iterator& o) const { return i_ == o.i_ && j_ == o.j_; }
+    bool operator!=(const iterator& o) const { return !(*this == o); }
 
    private:
-    PoolEntries::const_iterator it_;
+    const std::vector<Bucket>* b_ = nullptr;
+    size_t i_ = 0;
+    size_t j_ = 0;
   };
   using reverse_iterator = std::reverse_iterator<iterator>;
 
-  explicit FreeBlocks(NodeStore* nodes) : entries_(NodeAllocator<PoolEntry>(nodes)) {}
-
   void insert(Block* b) {
-    b->entry = entries_.insert(PoolEntry{b->size, b->addr, b}).first;
+    auto bucket = FindBucket(b->size);
+    if (bucket == buckets_.end() || bucket->size != b->size) {
+      Bucket fresh{b->size, {}};
+      if (!spare_.empty()) {
+        fresh.slots = std::move(spare_.back());
+        spare_.pop_back();
+      }
+      bucket = buckets_.insert(bucket, std::move(fresh));
+    }
+    auto& slots = bucket->slots;
+    auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
+                               [](const Slot& s, int64_t addr) { return s.addr < addr; });
+    if (at != slots.end() && at->addr == b->addr) return;
+    slots.insert(at, Slot{b->addr, b});
     b->cached = true;
+    ++count_;
   }
   // Removes `b` if it is cached here.
   void erase(Block* b) {
     if (!b->cached) return;
-    entries_.erase(b->entry);
+    auto bucket = FindBucket(b->size);
+    auto& slots = bucket->slots;
+    auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
+                               [](const Slot& s, int64_t addr) { return s.addr < addr; });
+    slots.erase(at);
+    if (slots.empty()) {
+      spare_.push_back(std::move(slots));
+      buckets_.erase(bucket);
+    }
     b->cached = false;
+    --count_;
   }
   void erase(iterator it) { erase(*it); }
   // The first block of at least `size` bytes (the lowest address among equals).
   iterator lower_bound(int64_t size) const {
-    return iterator(
-        entries_.lower_bound(PoolEntry{size, std::numeric_limits<int64_t>::min(), nullptr}));
+    return iterator(&buckets_, static_cast<size_t>(FindBucket(size) - buckets_.begin()), 0);
   }
-  iterator begin() const { return iterator(entries_.begin()); }
-  iterator end() const { return iterator(entries_.end()); }
+  iterator begin() const { return iterator(&buckets_, 0, 0); }
+  iterator end() const { return iterator(&buckets_, buckets_.size(), 0); }
   reverse_iterator rbegin() const { return reverse_iterator(end()); }
   reverse_iterator rend() const { return reverse_iterator(begin()); }
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return count_; }
 
  private:
-  PoolEntries entries_;
+  std::vector<Bucket>::iterator FindBucket(int64_t size) {
+    return std::lower_bound(buckets_.begin(), buckets_.end(), size,
+                            [](const Bucket& b, int64_t s) { return b.size < s; });
+  }
+  std::vector<Bucket>::const_iterator FindBucket(int64_t size) const {
+    return std::lower_bound(buckets_.begin(), buckets_.end(), size,
+                            [](const Bucket& b, int64_t s) { return b.size < s; });
+  }
+  std::vector<Bucket> buckets_;           // by size, none empty
+  std::vector<std::vector<Slot>> spare_;  // emptied buckets' storage, to reuse
+  size_t count_ = 0;
 };
 
 struct BlockPool {
-  BlockPool(bool small, NodeStore* nodes) : is_small(small), blocks(nodes) {}
+  explicit BlockPool(bool small) : is_small(small) {}
   const bool is_small;
   FreeBlocks blocks;                  // cached free mapped blocks
   std::set<Block*, ByAddr> unmapped;  // unmapped ranges of expandable segments
@@ -195,10 +227,8 @@ struct AllocatorState {
 
   AllocatorOptions options;
   AllocatorLimit limit;
-  // The pools' entries, recycled (declared before the pools that use it).
-  NodeStore entry_nodes;
-  BlockPool small_pool{true, &entry_nodes};
-  BlockPool large_pool{false, &entry_nodes};
+  BlockPool small_pool{true};
+  BlockPool large_pool{false};
   std::deque<Block> arena;    // every block made (retired ones are spare)
   std::vector<Block*> spare;  // retired blocks of the arena, to reuse
   LiveBlocks live;

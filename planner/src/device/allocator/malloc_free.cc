@@ -4,7 +4,6 @@
 // PyTorch: DeviceCachingAllocator::malloc, get_free_block, should_split,
 // alloc_found_block, free, free_block, try_merge_blocks.
 #include <iterator>
-#include <limits>
 #include <string>
 
 #include "device/allocator/allocator_state.h"
