@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planning/job_plans.h"
+#include "solver/table_pool.h"
 #include "remat/io/units.h"
 
 namespace remat {
@@ -149,6 +150,9 @@ void AddFitAdvice(const Job& job, const PlanningRequest& request, bool weigh_chu
 }  // namespace
 
 Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request) {
+  // The solvers' cost tables are kept between the run's solves (the fit
+  // advice's alternatives solve many) and freed when it returns.
+  const solver::TablePoolScope keep_tables;
   REMAT_ASSIGN_OR_RETURN(PlanningResult result, PlanJob(job, request));
   const bool weigh_chunked_loss =
       request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto;

@@ -19,6 +19,12 @@ std::vector<std::vector<float>>& Pool() {
   return pool;
 }
 
+// The TablePoolScopes open.
+int& OpenScopes() {
+  static int open = 0;
+  return open;
+}
+
 }  // namespace
 
 std::vector<float> TakeTable(int64_t cells) {
@@ -51,6 +57,10 @@ void GiveBackTable(std::vector<float> table) {
   std::vector<float> dropped;
   {
     const std::lock_guard<std::mutex> lock(PoolMutex());
+    if (OpenScopes() == 0) {
+      dropped = std::move(table);  // freed after the lock is let go
+      return;
+    }
     std::vector<std::vector<float>>& pool = Pool();
     const auto at = std::find_if(pool.begin(), pool.end(), [&](const std::vector<float>& t) {
       return t.capacity() > table.capacity();
@@ -61,6 +71,17 @@ void GiveBackTable(std::vector<float> table) {
       pool.erase(pool.begin());
     }
   }
+}
+
+TablePoolScope::TablePoolScope() {
+  const std::lock_guard<std::mutex> lock(PoolMutex());
+  ++OpenScopes();
+}
+
+TablePoolScope::~TablePoolScope() {
+  std::vector<std::vector<float>> freed;  // freed after the lock is let go
+  const std::lock_guard<std::mutex> lock(PoolMutex());
+  if (--OpenScopes() == 0) freed.swap(Pool());
 }
 
 size_t KeptTables() {

@@ -11,7 +11,7 @@ namespace remat::solver {
 namespace {
 
 // Takes every kept table (each fits zero cells), so that a test starts
-// from an empty pool whatever ran before it in this process.
+// from an empty pool whatever scope another test left open.
 void Drain() {
   while (KeptTables() > 0) TakeTable(0);
 }
@@ -23,6 +23,7 @@ std::vector<float> Table(int64_t cells) {
 }
 
 TEST(TablePool, ATakenTableIsEmptyAndHoldsTheCells) {
+  const TablePoolScope scope;
   Drain();
   std::vector<float> t = TakeTable(1000);
   EXPECT_TRUE(t.empty());
@@ -31,6 +32,7 @@ TEST(TablePool, ATakenTableIsEmptyAndHoldsTheCells) {
 }
 
 TEST(TablePool, AGivenBackTableServesTheNextTakeThatFitsInIt) {
+  const TablePoolScope scope;
   Drain();
   std::vector<float> t = TakeTable(4096);
   t.assign(4096, 1.0f);
@@ -44,6 +46,7 @@ TEST(TablePool, AGivenBackTableServesTheNextTakeThatFitsInIt) {
 }
 
 TEST(TablePool, TheSmallestTableThatFitsIsTaken) {
+  const TablePoolScope scope;
   Drain();
   std::vector<float> small = Table(100), mid = Table(1000), large = Table(10000);
   const float* mid_storage = mid.data();
@@ -58,6 +61,7 @@ TEST(TablePool, TheSmallestTableThatFitsIsTaken) {
 }
 
 TEST(TablePool, ATakeLargerThanAnyKeptDropsTheLargest) {
+  const TablePoolScope scope;
   Drain();
   std::vector<float> small = Table(100), large = Table(1000);
   const float* small_storage = small.data();
@@ -70,6 +74,7 @@ TEST(TablePool, ATakeLargerThanAnyKeptDropsTheLargest) {
 }
 
 TEST(TablePool, KeepsTheLargestTablesUpToItsLimit) {
+  const TablePoolScope scope;
   Drain();
   std::vector<const float*> storage;
   for (size_t i = 0; i < kKeptTables + 2; ++i) {
@@ -84,12 +89,14 @@ TEST(TablePool, KeepsTheLargestTablesUpToItsLimit) {
 }
 
 TEST(TablePool, AnEmptyVectorIsNotKept) {
+  const TablePoolScope scope;
   Drain();
   GiveBackTable(std::vector<float>());
   EXPECT_EQ(KeptTables(), 0u);
 }
 
 TEST(TablePool, ThreadsTakeAndGiveBackAtOnce) {
+  const TablePoolScope scope;
   Drain();
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
@@ -106,6 +113,27 @@ TEST(TablePool, ThreadsTakeAndGiveBackAtOnce) {
   EXPECT_LE(KeptTables(), kKeptTables);
   EXPECT_GE(KeptTables(), 1u);
   Drain();
+}
+
+TEST(TablePool, WithoutAScopeNothingIsKept) {
+  ASSERT_EQ(KeptTables(), 0u);  // no scope open in this process but the tests'
+  GiveBackTable(Table(100));
+  EXPECT_EQ(KeptTables(), 0u);
+}
+
+TEST(TablePool, ClosingTheLastScopeFreesTheKeptTables) {
+  {
+    const TablePoolScope outer;
+    {
+      const TablePoolScope inner;
+      GiveBackTable(Table(100));
+      EXPECT_EQ(KeptTables(), 1u);
+    }
+    EXPECT_EQ(KeptTables(), 1u);  // the outer scope still open
+    GiveBackTable(Table(200));
+    EXPECT_EQ(KeptTables(), 2u);
+  }
+  EXPECT_EQ(KeptTables(), 0u);
 }
 
 }  // namespace
