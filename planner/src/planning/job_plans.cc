@@ -6,9 +6,13 @@
 #include "planning/job_plans.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 
+#include "planning/in_order.h"
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/fit_search.h"
 
 namespace remat::planning_internal {
@@ -43,6 +47,18 @@ struct RankStrategyPlan {
   Plan plan;
 };
 
+// The rank as planned: its model state on the host (state offload) takes
+// the host budget (--host-budget) first; its activations may offload into
+// what is left (none where nothing is: a byte, which no offload fits in).
+RankMemory WithStateOnHost(RankMemory m) {
+  const int64_t host_budget = m.profile.host_link.budget_bytes;
+  const int64_t state_on_host = m.state.host_bytes();
+  if (host_budget > 0 && state_on_host > 0) {
+    m.profile.host_link.budget_bytes = std::max<int64_t>(1, host_budget - state_on_host);
+  }
+  return m;
+}
+
 // The searches of one rank, one per FSDP2 unit size tried; each strategy
 // planned from the rank as given, with units as large as its plan's
 // segments where units follow segments (--fsdp-units segment): the rank is planned again with that unit until the plan's
@@ -50,11 +66,14 @@ struct RankStrategyPlan {
 // block). The strategies share each unit size's search.
 class RankSearches {
  public:
-  RankSearches(const RankMemory& memory, const PlanOptions& options)
+  // `memory`: the rank as the job gives it; `planned`: that rank as planned
+  // (WithStateOnHost), kept by the caller while the searches live, so that
+  // searches of the same rank on other threads share its memo.
+  RankSearches(const RankMemory& memory, const RankMemory& planned, const PlanOptions& options)
       : options_(options),
         host_budget_(memory.profile.host_link.budget_bytes),
         state_on_host_(memory.state.host_bytes()) {
-    levels_.push_back(std::make_unique<Level>(WithStateOnHost(memory), options_));
+    levels_.push_back(std::make_unique<Level>(planned, nullptr, options_));
   }
   RankSearches(const RankSearches&) = delete;
   RankSearches& operator=(const RankSearches&) = delete;
@@ -99,9 +118,11 @@ class RankSearches {
     }
   }
 
+  // One unit size's search, on the rank as planned (`owned`, or the
+  // caller's).
   struct Level {
-    Level(RankMemory m, const PlanOptions& options)
-        : memory(std::move(m)), search(memory.profile, options) {}
+    Level(const RankMemory& m, std::unique_ptr<const RankMemory> owned, const PlanOptions& options)
+        : owned(std::move(owned)), memory(m), search(memory.profile, options) {}
     Status Validate() {
       if (!validated) {
         REMAT_RETURN_IF_ERROR(ValidateProfile(
@@ -110,7 +131,8 @@ class RankSearches {
       }
       return Status::Ok();
     }
-    RankMemory memory;
+    std::unique_ptr<const RankMemory> owned;
+    const RankMemory& memory;
     FitSearch search;  // holds memory.profile
     bool validated = false;
   };
@@ -119,18 +141,10 @@ class RankSearches {
     for (const std::unique_ptr<Level>& l : levels_) {
       if (l->memory.state.gather_blocks == memory.state.gather_blocks) return l.get();
     }
-    levels_.push_back(std::make_unique<Level>(std::move(memory), options_));
+    auto owned = std::make_unique<const RankMemory>(std::move(memory));
+    const RankMemory& m = *owned;
+    levels_.push_back(std::make_unique<Level>(m, std::move(owned), options_));
     return levels_.back().get();
-  }
-
-  // The rank's model state on the host (state offload) takes the host
-  // budget (--host-budget) first: its activations may offload into what
-  // is left (none where nothing is: a byte, which no offload fits in).
-  RankMemory WithStateOnHost(RankMemory m) const {
-    if (host_budget_ > 0 && state_on_host_ > 0) {
-      m.profile.host_link.budget_bytes = std::max<int64_t>(1, host_budget_ - state_on_host_);
-    }
-    return m;
   }
 
   const PlanOptions options_;
@@ -149,12 +163,33 @@ RankPlan RankPlanOf(const RankStrategyPlan& p, const Plan& baseline) {
   return r;
 }
 
+// One task's plans: of the strategies it was given, in their order, each
+// with the memory of the rank it was planned on (the FSDP2 units its plan
+// needs), held by the task's searches.
+struct TaskPlans {
+  std::shared_ptr<RankSearches> searches;
+  std::vector<Result<RankStrategyPlan>> plans;
+};
+
 }  // namespace
 
 Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
   JobPlans out;
+  // The strategies' searches at the same time where the machine has cores
+  // to spare (not inside another pool's task): groups of strategies
+  // (SearchGroup), each rank's groups sharing the rank's memo. Else one
+  // search a rank, in line.
+  const bool concurrent = MachineThreads() > 1 && !InRunInOrderTask();
   if (job.ranks.empty()) {
-    REMAT_ASSIGN_OR_RETURN(out.plans, MakePlan(job.profile, options));
+    RunTasks run;
+    if (concurrent) {
+      run = [](const std::vector<std::function<void()>>& tasks) {
+        std::vector<std::function<int()>> each;
+        for (const std::function<void()>& t : tasks) each.push_back([&t] { return t(), 0; });
+        RunInOrder(each, MachineThreads());
+      };
+    }
+    REMAT_ASSIGN_OR_RETURN(out.plans, MakePlan(job.profile, options, run));
     return out;
   }
   const bool is_auto = options.strategy == Strategy::kAuto;
@@ -173,31 +208,68 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
   } else {
     strategies.push_back(options.strategy);
   }
-  // Each strategy's ranks, planned alone; none's for the baseline.
+  // Each rank's tasks: a group each; `planned` lists none and the
+  // strategies in their order.
+  std::vector<Strategy> planned = {Strategy::kNone};
+  planned.insert(planned.end(), strategies.begin(), strategies.end());
+  std::vector<std::vector<size_t>> groups;
+  {
+    std::map<int, size_t> group_at;
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const int g = concurrent ? SearchGroup(planned[i]) : 0;
+      auto [it, added] = group_at.emplace(g, groups.size());
+      if (added) groups.emplace_back();
+      groups[it->second].push_back(i);
+    }
+  }
+  // Each rank as planned, with a memo its tasks share.
+  std::vector<RankMemory> as_planned;
+  std::vector<std::unique_ptr<PlanMemo>> memos;
+  for (const RankMemory& m : job.ranks) as_planned.push_back(WithStateOnHost(m));
+  for (const RankMemory& m : as_planned) memos.push_back(std::make_unique<PlanMemo>(m.profile));
+  std::vector<std::function<TaskPlans()>> tasks;
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    for (const std::vector<size_t>& group : groups) {
+      tasks.push_back([&m = job.ranks[r], &a = as_planned[r], &group, &planned, &options] {
+        TaskPlans t;
+        t.searches = std::make_shared<RankSearches>(m, a, options);
+        for (size_t i : group) t.plans.push_back(t.searches->Of(planned[i]));
+        return t;
+      });
+    }
+  }
+  const std::vector<TaskPlans> done = RunInOrder(tasks, MachineThreads());
+  // Each strategy's ranks, planned alone; none's for the baseline. Errors
+  // in the order a rank's strategies are listed, ranks in order.
   std::vector<std::vector<RankPlan>> alone(strategies.size());
   std::vector<RankPlan> none;
-  for (const RankMemory& m : job.ranks) {
-    auto with_rank = [&](const Status& s) {
-      return s.WithPrefix("rank " + std::to_string(m.rank) + " (pipeline stage " +
-                          std::to_string(m.stage) + ")");
-    };
-    RankSearches searches(m, options);
-    Result<RankStrategyPlan> base = searches.Of(Strategy::kNone);
-    if (!base.ok()) return with_rank(base.status());
-    none.push_back(RankPlanOf(*base, base->plan));
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    const RankMemory& m = job.ranks[r];
+    std::vector<const Result<RankStrategyPlan>*> of(planned.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const TaskPlans& t = done[r * groups.size() + g];
+      for (size_t k = 0; k < groups[g].size(); ++k) of[groups[g][k]] = &t.plans[k];
+    }
+    for (const auto* p : of) {
+      if (!p->ok()) {
+        return p->status().WithPrefix("rank " + std::to_string(m.rank) + " (pipeline stage " +
+                                      std::to_string(m.stage) + ")");
+      }
+    }
+    const Plan& base = (*of[0])->plan;
+    none.push_back(RankPlanOf(**of[0], base));
     RankPlan best;
     best.plans.auto_selected = true;
-    best.plans.baseline = base->plan;
+    best.plans.baseline = base;
     for (size_t i = 0; i < strategies.size(); ++i) {
-      Result<RankStrategyPlan> p = searches.Of(strategies[i]);
-      if (!p.ok()) return with_rank(p.status());
-      alone[i].push_back(RankPlanOf(*p, base->plan));
+      const RankStrategyPlan& p = **of[i + 1];
+      alone[i].push_back(RankPlanOf(p, base));
       if (!is_auto) continue;
-      if (i == 0 || BetterPlan(p->plan, best.plans.chosen)) {
-        best.memory = *p->memory;
-        best.plans.chosen = p->plan;
+      if (i == 0 || BetterPlan(p.plan, best.plans.chosen)) {
+        best.memory = *p.memory;
+        best.plans.chosen = p.plan;
       }
-      best.plans.candidates.push_back(p->plan);
+      best.plans.candidates.push_back(p.plan);
     }
     if (is_auto) out.ranks.push_back(std::move(best));
   }

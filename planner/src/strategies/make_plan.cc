@@ -1,36 +1,89 @@
 // MakePlan: the requested strategy's plan from the fit search, or auto:
 // every strategy that applies, the fastest plan that fits chosen. Both take
-// each strategy's plan from one FitSearch, so auto's candidates are the
+// each strategy's plan from a FitSearch, so auto's candidates are the
 // strategies' plans run alone.
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/fit_search.h"
 #include "strategies/solvers.h"
 
 namespace remat {
 
-Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
+int SearchGroup(Strategy s) {
+  switch (s) {
+    case Strategy::kOptimal:
+    case Strategy::kOptimalSingle:
+      return 1;
+    case Strategy::kOffload:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, const RunTasks& run) {
   REMAT_RETURN_IF_ERROR(
       ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
   if (options.strategy != Strategy::kAuto && FindSolver(options.strategy) == nullptr) {
     return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
                            "' is not available in this build");
   }
-  FitSearch search(profile, options);
-  PlanSet set;
-  // The run without checkpointing is none's plan, as --strategy none gives it.
-  REMAT_ASSIGN_OR_RETURN(set.baseline, search.Of(Strategy::kNone));
+  // none (for the baseline), then the strategies planned.
+  std::vector<Strategy> planned = {Strategy::kNone};
   if (options.strategy != Strategy::kAuto) {
-    REMAT_ASSIGN_OR_RETURN(set.chosen, search.Of(options.strategy));
+    planned.push_back(options.strategy);
+  } else {
+    for (Strategy s : SweepableStrategies()) {
+      if (AppliesTo(s, profile)) planned.push_back(s);
+    }
+  }
+  // Without a runner, one search for all, in line.
+  std::vector<std::vector<size_t>> groups;
+  std::map<int, size_t> group_at;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    auto [it, added] = group_at.emplace(run ? SearchGroup(planned[i]) : 0, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  const PlanMemo memo(profile, PlanMemo::Open::kJoin);
+  std::vector<std::optional<Result<Plan>>> plans(planned.size());
+  std::vector<std::function<void()>> tasks;
+  for (const std::vector<size_t>& group : groups) {
+    tasks.push_back([&profile, &options, &group, &planned, &plans] {
+      FitSearch search(profile, options);
+      for (size_t i : group) plans[i] = search.Of(planned[i]);
+    });
+  }
+  if (run) {
+    run(tasks);
+  } else {
+    for (const std::function<void()>& task : tasks) task();
+  }
+  // Errors in the order MakePlan plans the strategies.
+  for (const std::optional<Result<Plan>>& p : plans) {
+    if (!p->ok()) return p->status();
+  }
+  PlanSet set;
+  set.baseline = **plans[0];
+  if (options.strategy != Strategy::kAuto) {
+    set.chosen = **plans[1];
     set.candidates.push_back(set.chosen);
     return set;
   }
   set.auto_selected = true;
-  for (Strategy s : SweepableStrategies()) {
-    if (!AppliesTo(s, profile)) continue;
-    REMAT_ASSIGN_OR_RETURN(Plan plan, search.Of(s));
+  for (size_t i = 1; i < plans.size(); ++i) {
+    const Plan& plan = **plans[i];
     if (set.candidates.empty() || BetterPlan(plan, set.chosen)) set.chosen = plan;
-    set.candidates.push_back(std::move(plan));
+    set.candidates.push_back(plan);
   }
   return set;
+}
+
+Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options) {
+  return MakePlan(profile, options, RunTasks{});
 }
 
 }  // namespace remat

@@ -72,6 +72,26 @@ TEST(RunInOrder, ATasksExceptionIsThrownToTheCaller) {
   }
 }
 
+TEST(RunInOrder, ATasksOwnTasksRunOnItsThread) {
+  // Two outer tasks, each running four inner ones: the inner ones run on
+  // the outer task's thread, in order, and the flag is cleared after.
+  std::vector<std::function<std::vector<bool>()>> outer;
+  for (int o = 0; o < 2; ++o) {
+    outer.push_back([] {
+      const std::thread::id self = std::this_thread::get_id();
+      std::vector<std::function<bool()>> inner;
+      for (int i = 0; i < 4; ++i) {
+        inner.push_back([self] { return std::this_thread::get_id() == self; });
+      }
+      return RunInOrder(inner, 4);
+    });
+  }
+  for (const std::vector<bool>& same : RunInOrder(outer, 2)) {
+    EXPECT_EQ(same, std::vector<bool>(4, true));
+  }
+  EXPECT_FALSE(InRunInOrderTask());
+}
+
 TEST(RunInOrder, NoTasksNoResults) {
   EXPECT_TRUE(RunInOrder(std::vector<std::function<int()>>{}, 4).empty());
 }

@@ -8,6 +8,7 @@
 #ifndef REMAT_STRATEGIES_H_
 #define REMAT_STRATEGIES_H_
 
+#include <functional>
 #include <vector>
 
 #include "remat/plan/plan.h"
@@ -40,6 +41,25 @@ bool AppliesTo(Strategy s, const Profile& profile);
 // Plans `profile` under `options`. A plan that does not fit is still
 // returned (chosen.fits == false); errors are for invalid options only.
 Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options);
+
+// Runs every task of a list once and returns when all have run; the tasks
+// may run at the same time (they are safe to).
+using RunTasks = std::function<void(const std::vector<std::function<void()>>& tasks)>;
+
+// The strategies searched together where strategies are searched at the same
+// time, for the work they share (each strategy's plan is the same on any
+// search: the searches are deterministic, a memo only saves repeating them):
+// none with the heuristics (their searches start from the plan without
+// checkpointing), optimal with optimal-single (optimal solves
+// optimal-single's layer list for its cap, and takes a contained strategy's
+// plan where its own does not fit), offload alone. A small number per group.
+int SearchGroup(Strategy s);
+
+// MakePlan's plans, each group of strategies (SearchGroup) searched as a
+// task of `run` on a search of its own, the searches sharing one memo of the
+// profile's simulations. An empty `run`: every strategy on one search, in
+// line (MakePlan(profile, options)).
+Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, const RunTasks& run);
 
 }  // namespace remat
 
