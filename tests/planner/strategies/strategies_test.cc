@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "testing/chains.h"
 
@@ -193,6 +197,63 @@ TEST(Strategies, NamesRoundTrip) {
   Result<Strategy> bad = ParseStrategy("greedy");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("uniform"), std::string::npos);
+}
+
+// Every task on a thread of its own, all at once.
+void OnThreads(const std::vector<std::function<void()>>& tasks) {
+  std::vector<std::thread> threads;
+  for (const std::function<void()>& t : tasks) threads.emplace_back(t);
+  for (std::thread& t : threads) t.join();
+}
+
+void ExpectSamePlan(const Plan& a, const Plan& b, const std::string& where) {
+  EXPECT_EQ(a.strategy, b.strategy) << where;
+  EXPECT_EQ(a.parameter, b.parameter) << where;
+  EXPECT_EQ(a.decisions, b.decisions) << where;
+  EXPECT_EQ(a.fits, b.fits) << where;
+  EXPECT_EQ(a.predicted.peak_bytes, b.predicted.peak_bytes) << where;
+  EXPECT_EQ(a.predicted.step_ms, b.predicted.step_ms) << where;
+  EXPECT_EQ(a.memory.total_bytes, b.memory.total_bytes) << where;
+  EXPECT_EQ(a.schedule.ops.size(), b.schedule.ops.size()) << where;
+}
+
+TEST(MakePlanTasks, StrategiesSearchedAtOnceGiveTheSamePlansAsOneSearch) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    Profile p = testing::TransformerChain(10, seed);
+    p.host_link = HostLink{"test", 1e-3, 0, true};  // offload applies
+    const int64_t none_peak = Solve(p, With(Strategy::kNone)).predicted.peak_bytes;
+    const int64_t least = Solve(p, With(Strategy::kOptimal, 1)).predicted.peak_bytes;
+    // No budget, budgets nothing fits, between the least and none's peak,
+    // and above it.
+    for (int64_t budget : {int64_t{0}, least / 2, least, (least + none_peak) / 2,
+                           none_peak - 1, none_peak + 1}) {
+      for (Strategy s : {Strategy::kAuto, Strategy::kOptimal, Strategy::kOffload}) {
+        const std::string where = "seed " + std::to_string(seed) + " budget " +
+                                  std::to_string(budget) + " " + ToString(s);
+        Result<PlanSet> one = MakePlan(p, With(s, budget));
+        Result<PlanSet> at_once = MakePlan(p, With(s, budget), OnThreads);
+        ASSERT_TRUE(one.ok()) << where << ": " << one.status().message();
+        ASSERT_TRUE(at_once.ok()) << where << ": " << at_once.status().message();
+        ExpectSamePlan(at_once->chosen, one->chosen, where + " chosen");
+        ExpectSamePlan(at_once->baseline, one->baseline, where + " baseline");
+        ASSERT_EQ(at_once->candidates.size(), one->candidates.size()) << where;
+        for (size_t i = 0; i < one->candidates.size(); ++i) {
+          ExpectSamePlan(at_once->candidates[i], one->candidates[i],
+                         where + " candidate " + std::to_string(i));
+        }
+        EXPECT_EQ(at_once->auto_selected, one->auto_selected) << where;
+      }
+    }
+  }
+}
+
+TEST(MakePlanTasks, AnErrorIsTheOneOneSearchGives) {
+  const Profile p = testing::TransformerChain(4);  // no host link
+  Result<PlanSet> one = MakePlan(p, With(Strategy::kOffload, 1 << 20));
+  Result<PlanSet> at_once = MakePlan(p, With(Strategy::kOffload, 1 << 20), OnThreads);
+  ASSERT_FALSE(one.ok());
+  ASSERT_FALSE(at_once.ok());
+  EXPECT_EQ(at_once.status().message(), one.status().message());
 }
 
 }  // namespace
