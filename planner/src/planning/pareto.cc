@@ -1,12 +1,34 @@
 #include "remat/planning/pareto.h"
 
 #include <algorithm>
+#include <functional>
+#include <mutex>
+#include <optional>
 
+#include "planning/in_order.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 #include "remat/io/units.h"
 
 namespace remat {
+namespace {
+
+// Runs `tasks` on the machine's cores (RunInOrder); their results in order,
+// or the first error in that order.
+template <typename T>
+Result<std::vector<T>> AllOf(const std::vector<std::function<Result<T>()>>& tasks) {
+  std::vector<std::function<std::optional<Result<T>>()>> wrapped;
+  for (const auto& t : tasks) wrapped.push_back([&t] { return std::optional<Result<T>>(t()); });
+  std::vector<T> out;
+  for (std::optional<Result<T>>& r :
+       planning_internal::RunInOrder(wrapped, planning_internal::MachineThreads())) {
+    if (!r->ok()) return r->status();
+    out.push_back(std::move(**r));
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& options) {
   if (options.points < 2) return Status::Invalid("a Pareto sweep needs at least 2 budgets");
@@ -25,6 +47,7 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   }
   // Every point's search joins it: the plans of one strategy at nearby
   // budgets, and the strategies optimal contains, share their schedules.
+  // The points are planned on the machine's cores, sharing it.
   PlanMemo memo(profile);
   ParetoCurve curve;
   curve.strategies = strategies;
@@ -36,7 +59,9 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   const int64_t n = static_cast<int64_t>(strategies.size());
   const int64_t total = 1 + (lo <= 0 ? n : 0) + options.points * n + n + n * n;
   int64_t done = 0;
+  std::mutex progress;
   auto planned = [&](Strategy s, const char* at, int64_t budget) {
+    const std::lock_guard<std::mutex> lock(progress);
     ++done;
     if (!options.progress) return;
     ReportProgress(options.progress, "pareto sweep", done, total,
@@ -55,14 +80,19 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   if (lo <= 0) {
     // The lowest peak reachable: ask each strategy for a plan under 1 byte.
     lo = hi;
+    std::vector<std::function<Result<int64_t>()>> lowest;
     for (Strategy s : strategies) {
-      PlanOptions o = base;
-      o.strategy = s;
-      o.budget_bytes = 1;
-      REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
-      planned(s, ", lowest peak", 0);
-      lo = std::min(lo, set.chosen.predicted.peak_bytes);
+      lowest.push_back([&, s]() -> Result<int64_t> {
+        PlanOptions o = base;
+        o.strategy = s;
+        o.budget_bytes = 1;
+        REMAT_ASSIGN_OR_RETURN(PlanSet set, MakePlan(profile, o));
+        planned(s, ", lowest peak", 0);
+        return set.chosen.predicted.peak_bytes;
+      });
     }
+    REMAT_ASSIGN_OR_RETURN(const std::vector<int64_t> peaks, AllOf(lowest));
+    for (int64_t peak : peaks) lo = std::min(lo, peak);
   }
   if (hi < lo) return Status::Invalid("the sweep's maximum budget is below its minimum");
   for (int k = 0; k < options.points; ++k) {
@@ -85,23 +115,34 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
                        p.predicted.recompute_ms,
                        p.parameter};
   };
+  auto points = [&](const std::vector<std::pair<Strategy, int64_t>>& at) {
+    std::vector<std::function<Result<ParetoPoint>()>> tasks;
+    for (const auto& [s, b] : at) tasks.push_back([&point, s = s, b = b] { return point(s, b); });
+    return AllOf(tasks);
+  };
+  // The budgets' points and the defaults (no budget) at once.
+  std::vector<std::pair<Strategy, int64_t>> at;
   for (int64_t b : curve.budgets) {
-    for (Strategy s : strategies) {
-      REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, b));
-      curve.points.push_back(std::move(p));
-    }
+    for (Strategy s : strategies) at.emplace_back(s, b);
   }
-  for (Strategy s : strategies) {
-    REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, 0));
-    curve.defaults.push_back(std::move(p));
-  }
+  for (Strategy s : strategies) at.emplace_back(s, 0);
+  REMAT_ASSIGN_OR_RETURN(std::vector<ParetoPoint> planned_points, points(at));
+  const size_t swept = curve.budgets.size() * strategies.size();
+  curve.points.assign(planned_points.begin(), planned_points.begin() + swept);
+  curve.defaults.assign(planned_points.begin() + swept, planned_points.end());
+  // Each strategy at each default's peak.
+  at.clear();
   for (const ParetoPoint& d : curve.defaults) {
-    ParetoPoint best = d;
-    for (Strategy s : strategies) {
-      REMAT_ASSIGN_OR_RETURN(ParetoPoint p, point(s, d.peak_bytes));
-      if (p.fits && p.step_ms < best.step_ms * (1 - 1e-12)) best = std::move(p);
+    for (Strategy s : strategies) at.emplace_back(s, d.peak_bytes);
+  }
+  REMAT_ASSIGN_OR_RETURN(const std::vector<ParetoPoint> at_peaks, points(at));
+  for (size_t i = 0; i < curve.defaults.size(); ++i) {
+    ParetoPoint best = curve.defaults[i];
+    for (size_t j = 0; j < strategies.size(); ++j) {
+      const ParetoPoint& p = at_peaks[i * strategies.size() + j];
+      if (p.fits && p.step_ms < best.step_ms * (1 - 1e-12)) best = p;
     }
-    best.budget_bytes = d.peak_bytes;
+    best.budget_bytes = curve.defaults[i].peak_bytes;
     curve.best_at_default_peaks.push_back(std::move(best));
   }
   return curve;
