@@ -152,9 +152,15 @@ class SlotPass {
   Result<Plan> PlanAt(int64_t m) const { return to_plan_(*dp_, m); }
   // A pass like this one, for solving on another thread at the same time
   // (its own tables), stopping early once `cancel` is set (MultiLevelDp,
-  // SingleLevelOffloadDp); null when this pass is not to be solved concurrently.
+  // SingleLevelOffloadDp); null when this pass is not to be solved
+  // concurrently, or where the machine has no core to spare for it: the
+  // strategies' groups are searched at once (SearchGroup) and a relaxed
+  // fill takes its threads, so on a machine of few cores the conservative
+  // fill, whose result is not used where the relaxed plans are final, only
+  // takes their time (on 2 cores, `plan 70b fsdp64` 100 -> 93 CPU ms and
+  // 69 -> 65 ms wall without it; bench/speed/README.md).
   std::unique_ptr<SlotPass> Concurrent(const std::atomic<bool>* cancel) const {
-    if (!concurrent || SolverThreads() < 2) return nullptr;
+    if (!concurrent || SolverThreads() <= kSearchGroups + 1) return nullptr;
     auto copy = std::make_unique<SlotPass>(profile_, budget_, slots_, to_plan_, cap_ms_);
     copy->offload_options = offload_options;
     copy->gradients = gradients;

@@ -52,8 +52,9 @@ using RunTasks = std::function<void(const std::vector<std::function<void()>>& ta
 // none with the heuristics (their searches start from the plan without
 // checkpointing), optimal with optimal-single (optimal solves
 // optimal-single's layer list for its cap, and takes a contained strategy's
-// plan where its own does not fit), offload alone. A small number per group.
+// plan where its own does not fit), offload alone: 0 to kSearchGroups - 1.
 int SearchGroup(Strategy s);
+constexpr int kSearchGroups = 3;
 
 // MakePlan's plans, each group of strategies (SearchGroup) searched as a
 // task of `run` on a search of its own, the searches sharing one memo of the
