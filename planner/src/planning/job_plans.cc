@@ -212,16 +212,7 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
   // strategies in their order.
   std::vector<Strategy> planned = {Strategy::kNone};
   planned.insert(planned.end(), strategies.begin(), strategies.end());
-  std::vector<std::vector<size_t>> groups;
-  {
-    std::map<int, size_t> group_at;
-    for (size_t i = 0; i < planned.size(); ++i) {
-      const int g = concurrent ? SearchGroup(planned[i]) : 0;
-      auto [it, added] = group_at.emplace(g, groups.size());
-      if (added) groups.emplace_back();
-      groups[it->second].push_back(i);
-    }
-  }
+  const std::vector<std::vector<size_t>> groups = SearchGroups(planned, concurrent);
   // Each rank as planned, with a memo its tasks share.
   std::vector<RankMemory> as_planned;
   std::vector<std::unique_ptr<PlanMemo>> memos;

@@ -24,6 +24,18 @@ int SearchGroup(Strategy s) {
   }
 }
 
+std::vector<std::vector<size_t>> SearchGroups(const std::vector<Strategy>& strategies,
+                                              bool at_once) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<int, size_t> group_at;
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    auto [it, added] = group_at.emplace(at_once ? SearchGroup(strategies[i]) : 0, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  return groups;
+}
+
 Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, const RunTasks& run) {
   REMAT_RETURN_IF_ERROR(
       ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
@@ -41,13 +53,7 @@ Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, con
     }
   }
   // Without a runner, one search for all, in line.
-  std::vector<std::vector<size_t>> groups;
-  std::map<int, size_t> group_at;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    auto [it, added] = group_at.emplace(run ? SearchGroup(planned[i]) : 0, groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(i);
-  }
+  const std::vector<std::vector<size_t>> groups = SearchGroups(planned, static_cast<bool>(run));
   const PlanMemo memo(profile, PlanMemo::Open::kJoin);
   std::vector<std::optional<Result<Plan>>> plans(planned.size());
   std::vector<std::function<void()>> tasks;

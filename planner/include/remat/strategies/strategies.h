@@ -8,6 +8,7 @@
 #ifndef REMAT_STRATEGIES_H_
 #define REMAT_STRATEGIES_H_
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -55,6 +56,12 @@ using RunTasks = std::function<void(const std::vector<std::function<void()>>& ta
 // plan where its own does not fit), offload alone: 0 to kSearchGroups - 1.
 int SearchGroup(Strategy s);
 constexpr int kSearchGroups = 3;
+
+// The indices of `strategies` by group (SearchGroup), each group's in
+// order and the groups in the order of their first strategy; one group of
+// all where `at_once` is false (one search).
+std::vector<std::vector<size_t>> SearchGroups(const std::vector<Strategy>& strategies,
+                                              bool at_once);
 
 // MakePlan's plans, each group of strategies (SearchGroup) searched as a
 // task of `run` on a search of its own, the searches sharing one memo of the
