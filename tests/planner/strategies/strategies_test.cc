@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "testing/chains.h"
+#include "testing/same_plan.h"
 
 namespace remat {
 namespace {
@@ -206,17 +207,6 @@ void OnThreads(const std::vector<std::function<void()>>& tasks) {
   for (std::thread& t : threads) t.join();
 }
 
-void ExpectSamePlan(const Plan& a, const Plan& b, const std::string& where) {
-  EXPECT_EQ(a.strategy, b.strategy) << where;
-  EXPECT_EQ(a.parameter, b.parameter) << where;
-  EXPECT_EQ(a.decisions, b.decisions) << where;
-  EXPECT_EQ(a.fits, b.fits) << where;
-  EXPECT_EQ(a.predicted.peak_bytes, b.predicted.peak_bytes) << where;
-  EXPECT_EQ(a.predicted.step_ms, b.predicted.step_ms) << where;
-  EXPECT_EQ(a.memory.total_bytes, b.memory.total_bytes) << where;
-  EXPECT_EQ(a.schedule.ops.size(), b.schedule.ops.size()) << where;
-}
-
 TEST(MakePlanTasks, StrategiesSearchedAtOnceGiveTheSamePlansAsOneSearch) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     Profile p = testing::TransformerChain(10, seed);
@@ -234,12 +224,13 @@ TEST(MakePlanTasks, StrategiesSearchedAtOnceGiveTheSamePlansAsOneSearch) {
         Result<PlanSet> at_once = MakePlan(p, With(s, budget), OnThreads);
         ASSERT_TRUE(one.ok()) << where << ": " << one.status().message();
         ASSERT_TRUE(at_once.ok()) << where << ": " << at_once.status().message();
-        ExpectSamePlan(at_once->chosen, one->chosen, where + " chosen");
-        ExpectSamePlan(at_once->baseline, one->baseline, where + " baseline");
-        ASSERT_EQ(at_once->candidates.size(), one->candidates.size()) << where;
+        SCOPED_TRACE(where);
+        testing::ExpectSamePlan(at_once->chosen, one->chosen);
+        testing::ExpectSamePlan(at_once->baseline, one->baseline);
+        ASSERT_EQ(at_once->candidates.size(), one->candidates.size());
         for (size_t i = 0; i < one->candidates.size(); ++i) {
-          ExpectSamePlan(at_once->candidates[i], one->candidates[i],
-                         where + " candidate " + std::to_string(i));
+          SCOPED_TRACE("candidate " + std::to_string(i));
+          testing::ExpectSamePlan(at_once->candidates[i], one->candidates[i]);
         }
         EXPECT_EQ(at_once->auto_selected, one->auto_selected) << where;
       }
