@@ -155,9 +155,14 @@ def main():
 
         code = e.exit_code if isinstance(e, Error) else 1
         message = e.message if isinstance(e, Error) else f"{type(e).__name__}: {e}"
-        with open(os.path.join(out_dir, f"rank{rank}.error"), "w") as f:
+        # Written whole, then renamed into place: the launcher stops the
+        # other ranks once one fails, and a rank stopped while writing
+        # would leave a partial report for it to read.
+        path = os.path.join(out_dir, f"rank{rank}.error")
+        with open(path + ".part", "w") as f:
             json.dump({"message": message.splitlines()[0] if message else type(e).__name__,
                        "exit_code": code, "time": time.time()}, f)
+        os.replace(path + ".part", path)
         if isinstance(e, Error):
             sys.exit(code)
         raise
