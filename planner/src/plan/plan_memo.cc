@@ -23,15 +23,21 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-// The hash of a schedule's ops and layer count.
+// The hash of a schedule's ops and layer count: each op packed into one
+// word (its kind, save mode, option and tensor kind, and the low 20 bits of
+// its layer and tensor index; equal keys compare every field), mixed by a
+// multiply.
 uint64_t ScheduleHash(const Schedule& schedule) {
   uint64_t h = static_cast<uint64_t>(schedule.num_layers);
   for (const Op& op : schedule.ops) {
-    h = Mix(h, static_cast<uint64_t>(op.kind) | static_cast<uint64_t>(op.save) << 8 |
-                   static_cast<uint64_t>(op.tensor.kind) << 16);
-    h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.layer)) |
-                   static_cast<uint64_t>(static_cast<uint32_t>(op.option)) << 32);
-    h = Mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op.tensor.index)));
+    const uint64_t word =
+        static_cast<uint64_t>(op.kind) | static_cast<uint64_t>(op.save) << 3 |
+        static_cast<uint64_t>(op.tensor.kind) << 5 |
+        static_cast<uint64_t>(static_cast<uint16_t>(op.option)) << 8 |
+        static_cast<uint64_t>(static_cast<uint32_t>(op.layer) & 0xFFFFF) << 24 |
+        static_cast<uint64_t>(static_cast<uint32_t>(op.tensor.index) & 0xFFFFF) << 44;
+    h = (h ^ word) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
   }
   return h;
 }

@@ -68,33 +68,14 @@ void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   const Op& op = s_.ops[i];
   pt->op_index = i;
   if (p_.host_link.overlapped) WaitForLink(op, r);
-  pt->live_before = cat_.total();
+  pt->live_before = Total(cat_);
   pt->start_ms = time_ms_;
-  OpPeak at{cat_};
-  switch (op.kind) {
-    case OpKind::kForward:
-    case OpKind::kRecompute:
-      at = StepForward(i, op, r);
-      break;
-    case OpKind::kBackward:
-      at = StepBackward(op, r);
-      break;
-    case OpKind::kFree:
-      at = StepFree(op, pt);
-      break;
-    case OpKind::kOptimizerStep:
-      at = StepOptimizer(r);
-      break;
-    case OpKind::kOffload:
-    case OpKind::kPrefetch:
-      at = StepCopy(op, r);
-      break;
-  }
+  const OpPeak at = StepToPeak(i, op, pt, r);
   ReleaseSkips(op);
   time_ms_ += at.ms;
   pt->end_ms = time_ms_;
   pt->at_peak = at.live;
-  pt->peak = at.live.total();
+  pt->peak = Total(at.live);
   if (op.kind != OpKind::kFree) {
     pt->reserved = tally_.ReservedWithWorkspace(at.workspace, at.released, workspace_tensors_,
                                                 workspace_extra_);
@@ -102,7 +83,25 @@ void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   workspace_tensors_ = nullptr;
   workspace_extra_ = 0;
   ReleaseAfterOp(op);
-  pt->live_after = cat_.total();
+  pt->live_after = Total(cat_);
+}
+
+Replay::OpPeak Replay::StepToPeak(int i, const Op& op, TimelinePoint* pt, SimulationResult* r) {
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute:
+      return StepForward(i, op, r);
+    case OpKind::kBackward:
+      return StepBackward(op, r);
+    case OpKind::kFree:
+      return StepFree(op, pt);
+    case OpKind::kOptimizerStep:
+      return StepOptimizer(r);
+    case OpKind::kOffload:
+    case OpKind::kPrefetch:
+      return StepCopy(op, r);
+  }
+  return OpPeak{cat_};
 }
 
 bool Replay::RecomputesFollow(int i) const {

@@ -41,6 +41,14 @@ struct PendingRelease {
 // ids of Requests).
 inline int Key(TensorRef t, int L) { return static_cast<int>(t.kind) * (L + 1) + t.index; }
 
+// The bytes of all categories (MemoryByCategory::total, summed without a
+// loop: the replay sums three times per op).
+inline int64_t Total(const MemoryByCategory& m) {
+  static_assert(static_cast<int>(MemoryCategory::kCount) == 6);
+  const auto& b = m.bytes;
+  return b[0] + b[1] + b[2] + b[3] + b[4] + b[5];
+}
+
 // The layer a tensor's bytes are attributed to: x[i+1], a[i] and g[i] are
 // layer i's, x[0] layer 0's.
 inline int LayerOf(TensorRef t) {
@@ -94,7 +102,9 @@ class Replay {
     double ms = 0;
   };
 
-  // The op kinds, each up to its peak moment (Step does the rest).
+  // Op `i` up to its peak moment, by its kind (Step does the rest).
+  OpPeak StepToPeak(int i, const Op& op, TimelinePoint* pt, SimulationResult* r);
+  // The op kinds, each up to its peak moment.
   // A forward or a recompute (op `i`): writes its outputs, runs with its
   // workspace; after the peak it may release its input (release_x_).
   OpPeak StepForward(int i, const Op& op, SimulationResult* r);

@@ -39,8 +39,11 @@ Replay::OpPeak Replay::StepCopy(const Op& op, SimulationResult* r) {
 }
 
 void Replay::WaitForLink(const Op& op, SimulationResult* r) {
-  if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute ||
-      op.kind == OpKind::kBackward) {
+  // A tensor is ready when its prefetch ends, and no prefetch ends after the
+  // host-to-device queue frees: with that queue idle nothing waits.
+  if ((op.kind == OpKind::kForward || op.kind == OpKind::kRecompute ||
+       op.kind == OpKind::kBackward) &&
+      h2d_free_ms_ > time_ms_) {
     double ready = time_ms_;
     for (const TensorRef& t : graph_.Reads(op)) {
       ready = std::max(ready, ready_ms_[Key(t, p_.num_layers())]);
@@ -48,7 +51,7 @@ void Replay::WaitForLink(const Op& op, SimulationResult* r) {
     r->transfer_ms += ready - time_ms_;
     time_ms_ = ready;
   }
-  ReleasePending(time_ms_);
+  if (!pending_.empty()) ReleasePending(time_ms_);
 }
 
 void Replay::IssueCopy(const Op& op, SimulationResult* r) {
@@ -84,10 +87,12 @@ void Replay::IssueCopy(const Op& op, SimulationResult* r) {
 }
 
 void Replay::ReleasePending(double now_ms) {
-  std::vector<PendingRelease> still;
-  for (const PendingRelease& e : pending_) {
+  // The copies still running keep their order, in place.
+  size_t kept = 0;
+  for (size_t k = 0; k < pending_.size(); ++k) {
+    const PendingRelease& e = pending_[k];
     if (e.end_ms > now_ms) {
-      still.push_back(e);
+      pending_[kept++] = e;
       continue;
     }
     if (e.device) {
@@ -99,7 +104,7 @@ void Replay::ReleasePending(double now_ms) {
       host_bytes_ -= e.bytes;
     }
   }
-  pending_ = std::move(still);
+  pending_.resize(kept);
 }
 
 void Replay::DropPending(int key, bool device) {
