@@ -248,7 +248,9 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
   if (Row(0, L).empty()) return std::nullopt;
   // Storage whose pages an earlier solve touched, where one is kept.
   if (table_.capacity() < static_cast<size_t>(table_cells_)) table_ = TakeTable(table_cells_);
-  table_.assign(table_cells_, kNoFit);
+  // Left unwritten: the fill writes every row (kNoFit first) before any
+  // read of it.
+  table_.resize(table_cells_);
   sweep_need_scratch_.assign(L + 1, 0);
   if (options_.fill == DpFill::kTiled) {
     FillTiled(stats);

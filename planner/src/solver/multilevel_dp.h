@@ -31,6 +31,7 @@
 #include "solver/interval_bounds.h"
 #include "solver/interval_classes.h"
 #include "solver/op_emitter.h"
+#include "solver/table_pool.h"
 
 namespace remat::solver {
 
@@ -224,7 +225,7 @@ class MultiLevelDp {
   std::vector<RowRange> rows_;  // [class], the canonical interval's range
   std::vector<int> shift_;      // [s][t]: Shift(s, t); empty when all are 0
   int64_t table_cells_ = 0;
-  std::vector<float> table_;
+  CostTable table_;
   bool cancelled_ = false;
   mutable std::vector<int64_t> sweep_need_scratch_;  // [sweep step] for one interval
 };

@@ -1,6 +1,8 @@
 // The solvers' kept cost tables (table_pool.h).
 #include "solver/table_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <mutex>
 #include <utility>
@@ -8,14 +10,17 @@
 namespace remat::solver {
 namespace {
 
+// The size of a transparent huge page on x86-64.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 std::mutex& PoolMutex() {
   static std::mutex m;
   return m;
 }
 
 // Ordered by capacity, smallest first.
-std::vector<std::vector<float>>& Pool() {
-  static std::vector<std::vector<float>> pool;
+std::vector<CostTable>& Pool() {
+  static std::vector<CostTable> pool;
   return pool;
 }
 
@@ -27,13 +32,30 @@ int& OpenScopes() {
 
 }  // namespace
 
-std::vector<float> TakeTable(int64_t cells) {
+void* AllocateTableBytes(size_t bytes) {
+  if (bytes < kHugePageBytes) return ::operator new(bytes);
+  void* p = ::operator new(bytes, std::align_val_t{kHugePageBytes});
+  // Advice only (huge pages may be off or used up): the storage is the
+  // same either way.
+  madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  return p;
+}
+
+void FreeTableBytes(void* p, size_t bytes) noexcept {
+  if (bytes < kHugePageBytes) {
+    ::operator delete(p, bytes);
+  } else {
+    ::operator delete(p, bytes, std::align_val_t{kHugePageBytes});
+  }
+}
+
+CostTable TakeTable(int64_t cells) {
   const size_t need = static_cast<size_t>(std::max<int64_t>(cells, 0));
-  std::vector<float> out, dropped;  // `dropped` freed after the lock is let go
+  CostTable out, dropped;  // `dropped` freed after the lock is let go
   {
     const std::lock_guard<std::mutex> lock(PoolMutex());
-    std::vector<std::vector<float>>& pool = Pool();
-    const auto it = std::find_if(pool.begin(), pool.end(), [&](const std::vector<float>& t) {
+    std::vector<CostTable>& pool = Pool();
+    const auto it = std::find_if(pool.begin(), pool.end(), [&](const CostTable& t) {
       return t.capacity() >= need;
     });
     if (it != pool.end()) {
@@ -47,22 +69,22 @@ std::vector<float> TakeTable(int64_t cells) {
       pool.pop_back();
     }
   }
-  dropped = std::vector<float>();
+  dropped = CostTable();
   out.reserve(need);
   return out;
 }
 
-void GiveBackTable(std::vector<float> table) {
+void GiveBackTable(CostTable table) {
   if (table.capacity() == 0) return;
-  std::vector<float> dropped;
+  CostTable dropped;
   {
     const std::lock_guard<std::mutex> lock(PoolMutex());
     if (OpenScopes() == 0) {
       dropped = std::move(table);  // freed after the lock is let go
       return;
     }
-    std::vector<std::vector<float>>& pool = Pool();
-    const auto at = std::find_if(pool.begin(), pool.end(), [&](const std::vector<float>& t) {
+    std::vector<CostTable>& pool = Pool();
+    const auto at = std::find_if(pool.begin(), pool.end(), [&](const CostTable& t) {
       return t.capacity() > table.capacity();
     });
     pool.insert(at, std::move(table));
@@ -79,7 +101,7 @@ TablePoolScope::TablePoolScope() {
 }
 
 TablePoolScope::~TablePoolScope() {
-  std::vector<std::vector<float>> freed;  // freed after the lock is let go
+  std::vector<CostTable> freed;  // freed after the lock is let go
   const std::lock_guard<std::mutex> lock(PoolMutex());
   if (--OpenScopes() == 0) freed.swap(Pool());
 }

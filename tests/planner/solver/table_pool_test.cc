@@ -16,8 +16,8 @@ void Drain() {
   while (KeptTables() > 0) TakeTable(0);
 }
 
-std::vector<float> Table(int64_t cells) {
-  std::vector<float> t;
+CostTable Table(int64_t cells) {
+  CostTable t;
   t.reserve(static_cast<size_t>(cells));
   return t;
 }
@@ -25,7 +25,7 @@ std::vector<float> Table(int64_t cells) {
 TEST(TablePool, ATakenTableIsEmptyAndHoldsTheCells) {
   const TablePoolScope scope;
   Drain();
-  std::vector<float> t = TakeTable(1000);
+  CostTable t = TakeTable(1000);
   EXPECT_TRUE(t.empty());
   EXPECT_GE(t.capacity(), 1000u);
   EXPECT_EQ(KeptTables(), 0u);
@@ -34,12 +34,12 @@ TEST(TablePool, ATakenTableIsEmptyAndHoldsTheCells) {
 TEST(TablePool, AGivenBackTableServesTheNextTakeThatFitsInIt) {
   const TablePoolScope scope;
   Drain();
-  std::vector<float> t = TakeTable(4096);
+  CostTable t = TakeTable(4096);
   t.assign(4096, 1.0f);
   const float* storage = t.data();
   GiveBackTable(std::move(t));
   EXPECT_EQ(KeptTables(), 1u);
-  std::vector<float> again = TakeTable(3000);
+  CostTable again = TakeTable(3000);
   EXPECT_EQ(again.data(), storage);
   EXPECT_TRUE(again.empty());
   EXPECT_EQ(KeptTables(), 0u);
@@ -48,13 +48,13 @@ TEST(TablePool, AGivenBackTableServesTheNextTakeThatFitsInIt) {
 TEST(TablePool, TheSmallestTableThatFitsIsTaken) {
   const TablePoolScope scope;
   Drain();
-  std::vector<float> small = Table(100), mid = Table(1000), large = Table(10000);
+  CostTable small = Table(100), mid = Table(1000), large = Table(10000);
   const float* mid_storage = mid.data();
   GiveBackTable(std::move(large));
   GiveBackTable(std::move(small));
   GiveBackTable(std::move(mid));
   EXPECT_EQ(KeptTables(), 3u);
-  std::vector<float> t = TakeTable(500);
+  CostTable t = TakeTable(500);
   EXPECT_EQ(t.data(), mid_storage);
   EXPECT_EQ(KeptTables(), 2u);
   Drain();
@@ -63,11 +63,11 @@ TEST(TablePool, TheSmallestTableThatFitsIsTaken) {
 TEST(TablePool, ATakeLargerThanAnyKeptDropsTheLargest) {
   const TablePoolScope scope;
   Drain();
-  std::vector<float> small = Table(100), large = Table(1000);
+  CostTable small = Table(100), large = Table(1000);
   const float* small_storage = small.data();
   GiveBackTable(std::move(small));
   GiveBackTable(std::move(large));
-  std::vector<float> t = TakeTable(5000);
+  CostTable t = TakeTable(5000);
   EXPECT_GE(t.capacity(), 5000u);
   ASSERT_EQ(KeptTables(), 1u);  // the small one
   EXPECT_EQ(TakeTable(0).data(), small_storage);
@@ -78,7 +78,7 @@ TEST(TablePool, KeepsTheLargestTablesUpToItsLimit) {
   Drain();
   std::vector<const float*> storage;
   for (size_t i = 0; i < kKeptTables + 2; ++i) {
-    std::vector<float> t = Table(static_cast<int64_t>(100 * (i + 1)));
+    CostTable t = Table(static_cast<int64_t>(100 * (i + 1)));
     storage.push_back(t.data());
     GiveBackTable(std::move(t));
   }
@@ -91,7 +91,7 @@ TEST(TablePool, KeepsTheLargestTablesUpToItsLimit) {
 TEST(TablePool, AnEmptyVectorIsNotKept) {
   const TablePoolScope scope;
   Drain();
-  GiveBackTable(std::vector<float>());
+  GiveBackTable(CostTable());
   EXPECT_EQ(KeptTables(), 0u);
 }
 
@@ -102,7 +102,7 @@ TEST(TablePool, ThreadsTakeAndGiveBackAtOnce) {
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([i] {
       for (int k = 0; k < 200; ++k) {
-        std::vector<float> t = TakeTable(64 * (1 + (i + k) % 7));
+        CostTable t = TakeTable(64 * (1 + (i + k) % 7));
         t.assign(64, static_cast<float>(k));
         EXPECT_EQ(t[63], static_cast<float>(k));
         GiveBackTable(std::move(t));
@@ -113,6 +113,14 @@ TEST(TablePool, ThreadsTakeAndGiveBackAtOnce) {
   EXPECT_LE(KeptTables(), kKeptTables);
   EXPECT_GE(KeptTables(), 1u);
   Drain();
+}
+
+TEST(TablePool, ATableOfHugePagesStartsOnOne) {
+  // (So that the kernel can back all of it but its tail with huge pages.)
+  const CostTable large = Table(int64_t{3} << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data()) % (uintptr_t{2} << 20), 0u);
+  const CostTable small = Table(100);
+  EXPECT_GE(small.capacity(), 100u);
 }
 
 TEST(TablePool, WithoutAScopeNothingIsKept) {
