@@ -202,8 +202,8 @@ Status ValidateSchedule(const Schedule& schedule, const Profile& profile, const 
   return Status::Ok();
 }
 
-Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>& xs,
-                                int prefetch_lead) {
+Result<std::vector<OffloadPlace>> PlaceOffloads(const Schedule& schedule,
+                                                const std::vector<int>& xs, int prefetch_lead) {
   const int L = schedule.num_layers;
   const ChainGraph& graph = ChainGraph::For(L);
   const int n = static_cast<int>(schedule.ops.size());
@@ -241,8 +241,8 @@ Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>
     const auto it = std::upper_bound(begin, end, after);
     return it == end ? n : *it;
   };
-  // Ops to insert before position p (p == n: at the end), offloads first.
-  std::vector<std::vector<Op>> offloads_before(n + 1), prefetches_before(n + 1);
+  std::vector<OffloadPlace> places;
+  places.reserve(xs.size());
   std::vector<char> seen(L + 1, 0);
   for (int i : xs) {
     auto x = [&] { return "x" + std::to_string(i); };
@@ -271,18 +271,50 @@ Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>
       if (q < out) break;
       in = q;
     }
-    offloads_before[out].push_back(Op::Offload({TensorKind::kX, i}));
-    prefetches_before[in].push_back(Op::Prefetch({TensorKind::kX, i}));
+    places.push_back(OffloadPlace{i, out, in});
   }
+  return places;
+}
+
+Schedule WithOffloads(const Schedule& schedule, const std::vector<OffloadPlace>& places,
+                      size_t count) {
+  count = std::min(count, places.size());
+  // The copies in the order they are inserted: by position, the offloads
+  // before the prefetches there, each kind in the order of `places`.
+  struct Insert {
+    int before;  // the op position it goes before
+    int kind;    // 0: offload, 1: prefetch
+    int x;
+  };
+  std::vector<Insert> inserts;
+  inserts.reserve(2 * count);
+  for (size_t k = 0; k < count; ++k) {
+    inserts.push_back(Insert{places[k].out, 0, places[k].x});
+    inserts.push_back(Insert{places[k].in, 1, places[k].x});
+  }
+  std::stable_sort(inserts.begin(), inserts.end(), [](const Insert& a, const Insert& b) {
+    return a.before != b.before ? a.before < b.before : a.kind < b.kind;
+  });
   Schedule result;
-  result.num_layers = L;
-  result.ops.reserve(schedule.ops.size() + 2 * xs.size());
+  result.num_layers = schedule.num_layers;
+  result.ops.reserve(schedule.ops.size() + inserts.size());
+  const int n = static_cast<int>(schedule.ops.size());
+  size_t next = 0;
   for (int p = 0; p <= n; ++p) {
-    for (const Op& op : offloads_before[p]) result.ops.push_back(op);
-    for (const Op& op : prefetches_before[p]) result.ops.push_back(op);
+    for (; next < inserts.size() && inserts[next].before == p; ++next) {
+      const TensorRef x{TensorKind::kX, inserts[next].x};
+      result.ops.push_back(inserts[next].kind == 0 ? Op::Offload(x) : Op::Prefetch(x));
+    }
     if (p < n) result.ops.push_back(schedule.ops[p]);
   }
   return result;
+}
+
+Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>& xs,
+                                int prefetch_lead) {
+  REMAT_ASSIGN_OR_RETURN(const std::vector<OffloadPlace> places,
+                         PlaceOffloads(schedule, xs, prefetch_lead));
+  return WithOffloads(schedule, places, places.size());
 }
 
 std::string TensorName(TensorRef t) {

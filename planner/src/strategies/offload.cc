@@ -56,13 +56,28 @@ EveryK LayerList(const Profile& p, const std::vector<int>& blocks, int k) {
   return e;
 }
 
-// `kept` (the layer list's schedule, BuildSingleLevelSchedule) with its
-// first `j` movable checkpoints offloaded: BuildSingleLevelSchedule's
-// InsertOffloads of them (kOffload decisions on those layers).
-Result<Schedule> Offloaded(const EveryK& e, const Schedule& kept, int j) {
-  if (j == 0) return kept;
-  return InsertOffloads(kept, std::vector<int>(e.movable.begin(), e.movable.begin() + j),
-                        kOffloadPrefetchLead);
+// The layer list's schedule (BuildSingleLevelSchedule) and where its
+// movable checkpoints' copies go (PlaceOffloads): the schedule with the
+// first j offloaded is WithOffloads of the first j, BuildSingleLevelSchedule's
+// InsertOffloads of them (kOffload decisions on those layers), the
+// placement made once for every j.
+struct Kept {
+  Schedule schedule;
+  std::vector<OffloadPlace> places;
+};
+
+Result<Kept> KeptSchedule(const Profile& p, const EveryK& e) {
+  Kept kept;
+  REMAT_ASSIGN_OR_RETURN(kept.schedule, BuildSingleLevelSchedule(p, e.decisions, {}));
+  const std::vector<int> movable(e.movable.begin(), e.movable.begin() + e.most);
+  REMAT_ASSIGN_OR_RETURN(kept.places,
+                         PlaceOffloads(kept.schedule, movable, kOffloadPrefetchLead));
+  return kept;
+}
+
+// The kept schedule with its first `j` movable checkpoints offloaded.
+Schedule Offloaded(const Kept& kept, int j) {
+  return WithOffloads(kept.schedule, kept.places, static_cast<size_t>(j));
 }
 
 std::string Parameter(int k, int j) {
@@ -88,12 +103,11 @@ Result<std::vector<Candidate>> Candidates(const Profile& p, const std::vector<in
   for (int k = 1; k <= n; ++k) {
     const EveryK e = LayerList(p, blocks, k);
     if (e.most < 1) continue;
-    REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
+    REMAT_ASSIGN_OR_RETURN(const Kept kept, KeptSchedule(p, e));
     for (int j = 1; j <= e.most; ++j) {
-      REMAT_ASSIGN_OR_RETURN(Schedule schedule, Offloaded(e, kept, j));
       REMAT_ASSIGN_OR_RETURN(
           Plan plan, MakePlanFromSchedule(p, Strategy::kOffload, Parameter(k, j),
-                                          std::move(schedule), 0, SimulationDetail::kTotals));
+                                          Offloaded(kept, j), 0, SimulationDetail::kTotals));
       plan.schedule = Schedule{};
       out.push_back(Candidate{k, j, std::move(plan)});
     }
@@ -146,11 +160,10 @@ class OffloadSolver : public StrategySolver {
       const EveryK e = LayerList(p, blocks, k);
       const int first = o.budget_bytes <= 0 ? e.most : 1;
       if (first <= e.most) {
-        REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
+        REMAT_ASSIGN_OR_RETURN(const Kept kept, KeptSchedule(p, e));
         for (int j = first; j <= e.most; ++j) {
-          REMAT_ASSIGN_OR_RETURN(Schedule schedule, Offloaded(e, kept, j));
           REMAT_ASSIGN_OR_RETURN(
-              Plan plan, MakePlanFromSchedule(p, strategy(), Parameter(k, j), std::move(schedule),
+              Plan plan, MakePlanFromSchedule(p, strategy(), Parameter(k, j), Offloaded(kept, j),
                                               o.budget_bytes, SimulationDetail::kTotals));
           KeepBetter(std::move(plan), &best, &have);
         }
@@ -179,8 +192,8 @@ class OffloadSolver : public StrategySolver {
         best.budget_bytes = o.budget_bytes;
         best.fits = kept_probe.fits;
         const EveryK e = LayerList(p, blocks, c[pick].k);
-        REMAT_ASSIGN_OR_RETURN(const Schedule kept, BuildSingleLevelSchedule(p, e.decisions, {}));
-        REMAT_ASSIGN_OR_RETURN(best.schedule, Offloaded(e, kept, c[pick].j));
+        REMAT_ASSIGN_OR_RETURN(const Kept kept, KeptSchedule(p, e));
+        best.schedule = Offloaded(kept, c[pick].j);
         have = true;
       }
     }

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "remat/plan/plan.h"
+#include "remat/schedule/decisions.h"
 #include "testing/chains.h"
 
 namespace remat {
@@ -88,6 +92,75 @@ TEST(Schedule, TensorNames) {
   EXPECT_FALSE(ParseTensorName("a").ok());
   EXPECT_FALSE(ParseTensorName("x-1").ok());
   EXPECT_FALSE(ParseTensorName("x99999999999").ok());
+}
+
+// `schedule` with the copies of `places` inserted as InsertOffloads
+// documents them: before each op position, the offloads placed there, then
+// the prefetches, each in the order of `places`.
+Schedule InsertedOneByOne(const Schedule& schedule, const std::vector<OffloadPlace>& places) {
+  Schedule out;
+  out.num_layers = schedule.num_layers;
+  for (size_t p = 0; p <= schedule.ops.size(); ++p) {
+    for (const OffloadPlace& c : places) {
+      if (c.out == static_cast<int>(p)) out.ops.push_back(Op::Offload({TensorKind::kX, c.x}));
+    }
+    for (const OffloadPlace& c : places) {
+      if (c.in == static_cast<int>(p)) out.ops.push_back(Op::Prefetch({TensorKind::kX, c.x}));
+    }
+    if (p < schedule.ops.size()) out.ops.push_back(schedule.ops[p]);
+  }
+  return out;
+}
+
+void ExpectSameOps(const Schedule& a, const Schedule& b, const std::string& what) {
+  ASSERT_EQ(a.num_layers, b.num_layers) << what;
+  ASSERT_EQ(a.ops.size(), b.ops.size()) << what;
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(DescribeOp(a.ops[i]), DescribeOp(b.ops[i])) << what << ", op " << i;
+  }
+}
+
+// WithOffloads of the first j places is InsertOffloads of the first j
+// checkpoints, for every j: each checkpoint's place does not depend on the
+// others (the offload strategy places them once for all j).
+TEST(WithOffloads, APrefixOfThePlacesIsInsertOffloadsOfThatPrefix) {
+  Profile p = testing::TransformerChain(12, 3);
+  p.host_link = HostLink{"test", 1, 0, true};
+  const int L = p.num_layers();
+  for (int every : {1, 2, 3}) {
+    std::vector<LayerDecision> d(L, LayerDecision::kKeep);
+    std::vector<int> xs;
+    for (int i = 1; i + 1 < L; ++i) {
+      d[i] = (i - 1) % every == 0 ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
+      if (d[i] == LayerDecision::kCheckpoint && i >= 2) xs.push_back(i);
+    }
+    const Schedule kept = *BuildSingleLevelSchedule(p, d, {});
+    for (int lead : {0, 1, 2}) {
+      Result<std::vector<OffloadPlace>> places = PlaceOffloads(kept, xs, lead);
+      ASSERT_TRUE(places.ok()) << places.status().message();
+      ASSERT_EQ(places->size(), xs.size());
+      for (size_t j = 0; j <= xs.size(); ++j) {
+        const std::string what = "every " + std::to_string(every) + ", lead " +
+                                 std::to_string(lead) + ", first " + std::to_string(j);
+        const std::vector<int> prefix(xs.begin(), xs.begin() + static_cast<long>(j));
+        Result<Schedule> inserted = InsertOffloads(kept, prefix, lead);
+        ASSERT_TRUE(inserted.ok()) << what << ": " << inserted.status().message();
+        const Schedule with = WithOffloads(kept, *places, j);
+        ExpectSameOps(with, *inserted, what);
+        ExpectSameOps(with,
+                      InsertedOneByOne(kept, std::vector<OffloadPlace>(
+                                                 places->begin(),
+                                                 places->begin() + static_cast<long>(j))),
+                      what);
+        EXPECT_TRUE(ValidateSchedule(with, p).ok()) << what;
+      }
+    }
+  }
+  // A layer that runs with grad has no checkpoint to place.
+  EXPECT_FALSE(PlaceOffloads(*BuildSingleLevelSchedule(
+                                 p, std::vector<LayerDecision>(L, LayerDecision::kKeep), {}),
+                             {2}, 1)
+                   .ok());
 }
 
 }  // namespace

@@ -147,6 +147,22 @@ Result<TensorRef> ParseTensorName(std::string_view name);
 Result<Schedule> InsertOffloads(const Schedule& schedule, const std::vector<int>& xs,
                                 int prefetch_lead);
 
+// InsertOffloads in two steps, for schedules that offload a prefix of the
+// same checkpoints: where each x[i] of `xs` moves (its kOffload goes before
+// op `out` of `schedule`, its kPrefetch before op `in`; n: at the end),
+// each independent of the others, failing as InsertOffloads does; and
+// `schedule` with the copies of the first `count` of them inserted, which
+// is InsertOffloads of the first `count` of `xs`.
+struct OffloadPlace {
+  int x = 0;
+  int out = 0;
+  int in = 0;
+};
+Result<std::vector<OffloadPlace>> PlaceOffloads(const Schedule& schedule,
+                                                const std::vector<int>& xs, int prefetch_lead);
+Schedule WithOffloads(const Schedule& schedule, const std::vector<OffloadPlace>& places,
+                      size_t count);
+
 // Human-readable op: "forward 3 (save)", "recompute 2 (no grad)", "free a3",
 // "offload x3", "prefetch x3".
 std::string DescribeOp(const Op& op);
