@@ -209,6 +209,28 @@ REMAT_VECTOR_CLONES void MinShifted(double* __restrict best, const double* __res
   }
 }
 
+// Where from[m] < row[m] (m in [0, n)): that cost and its choice.
+REMAT_VECTOR_CLONES void MergeRow(double* __restrict row, int* __restrict choices,
+                                  const double* __restrict from, const int* __restrict from_choices,
+                                  int64_t n) {
+  for (int64_t m = 0; m < n; ++m) {
+    const bool better = from[m] < row[m];
+    row[m] = better ? from[m] : row[m];
+    choices[m] = better ? from_choices[m] : choices[m];
+  }
+}
+
+// A row of no fit: kInf, and kNoChoice.
+REMAT_VECTOR_CLONES void FillRow(double* __restrict row, int* __restrict choices, int64_t n) {
+  for (int64_t m = 0; m < n; ++m) row[m] = kInf;
+  for (int64_t m = 0; m < n; ++m) choices[m] = kNoChoice;
+}
+
+// The first m in [0, n) where the non-increasing `row` is finite (n: none).
+int64_t FirstFinite(const double* row, int64_t n) {
+  return FirstAtMost(row, 0, n, std::numeric_limits<double>::max());
+}
+
 // best[m] = min(best[m], add + 0) for m in [lo, hi].
 REMAT_VECTOR_CLONES void MinConstant(double* __restrict best, double add, int64_t lo, int64_t hi) {
   const double v = add + 0;
@@ -240,12 +262,22 @@ SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
       }
     }
   }
+  mode_at_.assign(L + 1, 0);
+  for (int s = 0; s < L; ++s) {
+    mode_at_[s + 1] = mode_at_[s] + terms.num_modes(s);
+    for (int k = 0; k < terms.num_modes(s); ++k) {
+      forward_need_end_.push_back(terms.ForwardNeed(s, L, k));
+    }
+  }
 }
 
 double SingleLevelOffloadDp::CopyCostMs(int s, double hide_ms) const {
-  const double copy = options_.link.CopyMs(terms_.x_bytes(s));
-  if (!options_.link.overlapped) return 2 * copy;
-  return std::max(0.0, copy - hide_ms);
+  return CopyCostMs(options_.link.CopyMs(terms_.x_bytes(s)), hide_ms);
+}
+
+double SingleLevelOffloadDp::CopyCostMs(double copy_ms, double hide_ms) const {
+  if (!options_.link.overlapped) return 2 * copy_ms;
+  return std::max(0.0, copy_ms - hide_ms);
 }
 
 double SingleLevelOffloadDp::K(int s, int64_t m) const {
@@ -298,21 +330,31 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   // K keeps layer s after a layer kept with grad (x[s] released after its
   // forward unless s == 0), N after one run without grad (x[s] held).
   const double* next_k = s + 1 < L ? k_.data() + static_cast<size_t>(s + 1) * (M_ + 1) : nullptr;
+  // Every row is non-increasing in m (a minimum of non-increasing rows,
+  // each finite on a suffix of the slots), so a relaxation of a row by add
+  // + sub[m - shift] is left out (full_fill aside) where it cannot take a
+  // slot: below the first finite cell of sub (shifted), where it costs
+  // kInf, and from where `row` is at most the relaxation's least cost,
+  // add + sub[M - shift], on.
   // The last slot count from `lo` on where a relaxation costing at least
   // `least` can still improve the non-increasing `row` (its cost there
   // above `least`); M_ with full_fill.
+  const bool bounded = !options_.full_fill;
   auto improvable = [&](const double* row, int64_t lo, double least) {
-    return options_.full_fill ? M_ : FirstAtMost(row, lo, M_ + 1, least) - 1;
+    return bounded ? FirstAtMost(row, lo, M_ + 1, least) - 1 : M_;
+  };
+  // The first slot count where a relaxation reading `finite_from` (the
+  // first finite cell of its sub row) shifted by `shift` can be finite.
+  auto finite = [&](int64_t finite_from, int64_t shift) {
+    return bounded ? finite_from + shift : 0;
   };
   auto keep_into = [&](int k, bool held, double* row, int* choice) {
     const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
     const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
     const double extra = T.mode(s, k).extra_ms;
     if (next_k != nullptr) {
-      // (Below `shift` the suffix has no slots left: kInf, never an
-      // improvement; from where the row is at most extra + next_k[M - shift]
-      // on, neither: see the segments below.)
-      const int64_t lo = std::max<int64_t>(std::max<int64_t>(need, shift), 0);
+      const int64_t lo = std::max(std::max<int64_t>(std::max<int64_t>(need, shift), 0),
+                                  finite(finite_k_[s + 1], shift));
       if (lo > M_) return;
       RelaxRow(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
                improvable(row, lo, extra + next_k[M_ - shift]));
@@ -327,24 +369,49 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   // BackwardNeedExact held or not (chain_terms.h), so keep_all_held_ ==
   // keep_all_ on its row, and K(0) holds x[0] as N(0) does; both rows then
   // take the same relaxations in the same order. K is filled, and copied.
-  const bool n_is_k = fold && (s == 0 || T.profile().layers[s].keeps_input);
+  // With a link the same holds of the keeps alone: N(s) takes K(s)'s keeps,
+  // copied before the segments (full_fill aside).
+  const bool same_keeps = s == 0 || T.profile().layers[s].keeps_input;
+  const bool n_is_k = fold && same_keeps;
+  const bool copy_keeps = !fold && bounded && same_keeps;
+  FillRow(k_row, kc, M_ + 1);
+  if (!n_is_k && !copy_keeps) FillRow(n_row, nc, M_ + 1);
+  if (!fold) FillRow(a_row, ac, M_ + 1);
   for (int k = 0; k < T.num_modes(s); ++k) {
     keep_into(k, s == 0, k_row, kc);
-    if (!n_is_k) keep_into(k, true, n_row, nc);
+    if (!n_is_k && !copy_keeps) keep_into(k, true, n_row, nc);
+  }
+  if (copy_keeps) {
+    std::copy(k_row, k_row + M_ + 1, n_row);
+    std::copy(kc, kc + M_ + 1, nc);
   }
   const bool can_offload = s >= 1 && link;
   const int64_t xs = T.x(s);
   const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
+  const double copy_ms = can_offload ? options_.link.CopyMs(T.x_bytes(s)) : 0;
   int64_t swept = 0;      // max over forwards s..sp-1 of (j > s ? x[j] : 0) + x[j+1] + ws
   int64_t swept_off = 0;  // the same with x[s] released after forward s (in line)
   // Off(sp, m, s)'s terms (OffSuffix): one per keep mode of sp, and A(sp).
-  struct Term {
-    int64_t need, shift;
-    double add;
-    const double* row;  // nullptr: sp is the last layer
+  std::vector<OffTerm>& terms = off_terms_;
+  if (can_offload) off_best_.resize(M_ + 1);
+  double* off_best = off_best_.data();
+  // Whether row s - 1 offloads a checkpoint of the same size.
+  const bool share_off = bounded && can_offload && s >= 2 && T.x(s - 1) == xs &&
+                         T.x_bytes(s - 1) == T.x_bytes(s);
+  // off_terms_' least at each m in [from, to] (kInf where none is finite).
+  auto LeastTerm = [&](double* out, int64_t from, int64_t to = -1) {
+    if (to < 0) to = M_;
+    std::fill(out + from, out + to + 1, kInf);
+    for (const OffTerm& t : terms) {
+      const int64_t lo = std::max(t.from, from), hi = std::min(t.to, to);
+      if (lo > hi) continue;
+      if (t.row == nullptr) {
+        MinConstant(out, t.add, lo, hi);
+      } else {
+        MinShifted(out, t.row, t.shift, t.add, lo, hi);
+      }
+    }
   };
-  std::vector<Term> terms;
-  std::vector<double> off_best(can_offload ? M_ + 1 : 0);
   for (int sp = s + 1; sp < L; ++sp) {
     const int j = sp - 1;
     const int64_t here = T.NoGradForwardBytes(j);
@@ -359,12 +426,9 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     const int64_t plain_need = std::max(sweep_need, keep_all_held);
     const double fwd = T.ForwardMs(s, sp);
     const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
-    const int64_t lo = std::max(std::max(sweep_need, keep_all), xs);
+    const int64_t lo =
+        std::max(std::max(std::max(sweep_need, keep_all), xs), finite(finite_n_[sp], xs));
     if (lo <= M_) {
-      // Every row is non-increasing in m (a minimum of non-increasing rows,
-      // each finite on a suffix of the slots), so the segment's costs, fwd +
-      // sub[m - xs], are at least fwd + sub[M - xs]: slots whose cost is at
-      // most that (a suffix) cannot improve, and are left out.
       const double least = fwd + sub[M_ - xs];
       RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
       const int64_t plain_lo = std::max(lo, plain_need);
@@ -375,53 +439,93 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     if (!can_offload) continue;
     const int64_t off_need = std::max(
         options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
-    const double backward_ms = T.profile().layers[sp].backward_ms;
-    const double* after = sp + 1 < L ? k_.data() + static_cast<size_t>(sp + 1) * (M_ + 1) : nullptr;
-    terms.clear();
-    for (int k = 0; k < T.num_modes(sp); ++k) {
-      const double extra = T.mode(sp, k).extra_ms;
-      terms.push_back({std::max(T.ForwardNeed(sp, L, k), T.BackwardNeedExact(sp, k, true) + xs),
-                       T.keep_holding_input(sp, k), extra + CopyCostMs(s, backward_ms + extra),
-                       after});
-    }
-    terms.push_back({T.segment_backward_need(sp) + xs, 0, CopyCostMs(s, backward_ms),
-                     a_.data() + static_cast<size_t>(sp) * (M_ + 1)});
     if (off_need > M_) continue;
-    // The least term at each m (a term below its need, or reading below
-    // its shift, costs kInf), one vectorized pass a term, then the row
-    // relaxed by fwd + penalty + it.
-    std::fill(off_best.begin() + off_need, off_best.end(), kInf);
-    for (const Term& t : terms) {
-      const int64_t from = std::max(off_need, t.row == nullptr ? t.need : std::max(t.need, t.shift));
-      if (from > M_) continue;
-      if (t.row == nullptr) {
-        MinConstant(off_best.data(), t.add, from, M_);
-      } else {
-        MinShifted(off_best.data(), t.row, t.shift, t.add, from, M_);
+    const double add = fwd + penalty;
+    // Off(sp, m, s) is the least term at each m from off_need on (a term
+    // below its need, or reading below its shift, costs kInf): one
+    // vectorized pass a term, then the row relaxed by fwd + penalty + it.
+    // Its terms depend on s only through x[s] (its slots and its copy
+    // time), and off_need cuts them all alike: from off_need on, the least
+    // term of rows s with the same x[s] is the same row, filled once (where
+    // the next row's x[s] is the same) and read again.
+    OffKey& key = off_keys_[sp];
+    const bool reuse = bounded && key.slots == xs && key.bytes == T.x_bytes(s);
+    const bool keep_it = !reuse && share_off;
+    if (!reuse) {
+      terms.clear();
+      const double backward_ms = T.profile().layers[sp].backward_ms;
+      const bool last = sp + 1 == L;
+      const double* after = last ? nullptr : k_.data() + static_cast<size_t>(sp + 1) * (M_ + 1);
+      for (int k = 0; k < T.num_modes(sp); ++k) {
+        const double extra = T.mode(sp, k).extra_ms;
+        const int64_t need =
+            std::max(forward_need_end_[mode_at_[sp] + k], T.BackwardNeedExact(sp, k, true) + xs);
+        const int64_t shift = T.keep_holding_input(sp, k);
+        terms.push_back(
+            {last ? need : std::max(std::max(need, shift), finite(finite_k_[sp + 1], shift)), M_,
+             shift, extra + CopyCostMs(copy_ms, backward_ms + extra), after});
       }
+      terms.push_back({std::max(T.segment_backward_need(sp) + xs, finite(finite_a_[sp], 0)), M_,
+                       0, CopyCostMs(copy_ms, backward_ms),
+                       a_.data() + static_cast<size_t>(sp) * (M_ + 1)});
     }
-    RelaxRow(a_row, ac, off_best.data(), 0, fwd + penalty, sp + L + 1, off_need, M_);
+    if (reuse || keep_it) {
+      double* kept = off_kept_.data() + static_cast<size_t>(sp) * (M_ + 1);
+      if (keep_it) {
+        key = {xs, T.x_bytes(s), M_ + 1};
+        for (const OffTerm& t : terms) key.from = std::min(key.from, t.from);
+        if (key.from <= M_) LeastTerm(kept, key.from);
+      }
+      const int64_t off_lo = std::max(off_need, key.from);
+      if (off_lo > M_) continue;
+      const int64_t off_hi = improvable(a_row, off_lo, add + kept[M_]);
+      if (off_hi >= off_lo) RelaxRow(a_row, ac, kept, 0, add, sp + L + 1, off_lo, off_hi);
+      continue;
+    }
+    // Once: each term is non-increasing in m, and taken only where fwd +
+    // penalty + its value at M is below the row (as above): where it is
+    // not, the relaxation cannot take the slot through it, and the least of
+    // the other terms is taken or not as before.
+    int64_t off_lo = M_ + 1, off_hi = -1;
+    for (OffTerm& t : terms) {
+      t.from = std::max(off_need, t.from);
+      if (t.from > M_) continue;
+      t.to = improvable(a_row, t.from, add + (t.add + (t.row == nullptr ? 0 : t.row[M_ - t.shift])));
+      if (t.to < t.from) continue;
+      off_lo = std::min(off_lo, t.from);
+      off_hi = std::max(off_hi, t.to);
+    }
+    if (off_hi < off_lo) continue;
+    LeastTerm(off_best, off_lo, off_hi);
+    RelaxRow(a_row, ac, off_best, 0, add, sp + L + 1, off_lo, off_hi);
   }
   if (n_is_k) {
     std::copy(k_row, k_row + M_ + 1, n_row);
     std::copy(kc, kc + M_ + 1, nc);
   }
-  if (fold) return;
-  for (int64_t m = 0; m <= M_; ++m) {
-    if (a_row[m] < n_row[m]) n_row[m] = a_row[m], nc[m] = ac[m];
-  }
+  if (!fold) MergeRow(n_row, nc, a_row, ac, M_ + 1);
+  finite_k_[s] = FirstFinite(k_row, M_ + 1);
+  finite_n_[s] = FirstFinite(n_row, M_ + 1);
+  finite_a_[s] = FirstFinite(a_row, M_ + 1);
 }
 
 std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
   const size_t cells = static_cast<size_t>(L_) * (M_ + 1);
-  k_.assign(cells, kInf);
-  n_.assign(cells, kInf);
+  // (Each row filled with kInf and kNoChoice by its SolveRow.)
+  k_.Resize(cells);
+  n_.Resize(cells);
   // A: with a link only (SolveRow folds it into N otherwise).
   const size_t a_cells = options_.link.present() || options_.full_fill ? cells : 0;
-  a_.assign(a_cells, kInf);
-  k_choice_.assign(cells, kNoChoice);
-  n_choice_.assign(cells, kNoChoice);
-  a_choice_.assign(a_cells, kNoChoice);
+  a_.Resize(a_cells);
+  k_choice_.Resize(cells);
+  n_choice_.Resize(cells);
+  a_choice_.Resize(a_cells);
+  const bool share = options_.link.present() && !options_.full_fill;
+  off_kept_.Resize(share ? cells : 0);
+  off_keys_.assign(L_, OffKey{});
+  finite_k_.assign(L_, M_ + 1);
+  finite_n_.assign(L_, M_ + 1);
+  finite_a_.assign(L_, M_ + 1);
   cancelled_ = false;
   for (int s = L_ - 1; s >= 0; --s) {
     if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) {

@@ -13,7 +13,9 @@
 #define REMAT_SRC_SOLVER_SINGLE_LEVEL_DP_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -114,8 +116,11 @@ struct SingleLevelOffloadOptions {
   double host_penalty_ms_per_byte = 0;
   // Fill every cell, and the A table without a link too: the reference the
   // tests compare the default fill against. The default leaves out the
-  // cells no choice can improve (rows are non-increasing in m) and, without
-  // a link, folds A into N as it is filled; the tables and choices are the same.
+  // cells no choice can improve (rows are non-increasing in m, and kInf
+  // below their first finite cell), copies K's keeps into N where they are
+  // the same, fills the least offload term of rows offloading checkpoints
+  // of one size once for all of them and, without a link, folds A into N as
+  // it is filled; the tables and choices are the same.
   bool full_fill = false;
   // Checked between rows: once set, Solve stops and returns nullopt
   // (cancelled() is then true). Null: never.
@@ -142,6 +147,8 @@ class SingleLevelOffloadDp {
   double CopyCostMs(int s, double hide_ms) const;
 
  private:
+  // CopyCostMs for a checkpoint whose one-way copy takes `copy_ms`.
+  double CopyCostMs(double copy_ms, double hide_ms) const;
   struct Pick {
     double cost;
     int choice;  // EncodeKeep / a split (plain) / a split + L + 1 (offloaded)
@@ -170,8 +177,47 @@ class SingleLevelOffloadDp {
   // written without grad), as the recompute of a segment after a layer run
   // without grad does.
   std::vector<int64_t> keep_all_, keep_all_held_;
-  std::vector<double> k_, n_, a_;
-  std::vector<int> k_choice_, n_choice_, a_choice_;
+  // [mode_at_[s] + k]: ForwardNeed(s, L, k).
+  std::vector<int> mode_at_;
+  std::vector<int64_t> forward_need_end_;
+  // A table whose cells are left unset until its rows are filled (each
+  // row by its SolveRow).
+  template <typename T>
+  class RowTable {
+   public:
+    void Resize(size_t cells) {
+      if (cells != cells_) cells_ = cells, data_.reset(cells > 0 ? new T[cells] : nullptr);
+    }
+    T* data() { return data_.get(); }
+    const T* data() const { return data_.get(); }
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+
+   private:
+    std::unique_ptr<T[]> data_;
+    size_t cells_ = 0;
+  };
+  RowTable<double> k_, n_, a_;
+  // [s]: the first slot count where row s of K, N, A is finite (M + 1: none).
+  std::vector<int64_t> finite_k_, finite_n_, finite_a_;
+  // SolveRow's scratch: the least offload term per slot count, and the terms.
+  std::vector<double> off_best_;
+  struct OffTerm {
+    // [from, to]: the slot counts where it can be finite and take a slot.
+    int64_t from, to, shift;
+    double add;
+    const double* row;  // nullptr: sp is the last layer (a constant term)
+  };
+  std::vector<OffTerm> off_terms_;
+  // [sp * (M + 1) + m]: Off(sp, m, s) for the rows s of x[s] as off_keys_[sp]
+  // says, from its `from` on; kept where rows s share it.
+  struct OffKey {
+    int64_t slots = -1, bytes = -1;  // x[s] (-1: none kept)
+    int64_t from = 0;                // the first m where it can be finite
+  };
+  RowTable<double> off_kept_;
+  std::vector<OffKey> off_keys_;
+  RowTable<int> k_choice_, n_choice_, a_choice_;
 };
 
 }  // namespace remat::solver
