@@ -5,16 +5,20 @@
 // longest, so they free the most device memory per byte of host memory.
 // Without a budget: every block checkpointed and every checkpoint offloaded,
 // the lowest device peak offload reaches (as far as the host budget allows).
-// With one: the fastest (k, j) that fits, every candidate simulated (its
+// With one: the fastest (k, j) that fits, the candidates simulated (their
 // totals; the one kept again in full) once for a profile, the solves at
-// the fit search's other tensor budgets choosing among the same candidates.
+// the fit search's other tensor budgets choosing among the same candidates;
+// a layer list whose floor (offload_floor.h) cannot beat the plan kept so
+// far is skipped, unsimulated until a budget needs it.
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "remat/io/units.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/schedule/decisions.h"
+#include "strategies/offload_floor.h"
 #include "strategies/solvers.h"
 
 namespace remat::strategies {
@@ -93,39 +97,92 @@ struct Candidate {
   Plan plan;
 };
 
-// Every (k, j) with k from 1 to the blocks and j from 1 to the movable
-// checkpoints the host holds, in that order. None depends on the budget:
-// the searches at every tensor budget of one profile share them
-// (plan_memo::Keep).
-Result<std::vector<Candidate>> Candidates(const Profile& p, const std::vector<int>& blocks) {
-  std::vector<Candidate> out;
-  const int n = static_cast<int>(blocks.size());
-  for (int k = 1; k <= n; ++k) {
-    const EveryK e = LayerList(p, blocks, k);
-    if (e.most < 1) continue;
-    REMAT_ASSIGN_OR_RETURN(const Kept kept, KeptSchedule(p, e));
-    for (int j = 1; j <= e.most; ++j) {
-      REMAT_ASSIGN_OR_RETURN(
-          Plan plan, MakePlanFromSchedule(p, Strategy::kOffload, Parameter(k, j),
-                                          Offloaded(kept, j), 0, SimulationDetail::kTotals));
-      plan.schedule = Schedule{};
-      out.push_back(Candidate{k, j, std::move(plan)});
+// The candidates of one layer list (every k): (k, j) for j from 1 to the
+// movable checkpoints the host holds, made when a budget's search first
+// needs them, and their floor (offload_floor.h), made when a search first
+// asks whether it can skip them.
+struct Group {
+  EveryK list;
+  int k = 0;
+  bool placed = false;  // `kept` made
+  Kept kept;
+  bool bounded = false;
+  OffloadFloor floor;
+  bool made = false;
+  std::vector<Candidate> candidates;
+};
+
+// Every (k, j) with k from 1 to the blocks, in that order, by group. None
+// depends on the budget: the searches at every tensor budget of one profile
+// share them (plan_memo::Keep), each making the groups it cannot skip.
+struct Search {
+  Search(const Profile& p, const std::vector<int>& blocks)
+      : floors(FloorHolds(p)), free_link(floors ? WithFreeLink(p) : Profile{}) {
+    const int n = static_cast<int>(blocks.size());
+    for (int k = 1; k <= n; ++k) {
+      EveryK e = LayerList(p, blocks, k);
+      if (e.most < 1) continue;
+      Group g;
+      g.list = std::move(e);
+      g.k = k;
+      groups.push_back(std::move(g));
     }
   }
-  return out;
+  std::mutex mu;  // held by a search while it reads and makes groups
+  const bool floors;        // whether the floors hold for the profile
+  const Profile free_link;  // the profile with a free host link (floors only)
+  std::vector<Group> groups;
+};
+
+// The group's kept schedule and places, made once.
+Result<const Kept*> GroupKept(const Profile& p, Group* g) {
+  if (!g->placed) {
+    REMAT_ASSIGN_OR_RETURN(g->kept, KeptSchedule(p, g->list));
+    g->placed = true;
+  }
+  return &g->kept;
 }
 
-// Candidates(p, blocks), kept while a memo is open for `p`.
-Result<std::shared_ptr<const std::vector<Candidate>>> KeptCandidates(
-    const Profile& p, const std::vector<int>& blocks) {
+Status MakeGroup(const Profile& p, Group* g) {
+  REMAT_ASSIGN_OR_RETURN(const Kept* kept, GroupKept(p, g));
+  std::vector<Candidate> made;
+  for (int j = 1; j <= g->list.most; ++j) {
+    REMAT_ASSIGN_OR_RETURN(
+        Plan plan, MakePlanFromSchedule(p, Strategy::kOffload, Parameter(g->k, j),
+                                        Offloaded(*kept, j), 0, SimulationDetail::kTotals));
+    plan.schedule = Schedule{};
+    made.push_back(Candidate{g->k, j, std::move(plan)});
+  }
+  g->candidates = std::move(made);
+  g->made = true;
+  g->kept = Kept{};  // not needed again (the pick's schedule is made again)
+  g->placed = false;
+  return Status::Ok();
+}
+
+// Whether the search may skip group `g` against `kept` at `budget_bytes`:
+// its floor (made here once) cannot beat `kept`. A group of one candidate
+// is made instead: its floor costs a simulation as well.
+Result<bool> Skips(const Profile& p, const Search& search, Group* g, const Plan& kept,
+                   int64_t budget_bytes) {
+  if (!search.floors || g->list.most < 2) return false;
+  if (!g->bounded) {
+    REMAT_ASSIGN_OR_RETURN(const Kept* kept, GroupKept(p, g));
+    REMAT_ASSIGN_OR_RETURN(g->floor, FloorOf(search.free_link, Offloaded(*kept, g->list.most)));
+    g->bounded = true;
+  }
+  return CannotBeat(g->floor, kept, budget_bytes);
+}
+
+// The search kept while a memo is open for `p`, else a new one.
+std::shared_ptr<Search> KeptSearch(const Profile& p, const std::vector<int>& blocks) {
   static const std::string kName = "offload candidates";
   if (std::shared_ptr<const void> kept = plan_memo::Kept(p, kName)) {
-    return std::static_pointer_cast<const std::vector<Candidate>>(kept);
+    return std::const_pointer_cast<Search>(std::static_pointer_cast<const Search>(kept));
   }
-  REMAT_ASSIGN_OR_RETURN(std::vector<Candidate> made, Candidates(p, blocks));
-  auto shared = std::make_shared<const std::vector<Candidate>>(std::move(made));
-  plan_memo::Keep(p, kName, shared);
-  return shared;
+  auto made = std::make_shared<Search>(p, blocks);
+  plan_memo::Keep(p, kName, made);
+  return made;
 }
 
 // Whether a candidate's plan (made without a budget) fits `budget_bytes`:
@@ -170,30 +227,41 @@ class OffloadSolver : public StrategySolver {
       }
     } else {
       // Every (k, j): the fastest that fits (BetterPlan), each candidate's
-      // plan at this budget compared through a probe of what BetterPlan reads.
-      REMAT_ASSIGN_OR_RETURN(const std::shared_ptr<const std::vector<Candidate>> candidates,
-                             KeptCandidates(p, blocks));
-      const std::vector<Candidate>& c = *candidates;
+      // plan at this budget compared through a probe of what BetterPlan
+      // reads; a group whose floor cannot beat the probe kept is skipped
+      // (none of its candidates would be kept).
+      const std::shared_ptr<Search> search = KeptSearch(p, blocks);
+      std::lock_guard<std::mutex> lock(search->mu);
       Plan probe, kept_probe;
-      size_t pick = 0;
-      for (size_t i = 0; i < c.size(); ++i) {
-        probe.fits = FitsAt(c[i].plan, o.budget_bytes);
-        probe.predicted.step_ms = c[i].plan.predicted.step_ms;
-        probe.memory.total_bytes = c[i].plan.memory.total_bytes;
-        if (i == 0 || BetterPlan(probe, kept_probe)) {
-          pick = i;
-          kept_probe.fits = probe.fits;
-          kept_probe.predicted.step_ms = probe.predicted.step_ms;
-          kept_probe.memory.total_bytes = probe.memory.total_bytes;
+      const Candidate* pick = nullptr;
+      for (Group& g : search->groups) {
+        if (!g.made) {
+          if (pick != nullptr) {
+            REMAT_ASSIGN_OR_RETURN(const bool skips,
+                                   Skips(p, *search, &g, kept_probe, o.budget_bytes));
+            if (skips) continue;
+          }
+          REMAT_RETURN_IF_ERROR(MakeGroup(p, &g));
+        }
+        for (const Candidate& c : g.candidates) {
+          probe.fits = FitsAt(c.plan, o.budget_bytes);
+          probe.predicted.step_ms = c.plan.predicted.step_ms;
+          probe.memory.total_bytes = c.plan.memory.total_bytes;
+          if (pick == nullptr || BetterPlan(probe, kept_probe)) {
+            pick = &c;
+            kept_probe.fits = probe.fits;
+            kept_probe.predicted.step_ms = probe.predicted.step_ms;
+            kept_probe.memory.total_bytes = probe.memory.total_bytes;
+          }
         }
       }
-      if (!c.empty()) {
-        best = c[pick].plan;
+      if (pick != nullptr) {
+        best = pick->plan;
         best.budget_bytes = o.budget_bytes;
         best.fits = kept_probe.fits;
-        const EveryK e = LayerList(p, blocks, c[pick].k);
+        const EveryK e = LayerList(p, blocks, pick->k);
         REMAT_ASSIGN_OR_RETURN(const Kept kept, KeptSchedule(p, e));
-        best.schedule = Offloaded(kept, c[pick].j);
+        best.schedule = Offloaded(kept, pick->j);
         have = true;
       }
     }

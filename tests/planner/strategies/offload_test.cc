@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "remat/plan/plan.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
+#include "strategies/solvers.h"
+#include "testing/chains.h"
 
 namespace remat {
 namespace {
@@ -31,6 +34,43 @@ Profile Chain(bool overlapped) {
   }
   p.host_link = HostLink{"test", 1e-3, 0, overlapped};  // 0.1 ms per 100 bytes
   return p;
+}
+
+// Every candidate of the offload search, in its order: uniform's layer list
+// of a checkpoint every k blocks (k = 1, 2, ...) with its first j movable
+// checkpoints (as many as the host budget holds) offloaded (j = 1, 2, ...),
+// each built from its decisions and simulated in full at `budget`.
+std::vector<Plan> EveryCandidate(const Profile& p, int64_t budget) {
+  std::vector<Plan> all;
+  const std::vector<int> blocks = BlockLayers(p);
+  for (int k = 1; k <= static_cast<int>(blocks.size()); ++k) {
+    std::vector<char> start(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) start[b] = b % k == 0;
+    const std::vector<LayerDecision> d =
+        strategies::SegmentDecisions(p.num_layers(), blocks, start);
+    std::vector<int> movable;
+    int64_t host = 0;
+    for (int i = 1; i < p.num_layers(); ++i) {
+      if (d[i] != LayerDecision::kCheckpoint || !RunsWithoutGrad(d[i - 1])) continue;
+      host += p.layers[i - 1].output_bytes;
+      if (p.host_link.budget_bytes > 0 && host > p.host_link.budget_bytes) break;
+      movable.push_back(i);
+    }
+    for (size_t j = 1; j <= movable.size(); ++j) {
+      std::vector<LayerDecision> dj = d;
+      for (size_t m = 0; m < j; ++m) dj[movable[m]] = LayerDecision::kOffload;
+      Result<Schedule> s = BuildSingleLevelSchedule(p, dj, {});
+      EXPECT_TRUE(s.ok()) << s.status().message();
+      if (!s.ok()) return {};
+      Result<Plan> plan = MakePlanFromSchedule(
+          p, Strategy::kOffload,
+          "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded", *s, budget);
+      EXPECT_TRUE(plan.ok()) << plan.status().message();
+      if (!plan.ok()) return {};
+      all.push_back(*plan);
+    }
+  }
+  return all;
 }
 
 TEST(OffloadDecision, BuildsOffloadsAndReadsThemBack) {
@@ -120,26 +160,8 @@ TEST(OffloadStrategy, PlanIsTheBestOfEveryCandidateSimulatedInFull) {
   auto reference = [&](int64_t budget) {
     Plan best;
     bool have = false;
-    for (int k = 1; k <= 6; ++k) {
-      std::vector<LayerDecision> d(8, LayerDecision::kKeep);
-      for (int b = 0; b < 6; ++b) {
-        d[b + 1] = b % k == 0 ? LayerDecision::kCheckpoint : LayerDecision::kRecompute;
-      }
-      std::vector<int> movable;
-      for (int i = 1; i < 8; ++i) {
-        if (d[i] == LayerDecision::kCheckpoint && RunsWithoutGrad(d[i - 1])) movable.push_back(i);
-      }
-      for (size_t j = 1; j <= movable.size(); ++j) {
-        std::vector<LayerDecision> dj = d;
-        for (size_t m = 0; m < j; ++m) dj[movable[m]] = LayerDecision::kOffload;
-        Result<Schedule> s = BuildSingleLevelSchedule(p, dj, {});
-        EXPECT_TRUE(s.ok()) << s.status().message();
-        Result<Plan> plan = MakePlanFromSchedule(
-            p, Strategy::kOffload,
-            "every " + std::to_string(k) + ", " + std::to_string(j) + " offloaded", *s, budget);
-        EXPECT_TRUE(plan.ok()) << plan.status().message();
-        if (!have || BetterPlan(*plan, best)) best = *plan, have = true;
-      }
+    for (const Plan& plan : EveryCandidate(p, budget)) {
+      if (!have || BetterPlan(plan, best)) best = plan, have = true;
     }
     return best;
   };
@@ -186,6 +208,85 @@ TEST(OffloadStrategy, PlanIsTheBestOfEveryCandidateSimulatedInFull) {
     EXPECT_DOUBLE_EQ(plan->predicted.step_ms, want.predicted.step_ms) << budget;
     EXPECT_EQ(plan->predicted.layer_bytes_at_peak, want.predicted.layer_bytes_at_peak) << budget;
   }
+}
+
+// The solver's plan at a budget is the first best (BetterPlan) of every
+// candidate in the search's order (k, then j), each simulated: the layer
+// lists it skips by their floors (offload_floor.h) hold none that would
+// change it. Random and transformer chains, fast, stalling and in-line
+// links, with and without a host budget, at every budget where a
+// candidate starts or stops fitting, with the memo shared across budgets
+// (as in a fit search) and without one.
+TEST(OffloadStrategy, SkippingLayerListsChangesNoPlan) {
+  const StrategySolver* solver = FindSolver(Strategy::kOffload);
+  ASSERT_NE(solver, nullptr);
+  std::vector<Profile> profiles;
+  const std::vector<HostLink> links = {
+      {"fast", 1e3, 1, true}, {"slow", 1e-4, 20, true}, {"in line", 1e-3, 5, false}};
+  for (uint32_t seed = 1; seed <= 2; ++seed) {
+    for (const HostLink& link : links) {
+      for (int64_t host_budget : {int64_t{0}, int64_t{150}}) {
+        Profile r = testing::RandomChain(10, seed);
+        r.host_link = link;
+        r.host_link.budget_bytes = host_budget;
+        profiles.push_back(r);
+        Profile t = testing::TransformerChain(9, seed);
+        t.host_link = link;
+        t.host_link.budget_bytes = host_budget * 20;
+        profiles.push_back(t);
+      }
+    }
+  }
+  int compared = 0;
+  for (const Profile& p : profiles) {
+    const std::string name = p.model + " " + p.host_link.name + " host " +
+                             std::to_string(p.host_link.budget_bytes);
+    // Every candidate, in order, made without a budget.
+    const std::vector<Plan> all = EveryCandidate(p, 0);
+    ASSERT_FALSE(all.empty()) << name;
+    std::vector<int64_t> budgets;
+    for (const Plan& c : all) {
+      budgets.push_back(c.memory.total_bytes);
+      budgets.push_back(c.memory.total_bytes - 1);
+    }
+    std::sort(budgets.begin(), budgets.end());
+    budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+    auto want_at = [&](int64_t budget) {
+      const Plan* best = nullptr;
+      Plan kept;
+      for (const Plan& c : all) {
+        Plan at = c;
+        at.fits = c.fits && c.memory.total_bytes <= budget;
+        if (best == nullptr || BetterPlan(at, kept)) best = &c, kept = at;
+      }
+      kept.budget_bytes = budget;
+      return kept;
+    };
+    auto expect_same = [&](int64_t budget, const std::string& how) {
+      PlanOptions o;
+      o.strategy = Strategy::kOffload;
+      o.budget_bytes = budget;
+      const Plan want = want_at(budget);
+      Result<Plan> got = solver->Solve(p, o);
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      const std::string what = name + ", budget " + std::to_string(budget) + how;
+      EXPECT_EQ(got->parameter, want.parameter) << what;
+      EXPECT_EQ(got->fits, want.fits) << what;
+      EXPECT_EQ(got->memory.total_bytes, want.memory.total_bytes) << what;
+      EXPECT_EQ(got->predicted.step_ms, want.predicted.step_ms) << what;
+      ++compared;
+    };
+    {
+      // One memo across the budgets, largest first and then the rest
+      // shuffled: the layer lists made for one budget serve the others.
+      PlanMemo memo(p);
+      std::vector<int64_t> order(budgets.rbegin(), budgets.rend());
+      std::shuffle(order.begin() + 1, order.end(), std::mt19937(11));
+      for (int64_t budget : order) expect_same(budget, ", one memo");
+    }
+    for (size_t i = 0; i < budgets.size(); i += 3) expect_same(budgets[i], ", no memo");
+  }
+  EXPECT_GT(compared, 500);
 }
 
 TEST(OffloadStrategy, AutoWeighsItOnlyWithALink) {
