@@ -27,10 +27,7 @@ int64_t RoundRequest(int64_t bytes, const CachingAllocatorModel& model) {
   return bytes <= 0 ? 0 : RoundUp(bytes, model.min_block_bytes);
 }
 
-void ReservedTally::Change(int64_t bytes, int sign) {
-  if (bytes <= 0) return;
-  allocated_ += sign * bytes;
-  if (model_ == nullptr) return;
+void ReservedTally::ChangeRounded(int64_t bytes, int sign) {
   const int64_t rounded = RoundRequest(bytes, *model_);
   if (rounded <= model_->small_size_bytes) {
     small_rounded_ += sign * rounded;
@@ -39,8 +36,7 @@ void ReservedTally::Change(int64_t bytes, int sign) {
   }
 }
 
-int64_t ReservedTally::reserved() const {
-  if (model_ == nullptr) return allocated_;
+int64_t ReservedTally::RoundedReserved() const {
   return large_reserved_ + RoundUp(small_rounded_, model_->small_segment_bytes);
 }
 

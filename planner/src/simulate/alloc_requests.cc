@@ -24,9 +24,7 @@ Requests::Requests(int num_layers, const CachingAllocatorModel* allocator,
       ids_(tensors_ + 3 * layers_ + 4),
       split_(events != nullptr ? ids_ : 0, nullptr) {}
 
-void Requests::Add(int64_t id, int64_t bytes, const TensorSizes* tensors) {
-  tally_.Add(bytes);
-  if (events_ == nullptr || bytes <= 0) return;
+void Requests::RecordAlloc(int64_t id, int64_t bytes, const TensorSizes* tensors) {
   if (!SplitsInto(tensors, 0, bytes)) {
     events_->push_back(AllocEvent::Alloc(id, bytes));
     return;
@@ -35,9 +33,7 @@ void Requests::Add(int64_t id, int64_t bytes, const TensorSizes* tensors) {
   split_[id] = tensors;
 }
 
-void Requests::Remove(int64_t id, int64_t bytes) {
-  tally_.Remove(bytes);
-  if (events_ == nullptr || bytes <= 0) return;
+void Requests::RecordFree(int64_t id) {
   if (split_[id] == nullptr) {
     events_->push_back(AllocEvent::Free(id));
     return;
@@ -46,21 +42,14 @@ void Requests::Remove(int64_t id, int64_t bytes) {
   split_[id] = nullptr;
 }
 
-int64_t Requests::ReservedWithWorkspace(int64_t bytes, int64_t released, const TensorSizes* tensors,
-                                        int64_t extra) {
-  ReservedTally with = tally_;
-  with.Add(bytes);
-  if (!models_allocator_) with.Remove(released);
-  if (events_ != nullptr && bytes > 0) {
-    if (SplitsInto(tensors, extra, bytes)) {
-      AllocPieces(WorkspaceId(), *tensors, extra);
-      FreePieces(WorkspaceId(), *tensors, extra);
-    } else {
-      events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
-      events_->push_back(AllocEvent::Free(WorkspaceId()));
-    }
+void Requests::RecordWorkspace(int64_t bytes, const TensorSizes* tensors, int64_t extra) {
+  if (SplitsInto(tensors, extra, bytes)) {
+    AllocPieces(WorkspaceId(), *tensors, extra);
+    FreePieces(WorkspaceId(), *tensors, extra);
+  } else {
+    events_->push_back(AllocEvent::Alloc(WorkspaceId(), bytes));
+    events_->push_back(AllocEvent::Free(WorkspaceId()));
   }
-  return with.reserved();
 }
 
 void Requests::AllocPieces(int64_t id, const TensorSizes& tensors, int64_t extra) {

@@ -38,9 +38,15 @@ class Requests {
 
   // Requests `bytes` under `id`. `tensors` (may be null; else it must
   // outlive the request): the allocations behind `bytes`.
-  void Add(int64_t id, int64_t bytes, const TensorSizes* tensors = nullptr);
+  void Add(int64_t id, int64_t bytes, const TensorSizes* tensors = nullptr) {
+    tally_.Add(bytes);
+    if (events_ != nullptr && bytes > 0) RecordAlloc(id, bytes, tensors);
+  }
   // Frees the request under `id` (`bytes`, as added).
-  void Remove(int64_t id, int64_t bytes);
+  void Remove(int64_t id, int64_t bytes) {
+    tally_.Remove(bytes);
+    if (events_ != nullptr && bytes > 0) RecordFree(id);
+  }
   // Reserved with the op's workspace live on top, which is freed again, and
   // less `released`: bytes autograd let go before the op's peak, which a
   // caching allocator keeps reserved (`models_allocator`) and no allocator
@@ -48,11 +54,22 @@ class Requests {
   // `tensors` (may be null) and then `extra` bytes (0: none): the
   // allocations behind the workspace.
   int64_t ReservedWithWorkspace(int64_t bytes, int64_t released, const TensorSizes* tensors,
-                                int64_t extra);
+                                int64_t extra) {
+    ReservedTally with = tally_;
+    with.Add(bytes);
+    if (!models_allocator_) with.Remove(released);
+    if (events_ != nullptr && bytes > 0) RecordWorkspace(bytes, tensors, extra);
+    return with.reserved();
+  }
   // Bytes reserved by the requests live now.
   int64_t reserved() const { return tally_.reserved(); }
 
  private:
+  // The events of Add, Remove and ReservedWithWorkspace (events_ set,
+  // bytes > 0).
+  void RecordAlloc(int64_t id, int64_t bytes, const TensorSizes* tensors);
+  void RecordFree(int64_t id);
+  void RecordWorkspace(int64_t bytes, const TensorSizes* tensors, int64_t extra);
   // The j-th of `tensors` under id + j * ids_, then `extra` (if any).
   void AllocPieces(int64_t id, const TensorSizes& tensors, int64_t extra);
   void FreePieces(int64_t id, const TensorSizes& tensors, int64_t extra);

@@ -42,9 +42,15 @@ Replay::Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
   skip_.resize(L);
   skip_grad_.resize(L);
   released_.resize(L);
-  std::vector<bool> keeps_input(L);
-  for (int i = 0; i < L; ++i) keeps_input[i] = p.layers[i].keeps_input;
-  releases_input_ = InputReleasingOps(s, keeps_input);
+  // Only a layer i > 0 that does not keep its input releases it (empty:
+  // none does).
+  bool any_drops_input = false;
+  for (int i = 1; i < L; ++i) any_drops_input = any_drops_input || !p.layers[i].keeps_input;
+  if (any_drops_input) {
+    std::vector<bool> keeps_input(L);
+    for (int i = 0; i < L; ++i) keeps_input[i] = p.layers[i].keeps_input;
+    releases_input_ = InputReleasingOps(s, keeps_input);
+  }
   cat_[MemoryCategory::kModelState] = p.static_bytes();
   // The profile knows the model state as three sums: one request each.
   tally_.Add(tally_.ModelStateId(0),
@@ -71,7 +77,12 @@ void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   pt->live_before = Total(cat_);
   pt->start_ms = time_ms_;
   const OpPeak at = StepToPeak(i, op, pt, r);
-  ReleaseSkips(op);
+  // What the previous op released is forgotten, only for the layers it
+  // released (a sweep of all layers per op would make a simulation
+  // O(L^2)); a backward releases skips.
+  for (int layer : released_layers_) released_[layer] = 0;
+  released_layers_.clear();
+  if (op.kind == OpKind::kBackward) ReleaseSkips(op);
   time_ms_ += at.ms;
   pt->end_ms = time_ms_;
   pt->at_peak = at.live;
@@ -82,7 +93,9 @@ void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   }
   workspace_tensors_ = nullptr;
   workspace_extra_ = 0;
-  ReleaseAfterOp(op);
+  if (release_x_ >= 0 || release_a_ >= 0 || op.kind == OpKind::kOptimizerStep) {
+    ReleaseAfterOp(op);
+  }
   pt->live_after = Total(cat_);
 }
 
@@ -128,7 +141,7 @@ Replay::OpPeak Replay::StepForward(int i, const Op& op, SimulationResult* r) {
     tally_.Add(Key(t, L), lt.bytes, SavedTensors(t, lt.option));
   }
   WriteSkips(op);
-  if (releases_input_[i] && op.layer > 0 && live_[Key({TensorKind::kA, op.layer - 1}, L)].live) {
+  if (!releases_input_.empty() && releases_input_[i] && op.layer > 0 && live_[Key({TensorKind::kA, op.layer - 1}, L)].live) {
     const LiveTensor& x = live_[Key({TensorKind::kX, op.layer}, L)];
     if (x.live && x.graph && !x.released) release_x_ = op.layer;
   }
@@ -293,11 +306,6 @@ void Replay::WriteSkips(const Op& op) {
 }
 
 void Replay::ReleaseSkips(const Op& op) {
-  // Only the layers the previous op released are cleared: a sweep of all
-  // of them per op made every simulation O(L^2).
-  for (int layer : released_layers_) released_[layer] = 0;
-  released_layers_.clear();
-  if (op.kind != OpKind::kBackward) return;
   auto drop = [&](LiveTensor& t, int64_t id, int layer) {
     if (!t.live) return;
     if (released_[layer] == 0) released_layers_.push_back(layer);

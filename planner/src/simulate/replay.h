@@ -128,8 +128,8 @@ class Replay {
 
   // Side outputs to the loss. A layer's first forward writes its skip; the
   // loss's (last layer's) backward writes every skip's gradient at its peak
-  // and frees the skips after it; a layer's backward frees its skip's
-  // gradient after it.
+  // and frees the skips after it (ReleaseSkips, for a backward); a layer's
+  // backward frees its skip's gradient after it.
   void WriteSkips(const Op& op);
   void ReleaseSkips(const Op& op);
 
@@ -164,7 +164,9 @@ class Replay {
   std::vector<int64_t> released_;             // by layer, in the last op
   std::vector<int> released_layers_;          // the layers with released_ != 0
   std::vector<bool> grads_;                   // layer -> its parameter gradients exist
-  std::vector<bool> releases_input_;  // op -> releases its layer's input (InputReleasingOps)
+  // op -> releases its layer's input (InputReleasingOps); empty where no
+  // layer does.
+  std::vector<bool> releases_input_;
   int release_x_ = -1;                // x index the current op releases after its peak
   int release_a_ = -1;                // a index the current backward releases after its peak
   int64_t release_a_at_peak_ = 0;     // its bytes at that peak

@@ -96,6 +96,19 @@ TEST(OffloadLink, ASlowLinkStallsTheReaderByTheDifference) {
   EXPECT_NEAR(Simulate(p, late)->transfer_ms, 2.5, 1e-9);
 }
 
+TEST(OffloadLink, OnlyTheTensorsReadersWaitForItsPrefetch) {
+  // 2.5 ms a copy: x1 comes back 8-10.5, beside B2 (8-10), which does not
+  // read it and starts on time; R1 reads it and waits for its end. With
+  // the queue idle again, B1 and R0 start as their inputs are there.
+  const Profile p = FourLayers(2.5);
+  const Schedule s = Offloaded(p, {1}, 1);
+  const SimulationResult r = *Simulate(p, s);
+  EXPECT_NEAR(At(r, s, OpKind::kBackward, 2).start_ms, 8, 1e-9);
+  EXPECT_NEAR(At(r, s, OpKind::kRecompute, 1).start_ms, 10.5, 1e-9);
+  EXPECT_NEAR(At(r, s, OpKind::kBackward, 1).start_ms, 11.5, 1e-9);
+  EXPECT_NEAR(At(r, s, OpKind::kRecompute, 0).start_ms, 13.5, 1e-9);
+}
+
 TEST(OffloadLink, TwoOffloadsQueue) {
   // 4 ms a copy. x1 leaves 2-6; x2, issued at 3, waits for the queue:
   // 6-10. Its prefetch (before R2, at 7) waits for it: 10-14, so R2 starts

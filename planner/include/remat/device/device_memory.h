@@ -54,10 +54,18 @@ class ReservedTally {
   void Add(int64_t bytes) { Change(bytes, +1); }
   void Remove(int64_t bytes) { Change(bytes, -1); }
   int64_t allocated() const { return allocated_; }
-  int64_t reserved() const;
+  int64_t reserved() const { return model_ == nullptr ? allocated_ : RoundedReserved(); }
 
  private:
-  void Change(int64_t bytes, int sign);
+  // Inline: the simulator changes a tally a few times per op.
+  void Change(int64_t bytes, int sign) {
+    if (bytes <= 0) return;
+    allocated_ += sign * bytes;
+    if (model_ != nullptr) ChangeRounded(bytes, sign);
+  }
+  // The rounded sums of the model (model_ set, bytes > 0).
+  void ChangeRounded(int64_t bytes, int sign);
+  int64_t RoundedReserved() const;
   const CachingAllocatorModel* model_;
   int64_t allocated_ = 0;
   int64_t small_rounded_ = 0;   // rounded small requests, packed into shared segments
