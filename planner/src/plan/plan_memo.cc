@@ -3,9 +3,11 @@
 // for it, each memo a hash map from schedule to result.
 #include "remat/plan/plan_memo.h"
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -23,20 +25,16 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-// The hash of a schedule's ops and layer count: each op packed into one
-// word (its kind, save mode, option and tensor kind, and the low 20 bits of
-// its layer and tensor index; equal keys compare every field), mixed by a
-// multiply.
+// The hash of a schedule's ops and layer count: each op's six fields
+// read as three words, folded into one, mixed by a multiply (equal keys
+// compare every field).
 uint64_t ScheduleHash(const Schedule& schedule) {
+  static_assert(sizeof(Op) == 3 * sizeof(uint64_t) && std::is_trivially_copyable_v<Op>);
   uint64_t h = static_cast<uint64_t>(schedule.num_layers);
   for (const Op& op : schedule.ops) {
-    const uint64_t word =
-        static_cast<uint64_t>(op.kind) | static_cast<uint64_t>(op.save) << 3 |
-        static_cast<uint64_t>(op.tensor.kind) << 5 |
-        static_cast<uint64_t>(static_cast<uint16_t>(op.option)) << 8 |
-        static_cast<uint64_t>(static_cast<uint32_t>(op.layer) & 0xFFFFF) << 24 |
-        static_cast<uint64_t>(static_cast<uint32_t>(op.tensor.index) & 0xFFFFF) << 44;
-    h = (h ^ word) * 0x9e3779b97f4a7c15ULL;
+    uint64_t w[3];
+    std::memcpy(w, &op, sizeof(w));
+    h = (h ^ w[0] ^ (w[1] << 21 | w[1] >> 43) ^ (w[2] << 42 | w[2] >> 22)) * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 29;
   }
   return h;

@@ -83,6 +83,33 @@ TEST(PlanMemo, KeepsItsOwnCopyOfTheSchedule) {
   EXPECT_EQ(memo.stats().simulations_reused, 1);
 }
 
+// Schedules that differ (the checkpoint spacing, so a few ops' kinds,
+// layers and tensors) are each simulated, and each answer is its own.
+TEST(PlanMemo, EachScheduleHasItsOwnEntry) {
+  const Profile p = Chain();
+  std::vector<Schedule> schedules;
+  for (int every = 1; every <= p.num_layers(); ++every) {
+    std::vector<LayerDecision> d(p.num_layers(), LayerDecision::kRecompute);
+    for (int i = 0; i < p.num_layers(); i += every) d[i] = LayerDecision::kCheckpoint;
+    schedules.push_back(BuildSingleLevelSchedule(p, d, {}).value());
+  }
+  std::vector<SimulationResult> alone;
+  for (const Schedule& s : schedules) alone.push_back(Simulate(p, s).value());
+  PlanMemo memo(p);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < schedules.size(); ++k) {
+      const SimulationResult r =
+          plan_memo::Simulated(p, schedules[k], SimulationDetail::kTotals).value();
+      EXPECT_EQ(r.peak_bytes, alone[k].peak_bytes) << k;
+      EXPECT_EQ(r.peak_op, alone[k].peak_op) << k;
+      EXPECT_EQ(r.step_ms, alone[k].step_ms) << k;
+      EXPECT_EQ(r.recompute_ops, alone[k].recompute_ops) << k;
+    }
+  }
+  EXPECT_EQ(memo.stats().simulations_run, static_cast<int64_t>(schedules.size()));
+  EXPECT_EQ(memo.stats().simulations_reused, static_cast<int64_t>(schedules.size()));
+}
+
 TEST(PlanMemo, AJoiningMemoSharesTheOneOpenAndANewOneDoesNot) {
   const Profile p = Chain();
   const Schedule s = EveryThird(p);
