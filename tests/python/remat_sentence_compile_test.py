@@ -16,7 +16,8 @@ as eager's) and at or below the plan's budget, and the first compiled
 step's gradients within fp32's rounding bound of a float64 eager step.
 
 Run by CTest (label "python"); skipped, visibly, where torch,
-transformers or sentence-transformers is missing. TORCHINDUCTOR_CACHE_DIR
+transformers or sentence-transformers is missing, or remat's CPU meter
+is not built. TORCHINDUCTOR_CACHE_DIR
 (CTest's, shared with remat_compile_test) keeps the compiled kernels for
 the next run.
 """
@@ -28,6 +29,7 @@ import needs
 
 
 @unittest.skipIf(needs.missing("torch", "transformers", "sentence_transformers"), needs.SKIPPED)
+@needs.meter_library()
 class SentenceCompiledPeaks(unittest.TestCase):
     TOLERANCE = 0.03
 

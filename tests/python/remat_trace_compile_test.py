@@ -34,7 +34,8 @@ gradient of the logits the compiled backward holds while it runs is not
 modelled (docs/compile.md).
 
 Run by CTest (label "python"); skipped, visibly, where torch or
-transformers is missing. TORCHINDUCTOR_CACHE_DIR (CTest's, shared with
+transformers is missing (the peaks also where remat's CPU meter is not
+built). TORCHINDUCTOR_CACHE_DIR (CTest's, shared with
 remat_compile_test) keeps the compiled kernels for the next run;
 AOTAutograd's cache is off here, so that each compile partitions.
 """
@@ -158,6 +159,7 @@ class TracedSavedTensors(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, needs.SKIPPED)
+@needs.meter_library()
 class CompiledPeaks(unittest.TestCase):
     TOLERANCE = 0.03
 
