@@ -50,10 +50,13 @@ struct ByAddr {
 };
 
 // A pool's cached free mapped blocks in PyTorch's order (BlockComparatorSize:
-// by size, then address), iterated as Block*: the sizes in a sorted vector,
+// by size, then address), iterated as Block*: the sizes in a sorted list,
 // each with its blocks' addresses in a sorted vector. A pool holds few
 // distinct sizes (a training step's tensors repeat), so an insert, erase or
-// best-fit search reads a few cache lines and moves a few entries.
+// best-fit search reads a few cache lines and moves a few entries. The
+// buckets stay in place in an arena (an emptied one is reused for the next
+// new size); the sorted list holds their indices, so a size that comes or
+// goes moves 4-byte indices, not buckets.
 class FreeBlocks {
   struct Slot {
     int64_t addr;
@@ -73,10 +76,10 @@ class FreeBlocks {
     using pointer = Block* const*;
     using reference = Block*;
     iterator() = default;
-    iterator(const std::vector<Bucket>* b, size_t i, size_t j) : b_(b), i_(i), j_(j) {}
-    Block* operator*() const { return (*b_)[i_].slots[j_].block; }
+    iterator(const FreeBlocks* f, size_t i, size_t j) : f_(f), i_(i), j_(j) {}
+    Block* operator*() const { return f_->At(i_).slots[j_].block; }
     iterator& operator++() {
-      if (++j_ == (*b_)[i_].slots.size()) {
+      if (++j_ == f_->At(i_).slots.size()) {
         ++i_;
         j_ = 0;
       }
@@ -90,7 +93,7 @@ class FreeBlocks {
     iterator& operator--() {
       if (j_ == 0) {
         --i_;
-        j_ = (*b_)[i_].slots.size() - 1;
+        j_ = f_->At(i_).slots.size() - 1;
       } else {
         --j_;
       }
@@ -105,23 +108,27 @@ class FreeBlocks {
     bool operator!=(const iterator& o) const { return !(*this == o); }
 
    private:
-    const std::vector<Bucket>* b_ = nullptr;
-    size_t i_ = 0;
+    const FreeBlocks* f_ = nullptr;
+    size_t i_ = 0;  // position in the sorted list
     size_t j_ = 0;
   };
   using reverse_iterator = std::reverse_iterator<iterator>;
 
   void insert(Block* b) {
-    auto bucket = FindBucket(b->size);
-    if (bucket == buckets_.end() || bucket->size != b->size) {
-      Bucket fresh{b->size, {}};
+    const size_t pos = FindBucket(b->size);
+    if (pos == order_.size() || At(pos).size != b->size) {
+      uint32_t index;
       if (!spare_.empty()) {
-        fresh.slots = std::move(spare_.back());
+        index = spare_.back();
         spare_.pop_back();
+        arena_[index].size = b->size;
+      } else {
+        index = static_cast<uint32_t>(arena_.size());
+        arena_.push_back(Bucket{b->size, {}});
       }
-      bucket = buckets_.insert(bucket, std::move(fresh));
+      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(pos), index);
     }
-    auto& slots = bucket->slots;
+    auto& slots = arena_[order_[pos]].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
                                [](const Slot& s, int64_t addr) { return s.addr < addr; });
     if (at != slots.end() && at->addr == b->addr) return;
@@ -132,40 +139,46 @@ class FreeBlocks {
   // Removes `b` if it is cached here.
   void erase(Block* b) {
     if (!b->cached) return;
-    auto bucket = FindBucket(b->size);
-    auto& slots = bucket->slots;
+    const size_t pos = FindBucket(b->size);
+    auto& slots = arena_[order_[pos]].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
                                [](const Slot& s, int64_t addr) { return s.addr < addr; });
     slots.erase(at);
     if (slots.empty()) {
-      spare_.push_back(std::move(slots));
-      buckets_.erase(bucket);
+      spare_.push_back(order_[pos]);
+      order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(pos));
     }
     b->cached = false;
     --count_;
   }
   void erase(iterator it) { erase(*it); }
   // The first block of at least `size` bytes (the lowest address among equals).
-  iterator lower_bound(int64_t size) const {
-    return iterator(&buckets_, static_cast<size_t>(FindBucket(size) - buckets_.begin()), 0);
-  }
-  iterator begin() const { return iterator(&buckets_, 0, 0); }
-  iterator end() const { return iterator(&buckets_, buckets_.size(), 0); }
+  iterator lower_bound(int64_t size) const { return iterator(this, FindBucket(size), 0); }
+  iterator begin() const { return iterator(this, 0, 0); }
+  iterator end() const { return iterator(this, order_.size(), 0); }
   reverse_iterator rbegin() const { return reverse_iterator(end()); }
   reverse_iterator rend() const { return reverse_iterator(begin()); }
   size_t size() const { return count_; }
 
  private:
-  std::vector<Bucket>::iterator FindBucket(int64_t size) {
-    return std::lower_bound(buckets_.begin(), buckets_.end(), size,
-                            [](const Bucket& b, int64_t s) { return b.size < s; });
+  // The bucket at position `i` of the sorted list.
+  const Bucket& At(size_t i) const { return arena_[order_[i]]; }
+  // The position of the first bucket of at least `size` bytes.
+  size_t FindBucket(int64_t size) const {
+    size_t lo = 0, hi = order_.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (arena_[order_[mid]].size < size) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
   }
-  std::vector<Bucket>::const_iterator FindBucket(int64_t size) const {
-    return std::lower_bound(buckets_.begin(), buckets_.end(), size,
-                            [](const Bucket& b, int64_t s) { return b.size < s; });
-  }
-  std::vector<Bucket> buckets_;           // by size, none empty
-  std::vector<std::vector<Slot>> spare_;  // emptied buckets' storage, to reuse
+  std::vector<Bucket> arena_;     // every bucket made; the empty ones are spare
+  std::vector<uint32_t> order_;   // the non-empty buckets by size
+  std::vector<uint32_t> spare_;   // emptied buckets (their storage kept), to reuse
   size_t count_ = 0;
 };
 
