@@ -220,10 +220,16 @@ REMAT_VECTOR_CLONES void MergeRow(double* __restrict row, int* __restrict choice
   }
 }
 
-// A row of no fit: kInf, and kNoChoice.
+// A row of no fit: kInf, and kNoChoice (choices: null, none kept).
 REMAT_VECTOR_CLONES void FillRow(double* __restrict row, int* __restrict choices, int64_t n) {
   for (int64_t m = 0; m < n; ++m) row[m] = kInf;
+  if (choices == nullptr) return;
   for (int64_t m = 0; m < n; ++m) choices[m] = kNoChoice;
+}
+
+// row[m] = min(row[m], from[m]) for m in [0, n).
+REMAT_VECTOR_CLONES void MinRow(double* __restrict row, const double* __restrict from, int64_t n) {
+  for (int64_t m = 0; m < n; ++m) row[m] = from[m] < row[m] ? from[m] : row[m];
 }
 
 // The first m in [0, n) where the non-increasing `row` is finite (n: none).
@@ -235,6 +241,16 @@ int64_t FirstFinite(const double* row, int64_t n) {
 REMAT_VECTOR_CLONES void MinConstant(double* __restrict best, double add, int64_t lo, int64_t hi) {
   const double v = add + 0;
   for (int64_t m = lo; m <= hi; ++m) best[m] = v < best[m] ? v : best[m];
+}
+
+// RelaxRow, or where no choices are kept (null) MinShifted: the same costs.
+void Relax(double* row, int* choices, const double* sub, int64_t shift, double add, int choice,
+           int64_t lo, int64_t hi) {
+  if (choices != nullptr) {
+    RelaxRow(row, choices, sub, shift, add, choice, lo, hi);
+  } else {
+    MinShifted(row, sub, shift, add, lo, hi);
+  }
 }
 
 }  // namespace
@@ -252,8 +268,9 @@ SingleLevelOffloadDp::SingleLevelOffloadDp(const ChainTerms& terms,
   for (int s = L - 1; s >= 0; --s) {
     for (int t = s + 1; t <= L; ++t) {
       const size_t at = static_cast<size_t>(s) * (L + 1) + t;
+      const int64_t forward = terms.ForwardNeed(s, t, 0);
       for (const bool held : {false, true}) {
-        int64_t n = std::max(terms.ForwardNeed(s, t, 0), terms.BackwardNeedExact(s, 0, held));
+        int64_t n = std::max(forward, terms.BackwardNeedExact(s, 0, held));
         if (t > s + 1) {
           n = std::max(n, (held ? terms.keep_holding_input(s, 0) : terms.keep(s, 0)) +
                               keep_all_[static_cast<size_t>(s + 1) * (L + 1) + t]);
@@ -305,9 +322,112 @@ SingleLevelOffloadDp::Pick SingleLevelOffloadDp::OffSuffix(int sp, int64_t m, in
   }
   if (m >= T.segment_backward_need(sp) + held) {
     const double c = A(sp, m) + CopyCostMs(s, backward_ms);
-    if (c < best.cost) best = {c, a_choice_[static_cast<size_t>(sp) * (M_ + 1) + m]};
+    if (c < best.cost) best = {c, ChoiceAt(Table::kA, sp, m)};
   }
   return best;
+}
+
+SingleLevelOffloadDp::SegmentNeeds SingleLevelOffloadDp::Segment(int s, int sp, bool offload,
+                                                                int64_t* swept,
+                                                                int64_t* swept_off) const {
+  const ChainTerms& T = terms_;
+  const int j = sp - 1;
+  const int64_t here = T.NoGradForwardBytes(j);
+  *swept = std::max(*swept, here - (j == s ? T.x_bytes(s) : 0));
+  *swept_off = std::max(*swept_off, here);
+  // The segment's recompute: after a layer kept with grad x[s] carries its
+  // graph and is released like any input (K); else it is held (A, N).
+  const size_t at = static_cast<size_t>(s) * (L_ + 1) + sp;
+  SegmentNeeds need;
+  need.sweep = T.SweepNeed(s, L_, *swept);
+  need.keep_all = s == 0 ? keep_all_held_[at] : keep_all_[at];
+  need.keep_all_held = keep_all_held_[at];
+  if (offload) {
+    need.off = std::max(options_.link.overlapped ? need.sweep : T.units().Slots(*swept_off),
+                        need.keep_all_held);
+  }
+  return need;
+}
+
+int SingleLevelOffloadDp::ChoiceAt(Table table, int s, int64_t m) const {
+  const size_t at = static_cast<size_t>(s) * (M_ + 1) + m;
+  if (options_.full_fill) {
+    return (table == Table::kK ? k_choice_ : table == Table::kN ? n_choice_ : a_choice_)[at];
+  }
+  // The candidates of SolveRow at (s, m), in its order, each taken when
+  // strictly cheaper: its choice is the first of the least cost, the
+  // table's, where the walk stops. The cells SolveRow leaves out are those
+  // where a candidate is not strictly cheaper, so they are weighed here
+  // unbounded.
+  const ChainTerms& T = terms_;
+  const int L = L_;
+  const bool link = options_.link.present();
+  const bool same_keeps = s == 0 || T.profile().layers[s].keeps_input;
+  // Folded (no link), N(s) takes the plain segments; where it is K(s), K's.
+  if (table == Table::kN && !link && same_keeps) table = Table::kK;
+  const double cost = (table == Table::kK ? k_ : table == Table::kN ? n_ : a_)[at];
+  int chosen = kNoChoice;
+  // Whether `c` is the table's cost (then `chosen` is `choice`).
+  auto take = [&](double c, int choice) {
+    if (c == cost) chosen = choice;
+    return c == cost;
+  };
+  if (table != Table::kA) {
+    const bool held = table == Table::kN || s == 0;
+    for (int k = 0; k < T.num_modes(s); ++k) {
+      const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
+      const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
+      const double extra = T.mode(s, k).extra_ms;
+      if (s + 1 < L) {
+        if (m >= std::max<int64_t>(need, shift) &&
+            take(extra + K(s + 1, m - shift), EncodeKeep(k))) {
+          return chosen;
+        }
+      } else if (m >= need && take(extra, EncodeKeep(k))) {
+        return chosen;
+      }
+    }
+    if (table == Table::kN && link) {
+      // N(s) = its keeps, then A(s) where strictly cheaper.
+      return A(s, m) == cost ? ChoiceAt(Table::kA, s, m) : kNoChoice;
+    }
+  }
+  const bool plain = table != Table::kK;  // the plain segments of A (or of N, folded)
+  const bool can_offload = table == Table::kA && s >= 1 && link;
+  const int64_t xs = T.x(s);
+  const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
+  const double copy_ms = can_offload ? options_.link.CopyMs(T.x_bytes(s)) : 0;
+  int64_t swept = 0, swept_off = 0;
+  for (int sp = s + 1; sp < L; ++sp) {
+    const SegmentNeeds seg = Segment(s, sp, can_offload, &swept, &swept_off);
+    const double fwd = T.ForwardMs(s, sp);
+    int64_t lo = std::max(std::max(seg.sweep, seg.keep_all), xs);
+    if (plain) lo = std::max(lo, std::max(seg.sweep, seg.keep_all_held));
+    if (m >= lo && take(fwd + n_[static_cast<size_t>(sp) * (M_ + 1) + m - xs], sp)) {
+      return chosen;
+    }
+    if (!can_offload || m < seg.off) continue;
+    // The least of Off(sp, m, s)'s terms, as SolveRow adds them.
+    const double backward_ms = T.profile().layers[sp].backward_ms;
+    double off = kInf;
+    for (int k = 0; k < T.num_modes(sp); ++k) {
+      const double extra = T.mode(sp, k).extra_ms;
+      const int64_t need =
+          std::max(forward_need_end_[mode_at_[sp] + k], T.BackwardNeedExact(sp, k, true) + xs);
+      const int64_t shift = T.keep_holding_input(sp, k);
+      const double add = extra + CopyCostMs(copy_ms, backward_ms + extra);
+      if (sp + 1 == L) {
+        if (m >= need) off = std::min(off, add + 0);
+      } else if (m >= std::max(need, shift)) {
+        off = std::min(off, add + K(sp + 1, m - shift));
+      }
+    }
+    if (m >= T.segment_backward_need(sp) + xs) {
+      off = std::min(off, CopyCostMs(copy_ms, backward_ms) + A(sp, m));
+    }
+    if (take((fwd + penalty) + off, sp + L + 1)) return chosen;
+  }
+  return kNoChoice;  // (not reached: the table's cost is a candidate's)
 }
 
 void SingleLevelOffloadDp::SolveRow(int s) {
@@ -324,9 +444,11 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   double* k_row = RowK(s);
   double* n_row = RowN(s);
   double* a_row = fold ? n_row : RowA(s);
-  int* kc = k_choice_.data() + base;
-  int* nc = n_choice_.data() + base;
-  int* ac = fold ? nc : a_choice_.data() + base;
+  // (The choices are kept with full_fill only: Reconstruct finds them again.)
+  const bool keep_choices = options_.full_fill;
+  int* kc = keep_choices ? k_choice_.data() + base : nullptr;
+  int* nc = keep_choices ? n_choice_.data() + base : nullptr;
+  int* ac = keep_choices ? a_choice_.data() + base : nullptr;
   // K keeps layer s after a layer kept with grad (x[s] released after its
   // forward unless s == 0), N after one run without grad (x[s] held).
   const double* next_k = s + 1 < L ? k_.data() + static_cast<size_t>(s + 1) * (M_ + 1) : nullptr;
@@ -356,12 +478,15 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const int64_t lo = std::max(std::max<int64_t>(std::max<int64_t>(need, shift), 0),
                                   finite(finite_k_[s + 1], shift));
       if (lo > M_) return;
-      RelaxRow(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
+      Relax(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
                improvable(row, lo, extra + next_k[M_ - shift]));
       return;
     }
     for (int64_t m = std::max<int64_t>(need, 0); m <= M_; ++m) {
-      if (extra < row[m]) row[m] = extra, choice[m] = EncodeKeep(k);
+      if (extra < row[m]) {
+        row[m] = extra;
+        if (choice != nullptr) choice[m] = EncodeKeep(k);
+      }
     }
   };
   // Folded, N(s) is K(s) when layer s keeps its input or s == 0: a layer
@@ -381,10 +506,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     keep_into(k, s == 0, k_row, kc);
     if (!n_is_k && !copy_keeps) keep_into(k, true, n_row, nc);
   }
-  if (copy_keeps) {
-    std::copy(k_row, k_row + M_ + 1, n_row);
-    std::copy(kc, kc + M_ + 1, nc);
-  }
+  if (copy_keeps) std::copy(k_row, k_row + M_ + 1, n_row);
   const bool can_offload = s >= 1 && link;
   const int64_t xs = T.x(s);
   const double penalty = options_.host_penalty_ms_per_byte * static_cast<double>(T.x_bytes(s));
@@ -413,32 +535,23 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     }
   };
   for (int sp = s + 1; sp < L; ++sp) {
-    const int j = sp - 1;
-    const int64_t here = T.NoGradForwardBytes(j);
-    swept = std::max(swept, here - (j == s ? T.x_bytes(s) : 0));
-    swept_off = std::max(swept_off, here);
-    // The segment's recompute: after a layer kept with grad x[s] carries its
-    // graph and is released like any input (K); else it is held (A, N).
-    const size_t at = static_cast<size_t>(s) * (L + 1) + sp;
-    const int64_t keep_all = s == 0 ? keep_all_held_[at] : keep_all_[at];
-    const int64_t keep_all_held = keep_all_held_[at];
-    const int64_t sweep_need = T.SweepNeed(s, L, swept);
-    const int64_t plain_need = std::max(sweep_need, keep_all_held);
+    const SegmentNeeds seg = Segment(s, sp, can_offload, &swept, &swept_off);
+    const int64_t sweep_need = seg.sweep, keep_all = seg.keep_all;
+    const int64_t plain_need = std::max(sweep_need, seg.keep_all_held);
     const double fwd = T.ForwardMs(s, sp);
     const double* sub = n_.data() + static_cast<size_t>(sp) * (M_ + 1);
     const int64_t lo =
         std::max(std::max(std::max(sweep_need, keep_all), xs), finite(finite_n_[sp], xs));
     if (lo <= M_) {
       const double least = fwd + sub[M_ - xs];
-      RelaxRow(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
+      Relax(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
       const int64_t plain_lo = std::max(lo, plain_need);
       if (plain_lo <= M_ && !n_is_k) {
-        RelaxRow(a_row, ac, sub, xs, fwd, sp, plain_lo, improvable(a_row, plain_lo, least));
+        Relax(a_row, ac, sub, xs, fwd, sp, plain_lo, improvable(a_row, plain_lo, least));
       }
     }
     if (!can_offload) continue;
-    const int64_t off_need = std::max(
-        options_.link.overlapped ? sweep_need : terms_.units().Slots(swept_off), keep_all_held);
+    const int64_t off_need = seg.off;
     if (off_need > M_) continue;
     const double add = fwd + penalty;
     // Off(sp, m, s) is the least term at each m from off_need on (a term
@@ -479,7 +592,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const int64_t off_lo = std::max(off_need, key.from);
       if (off_lo > M_) continue;
       const int64_t off_hi = improvable(a_row, off_lo, add + kept[M_]);
-      if (off_hi >= off_lo) RelaxRow(a_row, ac, kept, 0, add, sp + L + 1, off_lo, off_hi);
+      if (off_hi >= off_lo) Relax(a_row, ac, kept, 0, add, sp + L + 1, off_lo, off_hi);
       continue;
     }
     // Once: each term is non-increasing in m, and taken only where fwd +
@@ -497,13 +610,16 @@ void SingleLevelOffloadDp::SolveRow(int s) {
     }
     if (off_hi < off_lo) continue;
     LeastTerm(off_best, off_lo, off_hi);
-    RelaxRow(a_row, ac, off_best, 0, add, sp + L + 1, off_lo, off_hi);
+    Relax(a_row, ac, off_best, 0, add, sp + L + 1, off_lo, off_hi);
   }
-  if (n_is_k) {
-    std::copy(k_row, k_row + M_ + 1, n_row);
-    std::copy(kc, kc + M_ + 1, nc);
+  if (n_is_k) std::copy(k_row, k_row + M_ + 1, n_row);
+  if (!fold) {
+    if (keep_choices) {
+      MergeRow(n_row, nc, a_row, ac, M_ + 1);
+    } else {
+      MinRow(n_row, a_row, M_ + 1);
+    }
   }
-  if (!fold) MergeRow(n_row, nc, a_row, ac, M_ + 1);
   finite_k_[s] = FirstFinite(k_row, M_ + 1);
   finite_n_[s] = FirstFinite(n_row, M_ + 1);
   finite_a_[s] = FirstFinite(a_row, M_ + 1);
@@ -517,9 +633,9 @@ std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
   // A: with a link only (SolveRow folds it into N otherwise).
   const size_t a_cells = options_.link.present() || options_.full_fill ? cells : 0;
   a_.Resize(a_cells);
-  k_choice_.Resize(cells);
-  n_choice_.Resize(cells);
-  a_choice_.Resize(a_cells);
+  k_choice_.Resize(options_.full_fill ? cells : 0);
+  n_choice_.Resize(options_.full_fill ? cells : 0);
+  a_choice_.Resize(options_.full_fill ? a_cells : 0);
   const bool share = options_.link.present() && !options_.full_fill;
   off_kept_.Resize(share ? cells : 0);
   off_keys_.assign(L_, OffKey{});
@@ -547,8 +663,10 @@ std::optional<SingleLevelSolution> SingleLevelOffloadDp::Solve(DpStats* stats) {
     stats->slots = M_;
     stats->slot_bytes = terms_.units().slot_bytes();
     stats->table_cells = static_cast<int64_t>(2 * cells + a_cells);
-    stats->memory_bytes =
-        static_cast<int64_t>((2 * cells + a_cells) * (sizeof(double) + sizeof(int)));
+    // (The choices kept with full_fill only; the shared offload terms with a link.)
+    const size_t doubles = 2 * cells + a_cells + (share ? cells : 0);
+    const size_t ints = options_.full_fill ? 2 * cells + a_cells : 0;
+    stats->memory_bytes = static_cast<int64_t>(doubles * sizeof(double) + ints * sizeof(int));
   }
   if (floor_ > M_) return std::nullopt;
   return Reconstruct(M_);
@@ -565,9 +683,8 @@ SingleLevelSolution SingleLevelOffloadDp::Reconstruct(int64_t slots) const {
   int64_t m = slots;
   int offloaded = -1;  // the checkpoint whose prefetch the next backward holds
   for (int s = 0; s < L;) {
-    const size_t at = static_cast<size_t>(s) * (M_ + 1) + m;
-    const int c = from == From::kKept     ? k_choice_[at]
-                  : from == From::kNoGrad ? n_choice_[at]
+    const int c = from == From::kKept     ? ChoiceAt(Table::kK, s, m)
+                  : from == From::kNoGrad ? ChoiceAt(Table::kN, s, m)
                                           : OffSuffix(s, m, offloaded).choice;
     if (c == kNoChoice) break;  // not reached: Reconstruct follows finite costs
     if (c < 0) {

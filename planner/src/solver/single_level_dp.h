@@ -109,8 +109,11 @@ class SingleLevelDp {
 // Host memory: every offloaded checkpoint is on the host at the start of
 //   backward; `host_penalty_ms_per_byte` adds that many ms per offloaded byte
 //   to the cost (a Lagrangian weight the strategy searches for --host-budget).
-// Time O(L^2 * M * modes), memory O(L * M) (three double tables, three
-// choices; without a link two: A is folded into N as it is filled).
+// Time O(L^2 * M * modes), memory O(L * M) (three double tables and, with
+// a link, the offload terms rows share; without a link two: A is folded
+// into N as it is filled). The choices are not stored: Reconstruct finds
+// each again, the first candidate in SolveRow's order of its cell's cost
+// (O(L * modes) a step).
 struct SingleLevelOffloadOptions {
   HostLink link;
   double host_penalty_ms_per_byte = 0;
@@ -164,6 +167,18 @@ class SingleLevelOffloadDp {
   // Off(sp, m, s) above, with its choice at sp (Reconstruct; SolveRow
   // evaluates the same terms hoisted out of its slot loop).
   Pick OffSuffix(int sp, int64_t m, int s) const;
+  // The slots segment (s, sp) needs: its sweep, its recompute (x[s] as row
+  // K holds it, and held as rows N and A do) and, with `offload`, an
+  // offloaded one's. For sp = s + 1, s + 2, ... in turn: `swept` and
+  // `swept_off` (0 before s + 1) carry the sweep's bytes (SolveRow).
+  struct SegmentNeeds {
+    int64_t sweep, keep_all, keep_all_held, off = 0;
+  };
+  SegmentNeeds Segment(int s, int sp, bool offload, int64_t* swept, int64_t* swept_off) const;
+  // The choice behind table's cost at (s, m): kept with full_fill, else
+  // found again as SolveRow made it.
+  enum class Table { kK, kN, kA };
+  int ChoiceAt(Table table, int s, int64_t m) const;
   void SolveRow(int s);
 
   const ChainTerms& terms_;

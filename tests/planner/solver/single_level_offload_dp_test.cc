@@ -83,7 +83,7 @@ TEST(OffloadDpFill, EqualsTheFullFillOnRandomChains) {
   int compared = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     Profile p = testing::RandomChain(2 + seed % 11, seed);
-    for (int i = 1; i < p.num_layers(); ++i) p.layers[i].keeps_input = (i + seed) % 3 != 0;
+    for (int i = 0; i < p.num_layers(); ++i) p.layers[i].keeps_input = (i + seed) % 3 != 0;
     if (seed % 2 == 0) p = testing::WithCreatedGradients(std::move(p), seed);
     compared += CompareOverLinks(p, 20, 300);
   }
