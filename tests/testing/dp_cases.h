@@ -32,7 +32,8 @@ inline solver::DpOptions FullDp() {
   return o;
 }
 
-// Tiled, chunk bounds, capped by the single-level DP's value, two threads.
+// The default fill (tiles of rows on two threads), chunk bounds, capped by
+// the single-level DP's value.
 inline solver::DpOptions FastDp(const solver::ChainTerms& terms) {
   solver::DpOptions o;
   const std::optional<solver::SingleLevelSolution> single =

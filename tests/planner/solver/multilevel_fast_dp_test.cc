@@ -1,5 +1,5 @@
-// The multi-level DP as `--strategy optimal` runs it (tiled fill, chunk
-// bounds, capped by the single-level DP's value, two threads) against the
+// The multi-level DP as `--strategy optimal` runs it (reference fill on two
+// threads, chunk bounds, capped by the single-level DP's value) against the
 // full DP (reference fill, no cap, one bound per split) on
 // random chains with no two layers alike: the same optimum, and a schedule
 // that simulates within the budget at that recompute time.
