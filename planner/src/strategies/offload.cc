@@ -10,6 +10,7 @@
 // the fit search's other tensor budgets choosing among the same candidates;
 // a layer list whose floor (offload_floor.h) cannot beat the plan kept so
 // far is skipped, unsimulated until a budget needs it.
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,7 +107,8 @@ struct Group {
   int k = 0;
   bool placed = false;  // `kept` made
   Kept kept;
-  bool bounded = false;
+  int64_t least = 0;     // SegmentFloorBytes of its layer list
+  bool bounded = false;  // `floor` made
   OffloadFloor floor;
   bool made = false;
   std::vector<Candidate> candidates;
@@ -123,6 +125,7 @@ struct Search {
       EveryK e = LayerList(p, blocks, k);
       if (e.most < 1) continue;
       Group g;
+      if (floors) g.least = SegmentFloorBytes(p, e.decisions);
       g.list = std::move(e);
       g.k = k;
       groups.push_back(std::move(g));
@@ -161,11 +164,15 @@ Status MakeGroup(const Profile& p, Group* g) {
 }
 
 // Whether the search may skip group `g` against `kept` at `budget_bytes`:
-// its floor (made here once) cannot beat `kept`. A group of one candidate
-// is made instead: its floor costs a simulation as well.
+// its memory floor without a time (SegmentFloorBytes), or else its floor
+// (made here once), cannot beat `kept`. A group of one candidate is made
+// rather than floored: its floor costs a simulation as well.
 Result<bool> Skips(const Profile& p, const Search& search, Group* g, const Plan& kept,
                    int64_t budget_bytes) {
-  if (!search.floors || g->list.most < 2) return false;
+  if (!search.floors) return false;
+  const OffloadFloor least{-std::numeric_limits<double>::infinity(), g->least};
+  if (CannotBeat(least, kept, budget_bytes)) return true;
+  if (g->list.most < 2) return false;
   if (!g->bounded) {
     REMAT_ASSIGN_OR_RETURN(const Kept* kept, GroupKept(p, g));
     REMAT_ASSIGN_OR_RETURN(g->floor, FloorOf(search.free_link, Offloaded(*kept, g->list.most)));

@@ -1,17 +1,35 @@
 // The offload search's floor (offload_floor.h).
 #include "strategies/offload_floor.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
 namespace remat::strategies {
 
 bool FloorHolds(const Profile& p) {
-  if (p.optimizer_workspace_bytes < 0) return false;
+  if (p.optimizer_workspace_bytes < 0 || p.static_bytes() < 0) return false;
   for (const LayerProfile& l : p.layers) {
     if (l.forward_workspace_bytes < 0 || l.nograd_workspace_bytes() < 0) return false;
+    if (l.input_bytes < 0 || l.output_bytes < 0 || l.activation_bytes < l.output_bytes ||
+        l.gradient_bytes < 0 || l.skip_bytes < 0 || l.in_flight_microbatches < 1) {
+      return false;
+    }
   }
   return true;
+}
+
+int64_t SegmentFloorBytes(const Profile& p, const std::vector<LayerDecision>& decisions) {
+  int64_t most = 0;
+  int64_t saved = 0;  // by the segment's layers so far
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const LayerDecision d = decisions[i];
+    if (!RunsWithoutGrad(d)) continue;
+    if (d != LayerDecision::kRecompute) saved = 0;  // a checkpoint starts a segment
+    saved += p.layers[i].activation_bytes - p.layers[i].output_bytes;
+    most = std::max(most, saved);
+  }
+  return p.static_bytes() + most;
 }
 
 Profile WithFreeLink(Profile p) {

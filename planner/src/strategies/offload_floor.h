@@ -22,13 +22,22 @@
 //   peak of the op before, as long as no op's peak lies below what it
 //   leaves live: true of frees, copies and backwards, and of forwards and
 //   the optimizer step when their workspaces are not negative (FloorHolds).
+//
+// A cheaper floor of device memory alone comes without a simulation
+// (SegmentFloorBytes): at the peak of the recompute of a segment's last
+// layer (with grad) every layer of the segment has saved its a[i], which no
+// copy moves and only the layers' backwards release; with no tensor of
+// negative size and no negative forward workspace (FloorHolds) everything
+// else live there only adds.
 #ifndef REMAT_SRC_STRATEGIES_OFFLOAD_FLOOR_H_
 #define REMAT_SRC_STRATEGIES_OFFLOAD_FLOOR_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "remat/plan/plan.h"
 #include "remat/profile/profile.h"
+#include "remat/schedule/decisions.h"
 #include "remat/schedule/schedule.h"
 
 namespace remat::strategies {
@@ -38,9 +47,17 @@ struct OffloadFloor {
   int64_t total_bytes = 0;  // Plan::memory.total_bytes without a budget
 };
 
-// Whether the floor's argument holds for `p`: no forward (with grad or
-// without) and no optimizer step with a negative workspace.
+// Whether the floors' arguments hold for `p`: no forward (with grad or
+// without) and no optimizer step with a negative workspace, no tensor of
+// negative size, no pipeline stage's micro-batches counted negative.
 bool FloorHolds(const Profile& p);
+
+// The cheaper floor of device memory (Plan::memory.total_bytes) of the
+// schedules BuildSingleLevelSchedule makes of `decisions`, with any of
+// their checkpoints offloaded: the model state and, at its largest over the
+// segments run without grad, what the segment's layers save in their
+// recompute (activation_bytes - output_bytes each).
+int64_t SegmentFloorBytes(const Profile& p, const std::vector<LayerDecision>& decisions);
 
 // `p` with its host link free: no latency, unbounded bandwidth.
 Profile WithFreeLink(Profile p);

@@ -1,10 +1,12 @@
-// The offload search's floor (strategies/offload_floor.h): under every plan
-// of its layer list, and a skip rule that never skips a plan BetterPlan
-// would keep.
+// The offload search's floors (strategies/offload_floor.h): under every
+// plan of their layer list, and a skip rule that never skips a plan
+// BetterPlan would keep.
 #include "strategies/offload_floor.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ namespace {
 
 // Uniform's layer list of a checkpoint every `k` blocks with its first `j`
 // movable checkpoints offloaded (j = -1: all), built from its decisions.
-Schedule EveryKOffloaded(const Profile& p, int k, int j, int* movable_count) {
+Schedule EveryKOffloaded(const Profile& p, int k, int j, int* movable_count,
+                         int64_t* segment_floor = nullptr) {
   const std::vector<int> blocks = BlockLayers(p);
   std::vector<char> start(blocks.size());
   for (size_t b = 0; b < blocks.size(); ++b) start[b] = b % k == 0;
@@ -33,6 +36,7 @@ Schedule EveryKOffloaded(const Profile& p, int k, int j, int* movable_count) {
     }
   }
   *movable_count = moved;
+  if (segment_floor != nullptr) *segment_floor = SegmentFloorBytes(p, d);
   Result<Schedule> s = BuildSingleLevelSchedule(p, d, {});
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? *s : Schedule{};
@@ -74,14 +78,15 @@ std::vector<Profile> Profiles() {
 }
 
 TEST(OffloadFloor, IsUnderEveryPlanOfItsLayerList) {
-  int lists = 0, plans = 0, stalled = 0;
+  int lists = 0, plans = 0, stalled = 0, tight = 0;
   for (const Profile& p : Profiles()) {
     ASSERT_TRUE(FloorHolds(p)) << p.model;
     const Profile free_link = WithFreeLink(p);
     const int n = static_cast<int>(BlockLayers(p).size());
     for (int k = 1; k <= n; ++k) {
       int movable = 0;
-      const Schedule all = EveryKOffloaded(p, k, -1, &movable);
+      int64_t least = 0;
+      const Schedule all = EveryKOffloaded(p, k, -1, &movable, &least);
       if (movable == 0) continue;
       Result<OffloadFloor> floor = FloorOf(free_link, all);
       ASSERT_TRUE(floor.ok()) << floor.status().message();
@@ -93,6 +98,8 @@ TEST(OffloadFloor, IsUnderEveryPlanOfItsLayerList) {
         const std::string what = p.model + " " + p.host_link.name + ", every " +
                                  std::to_string(k) + ", " + std::to_string(j) + " offloaded";
         EXPECT_GE(plan->memory.total_bytes, floor->total_bytes) << what;
+        EXPECT_GE(plan->memory.total_bytes, least) << what;
+        tight += plan->memory.total_bytes < least + (least - p.static_bytes()) / 2;
         EXPECT_GE(plan->predicted.step_ms, floor->step_ms) << what;
         ++plans;
         stalled += plan->predicted.transfer_ms > 0;
@@ -102,9 +109,29 @@ TEST(OffloadFloor, IsUnderEveryPlanOfItsLayerList) {
   EXPECT_GT(lists, 50);
   EXPECT_GT(plans, 150);
   EXPECT_GT(stalled, 20);  // copies that cost time are among them
+  EXPECT_GT(tight, 20);    // segment floors within half their saved bytes of the plan
 }
 
-TEST(OffloadFloor, NeedsForwardWorkspacesThatAreNotNegative) {
+// Blocks that pass nothing between them (x = 0 bytes) and keep only what
+// they save: every plan's peak is a segment's recompute, and the segment
+// floor is the plan's total, no more and no less.
+TEST(OffloadFloor, SegmentFloorIsThePeakWhereOnlySegmentsHoldMemory) {
+  Profile p = testing::UniformChain(7, 0);
+  p.static_memory.parameter_bytes = 1000;
+  for (int i = 0; i < 7; ++i) p.layers[i].activation_bytes = 100 + 37 * i;
+  p.host_link = HostLink{"test", 1e-3, 0, true};
+  ASSERT_TRUE(FloorHolds(p));
+  for (int k = 1; k <= 7; ++k) {
+    int movable = 0;
+    int64_t least = 0;
+    const Schedule s = EveryKOffloaded(p, k, -1, &movable, &least);
+    Result<Plan> plan = MakePlanFromSchedule(p, Strategy::kOffload, "", s, 0);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(plan->memory.total_bytes, least) << "every " << k;
+  }
+}
+
+TEST(OffloadFloor, NeedsWorkspacesAndSizesThatAreNotNegative) {
   Profile p = testing::RandomChain(5, 1);
   EXPECT_TRUE(FloorHolds(p));
   p.layers[2].forward_workspace_bytes = -1;
@@ -113,6 +140,9 @@ TEST(OffloadFloor, NeedsForwardWorkspacesThatAreNotNegative) {
   p.layers[3].forward_nograd_workspace_bytes = 0;
   EXPECT_TRUE(FloorHolds(p));
   p.optimizer_workspace_bytes = -5;
+  EXPECT_FALSE(FloorHolds(p));
+  p.optimizer_workspace_bytes = 0;
+  p.layers[1].activation_bytes = p.layers[1].output_bytes - 1;
   EXPECT_FALSE(FloorHolds(p));
 }
 
@@ -131,10 +161,12 @@ TEST(OffloadFloor, SkipsOnlyWhatBetterPlanWouldNotKeep) {
     OffloadFloor floor;
     floor.total_bytes = 1 + pick(10);
     floor.step_ms = 1 + pick(4) + (pick(3) == 0 ? 1e-10 : 0);
+    if (pick(4) == 0) floor.step_ms = -std::numeric_limits<double>::infinity();  // bytes alone
     if (!CannotBeat(floor, kept, budget)) continue;
     ++skipped;
     for (int64_t m = floor.total_bytes; m <= floor.total_bytes + 3; ++m) {
-      for (double t : {floor.step_ms, floor.step_ms + 1e-10, floor.step_ms + 1.0}) {
+      const double t0 = std::max(floor.step_ms, 0.5 + pick(5));
+      for (double t : {t0, t0 + 1e-10, t0 + 1.0}) {
         for (bool host_fits : {true, false}) {
           Plan c;
           c.memory.total_bytes = m;
