@@ -73,7 +73,11 @@ Replay::Replay(const Profile& p, const Schedule& s, const ChainGraph& g,
 void Replay::Step(int i, TimelinePoint* pt, SimulationResult* r) {
   const Op& op = s_.ops[i];
   pt->op_index = i;
-  if (p_.host_link.overlapped) WaitForLink(op, r);
+  // Over an overlapped link, only a prefetch still copying or a copy's
+  // pending release can matter before the op.
+  if (p_.host_link.overlapped && (h2d_free_ms_ > time_ms_ || !pending_.empty())) {
+    WaitForLink(op, r);
+  }
   pt->live_before = Total(cat_);
   pt->start_ms = time_ms_;
   const OpPeak at = StepToPeak(i, op, pt, r);
