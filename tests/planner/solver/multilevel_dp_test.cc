@@ -67,6 +67,15 @@ TEST(MultiLevelDp, CancelledSolveStopsAndAnUncancelledOneIsUnchanged) {
   const Profile p = testing::TransformerChain(40, 5);
   const ChainTerms terms(p, MemoryUnits(30000, 2000));
   testing::ExpectCancelStopsTheSolve<MultiLevelDp>(terms, DpOptions{});
+  // On threads, each a tile of rows behind the one above: a cancelled tile
+  // still lets the tiles below it go on (to their own stop).
+  for (DpFill fill : {DpFill::kReference, DpFill::kTiled}) {
+    DpOptions threaded;
+    threaded.fill = fill;
+    threaded.threads = 3;
+    threaded.min_parallel_cells = 0;
+    testing::ExpectCancelStopsTheSolve<MultiLevelDp>(terms, threaded);
+  }
 }
 
 }  // namespace
