@@ -102,21 +102,24 @@ class Replay {
     double ms = 0;
   };
 
+  // The functions declared inline run once or more per op and are used in
+  // replay.cc only, where they are defined (inlined into Step, they spare a
+  // call per op).
   // Op `i` up to its peak moment, by its kind (Step does the rest).
-  OpPeak StepToPeak(int i, const Op& op, TimelinePoint* pt, SimulationResult* r);
+  inline OpPeak StepToPeak(int i, const Op& op, TimelinePoint* pt, SimulationResult* r);
   // The op kinds, each up to its peak moment.
   // A forward or a recompute (op `i`): writes its outputs, runs with its
   // workspace; after the peak it may release its input (release_x_).
-  OpPeak StepForward(int i, const Op& op, SimulationResult* r);
+  inline OpPeak StepForward(int i, const Op& op, SimulationResult* r);
   // Whether the next compute op after op `i` is a recompute (op i is not
   // the last of a run of recomputes before a backward).
   bool RecomputesFollow(int i) const;
   // A backward: creates the layer's parameter gradients, writes g[i], runs
   // with its workspace (and a selective option's recompute); after the
   // peak autograd has released a[i] (release_a_).
-  OpPeak StepBackward(const Op& op, SimulationResult* r);
+  inline OpPeak StepBackward(const Op& op, SimulationResult* r);
   // A free: its peak is the moment before (pt->reserved set there).
-  OpPeak StepFree(const Op& op, TimelinePoint* pt);
+  inline OpPeak StepFree(const Op& op, TimelinePoint* pt);
   // The optimizer step: its temporaries over the gradients it frees after.
   OpPeak StepOptimizer(SimulationResult* r);
   // An offload or a prefetch: in line, the copy on the compute clock;
@@ -130,7 +133,7 @@ class Replay {
   // loss's (last layer's) backward writes every skip's gradient at its peak
   // and frees the skips after it (ReleaseSkips, for a backward); a layer's
   // backward frees its skip's gradient after it.
-  void WriteSkips(const Op& op);
+  inline void WriteSkips(const Op& op);
   void ReleaseSkips(const Op& op);
 
   // Overlapped link, before op `op` starts: a compute op reading a tensor
@@ -150,11 +153,11 @@ class Replay {
   // The tensors of a[i] saved under `option` (-1: the full save); null for
   // other tensors, one allocation each.
   const TensorSizes* SavedTensors(TensorRef t, int option) const;
-  void CreateGradients(int layer);
+  inline void CreateGradients(int layer);
   // A tensor released after the op's peak: its bytes leave, its entry stays
   // live (its free frees nothing).
-  void ReleaseAfterPeak(int key);
-  void FreeGradients(int layer);
+  inline void ReleaseAfterPeak(int key);
+  inline void FreeGradients(int layer);
 
   const Profile& p_;
   const Schedule& s_;
