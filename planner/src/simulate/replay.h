@@ -113,7 +113,7 @@ class Replay {
   inline OpPeak StepForward(int i, const Op& op, SimulationResult* r);
   // Whether the next compute op after op `i` is a recompute (op i is not
   // the last of a run of recomputes before a backward).
-  bool RecomputesFollow(int i) const;
+  inline bool RecomputesFollow(int i) const;
   // A backward: creates the layer's parameter gradients, writes g[i], runs
   // with its workspace (and a selective option's recompute); after the
   // peak autograd has released a[i] (release_a_).
@@ -127,14 +127,14 @@ class Replay {
   OpPeak StepCopy(const Op& op, SimulationResult* r);
   // After op `op`'s peak: the input it does not keep, the a[i] its backward
   // released, the gradients the optimizer step frees.
-  void ReleaseAfterOp(const Op& op);
+  inline void ReleaseAfterOp(const Op& op);
 
   // Side outputs to the loss. A layer's first forward writes its skip; the
   // loss's (last layer's) backward writes every skip's gradient at its peak
   // and frees the skips after it (ReleaseSkips, for a backward); a layer's
   // backward frees its skip's gradient after it.
   inline void WriteSkips(const Op& op);
-  void ReleaseSkips(const Op& op);
+  inline void ReleaseSkips(const Op& op);
 
   // Overlapped link, before op `op` starts: a compute op reading a tensor
   // whose prefetch is still copying waits for the copy's end (the stall is
