@@ -155,8 +155,13 @@ Result<JobOverrides> ParseJobOverrides(const Args& args) {
 }
 
 Result<Job> LoadJobFromArgs(const std::string& path, const Args& args) {
-  REMAT_ASSIGN_OR_RETURN(JobOverrides overrides, ParseJobOverrides(args));
   REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
+  return LoadJobFromArgs(path, args, traced);
+}
+
+Result<Job> LoadJobFromArgs(const std::string& path, const Args& args,
+                            const std::optional<std::string>& traced) {
+  REMAT_ASSIGN_OR_RETURN(JobOverrides overrides, ParseJobOverrides(args));
   if (traced) {  // the trace took the job's sizes, precision, device and step in
     if (Result<std::string> text = ReadTextFile(*traced); text.ok() && IsGraphProfileText(*text)) {
       return Status::Invalid(path + ": traces as a graph of chains (an encoder-decoder, " +

@@ -4,6 +4,7 @@
 #ifndef REMAT_CLI_JOB_H_
 #define REMAT_CLI_JOB_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ Result<JobOverrides> ParseJobOverrides(const Args& args);
 
 // Reads `path` with the job flags applied.
 Result<Job> LoadJobFromArgs(const std::string& path, const Args& args);
+// The same where the caller has asked TracedProfilePath(path, args) already:
+// `traced` is its answer.
+Result<Job> LoadJobFromArgs(const std::string& path, const Args& args,
+                            const std::optional<std::string>& traced);
 
 // The single positional input file, or an error showing the usage.
 Result<std::string> InputPath(const Args& args, const std::string& usage);

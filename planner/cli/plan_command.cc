@@ -212,7 +212,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
   }
   // A config.json the tracer answers with a graph profile (an
   // encoder-decoder, docs/trace.md) is planned as a graph; a single chain
-  // goes on below (LoadJobFromArgs reads the same cached trace).
+  // goes on below (LoadJobFromArgs reads the same trace).
   REMAT_ASSIGN_OR_RETURN(const std::optional<std::string> traced, TracedProfilePath(path, args));
   if (traced) {
     if (Result<std::string> text = ReadTextFile(*traced); text.ok() && IsGraphProfileText(*text)) {
@@ -235,7 +235,7 @@ Status PlanCommand(const std::vector<std::string>& argv, Environment& env) {
     }
     REMAT_ASSIGN_OR_RETURN(request.global_batch, args.GetInt("global-batch", 0, 1, 1 << 24));
   }
-  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args));
+  REMAT_ASSIGN_OR_RETURN(const Job job, LoadJobFromArgs(path, args, traced));
   // auto weighs the chunked loss unless the user set it (--chunked-loss 0:
   // off). --export plans the same job; the engine's configuration then runs
   // its chunked loss or the export plans the closest shape without it

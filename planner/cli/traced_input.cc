@@ -14,6 +14,7 @@
 
 #include "remat/input/model_types.h"
 #include "remat/io/io.h"
+#include "remat/io/json_top_level.h"
 
 namespace remat::cli {
 namespace {
@@ -120,9 +121,10 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
     if (compile) return text.status().WithPrefix("option --compile traces a config.json");
     return std::optional<std::string>();  // the ordinary reader says why
   }
-  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
-  if (!doc.is_object() || doc.contains("layers") || !doc.contains("model_type") ||
-      !doc["model_type"].is_string()) {
+  // A look at the root's keys first: a measured profile is large, and only
+  // a config.json is parsed whole.
+  const JsonTopLevel top = ScanJsonTopLevel(*text);
+  if (!top.object || top.Has("layers") || top.String("model_type") == nullptr) {
     if (compile) {
       return Status::Invalid("option --compile: " + config +
                              " is not a Hugging Face config.json (an object with a model_type); "
@@ -130,8 +132,9 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
     }
     return std::optional<std::string>();
   }
-  const std::string type = doc["model_type"].get<std::string>();
+  const std::string type = *top.String("model_type");
   if (compile) {
+    const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
     const std::string setting = UntracedJobSetting(doc, args);
     if (!setting.empty()) {
       return Status::Invalid(

@@ -34,6 +34,8 @@ size_t TooDeepAt(std::string_view text) {
 
 }  // namespace
 
+size_t JsonTooDeepAt(std::string_view text) { return TooDeepAt(text); }
+
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source) {
   const size_t deep = TooDeepAt(text);
   if (deep != std::string_view::npos) {

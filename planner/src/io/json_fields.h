@@ -26,6 +26,9 @@ inline std::string DumpDocument(const nlohmann::ordered_json& j) {
 // Documents nested deeper than 64 levels are rejected (no remat file comes close).
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source);
 
+// The byte offset where `text` nests deeper than ParseJson accepts, or npos.
+size_t JsonTooDeepAt(std::string_view text);
+
 // A short rendering of a JSON value for messages ("-3", "\"fp8\"", "an array").
 std::string DescribeJsonValue(const nlohmann::json& value);
 

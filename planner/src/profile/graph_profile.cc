@@ -11,6 +11,7 @@
 #include <set>
 
 #include "io/json_fields.h"
+#include "remat/io/json_top_level.h"
 #include "profile/profile_json.h"
 #include "remat/io/checked_math.h"
 
@@ -261,8 +262,8 @@ std::string GraphProfileToJson(const GraphProfile& g) {
 }
 
 bool IsGraphProfileText(std::string_view json_text) {
-  Result<nlohmann::json> doc = ParseJson(json_text, "");
-  return doc.ok() && doc->is_object() && doc->contains("chains");
+  const JsonTopLevel top = ScanJsonTopLevel(json_text);
+  return top.object && top.Has("chains");
 }
 
 int64_t GraphStaticBytes(const GraphProfile& g) {

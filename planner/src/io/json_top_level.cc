@@ -1,0 +1,98 @@
+#include "remat/io/json_top_level.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <exception>
+
+#include <nlohmann/json.hpp>
+
+#include "io/json_fields.h"
+
+namespace remat {
+namespace {
+
+// nlohmann's SAX events, keeping only the root object's keys and string
+// members; nothing below the root is stored.
+class TopLevelHandler : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit TopLevelHandler(JsonTopLevel* out) : out_(out) {}
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t& value) override {
+    if (depth_ == 1 && root_object_) out_->strings.emplace_back(out_->keys.back(), value);
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) root_object_ = true;
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& value) override {
+    if (depth_ != 1) return true;
+    std::vector<std::string>& keys = out_->keys;
+    keys.erase(std::remove(keys.begin(), keys.end(), value), keys.end());
+    auto& strings = out_->strings;
+    strings.erase(std::remove_if(strings.begin(), strings.end(),
+                                 [&](const auto& s) { return s.first == value; }),
+                  strings.end());
+    keys.push_back(value);
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+  bool root_object() const { return root_object_; }
+
+ private:
+  JsonTopLevel* out_;
+  int depth_ = 0;
+  bool root_object_ = false;
+};
+
+}  // namespace
+
+bool JsonTopLevel::Has(std::string_view key) const {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+const std::string* JsonTopLevel::String(std::string_view key) const {
+  for (const auto& [k, v] : strings) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+JsonTopLevel ScanJsonTopLevel(std::string_view text) {
+  JsonTopLevel out;
+  if (internal::JsonTooDeepAt(text) != std::string_view::npos) return out;
+  TopLevelHandler handler(&out);
+  bool ok = false;
+  try {
+    ok = nlohmann::json::sax_parse(text.begin(), text.end(), &handler);
+  } catch (const std::exception&) {
+    ok = false;  // nlohmann throws on some errors (a number out of range)
+  }
+  if (!ok || !handler.root_object()) return JsonTopLevel{};
+  out.object = true;
+  return out;
+}
+
+}  // namespace remat
