@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "remat/plan/plan_memo.h"
 
@@ -37,6 +41,44 @@ int OptionOf(const std::vector<int>& selective_option, int i) {
 // candidate more than this (relative) above the bound cannot be faster.
 constexpr double kStepSlack = 1e-7;
 
+// What the search reads of one candidate, none of it depending on the
+// budget: its step time and peak lower bound (made when a search with
+// limits first asks), and of its plan without a budget (made when a search
+// first simulates it) whether it fits (its host peak; no replay) and what
+// BetterPlan compares. At a budget it fits when it fits without one and
+// its device total is within the budget (Fits).
+struct KeptCandidate {
+  bool bounded = false;
+  double bound_step_ms = 0;
+  int64_t least_bytes = 0;
+  bool made = false;
+  bool fits = false;
+  double step_ms = 0;
+  int64_t total_bytes = 0;
+};
+
+// A family's candidates, first_parameter() first, shared by the searches
+// at every budget while a memo is open for the profile (plan_memo::Keep).
+struct KeptFamily {
+  std::mutex mu;  // held while an entry is read or written
+  std::vector<KeptCandidate> candidates;
+};
+
+// The family's kept candidates while a memo is open for `p` (a selective
+// family in another order than its default is kept by none), else new ones.
+std::shared_ptr<KeptFamily> KeptCandidates(const Profile& p, const HeuristicFamily& family) {
+  const int count = family.last_parameter() - family.first_parameter() + 1;
+  auto made = std::make_shared<KeptFamily>();
+  made->candidates.resize(static_cast<size_t>(std::max(0, count)));
+  if (!family.default_order()) return made;
+  const std::string name = std::string("heuristic candidates: ") + ToString(family.strategy());
+  if (std::shared_ptr<const void> kept = plan_memo::Kept(p, name)) {
+    return std::const_pointer_cast<KeptFamily>(std::static_pointer_cast<const KeptFamily>(kept));
+  }
+  plan_memo::Keep(p, name, made);
+  return made;
+}
+
 }  // namespace
 
 HeuristicFamily::HeuristicFamily(const Profile& profile, Strategy strategy,
@@ -44,7 +86,8 @@ HeuristicFamily::HeuristicFamily(const Profile& profile, Strategy strategy,
     : profile_(profile),
       strategy_(strategy),
       blocks_(BlockLayers(profile)),
-      selective_(std::move(selective_order)) {
+      selective_(std::move(selective_order)),
+      default_order_(selective_.empty()) {
   if (strategy_ == Strategy::kSelective && selective_.empty()) {
     selective_ = SelectiveOrder(profile_, blocks_);
   }
@@ -118,24 +161,62 @@ int64_t SingleLevelPeakLowerBound(const Profile& p, const std::vector<LayerDecis
 
 Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily& family,
                                          int64_t budget_bytes, const FamilySearchLimits& limits) {
-  Plan best;
-  bool have = false;
   const bool by_step = limits.step_ms < std::numeric_limits<double>::infinity();
   const bool by_peak = limits.only_fitting && budget_bytes > 0;
+  const std::shared_ptr<KeptFamily> kept = KeptCandidates(p, family);
+  // Each candidate's plan at this budget compared through a probe of what
+  // BetterPlan reads (KeepBetter over the plans themselves picks the same).
+  Plan probe, best_probe;
+  int pick = -1;
   for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
-    HeuristicCandidate c = family.Candidate(k);
-    if (by_step && SingleLevelStepMs(p, c.decisions, c.selective_option) > limits.step_ms) {
-      continue;
+    KeptCandidate e;
+    {
+      std::lock_guard<std::mutex> lock(kept->mu);
+      e = kept->candidates[k - family.first_parameter()];
     }
-    if (by_peak && SingleLevelPeakLowerBound(p, c.decisions, c.selective_option) > budget_bytes) {
-      continue;
+    const bool was_bounded = e.bounded, was_made = e.made;
+    std::optional<HeuristicCandidate> c;
+    if ((by_step || by_peak) && !e.bounded) {
+      c = family.Candidate(k);
+      e.bound_step_ms = SingleLevelStepMs(p, c->decisions, c->selective_option);
+      e.least_bytes = SingleLevelPeakLowerBound(p, c->decisions, c->selective_option);
+      e.bounded = true;
     }
-    REMAT_ASSIGN_OR_RETURN(
-        Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c.parameter), c.decisions,
-                                     c.selective_option, budget_bytes, SimulationDetail::kTotals));
-    KeepBetter(std::move(plan), &best, &have);
+    const bool skipped =
+        (by_step && e.bound_step_ms > limits.step_ms) || (by_peak && e.least_bytes > budget_bytes);
+    if (!skipped && !e.made) {
+      if (!c) c = family.Candidate(k);
+      REMAT_ASSIGN_OR_RETURN(
+          const Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c->parameter),
+                                             c->decisions, c->selective_option, 0,
+                                             SimulationDetail::kTotals));
+      e.fits = plan.fits;
+      e.step_ms = plan.predicted.step_ms;
+      e.total_bytes = plan.memory.total_bytes;
+      e.made = true;
+    }
+    if (e.bounded != was_bounded || e.made != was_made) {
+      std::lock_guard<std::mutex> lock(kept->mu);
+      kept->candidates[k - family.first_parameter()] = e;
+    }
+    if (skipped) continue;
+    probe.fits = e.fits && (budget_bytes <= 0 || e.total_bytes <= budget_bytes);
+    probe.predicted.step_ms = e.step_ms;
+    probe.memory.total_bytes = e.total_bytes;
+    if (pick < 0 || BetterPlan(probe, best_probe)) {
+      pick = k;
+      best_probe.fits = probe.fits;
+      best_probe.predicted.step_ms = probe.predicted.step_ms;
+      best_probe.memory.total_bytes = probe.memory.total_bytes;
+    }
   }
-  if (!have) return std::optional<Plan>();
+  if (pick < 0) return std::optional<Plan>();
+  // The pick's plan at this budget (its totals from the memo where one is
+  // open), then with its timeline.
+  HeuristicCandidate c = family.Candidate(pick);
+  REMAT_ASSIGN_OR_RETURN(
+      Plan best, EvaluateDecisions(p, family.strategy(), std::move(c.parameter), c.decisions,
+                                   c.selective_option, budget_bytes, SimulationDetail::kTotals));
   REMAT_ASSIGN_OR_RETURN(best.predicted,
                          plan_memo::Simulated(p, best.schedule, SimulationDetail::kFull));
   return std::optional<Plan>(std::move(best));

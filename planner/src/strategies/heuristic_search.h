@@ -32,12 +32,15 @@ class HeuristicFamily {
   int first_parameter() const { return strategy_ == Strategy::kSelective ? 0 : 1; }
   int last_parameter() const;
   HeuristicCandidate Candidate(int parameter) const;
+  // Whether selective's order is its default one (no order given).
+  bool default_order() const { return default_order_; }
 
  private:
   const Profile& profile_;
   Strategy strategy_;
   std::vector<int> blocks_;      // BlockLayers
   std::vector<int> selective_;   // selective: blocks in the order they are added
+  bool default_order_;
 };
 
 // The step time (ms) a single-level schedule of `decisions` simulates to
@@ -70,7 +73,10 @@ struct FamilySearchLimits {
 // The family's plan as its strategy's search picks it: every candidate
 // simulated (totals only; the winner again in full), the best by
 // KeepBetter, less the candidates `limits` leave out. nullopt: no
-// candidate was simulated.
+// candidate was simulated. While a memo is open for `p`, the searches at
+// every budget share each candidate's budget-independent figures (its
+// plan's totals without a budget, its step time and peak bound), each
+// made once: a budget only compares them.
 Result<std::optional<Plan>> SearchFamily(const Profile& profile, const HeuristicFamily& family,
                                          int64_t budget_bytes,
                                          const FamilySearchLimits& limits = {});

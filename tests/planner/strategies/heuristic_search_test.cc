@@ -1,15 +1,19 @@
 // The heuristic families and the search the optimal strategies run over
 // them: the step formula it prunes by is the simulated step, the peak bound
-// is below the simulated peak, and the pruned search returns what each
-// strategy's exhaustive search does.
+// is below the simulated peak, the pruned search returns what each
+// strategy's exhaustive search does, and the search over kept candidates
+// returns what simulating every candidate at the budget does.
 #include "strategies/heuristic_search.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"
@@ -20,8 +24,11 @@ namespace {
 
 using strategies::BestHeuristicPlan;
 using strategies::EvaluateDecisions;
+using strategies::FamilySearchLimits;
 using strategies::HeuristicCandidate;
 using strategies::HeuristicFamily;
+using strategies::KeepBetter;
+using strategies::SearchFamily;
 using strategies::SingleLevelPeakLowerBound;
 using strategies::SingleLevelStepMs;
 
@@ -150,6 +157,101 @@ TEST(HeuristicSearch, BoundedChoosesAsTheExhaustiveSearch) {
   }
   EXPECT_GT(faster, 100);
   EXPECT_GT(pruned_away, 100);  // below every candidate's step, nothing is simulated
+}
+
+// The family search as it reads without kept candidates: every candidate
+// left in simulated at the budget, the best by KeepBetter, again in full.
+std::optional<Plan> PlainSearch(const Profile& p, const HeuristicFamily& family, int64_t budget,
+                                const FamilySearchLimits& limits) {
+  Plan best;
+  bool have = false;
+  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+    const HeuristicCandidate c = family.Candidate(k);
+    if (SingleLevelStepMs(p, c.decisions, c.selective_option) > limits.step_ms) continue;
+    if (limits.only_fitting && budget > 0 &&
+        SingleLevelPeakLowerBound(p, c.decisions, c.selective_option) > budget) {
+      continue;
+    }
+    Result<Plan> plan = EvaluateDecisions(p, family.strategy(), c.parameter, c.decisions,
+                                          c.selective_option, budget, SimulationDetail::kTotals);
+    EXPECT_TRUE(plan.ok()) << plan.status().message();
+    if (!plan.ok()) return std::nullopt;
+    KeepBetter(*std::move(plan), &best, &have);
+  }
+  if (!have) return std::nullopt;
+  Result<SimulationResult> full = Simulate(p, best.schedule, nullptr, SimulationDetail::kFull);
+  EXPECT_TRUE(full.ok());
+  best.predicted = *full;
+  return best;
+}
+
+void ExpectSameSearch(const std::optional<Plan>& a, const std::optional<Plan>& b,
+                      const std::string& where) {
+  ASSERT_EQ(a.has_value(), b.has_value()) << where;
+  if (!a) return;
+  ExpectSamePlan(*a, *b, where);
+  EXPECT_EQ(a->budget_bytes, b->budget_bytes) << where;
+  EXPECT_EQ(a->fits, b->fits) << where;
+  EXPECT_EQ(a->memory.total_bytes, b->memory.total_bytes) << where;
+  EXPECT_EQ(a->predicted.reserved_peak_bytes, b->predicted.reserved_peak_bytes) << where;
+  EXPECT_EQ(a->predicted.timeline.size(), b->predicted.timeline.size()) << where;
+  EXPECT_EQ(a->selective_option, b->selective_option) << where;
+  EXPECT_EQ(a->schedule.ops.size(), b->schedule.ops.size()) << where;
+}
+
+// Budgets in a shuffled order, each with no limits, only fitting
+// candidates and step bounds around the unlimited pick: the candidates
+// one search leaves unsimulated or unbounded are made by a later one.
+void ExpectKeptSearchIsPlain(const Profile& p, Strategy s, uint32_t seed, int* compared) {
+  const HeuristicFamily family(p, s);
+  std::vector<int64_t> budgets = Budgets(p);
+  std::mt19937 rng(seed);
+  for (int i = 0; i < 3; ++i) {
+    budgets.push_back(std::uniform_int_distribution<int64_t>(
+        p.static_bytes(), p.static_bytes() + BudgetAt(p, 100))(rng));
+  }
+  budgets.push_back(0);
+  std::shuffle(budgets.begin(), budgets.end(), rng);
+  for (int64_t budget : budgets) {
+    const std::optional<Plan> unlimited = PlainSearch(p, family, budget, {});
+    const double step = unlimited ? unlimited->predicted.step_ms : 1.0;
+    std::vector<FamilySearchLimits> all = {
+        {}, {kInf, true}, {step, false}, {step * 0.9, true}, {step * 1.2, true}};
+    std::shuffle(all.begin(), all.end(), rng);
+    for (const FamilySearchLimits& limits : all) {
+      const std::string where = p.model + " " + ToString(s) + " at " + std::to_string(budget) +
+                                " below " + std::to_string(limits.step_ms) +
+                                (limits.only_fitting ? " fitting" : "");
+      Result<std::optional<Plan>> kept = SearchFamily(p, family, budget, limits);
+      ASSERT_TRUE(kept.ok()) << kept.status().message();
+      ExpectSameSearch(*kept, PlainSearch(p, family, budget, limits), where);
+      ++*compared;
+    }
+  }
+}
+
+TEST(HeuristicSearch, KeptCandidatesChooseAsSimulatingEachAtTheBudget) {
+  int compared = 0;
+  uint32_t seed = 0;
+  for (const Profile& p : Chains()) {
+    for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+      {
+        const PlanMemo memo(p);  // one memo across the budgets
+        ExpectKeptSearchIsPlain(p, s, ++seed, &compared);
+        // Every candidate is made: a search at another budget simulates
+        // nothing and looks up its pick alone (totals, then in full).
+        const PlanMemo::Stats before = memo.stats();
+        Result<std::optional<Plan>> again =
+            SearchFamily(p, HeuristicFamily(p, s), p.static_bytes() + BudgetAt(p, 50) + 1);
+        ASSERT_TRUE(again.ok() && again->has_value()) << p.model;
+        const PlanMemo::Stats after = memo.stats();
+        EXPECT_EQ(after.simulations_run, before.simulations_run) << p.model;
+        EXPECT_EQ(after.simulations_reused - before.simulations_reused, 2) << p.model;
+      }
+      ExpectKeptSearchIsPlain(p, s, ++seed, &compared);  // no memo
+    }
+  }
+  EXPECT_GT(compared, 6000);
 }
 
 }  // namespace
