@@ -127,16 +127,15 @@ bool ReleasableInput(const ModelConfig& c, const std::string& kind) {
   return c.head != Head::kClassification;
 }
 
-// The parameter gradients layer `layer`'s backward creates, one per op that
-// trains weights (its weight and bias together), in backward order, at
-// `per` bytes a parameter (LayerTensors::gradients; the replay checks the
-// sum against the layer's gradient_bytes, which a tied weight moves).
-TensorSizes GradientTensors(const OpGraph& g, const std::string& layer, int64_t per) {
-  TensorSizes out;
+// The parameters of each op that trains weights (its weight and bias
+// together), by layer, in backward order: the parameter gradients the
+// layer's backward creates, at so many bytes a parameter
+// (LayerTensors::gradients; the replay checks the sum against the layer's
+// gradient_bytes, which a tied weight moves).
+std::map<std::string, std::vector<int64_t>> GradientParametersByOp(const OpGraph& g) {
+  std::map<std::string, std::vector<int64_t>> out;
   for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
-    if (it->layer == layer && it->trainable && it->parameters > 0) {
-      out.push_back(it->parameters * per);
-    }
+    if (it->trainable && it->parameters > 0) out[it->layer].push_back(it->parameters);
   }
   return out;
 }
@@ -183,7 +182,19 @@ bool KeepsInput(const OpGraph& g, const std::string& layer) {
 
 }  // namespace
 
-Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options) {
+struct AnalyticChain {
+  TransformerGraph tg;
+  OpTimeModel time;
+  bool cpu = false;
+  std::string device;  // the device's name
+  // GradientParameters where the config creates its gradients in backward.
+  std::map<std::string, int64_t> gradient_params;
+  std::map<std::string, std::vector<int64_t>> gradient_ops;  // GradientParametersByOp
+  std::vector<LayerProfile> layers;
+};
+
+Result<std::shared_ptr<const AnalyticChain>> BuildAnalyticChain(const ModelConfig& config,
+                                                                const AnalyticOptions& options) {
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
   DeviceSpec device = options.device;
   if (device.name.empty()) {
@@ -193,7 +204,11 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   kernels.cpu = device.name == "cpu";
   kernels.sdpa = SdpaDeviceFor(device.name);
   const analytic::TensorSplit split{options.parallel.tensor, options.parallel.sequence};
-  REMAT_ASSIGN_OR_RETURN(TransformerGraph tg, BuildTransformerGraph(config, kernels, split));
+  auto chain = std::make_shared<AnalyticChain>();
+  chain->cpu = kernels.cpu;
+  chain->device = device.name;
+  REMAT_ASSIGN_OR_RETURN(chain->tg, BuildTransformerGraph(config, kernels, split));
+  const TransformerGraph& tg = chain->tg;
   const bool fp32 = ConventionOf(config.precision).activation_bytes == 4;
   double tflops = fp32 ? device.tflops_fp32 : device.tflops_16bit;
   double efficiency = device.efficiency;
@@ -201,22 +216,53 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
     tflops = options.tflops;
     efficiency = 1.0;
   }
-  OpTimeModel time;
+  OpTimeModel& time = chain->time;
   time.flops_per_ms = tflops * 1e12 * efficiency / 1e3;
   time.bytes_per_ms = device.bandwidth_gbps * 1e9 * efficiency / 1e3;
   time.random_per_ms = device.random_elements_per_s / 1e3;
   const bool created_in_backward = GradientsOf(config) == Gradients::kCreatedInBackward;
-  const std::map<std::string, int64_t> gradient_params =
-      created_in_backward ? GradientParameters(tg.graph, config) : std::map<std::string, int64_t>{};
+  if (created_in_backward) {
+    chain->gradient_params = GradientParameters(tg.graph, config);
+    chain->gradient_ops = GradientParametersByOp(tg.graph);
+  }
   REMAT_ASSIGN_OR_RETURN(
-      std::vector<LayerProfile> layers,
-      DeriveChain(tg.graph, time, tg.kinds, CreatingLayers(tg.graph, gradient_params)));
+      chain->layers,
+      DeriveChain(tg.graph, time, tg.kinds, CreatingLayers(tg.graph, chain->gradient_params)));
+  // A layer does not keep its input when no op of it or of its producer
+  // saves it (cross_entropy's log_softmax keeps its output; mean pooling
+  // keeps the mask; a frozen LM head keeps its weight): the input then dies
+  // after the layer's forward. Asked of the loss and of the heads that
+  // compute no parameter gradient and whose output is not a view of their
+  // input (ReleasableInput): other layers' inputs may be held through views
+  // (a selected token), and the runtime runs a layer that drops its input
+  // on its producer's graph, which accumulates no parameter gradient.
+  const std::map<std::string, int64_t> computed = ComputedGradients(tg.graph);
+  for (LayerProfile& l : chain->layers) {
+    if (ReleasableInput(config, l.kind) && computed.count(l.name) == 0) {
+      l.keeps_input = KeepsInput(tg.graph, l.name);
+    }
+    const auto backend = tg.attention_backends.find(l.name);
+    if (backend != tg.attention_backends.end()) l.attention_backend = backend->second;
+  }
+  return std::shared_ptr<const AnalyticChain>(std::move(chain));
+}
 
+Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options) {
+  REMAT_ASSIGN_OR_RETURN(std::shared_ptr<const AnalyticChain> chain,
+                         BuildAnalyticChain(config, options));
+  return AnalyticProfile(config, options, *chain);
+}
+
+Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options,
+                                const AnalyticChain& chain) {
+  REMAT_RETURN_IF_ERROR(ValidateModelConfig(config, config.name));
+  const TransformerGraph& tg = chain.tg;
+  const OpTimeModel& time = chain.time;
   Profile p;
   p.model = config.name;
   p.source = "analytic";
   p.device =
-      options.tflops > 0 ? "custom (" + std::to_string(options.tflops) + " TFLOP/s)" : device.name;
+      options.tflops > 0 ? "custom (" + std::to_string(options.tflops) + " TFLOP/s)" : chain.device;
   p.parameters = tg.parameters;
   p.micro_batch = config.micro_batch;  // examples (mnrl: texts_per_example texts each)
   p.seq_len = config.seq_len;
@@ -247,16 +293,17 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
   // Its temporaries: torch.optim's defaults, per parameter on the CPU,
   // foreach on a GPU.
   const analytic::StepWorkspace step =
-      analytic::OptimizerStepWorkspace(tg.trained_tensors, WithDefaults(config), !kernels.cpu);
+      analytic::OptimizerStepWorkspace(tg.trained_tensors, WithDefaults(config), !chain.cpu);
   p.optimizer_workspace_bytes = step.bytes;
   p.optimizer_workspace_tensors = step.tensors;
   // Gradient accumulation adds each micro-batch's gradients into the kept
   // ones: read both, write the sum.
   p.accumulate_ms = time.Millis(0, 3.0 * static_cast<double>(p.static_memory.gradient_bytes));
   p.grad_accumulation = config.grad_accumulation;
-  if (created_in_backward) {
+  p.layers = chain.layers;
+  if (GradientsOf(config) == Gradients::kCreatedInBackward) {
     // Each layer's backward creates its gradients; none is held in between.
-    const std::map<std::string, int64_t>& params = gradient_params;
+    const std::map<std::string, int64_t>& params = chain.gradient_params;
     // Bytes per trained parameter: the model state's (a LoRA job's adapters
     // keep theirs in lora_dtype).
     const int64_t trained = tg.trainable_parameters;
@@ -265,30 +312,16 @@ Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions
             ? p.static_memory.gradient_bytes / trained
             : ModelStatePerParameter(config.precision, config.optimizer, config.grad_dtype)
                   .gradients;
-    for (LayerProfile& l : layers) {
+    for (LayerProfile& l : p.layers) {
       const auto it = params.find(l.name);
       if (it != params.end()) l.gradient_bytes = it->second * per;
-      l.tensors.gradients = GradientTensors(tg.graph, l.name, per);
+      l.tensors.gradients.clear();
+      const auto ops = chain.gradient_ops.find(l.name);
+      if (ops == chain.gradient_ops.end()) continue;
+      for (int64_t parameters : ops->second) l.tensors.gradients.push_back(parameters * per);
     }
     p.static_memory.gradient_bytes = 0;
   }
-  // A layer does not keep its input when no op of it or of its producer
-  // saves it (cross_entropy's log_softmax keeps its output; mean pooling
-  // keeps the mask; a frozen LM head keeps its weight): the input then dies
-  // after the layer's forward. Asked of the loss and of the heads that
-  // compute no parameter gradient and whose output is not a view of their
-  // input (ReleasableInput): other layers' inputs may be held through views
-  // (a selected token), and the runtime runs a layer that drops its input
-  // on its producer's graph, which accumulates no parameter gradient.
-  const std::map<std::string, int64_t> computed = ComputedGradients(tg.graph);
-  for (LayerProfile& l : layers) {
-    if (ReleasableInput(config, l.kind) && computed.count(l.name) == 0) {
-      l.keeps_input = KeepsInput(tg.graph, l.name);
-    }
-    const auto backend = tg.attention_backends.find(l.name);
-    if (backend != tg.attention_backends.end()) l.attention_backend = backend->second;
-  }
-  p.layers = std::move(layers);
   REMAT_RETURN_IF_ERROR(ValidateProfile(p, config.name));
   return p;
 }

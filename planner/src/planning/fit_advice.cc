@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include <optional>
 
 #include "planning/in_order.h"
+#include "remat/analytic/analytic.h"
 #include "remat/planning/planning.h"
 #include "remat/model/precision.h"
 #include "remat/io/units.h"
@@ -181,6 +184,9 @@ struct Lever {
   std::string name;   // "optimizer adafactor"
   std::string flags;  // "--optimizer adafactor"
   std::function<void(ModelConfig*)> change;
+  // Whether it changes the optimizer or the gradient dtype alone: what the
+  // analytic chain does not read (BuildAnalyticChain).
+  bool step_only = false;
 };
 
 // A combination of levers (one of each kind at most) on `gpus` GPUs.
@@ -204,7 +210,7 @@ std::vector<std::vector<Lever>> PrecisionLevers(const ModelConfig& job_config) {
         job_config.precision == Precision::kMixedBf16 ? GradDtype::kBf16 : GradDtype::kFp16;
     mixed_levers.push_back({std::string("grad_dtype ") + ToString(half),
                             std::string("--grad-dtype ") + ToString(half),
-                            [half](ModelConfig* c) { c->grad_dtype = half; }});
+                            [half](ModelConfig* c) { c->grad_dtype = half; }, true});
   }
   if (GradientsOf(job_config) == Gradients::kPersistent) {
     mixed_levers.push_back({"gradients created_in_backward", "--gradients created_in_backward",
@@ -237,7 +243,7 @@ std::vector<std::pair<std::vector<Lever>, bool>> TrainingLevers(const ModelConfi
     if (o == job_config.optimizer) continue;
     out.push_back({{{std::string("optimizer ") + ToString(o),
                      std::string("--optimizer ") + ToString(o),
-                     [o](ModelConfig* c) { c->optimizer = o; }}},
+                     [o](ModelConfig* c) { c->optimizer = o; }, true}},
                    full});
   }
   constexpr int64_t kAdviceRank = 16;
@@ -279,13 +285,33 @@ Job WithoutProfile(const Job& job) {
   return out;
 }
 
+// The analytic chain (BuildAnalyticChain) of the combinations whose models
+// differ in their optimizer and gradient dtype alone, made once by
+// whichever of them (on any thread) needs it first.
+struct SharedChain {
+  std::once_flag made;
+  std::optional<Result<std::shared_ptr<const AnalyticChain>>> chain;
+};
+
 // The analytic profile of a combination's model (ModelProfile), made once
 // for every parallelism it is tried on, by whichever of the combinations
-// sharing it (on any thread) needs it first.
+// sharing it (on any thread) needs it first, from its shared chain.
 struct SharedModelProfile {
   std::once_flag made;
   std::optional<Result<Profile>> profile;
+  SharedChain* chain = nullptr;
 };
+
+// The model profile of `job`'s model (valid: ValidateModelConfig) on the
+// tensor and sequence degrees of `p`: ModelProfile's, from `shared`'s chain.
+Result<Profile> SharedProfile(const Job& job, const Parallelism& p, SharedChain* shared) {
+  AnalyticOptions options = job.analytic;
+  options.parallel = p;
+  std::call_once(shared->made, [&] { shared->chain = BuildAnalyticChain(job.model, options); });
+  const Result<std::shared_ptr<const AnalyticChain>>& chain = *shared->chain;
+  if (!chain.ok()) return chain.status();
+  return AnalyticProfile(job.model, options, **chain);
+}
 
 // `job` with its model changed by `levers` and its model state sharded by
 // FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
@@ -317,8 +343,9 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
   // sequence degrees kept): made once.
   Result<Job> other = Status::Invalid("no profile");
   if (job.has_config()) {
-    std::call_once(model_profile->made,
-                   [&] { model_profile->profile = ModelProfile(changed, p); });
+    std::call_once(model_profile->made, [&] {
+      model_profile->profile = SharedProfile(changed, p, model_profile->chain);
+    });
     const Result<Profile>& made = *model_profile->profile;
     other = made.ok() ? WithParallel(changed, p, *made) : Result<Job>(made.status());
   } else {
@@ -453,12 +480,22 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
   // The changed model's profile of each (precision, training), shared by
   // its data-parallel layouts and by its state offload (the same model on
   // the same tensor and sequence degrees).
+  // Their chain, shared by the combinations whose levers besides the
+  // optimizer and gradient dtype ones are alike (by name).
   std::deque<SharedModelProfile> profiles;
+  std::map<std::vector<std::string>, SharedChain> chains;
   std::vector<std::function<std::optional<FitAlternative>()>> combinations;
   for (const std::vector<Lever>& precision : precisions) {
     SharedModelProfile* own_training = nullptr;
     for (const auto& [training, full] : trainings) {
       SharedModelProfile* shared = &profiles.emplace_back();
+      std::vector<std::string> chain_levers;
+      for (const std::vector<Lever>* levers : {&precision, &training}) {
+        for (const Lever& l : *levers) {
+          if (!l.step_only) chain_levers.push_back(l.name);
+        }
+      }
+      shared->chain = &chains[chain_levers];
       if (own_training == nullptr) own_training = shared;
       combinations.push_back(
           [&plan_combination, p = &precision, t = &training, full = full, shared] {

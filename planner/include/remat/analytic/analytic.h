@@ -10,6 +10,7 @@
 #define REMAT_ANALYTIC_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,19 @@ Result<StaticMemory> ModelStateBytes(int64_t parameters, int64_t trainable, Prec
 // memory gives gradients and optimizer state to the trainable ones only. Fails with a message if
 // byte arithmetic would overflow.
 Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options);
+
+// What AnalyticProfile derives from the model's op graph: the graph, its
+// layer chain (figures, tensors, selective options) and the time model. It
+// reads neither the optimizer, the gradient dtype nor max_grad_norm (what
+// the step does with the gradients), so one built for a config serves every
+// config that differs from it there alone, with the same options' device,
+// TFLOP/s and tensor and sequence degrees: AnalyticProfile(config, options,
+// chain) is then AnalyticProfile(config, options), field for field.
+struct AnalyticChain;
+Result<std::shared_ptr<const AnalyticChain>> BuildAnalyticChain(const ModelConfig& config,
+                                                                const AnalyticOptions& options);
+Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options,
+                                const AnalyticChain& chain);
 
 }  // namespace remat
 
