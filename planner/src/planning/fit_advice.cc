@@ -291,7 +291,16 @@ Job WithoutProfile(const Job& job) {
 struct SharedChain {
   std::once_flag made;
   std::optional<Result<std::shared_ptr<const AnalyticChain>>> chain;
+  std::once_flag layout_made;  // the same for the model's RankLayout
+  std::optional<Result<std::shared_ptr<const RankLayout>>> layout;
 };
+
+// `shared`'s rank layout of `model` (valid), or null where it cannot be
+// built (WithParallel then builds it again and fails as it does).
+const RankLayout* SharedLayout(const ModelConfig& model, SharedChain* shared) {
+  std::call_once(shared->layout_made, [&] { shared->layout = BuildRankLayout(model); });
+  return shared->layout->ok() ? shared->layout->value().get() : nullptr;
+}
 
 // The analytic profile of a combination's model (ModelProfile), made once
 // for every parallelism it is tried on, by whichever of the combinations
@@ -347,7 +356,9 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
       model_profile->profile = SharedProfile(changed, p, model_profile->chain);
     });
     const Result<Profile>& made = *model_profile->profile;
-    other = made.ok() ? WithParallel(changed, p, *made) : Result<Job>(made.status());
+    const RankLayout* layout =
+        made.ok() && p.distributed() ? SharedLayout(changed.model, model_profile->chain) : nullptr;
+    other = made.ok() ? WithParallel(changed, p, *made, layout) : Result<Job>(made.status());
   } else {
     other = WithParallel(changed, p);
   }

@@ -67,13 +67,15 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
 
 // The ranks of a distributed job from its profile, and the profile of the
 // rank with the most model state as the job's.
-Status ApplyParallel(Job* job) {
+Status ApplyParallel(Job* job, const RankLayout* layout = nullptr) {
   Parallelism p = job->analytic.parallel;
   if (!p.distributed()) return Status::Ok();
   // CPU ranks reduce over Gloo (python -m remat train's backend there).
   p.gloo = job->analytic.device.name == "cpu";
   if (job->has_config()) {
-    Result<std::vector<RankMemory>> ranks = RankMemories(job->model, job->profile, p);
+    Result<std::vector<RankMemory>> ranks =
+        layout != nullptr ? RankMemories(job->model, job->profile, p, *layout)
+                          : RankMemories(job->model, job->profile, p);
     if (!ranks.ok()) return ranks.status().WithPrefix(job->path);
     job->ranks = std::move(*ranks);
   } else {
@@ -191,7 +193,8 @@ Result<Profile> ModelProfile(const Job& job, const Parallelism& p) {
   return AnalyticProfile(job.model, options);
 }
 
-Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile) {
+Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile,
+                         const RankLayout* layout) {
   if (!job.has_config()) {
     return Status::Invalid(job.path + " is a profile: it has no model to profile");
   }
@@ -201,7 +204,7 @@ Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& mo
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, other.model, job.path));
   other.profile = model_profile;
   other.profile.host_link = job.profile.host_link;
-  REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&other, layout));
   for (RankMemory& r : other.ranks) r.profile.host_link = job.profile.host_link;
   return other;
 }

@@ -113,13 +113,29 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
   return SharesOf(config, p, tg);
 }
 
+struct RankLayout {
+  analytic::TransformerGraph tg;
+};
+
+Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config) {
+  auto layout = std::make_shared<RankLayout>();
+  REMAT_ASSIGN_OR_RETURN(layout->tg, analytic::BuildTransformerGraph(config));
+  return std::shared_ptr<const RankLayout>(std::move(layout));
+}
+
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p) {
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
+  REMAT_ASSIGN_OR_RETURN(std::shared_ptr<const RankLayout> layout, BuildRankLayout(config));
+  return RankMemories(config, whole, p, *layout);
+}
+
+Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
+                                             const Parallelism& p, const RankLayout& layout) {
   // One graph of the model for the shares and both parameter counts
   // (ParameterCount and TrainableParameterCount build the same one).
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
-  REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
-                         analytic::BuildTransformerGraph(config));
+  const analytic::TransformerGraph& tg = layout.tg;
   const std::vector<RankShare> shares = SharesOf(config, p, tg);
   const int64_t all = tg.parameters, all_trained = tg.trainable_parameters;
   // Bytes per parameter of the job's model state (buffers ride with the

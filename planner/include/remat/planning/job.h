@@ -117,8 +117,11 @@ Result<Profile> ModelProfile(const Job& job, const Parallelism& p);
 
 // WithParallel(job, p) with `model_profile`, ModelProfile's for the job's
 // model under `p`'s tensor and sequence degrees, instead of making it
-// again. Fails as WithParallel does, and for a profile input.
-Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile);
+// again, and the model's ranks from `layout` (BuildRankLayout's for the
+// job's model) where given. Fails as WithParallel does, and for a profile
+// input.
+Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& model_profile,
+                         const RankLayout* layout = nullptr);
 
 }  // namespace remat
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -303,6 +304,16 @@ ReplicaState ReplicaOfProfile(const Profile& profile);
 // order), so stage s starts at rank s x data x tensor.
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p);
+
+// What RankMemories reads of the model: its op graph. The graph reads
+// neither the optimizer, the gradient dtype nor max_grad_norm, so one built
+// for a config serves every config that differs from it there alone:
+// RankMemories(config, whole, p, layout) is then RankMemories(config,
+// whole, p), field for field.
+struct RankLayout;
+Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config);
+Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
+                                             const Parallelism& p, const RankLayout& layout);
 
 // The same for a measured profile (one rank already): one kind of rank,
 // data parallelism only.

@@ -1,0 +1,146 @@
+// One rank layout (BuildRankLayout) shared by configs that differ in their
+// optimizer, gradient dtype and gradient clipping alone: the ranks made
+// from it are the ranks made afresh, field for field, over a dense and a
+// mixture-of-experts decoder, LoRA and QLoRA, several precisions and
+// gradient conventions, under FSDP2, ZeRO-3 with the optimizer state
+// offloaded, and tensor and pipeline parallelism.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "remat/analytic/analytic.h"
+#include "remat/ranks/rank_memory.h"
+#include "testing/hf_config.h"
+
+namespace remat {
+namespace {
+
+const char kLlama[] = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama",
+    "hidden_size":256,"intermediate_size":688,"num_hidden_layers":4,"num_attention_heads":8,
+    "num_key_value_heads":2,"max_position_embeddings":512,"vocab_size":8000})";
+const char kMixtral[] = R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral",
+    "hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,"num_attention_heads":8,
+    "num_key_value_heads":2,"num_local_experts":4,"num_experts_per_tok":2,
+    "max_position_embeddings":512,"vocab_size":8000})";
+
+std::vector<Parallelism> Layouts() {
+  std::vector<Parallelism> out;
+  Parallelism fsdp;
+  fsdp.gpus = 8;
+  fsdp.data = DataParallel::kFsdp2;
+  out.push_back(fsdp);
+  Parallelism zero3 = fsdp;
+  zero3.gpus = 4;
+  zero3.data = DataParallel::kZero3;
+  zero3.offload = StateOffload::kOptimizer;
+  out.push_back(zero3);
+  Parallelism tp_pp = fsdp;
+  tp_pp.tensor = 2;
+  tp_pp.pipeline = 2;
+  out.push_back(tp_pp);
+  return out;
+}
+
+void ExpectSameRanks(const std::vector<RankMemory>& a, const std::vector<RankMemory>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].rank, b[i].rank);
+    EXPECT_EQ(a[i].ranks, b[i].ranks);
+    EXPECT_EQ(a[i].stage, b[i].stage);
+    EXPECT_EQ(a[i].in_flight, b[i].in_flight);
+    EXPECT_EQ(ProfileToJson(a[i].profile), ProfileToJson(b[i].profile));
+    EXPECT_EQ(ProfileToJson(a[i].stage_profile), ProfileToJson(b[i].stage_profile));
+    EXPECT_EQ(a[i].profile.model_state_bytes(), b[i].profile.model_state_bytes());
+    const ReplicaState &x = a[i].replica, &y = b[i].replica;
+    const std::vector<int64_t> xs = {x.weight_bytes, x.gradient_bytes, x.optimizer_bytes,
+                                     x.master_weight_bytes, x.block_weight_bytes,
+                                     x.block_gradient_bytes, x.root_weight_bytes,
+                                     x.gradient_element_bytes, x.persistent_weight_bytes,
+                                     x.block_persistent_weight_bytes,
+                                     x.root_persistent_weight_bytes, x.micro_batches,
+                                     x.gather_blocks, x.trained_weight_bytes,
+                                     x.largest_trained_weight_bytes};
+    const std::vector<int64_t> ys = {y.weight_bytes, y.gradient_bytes, y.optimizer_bytes,
+                                     y.master_weight_bytes, y.block_weight_bytes,
+                                     y.block_gradient_bytes, y.root_weight_bytes,
+                                     y.gradient_element_bytes, y.persistent_weight_bytes,
+                                     y.block_persistent_weight_bytes,
+                                     y.root_persistent_weight_bytes, y.micro_batches,
+                                     y.gather_blocks, y.trained_weight_bytes,
+                                     y.largest_trained_weight_bytes};
+    EXPECT_EQ(xs, ys);
+    EXPECT_EQ(a[i].state.parameter_bytes, b[i].state.parameter_bytes);
+    EXPECT_EQ(a[i].state.gradient_bytes, b[i].state.gradient_bytes);
+    EXPECT_EQ(a[i].state.optimizer_bytes, b[i].state.optimizer_bytes);
+    EXPECT_EQ(a[i].state.host_bytes(), b[i].state.host_bytes());
+  }
+}
+
+TEST(RankLayout, RanksFromASharedLayoutAreTheRanksMadeAfresh) {
+  std::vector<ModelConfig> bases;
+  for (const char* json : {kLlama, kMixtral}) {
+    for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kMixedBf16}) {
+      for (Gradients g : {Gradients::kDefault, Gradients::kCreatedInBackward}) {
+        ModelConfig c = testing::Hf(json);
+        c.seq_len = 128;
+        c.grad_accumulation = 4;
+        c.precision = p;
+        c.gradients = g;
+        bases.push_back(c);
+      }
+    }
+  }
+  ModelConfig lora = testing::Hf(kLlama);
+  lora.seq_len = 128;
+  lora.precision = Precision::kBf16;
+  lora.lora_rank = 8;
+  bases.push_back(lora);
+  lora.quantization = Quantization::kNf4;
+  bases.push_back(lora);
+
+  int compared = 0;
+  for (const ModelConfig& base : bases) {
+    std::vector<ModelConfig> variants;
+    for (Optimizer o : {Optimizer::kAdamW, Optimizer::kNone, Optimizer::kAdafactor,
+                        Optimizer::kMuon, Optimizer::kAdamW8bit}) {
+      for (GradDtype g : {GradDtype::kDefault, GradDtype::kBf16}) {
+        ModelConfig v = base;
+        v.optimizer = o;
+        v.grad_dtype = g;
+        v.max_grad_norm = variants.size() % 2 == 0 ? 0.0 : 1.0;
+        variants.push_back(v);
+      }
+    }
+    const ModelConfig& from = variants[variants.size() / 2 + 1];
+    Result<std::shared_ptr<const RankLayout>> layout = BuildRankLayout(from);
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    for (const Parallelism& p : Layouts()) {
+      if (p.tensor > 1 && base.lora_rank > 0) continue;  // the split is not modeled for LoRA
+      AnalyticOptions options;
+      options.parallel = p;
+      for (const ModelConfig& v : variants) {
+        SCOPED_TRACE(base.name + " precision " + std::to_string(static_cast<int>(v.precision)) +
+                     " optimizer " + std::to_string(static_cast<int>(v.optimizer)) +
+                     " grad_dtype " + std::to_string(static_cast<int>(v.grad_dtype)) +
+                     " lora " + std::to_string(v.lora_rank) + " gpus " + std::to_string(p.gpus));
+        Result<Profile> whole = AnalyticProfile(v, options);
+        if (!whole.ok()) continue;
+        Result<std::vector<RankMemory>> fresh = RankMemories(v, *whole, p);
+        Result<std::vector<RankMemory>> shared = RankMemories(v, *whole, p, **layout);
+        ASSERT_EQ(fresh.ok(), shared.ok());
+        if (!fresh.ok()) {
+          EXPECT_EQ(fresh.status().message(), shared.status().message());
+          continue;
+        }
+        ExpectSameRanks(*fresh, *shared);
+        ++compared;
+      }
+    }
+  }
+  // Most variants are valid jobs: the comparison is not vacuous.
+  EXPECT_GT(compared, 250);
+}
+
+}  // namespace
+}  // namespace remat
