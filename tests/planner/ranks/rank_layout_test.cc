@@ -42,6 +42,15 @@ std::vector<Parallelism> Layouts() {
   return out;
 }
 
+// Every figure of a replica's state.
+std::vector<int64_t> Figures(const ReplicaState& r) {
+  return {r.weight_bytes, r.gradient_bytes, r.optimizer_bytes, r.master_weight_bytes,
+          r.block_weight_bytes, r.block_gradient_bytes, r.root_weight_bytes,
+          r.gradient_element_bytes, r.persistent_weight_bytes, r.block_persistent_weight_bytes,
+          r.root_persistent_weight_bytes, r.micro_batches, r.gather_blocks,
+          r.trained_weight_bytes, r.largest_trained_weight_bytes};
+}
+
 void ExpectSameRanks(const std::vector<RankMemory>& a, const std::vector<RankMemory>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -52,24 +61,7 @@ void ExpectSameRanks(const std::vector<RankMemory>& a, const std::vector<RankMem
     EXPECT_EQ(ProfileToJson(a[i].profile), ProfileToJson(b[i].profile));
     EXPECT_EQ(ProfileToJson(a[i].stage_profile), ProfileToJson(b[i].stage_profile));
     EXPECT_EQ(a[i].profile.model_state_bytes(), b[i].profile.model_state_bytes());
-    const ReplicaState &x = a[i].replica, &y = b[i].replica;
-    const std::vector<int64_t> xs = {x.weight_bytes, x.gradient_bytes, x.optimizer_bytes,
-                                     x.master_weight_bytes, x.block_weight_bytes,
-                                     x.block_gradient_bytes, x.root_weight_bytes,
-                                     x.gradient_element_bytes, x.persistent_weight_bytes,
-                                     x.block_persistent_weight_bytes,
-                                     x.root_persistent_weight_bytes, x.micro_batches,
-                                     x.gather_blocks, x.trained_weight_bytes,
-                                     x.largest_trained_weight_bytes};
-    const std::vector<int64_t> ys = {y.weight_bytes, y.gradient_bytes, y.optimizer_bytes,
-                                     y.master_weight_bytes, y.block_weight_bytes,
-                                     y.block_gradient_bytes, y.root_weight_bytes,
-                                     y.gradient_element_bytes, y.persistent_weight_bytes,
-                                     y.block_persistent_weight_bytes,
-                                     y.root_persistent_weight_bytes, y.micro_batches,
-                                     y.gather_blocks, y.trained_weight_bytes,
-                                     y.largest_trained_weight_bytes};
-    EXPECT_EQ(xs, ys);
+    EXPECT_EQ(Figures(a[i].replica), Figures(b[i].replica));
     EXPECT_EQ(a[i].state.parameter_bytes, b[i].state.parameter_bytes);
     EXPECT_EQ(a[i].state.gradient_bytes, b[i].state.gradient_bytes);
     EXPECT_EQ(a[i].state.optimizer_bytes, b[i].state.optimizer_bytes);
