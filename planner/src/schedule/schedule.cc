@@ -29,18 +29,33 @@ const char* SaveName(SaveMode s) {
   return "?";
 }
 
+// For each allocation (a write, or x[0] live at start), its last use.
+struct Alloc {
+  TensorRef tensor;
+  int last_use;  // op position; -1 = before the first op
+};
+
+struct AddFreesScratch {
+  std::vector<Alloc> allocs;
+  std::vector<int> current, first, next;
+  std::vector<TensorRef> frees;
+};
+
 }  // namespace
 
 Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
   const ChainGraph& graph = ChainGraph::For(num_layers);
   const int n = static_cast<int>(compute_ops.size());
-  // For each allocation (a write, or x[0] live at start), its last use.
-  struct Alloc {
-    TensorRef tensor;
-    int last_use;  // op position; -1 = before the first op
-  };
-  std::vector<Alloc> allocs;
-  std::vector<int> current(graph.num_tensors(), -1);  // tensor -> index into allocs
+  // The working arrays live per thread and keep their capacity between
+  // calls: AddFrees runs once per candidate schedule.
+  thread_local AddFreesScratch scratch;
+  std::vector<Alloc>& allocs = scratch.allocs;
+  std::vector<int>& current = scratch.current;  // tensor -> index into allocs
+  std::vector<int>& first = scratch.first;
+  std::vector<int>& next = scratch.next;
+  std::vector<TensorRef>& frees = scratch.frees;
+  allocs.clear();
+  current.assign(graph.num_tensors(), -1);
   allocs.push_back({TensorRef{TensorKind::kX, 0}, -1});
   current[graph.TensorIndex({TensorKind::kX, 0})] = 0;
   for (int p = 0; p < n; ++p) {
@@ -57,14 +72,12 @@ Schedule AddFrees(const std::vector<Op>& compute_ops, int num_layers) {
   // frees[first[p + 1] .. first[p + 2]) are the tensors freed right after
   // op p (p = -1: before op 0), in allocation order (a counting sort: one
   // array, not a vector per op).
-  std::vector<int> first(n + 3, 0);
+  first.assign(n + 3, 0);
   for (const Alloc& a : allocs) ++first[a.last_use + 2];
   for (int p = 1; p < n + 3; ++p) first[p] += first[p - 1];
-  std::vector<TensorRef> frees(allocs.size());
-  {
-    std::vector<int> next(first.begin(), first.end() - 1);
-    for (const Alloc& a : allocs) frees[next[a.last_use + 1]++] = a.tensor;
-  }
+  frees.resize(allocs.size());
+  next.assign(first.begin(), first.end() - 1);
+  for (const Alloc& a : allocs) frees[next[a.last_use + 1]++] = a.tensor;
   Schedule out;
   out.num_layers = num_layers;
   out.ops.reserve(compute_ops.size() + allocs.size());

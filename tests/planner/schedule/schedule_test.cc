@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "remat/plan/plan.h"
@@ -118,6 +119,45 @@ void ExpectSameOps(const Schedule& a, const Schedule& b, const std::string& what
   for (size_t i = 0; i < a.ops.size(); ++i) {
     EXPECT_EQ(DescribeOp(a.ops[i]), DescribeOp(b.ops[i])) << what << ", op " << i;
   }
+}
+
+// AddFrees keeps its working arrays per thread between calls: a schedule's
+// frees do not depend on the longer or shorter chains placed before it on
+// the same thread (each compared with the frees a fresh thread places).
+TEST(AddFrees, TheFreesDoNotDependOnTheSchedulesBeforeOnTheThread) {
+  auto compute_ops = [](const Schedule& s) {
+    std::vector<Op> ops;
+    for (const Op& op : s.ops) {
+      if (op.kind != OpKind::kFree) ops.push_back(op);
+    }
+    return ops;
+  };
+  std::vector<LayerDecision> small_d(4, LayerDecision::kKeep);
+  small_d[1] = LayerDecision::kCheckpoint;
+  small_d[2] = LayerDecision::kRecompute;
+  std::vector<LayerDecision> big_d(12, LayerDecision::kCheckpoint);
+  big_d[11] = LayerDecision::kKeep;
+  const Profile small_p = testing::UniformChain(4), big_p = testing::UniformChain(12);
+  const Schedule small = *BuildSingleLevelSchedule(small_p, small_d, {});
+  const Schedule big = *BuildSingleLevelSchedule(big_p, big_d, {});
+  const std::vector<Op> small_ops = compute_ops(small), big_ops = compute_ops(big);
+  Schedule small_fresh, big_fresh;
+  std::thread([&] { small_fresh = AddFrees(small_ops, 4); }).join();
+  std::thread([&] { big_fresh = AddFrees(big_ops, 12); }).join();
+  for (int round = 0; round < 2; ++round) {
+    const Schedule b = AddFrees(big_ops, 12);
+    const Schedule s = AddFrees(small_ops, 4);
+    ExpectSameOps(s, small_fresh, "small after big");
+    ExpectSameOps(b, big_fresh, "big");
+    ExpectSameOps(AddFrees(big_ops, 12), big_fresh, "big after small");
+  }
+  ExpectSameOps(small_fresh, small, "small");
+  ExpectSameOps(big_fresh, big, "big");
+  EXPECT_TRUE(ValidateSchedule(small_fresh, small_p).ok());
+  EXPECT_TRUE(ValidateSchedule(big_fresh, big_p).ok());
+  // Allocations of the small chain: x0, 4 outputs, the a of layers 0 and 3,
+  // the recomputes of layers 1 and 2 (x and a each), 3 gradients.
+  EXPECT_EQ(CountFrees(small_fresh), 1 + 4 + 2 + 4 + 3);
 }
 
 // WithOffloads of the first j places is InsertOffloads of the first j
