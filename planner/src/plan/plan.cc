@@ -2,6 +2,7 @@
 #include "remat/plan/plan.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "io/json_fields.h"
@@ -38,20 +39,43 @@ Result<DeviceMemoryUse> ReplayDeviceMemory(const Profile& profile, const Plan& p
     limit.fraction_cap_bytes =
         MemoryFractionCapBytes(conf.per_process_memory_fraction, budget_bytes);
   }
-  REMAT_ASSIGN_OR_RETURN(TrainingStepReplay replay,
-                         plan_memo::Replayed(profile, plan.schedule, conf, limit));
   const int64_t allocated = plan.predicted.peak_bytes;
   const double margin = KnowsItsTensors(profile) ? kTensorReplayMargin : 0;
   // What the reserved peak may reach with its margin beside it.
   const int64_t room = static_cast<int64_t>(
       std::floor(static_cast<double>(budget_bytes - terms.fixed_bytes()) / (1 + margin)));
+  // The replay at the card's limit (below), where it may be needed.
+  const bool may_cap = budget_bytes > 0 && allocated <= room && room > 0;
+  AllocatorLimit at_card = limit;
+  at_card.driver_bytes = room;
+  std::optional<TrainingStepReplay> replayed;
+  if (may_cap) {
+    // Replayed at the card's limit first. Where the driver refused nothing,
+    // every event ran as without the limit: that is the replay without it,
+    // its reserved peak within `room`. Where it refused a segment, the
+    // replay without the limit takes that segment, so passes `room`, and
+    // without a fraction cap it cannot run out of memory: the capped replay
+    // is the answer below, unless it ran out itself.
+    REMAT_ASSIGN_OR_RETURN(TrainingStepReplay capped,
+                           plan_memo::Replayed(profile, plan.schedule, conf, at_card));
+    if (capped.driver_refusals == 0) {
+      replayed = std::move(capped);
+    } else if (limit.fraction_cap_bytes == 0 && !capped.summary.out_of_memory) {
+      capped.summary.under_budget_limit = true;
+      return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,
+                                         terms, margin);
+    }
+  }
+  if (!replayed) {
+    REMAT_ASSIGN_OR_RETURN(replayed, plan_memo::Replayed(profile, plan.schedule, conf, limit));
+  }
+  TrainingStepReplay& replay = *replayed;
   const bool over = budget_bytes > 0 && replay.reserved_peak_bytes > room;
   // Past the budget the allocator frees its cache and retries before it
   // fails: replay again at the card's limit, unless the tensors alone pass it.
-  if (over && !replay.summary.out_of_memory && allocated <= room && room > 0) {
-    limit.driver_bytes = room;
+  if (over && !replay.summary.out_of_memory && may_cap) {
     REMAT_ASSIGN_OR_RETURN(TrainingStepReplay capped,
-                           plan_memo::Replayed(profile, plan.schedule, conf, limit));
+                           plan_memo::Replayed(profile, plan.schedule, conf, at_card));
     if (!capped.summary.out_of_memory) {
       capped.summary.under_budget_limit = true;
       return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,

@@ -74,6 +74,7 @@ Result<TrainingStepReplay> ReplayTrainingSteps(const Profile& profile, const Sch
   out.reserved_peak_bytes = st.peak_reserved_bytes;
   out.allocated_peak_bytes = st.peak_allocated_bytes;
   out.summary.alloc_retries = st.alloc_retries;
+  out.driver_refusals = st.driver_refusals;
   out.summary.device_allocs = st.device_allocs;
   out.summary.out_of_memory = out.oom_micro_step >= 0;
   return out;

@@ -3,7 +3,10 @@
 // rules (CUDACachingAllocator.cpp, remat/device/caching_allocator.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
 
 #include "remat/plan/plan.h"
 #include "remat/strategies/strategies.h"
@@ -176,6 +179,175 @@ TEST(ReplayTrainingSteps, AccumulationReplaysBothKindsOfMicroStep) {
   const TrainingStepReplay one = ReplayTrainingSteps(p, keep.schedule, {}, {}, 1).value();
   EXPECT_FALSE(one.summary.steady);
   EXPECT_EQ(one.summary.micro_steps, 1);
+}
+
+// A chain of `n` layers whose sizes are random multiples of 1 MiB (1..40),
+// with random workspaces: requests of mixed sizes that split and cache
+// segments, so replays at a card's limit free and retry.
+Profile MixedChain(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> mib(1, 40);
+  Profile p;
+  p.model = "mixed" + std::to_string(seed);
+  p.source = "test";
+  p.static_memory.parameter_bytes = mib(rng) * 5 * kMiB;
+  int64_t x = mib(rng) * kMiB;
+  for (int i = 0; i < n; ++i) {
+    LayerProfile l;
+    l.name = "m" + std::to_string(i);
+    l.kind = "block";
+    l.input_bytes = x;
+    l.output_bytes = x = mib(rng) * kMiB;
+    l.activation_bytes = l.output_bytes + mib(rng) * kMiB * static_cast<int64_t>(rng() % 3);
+    l.forward_ms = 1 + static_cast<double>(rng() % 5);
+    l.backward_ms = 2 * l.forward_ms;
+    l.forward_workspace_bytes = mib(rng) * kMiB / 3;
+    l.backward_workspace_bytes = mib(rng) * kMiB / 2;
+    p.layers.push_back(l);
+  }
+  return p;
+}
+
+// AccountPlanMemory's device memory as its contract defines it: the replay
+// without the card's limit, and where its reserved peak passes the budget
+// (and neither it ran out nor the tensors alone pass), the replay at the
+// card's limit if that one does not run out.
+DeviceMemoryUse ReplayedWithoutLimitFirst(const Profile& p, const Plan& plan,
+                                          const DeviceMemoryTerms& terms, int64_t budget) {
+  AllocatorLimit limit;
+  if (terms.alloc_conf.per_process_memory_fraction < 1.0) {
+    limit.fraction_cap_bytes =
+        MemoryFractionCapBytes(terms.alloc_conf.per_process_memory_fraction, budget);
+  }
+  TrainingStepReplay free_run =
+      ReplayTrainingSteps(p, plan.schedule, terms.alloc_conf, limit).value();
+  const int64_t allocated = plan.predicted.peak_bytes;
+  const int64_t room = budget - terms.fixed_bytes();  // no tensor lists: no margin
+  const bool over = free_run.reserved_peak_bytes > room;
+  if (over && !free_run.summary.out_of_memory && allocated <= room && room > 0) {
+    limit.driver_bytes = room;
+    TrainingStepReplay capped =
+        ReplayTrainingSteps(p, plan.schedule, terms.alloc_conf, limit).value();
+    if (!capped.summary.out_of_memory) {
+      capped.summary.under_budget_limit = true;
+      return AccountReplayedDeviceMemory(allocated, capped.reserved_peak_bytes, capped.summary,
+                                         terms, 0);
+    }
+  }
+  if (over) free_run.summary.out_of_memory = true;
+  return AccountReplayedDeviceMemory(allocated, free_run.reserved_peak_bytes, free_run.summary,
+                                     terms, 0);
+}
+
+// AccountPlanMemory replays at the card's limit first and skips the replay
+// without it where the capped one decides (the driver refused nothing: the
+// same events ran; or it refused and nothing else limits the allocator):
+// over random chains, plans, allocator settings (a memory fraction among
+// them) and budgets from below the allocated peak to above the reserved one,
+// its device memory equals the contract's, field by field, and each way of
+// deciding is taken.
+TEST(ReplayTrainingSteps, TheCappedReplayFirstGivesTheContractsDeviceMemory) {
+  AllocatorOptions expandable;
+  expandable.expandable_segments = true;
+  AllocatorOptions split;
+  split.max_split_size_bytes = 40 * kMiB;
+  AllocatorOptions fraction;
+  fraction.per_process_memory_fraction = 0.97;
+  const AllocatorOptions confs[] = {AllocatorOptions{}, expandable, split, fraction};
+  int no_refusal = 0, refused_fits = 0, refused_oom = 0;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const Profile p = MixedChain(6 + static_cast<int>(seed % 5), seed);
+    for (const PlanCase& c : kPlans) {
+      const Plan plan = MakeCase(p, c, 0);
+      for (const AllocatorOptions& conf : confs) {
+        DeviceMemoryOverrides o;
+        o.cuda_context_bytes = 300 * kMiB;
+        DeviceMemoryTerms terms = ResolveDeviceMemory("", o).value();
+        terms.alloc_conf = conf;
+        ASSERT_TRUE(terms.replays_allocator());
+        const int64_t allocated = plan.predicted.peak_bytes;
+        const int64_t reserved =
+            ReplayTrainingSteps(p, plan.schedule, conf).value().reserved_peak_bytes;
+        // Budgets from below the allocated peak to above the reserved one,
+        // in 20 steps (at least 1 MiB).
+        const int64_t step = std::max(kMiB, (reserved - allocated + 5 * kMiB) / 20);
+        for (int64_t tensors = allocated - 2 * kMiB; tensors <= reserved + 3 * kMiB;
+             tensors += step) {
+          const int64_t budget = tensors + terms.fixed_bytes();
+          Plan accounted = plan;
+          ASSERT_TRUE(AccountPlanMemory(p, terms, budget, &accounted).ok());
+          const DeviceMemoryUse want = ReplayedWithoutLimitFirst(p, plan, terms, budget);
+          const std::string where = "seed " + std::to_string(seed) + ", " + ToString(c.strategy) +
+                                    ", budget " + std::to_string(budget);
+          const DeviceMemoryUse& got = accounted.memory;
+          EXPECT_EQ(got.total_bytes, want.total_bytes) << where;
+          EXPECT_EQ(got.reserved_peak_bytes, want.reserved_peak_bytes) << where;
+          EXPECT_EQ(got.allocator_rounding_bytes, want.allocator_rounding_bytes) << where;
+          ASSERT_TRUE(got.replay.has_value() && want.replay.has_value()) << where;
+          EXPECT_EQ(got.replay->micro_steps, want.replay->micro_steps) << where;
+          EXPECT_EQ(got.replay->steady, want.replay->steady) << where;
+          EXPECT_EQ(got.replay->alloc_retries, want.replay->alloc_retries) << where;
+          EXPECT_EQ(got.replay->device_allocs, want.replay->device_allocs) << where;
+          EXPECT_EQ(got.replay->under_budget_limit, want.replay->under_budget_limit) << where;
+          EXPECT_EQ(got.replay->out_of_memory, want.replay->out_of_memory) << where;
+          // Which way the capped replay decides, where it runs.
+          if (tensors <= 0 || allocated > tensors) continue;
+          AllocatorLimit card;
+          card.driver_bytes = tensors;
+          if (conf.per_process_memory_fraction < 1.0) {
+            card.fraction_cap_bytes =
+                MemoryFractionCapBytes(conf.per_process_memory_fraction, budget);
+          }
+          const TrainingStepReplay capped =
+              ReplayTrainingSteps(p, plan.schedule, conf, card).value();
+          if (capped.driver_refusals == 0) {
+            ++no_refusal;
+          } else if (capped.summary.out_of_memory) {
+            ++refused_oom;
+          } else {
+            ++refused_fits;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(no_refusal, 0);
+  EXPECT_GT(refused_fits, 0);
+  EXPECT_GT(refused_oom, 0);
+}
+
+// The limit a replay ran under is read only where the driver is asked for a
+// segment: a replay that the driver refused nothing is the replay without
+// the limit, and one it refused passes the limit without it.
+TEST(ReplayTrainingSteps, ARefusalIsTheOnlyTraceOfTheDriversLimit) {
+  int refused = 0, not_refused = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const Profile p = MixedChain(8, seed);
+    for (const PlanCase& c : kPlans) {
+      const Plan plan = MakeCase(p, c, 0);
+      const TrainingStepReplay free_run = ReplayTrainingSteps(p, plan.schedule, {}).value();
+      EXPECT_EQ(free_run.driver_refusals, 0);
+      for (int64_t cut = -2; cut <= 2; ++cut) {
+        AllocatorLimit card;
+        card.driver_bytes = free_run.reserved_peak_bytes + cut * kMiB;
+        const TrainingStepReplay capped = ReplayTrainingSteps(p, plan.schedule, {}, card).value();
+        if (capped.driver_refusals == 0) {
+          ++not_refused;
+          EXPECT_EQ(capped.reserved_peak_bytes, free_run.reserved_peak_bytes);
+          EXPECT_EQ(capped.allocated_peak_bytes, free_run.allocated_peak_bytes);
+          EXPECT_EQ(capped.summary.micro_steps, free_run.summary.micro_steps);
+          EXPECT_EQ(capped.summary.device_allocs, free_run.summary.device_allocs);
+          EXPECT_EQ(capped.summary.alloc_retries, free_run.summary.alloc_retries);
+          EXPECT_EQ(capped.summary.out_of_memory, free_run.summary.out_of_memory);
+        } else {
+          ++refused;
+          EXPECT_GT(free_run.reserved_peak_bytes, card.driver_bytes);
+        }
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(not_refused, 0);
 }
 
 }  // namespace

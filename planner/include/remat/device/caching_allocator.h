@@ -192,6 +192,9 @@ struct AllocatorStats {
   int64_t device_allocs = 0;         // num_device_alloc: cudaMalloc calls and page mappings
   int64_t device_frees = 0;          // num_device_free: cudaFree calls and unmappings
   int64_t alloc_retries = 0;         // num_alloc_retries: last-resort retries
+  // Segments and page mappings refused for AllocatorLimit::driver_bytes
+  // (none: every step ran as without that limit).
+  int64_t driver_refusals = 0;
 };
 
 // The allocator, one event at a time. Not copyable (it owns its blocks).

@@ -87,6 +87,9 @@ struct TrainingStepReplay {
   AllocatorReplaySummary summary;
   int oom_micro_step = -1;  // the micro-step that ran out of memory (-1: none)
   int64_t oom_event = -1;   // its event (AllocationEvents) that failed
+  // AllocatorStats::driver_refusals: 0 where every event ran as it runs
+  // without AllocatorLimit::driver_bytes (the limit is read nowhere else).
+  int64_t driver_refusals = 0;
 };
 
 // What a replay did, event by event, for a trace file (docs/device-memory.md).

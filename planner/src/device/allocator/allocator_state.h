@@ -270,7 +270,8 @@ struct AllocatorState {
 
   // segments.cc
   bool AllocBlock(BlockPool& pool, int64_t size, int64_t segment_size, bool retry, Block** out);
-  bool DriverHas(int64_t bytes) const;
+  // Whether the driver hands out `bytes` more; counts a refusal.
+  bool DriverHas(int64_t bytes);
   Block* FindExpandableBlock(BlockPool& pool, int64_t size);
   bool MapBlock(Block* to_map, int64_t size);
   Block* TryAllocateExpandable(BlockPool& pool, int64_t size);

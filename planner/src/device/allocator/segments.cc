@@ -17,8 +17,10 @@ int64_t RoundUp(int64_t value, int64_t unit) { return (value + unit - 1) / unit 
 
 }  // namespace
 
-bool AllocatorState::DriverHas(int64_t bytes) const {
-  return limit.driver_bytes <= 0 || stats.reserved_bytes + bytes <= limit.driver_bytes;
+bool AllocatorState::DriverHas(int64_t bytes) {
+  if (limit.driver_bytes <= 0 || stats.reserved_bytes + bytes <= limit.driver_bytes) return true;
+  ++stats.driver_refusals;
+  return false;
 }
 
 int64_t AllocatorState::PageBytes(const BlockPool& pool) const {
