@@ -41,11 +41,13 @@ void* AllocateTableBytes(size_t bytes) {
   return p;
 }
 
+// The unsized deletes: clang without -fsized-deallocation (the sanitizer
+// builds) declares no sized ones.
 void FreeTableBytes(void* p, size_t bytes) noexcept {
   if (bytes < kHugePageBytes) {
-    ::operator delete(p, bytes);
+    ::operator delete(p);
   } else {
-    ::operator delete(p, bytes, std::align_val_t{kHugePageBytes});
+    ::operator delete(p, std::align_val_t{kHugePageBytes});
   }
 }
 
