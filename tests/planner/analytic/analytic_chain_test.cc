@@ -15,9 +15,7 @@
 namespace remat {
 namespace {
 
-const char kLlama[] = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama",
-    "hidden_size":256,"intermediate_size":688,"num_hidden_layers":4,"num_attention_heads":8,
-    "num_key_value_heads":2,"max_position_embeddings":512,"vocab_size":8000})";
+const char* const kLlama = testing::kTinyLlamaConfig;
 const char kGemma[] = R"({"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2",
     "hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,"num_attention_heads":4,
     "num_key_value_heads":2,"head_dim":64,"sliding_window":64,"query_pre_attn_scalar":64,

@@ -16,9 +16,7 @@
 namespace remat {
 namespace {
 
-const char kLlama[] = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama",
-    "hidden_size":256,"intermediate_size":688,"num_hidden_layers":4,"num_attention_heads":8,
-    "num_key_value_heads":2,"max_position_embeddings":512,"vocab_size":8000})";
+const char* const kLlama = testing::kTinyLlamaConfig;
 const char kMixtral[] = R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral",
     "hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,"num_attention_heads":8,
     "num_key_value_heads":2,"num_local_experts":4,"num_experts_per_tok":2,
