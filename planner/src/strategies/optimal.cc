@@ -355,35 +355,57 @@ Result<std::optional<Plan>> LeastOffloadPlan(
 
 // The name optimal-single's plan for `o` is kept under (plan_memo::Keep):
 // every option a solver reads (none reads the device memory terms, which
-// only the fit search weighs). Empty where terms are given: not kept.
+// only the fit search weighs; of the strategy, only whether it is auto,
+// which CheckOptions reads: optimal's plan asks for optimal-single's at
+// the same budgets). Empty where terms are given: not kept.
 std::string OptimalSingleKey(const PlanOptions& o) {
   if (o.device_memory.any() || !o.device_memory.source.empty()) return "";
-  std::string key = "optimal-single plan: budget " + std::to_string(o.budget_bytes) + ", strategy " +
-                    ToString(o.strategy) + ", every " + std::to_string(o.every) + ", segments " +
-                    std::to_string(o.segments) + ", slots " + std::to_string(o.slots) +
-                    ", exact times " + std::to_string(o.exact_times) + ", checkpoint";
+  std::string key = "optimal-single plan: budget " + std::to_string(o.budget_bytes) +
+                    (o.strategy == Strategy::kAuto ? ", auto" : ", named") + ", every " +
+                    std::to_string(o.every) + ", segments " + std::to_string(o.segments) +
+                    ", slots " + std::to_string(o.slots) + ", exact times " +
+                    std::to_string(o.exact_times) + ", checkpoint";
   for (int l : o.checkpoint_layers) key += " " + std::to_string(l);
   key += ", selective";
   for (int l : o.selective_layers) key += " " + std::to_string(l);
   return key;
 }
 
+// A plan kept under a name while it is being solved: the first thread to
+// keep it solves, the others that ask for it meanwhile wait for its result
+// (the strategies of a sweep at one budget are planned at once).
+struct KeptPlan {
+  std::promise<Result<Plan>> solving;
+  std::shared_future<Result<Plan>> plan = solving.get_future().share();
+};
+
 class OptimalSingleSolver : public StrategySolver {
  public:
   Strategy strategy() const override { return Strategy::kOptimalSingle; }
   // Its plan for a profile and options is kept while a memo is open for
   // the profile: the fit search solves it, and optimal again for its layer
-  // list at the same budgets.
+  // list at the same budgets, at the same time in a sweep.
   Result<Plan> Solve(const Profile& p, const PlanOptions& o) const override {
     const std::string key = OptimalSingleKey(o);
-    if (!key.empty()) {
-      if (std::shared_ptr<const void> kept = plan_memo::Kept(p, key)) {
-        return *std::static_pointer_cast<const Plan>(kept);
-      }
+    if (key.empty()) return SolveAnew(p, o);
+    if (std::shared_ptr<const void> kept = plan_memo::Kept(p, key)) {
+      return std::static_pointer_cast<const KeptPlan>(kept)->plan.get();
     }
-    REMAT_ASSIGN_OR_RETURN(Plan plan, SolveAnew(p, o));
-    if (!key.empty()) plan_memo::Keep(p, key, std::make_shared<const Plan>(plan));
-    return plan;
+    auto mine = std::make_shared<KeptPlan>();
+    plan_memo::Keep(p, key, mine);
+    const std::shared_ptr<const void> kept = plan_memo::Kept(p, key);
+    // Another thread kept its own first (it solves), or no memo is open.
+    if (kept != nullptr && kept != mine) {
+      return std::static_pointer_cast<const KeptPlan>(kept)->plan.get();
+    }
+    try {
+      Result<Plan> plan = SolveAnew(p, o);
+      mine->solving.set_value(plan);
+      return plan;
+    } catch (...) {
+      mine->solving.set_exception(std::current_exception());
+      throw;
+    }
   }
 
  private:

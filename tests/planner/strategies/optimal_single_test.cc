@@ -2,6 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
@@ -85,6 +90,18 @@ TEST(OptimalSingle, LowestPeakWhenNothingFits) {
   EXPECT_TRUE(testing::SolveAt(p, Strategy::kOptimalSingle, lowest).fits);
 }
 
+// Budgets half and an eighth of the way from the lowest peak of the
+// chain's single-level plans to the highest.
+std::pair<int64_t, int64_t> MidBudgets(const Profile& p) {
+  const auto plans = testing::AllSingleLevelPlans(p);
+  int64_t lowest = plans.front().peak_bytes, highest = lowest;
+  for (const auto& s : plans) {
+    lowest = std::min(lowest, s.peak_bytes);
+    highest = std::max(highest, s.peak_bytes);
+  }
+  return {lowest + (highest - lowest) / 2, lowest + (highest - lowest) / 8};
+}
+
 // With a memo open for the profile, optimal-single's plan is kept per
 // options (the fit search solves it, and optimal again for its layer list):
 // asked again, each options' plan is the one solved for those options with
@@ -92,17 +109,11 @@ TEST(OptimalSingle, LowestPeakWhenNothingFits) {
 TEST(OptimalSingle, AKeptPlanIsTheOneOfItsOwnOptions) {
   const Profile p = testing::RandomChain(7, 5);
   const StrategySolver& solver = *strategies::OptimalSingleStrategySolver();
-  const auto plans = testing::AllSingleLevelPlans(p);
-  int64_t lowest = plans.front().peak_bytes, highest = lowest;
-  for (const auto& s : plans) {
-    lowest = std::min(lowest, s.peak_bytes);
-    highest = std::max(highest, s.peak_bytes);
-  }
   PlanOptions base;
   base.slots = 1 << 16;
-  base.budget_bytes = lowest + (highest - lowest) / 2;
   std::vector<PlanOptions> options(4, base);
-  options[1].budget_bytes = lowest + (highest - lowest) / 8;
+  std::tie(base.budget_bytes, options[1].budget_bytes) = MidBudgets(p);
+  for (size_t i : {0, 2, 3}) options[i].budget_bytes = base.budget_bytes;
   options[2].slots = 3;
   options[3].strategy = Strategy::kOptimalSingle;
   std::vector<Plan> alone;
@@ -119,6 +130,62 @@ TEST(OptimalSingle, AKeptPlanIsTheOneOfItsOwnOptions) {
       EXPECT_EQ(kept->predicted.step_ms, alone[i].predicted.step_ms);
       EXPECT_EQ(kept->budget_bytes, alone[i].budget_bytes);
       EXPECT_EQ(kept->schedule.ops.size(), alone[i].schedule.ops.size());
+    }
+  }
+}
+
+// Asked for by name or as optimal asks (its own strategy in the options:
+// only whether it is auto is read), and by several threads at once, the
+// plan of one budget is solved once while a memo is open: the later and
+// the waiting askers simulate nothing, and every answer is the plan solved
+// with no memo open.
+TEST(OptimalSingle, OneSolvePerBudgetWhateverStrategyOrThreadAsks) {
+  const Profile p = testing::RandomChain(7, 5);
+  const StrategySolver& solver = *strategies::OptimalSingleStrategySolver();
+  const auto [half, eighth] = MidBudgets(p);
+  PlanOptions named;
+  named.slots = 1 << 16;
+  named.strategy = Strategy::kOptimalSingle;
+  for (int64_t budget : {half, eighth}) {
+    named.budget_bytes = budget;
+    PlanOptions by_optimal = named;
+    by_optimal.strategy = Strategy::kOptimal;
+    const Plan alone = *solver.Solve(p, named);
+    auto asked = [](const PlanMemo& m) {
+      const PlanMemo::Stats s = m.stats();
+      return s.simulations_run + s.simulations_reused;
+    };
+    {
+      PlanMemo memo(p);
+      ASSERT_TRUE(solver.Solve(p, named).ok());
+      const int64_t once = asked(memo);
+      EXPECT_GT(once, 0);
+      Result<Plan> again = solver.Solve(p, by_optimal);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(asked(memo), once) << "budget " << budget;
+      EXPECT_EQ(again->decisions, alone.decisions);
+      EXPECT_EQ(again->predicted.step_ms, alone.predicted.step_ms);
+    }
+    // At once: one solve's simulations in all, as above.
+    int64_t once = 0;
+    {
+      PlanMemo memo(p);
+      ASSERT_TRUE(solver.Solve(p, named).ok());
+      once = asked(memo);
+    }
+    PlanMemo memo(p);
+    std::vector<std::optional<Result<Plan>>> answers(6);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      threads.emplace_back([&, i] { answers[i] = solver.Solve(p, i % 2 ? named : by_optimal); });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(asked(memo), once) << "budget " << budget;
+    for (const auto& a : answers) {
+      ASSERT_TRUE(a->ok());
+      EXPECT_EQ((*a)->decisions, alone.decisions);
+      EXPECT_EQ((*a)->predicted.step_ms, alone.predicted.step_ms);
+      EXPECT_EQ((*a)->schedule.ops.size(), alone.schedule.ops.size());
     }
   }
 }
