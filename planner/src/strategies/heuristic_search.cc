@@ -9,6 +9,7 @@
 #include <string>
 
 #include "remat/plan/plan_memo.h"
+#include "strategies/offload_floor.h"
 
 namespace remat::strategies {
 namespace {
@@ -51,6 +52,7 @@ struct KeptCandidate {
   bool bounded = false;
   double bound_step_ms = 0;
   int64_t least_bytes = 0;
+  int64_t segment_floor_bytes = 0;  // SegmentFloorBytes
   bool made = false;
   bool fits = false;
   double step_ms = 0;
@@ -77,6 +79,15 @@ std::shared_ptr<KeptFamily> KeptCandidates(const Profile& p, const HeuristicFami
   }
   plan_memo::Keep(p, name, made);
   return made;
+}
+
+// A floor under a bounded candidate's plan without a budget (what the
+// search compares): its step time less the rounding SingleLevelStepMs may
+// differ by, and its device total at least its peak lower bound and its
+// SegmentFloorBytes where the floors' arguments hold (`bytes`), else 0.
+OffloadFloor FamilyFloor(const KeptCandidate& e, bool bytes) {
+  return OffloadFloor{e.bound_step_ms * (1 - kStepSlack),
+                      bytes ? std::max(e.least_bytes, e.segment_floor_bytes) : 0};
 }
 
 }  // namespace
@@ -163,51 +174,70 @@ Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily
                                          int64_t budget_bytes, const FamilySearchLimits& limits) {
   const bool by_step = limits.step_ms < std::numeric_limits<double>::infinity();
   const bool by_peak = limits.only_fitting && budget_bytes > 0;
+  // With a budget, a candidate whose floor (FamilyFloor) cannot beat the
+  // pick so far is not simulated: it would not have become the pick.
+  const bool floored = budget_bytes > 0;
+  const bool bytes_floored = floored && FloorHolds(p);
   const std::shared_ptr<KeptFamily> kept = KeptCandidates(p, family);
   // Each candidate's plan at this budget compared through a probe of what
   // BetterPlan reads (KeepBetter over the plans themselves picks the same).
   Plan probe, best_probe;
   int pick = -1;
-  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
-    KeptCandidate e;
-    {
-      std::lock_guard<std::mutex> lock(kept->mu);
-      e = kept->candidates[k - family.first_parameter()];
-    }
-    const bool was_bounded = e.bounded, was_made = e.made;
-    std::optional<HeuristicCandidate> c;
-    if ((by_step || by_peak) && !e.bounded) {
-      c = family.Candidate(k);
-      e.bound_step_ms = SingleLevelStepMs(p, c->decisions, c->selective_option);
-      e.least_bytes = SingleLevelPeakLowerBound(p, c->decisions, c->selective_option);
-      e.bounded = true;
-    }
-    const bool skipped =
-        (by_step && e.bound_step_ms > limits.step_ms) || (by_peak && e.least_bytes > budget_bytes);
-    if (!skipped && !e.made) {
-      if (!c) c = family.Candidate(k);
-      REMAT_ASSIGN_OR_RETURN(
-          const Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c->parameter),
-                                             c->decisions, c->selective_option, 0,
-                                             SimulationDetail::kTotals));
-      e.fits = plan.fits;
-      e.step_ms = plan.predicted.step_ms;
-      e.total_bytes = plan.memory.total_bytes;
-      e.made = true;
-    }
-    if (e.bounded != was_bounded || e.made != was_made) {
-      std::lock_guard<std::mutex> lock(kept->mu);
-      kept->candidates[k - family.first_parameter()] = e;
-    }
-    if (skipped) continue;
-    probe.fits = e.fits && (budget_bytes <= 0 || e.total_bytes <= budget_bytes);
-    probe.predicted.step_ms = e.step_ms;
-    probe.memory.total_bytes = e.total_bytes;
-    if (pick < 0 || BetterPlan(probe, best_probe)) {
-      pick = k;
-      best_probe.fits = probe.fits;
-      best_probe.predicted.step_ms = probe.predicted.step_ms;
-      best_probe.memory.total_bytes = probe.memory.total_bytes;
+  // With a budget, two passes. Once a candidate fits, every later pick
+  // fits (BetterPlan prefers a fitting plan, and a fitting pick only to
+  // another fitting plan), so the pick is the one of the fitting
+  // candidates alone: the first pass picks among them, leaving out those
+  // whose floor is above the budget. Only when none fits does the second
+  // pass pick among all, as the search without floors does.
+  for (int pass = floored ? 0 : 1; pass < 2 && pick < 0; ++pass) {
+    const bool fitting_only = pass == 0;
+    for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+      KeptCandidate e;
+      {
+        std::lock_guard<std::mutex> lock(kept->mu);
+        e = kept->candidates[k - family.first_parameter()];
+      }
+      const bool was_bounded = e.bounded, was_made = e.made;
+      std::optional<HeuristicCandidate> c;
+      if ((by_step || by_peak || floored) && !e.bounded) {
+        c = family.Candidate(k);
+        e.bound_step_ms = SingleLevelStepMs(p, c->decisions, c->selective_option);
+        e.least_bytes = SingleLevelPeakLowerBound(p, c->decisions, c->selective_option);
+        e.segment_floor_bytes = SegmentFloorBytes(p, c->decisions);
+        e.bounded = true;
+      }
+      const OffloadFloor floor = FamilyFloor(e, bytes_floored);
+      const bool skipped =
+          (by_step && e.bound_step_ms > limits.step_ms) ||
+          (by_peak && e.least_bytes > budget_bytes) ||
+          (floored && pick >= 0 && CannotBeat(floor, best_probe, budget_bytes)) ||
+          (fitting_only && floor.total_bytes > budget_bytes);
+      if (!skipped && !e.made) {
+        if (!c) c = family.Candidate(k);
+        REMAT_ASSIGN_OR_RETURN(
+            const Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c->parameter),
+                                               c->decisions, c->selective_option, 0,
+                                               SimulationDetail::kTotals));
+        e.fits = plan.fits;
+        e.step_ms = plan.predicted.step_ms;
+        e.total_bytes = plan.memory.total_bytes;
+        e.made = true;
+      }
+      if (e.bounded != was_bounded || e.made != was_made) {
+        std::lock_guard<std::mutex> lock(kept->mu);
+        kept->candidates[k - family.first_parameter()] = e;
+      }
+      if (skipped) continue;
+      probe.fits = e.fits && (budget_bytes <= 0 || e.total_bytes <= budget_bytes);
+      probe.predicted.step_ms = e.step_ms;
+      probe.memory.total_bytes = e.total_bytes;
+      if (fitting_only && !probe.fits) continue;
+      if (pick < 0 || BetterPlan(probe, best_probe)) {
+        pick = k;
+        best_probe.fits = probe.fits;
+        best_probe.predicted.step_ms = probe.predicted.step_ms;
+        best_probe.memory.total_bytes = probe.memory.total_bytes;
+      }
     }
   }
   if (pick < 0) return std::optional<Plan>();

@@ -50,10 +50,14 @@ bool CannotBeat(const OffloadFloor& floor, const Plan& kept, int64_t budget_byte
   const bool over = floor.total_bytes > budget_bytes;  // no plan above the floor fits
   const bool no_less = floor.total_bytes >= kept.memory.total_bytes &&
                        floor.step_ms >= kept.predicted.step_ms;
+  // Slower than `kept` by more than SameStepTime at the floor, and so at
+  // any step time above it (t - kept's - 1e-9 max(1, t) grows with t).
+  const bool slower = floor.step_ms > kept.predicted.step_ms &&
+                      !SameStepTime(floor.step_ms, kept.predicted.step_ms);
   // Fitting, `kept` loses only to a fitting plan: one faster by more than
   // SameStepTime, or as fast and smaller. Not fitting, to any fitting plan,
   // or to a smaller one, or to an as small and faster one.
-  if (kept.fits) return over || no_less;
+  if (kept.fits) return over || no_less || slower;
   return over && (floor.total_bytes > kept.memory.total_bytes || no_less);
 }
 

@@ -12,9 +12,12 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "remat/plan/plan_memo.h"
+#include "remat/planning/job.h"
 #include "remat/strategies/strategies.h"
+#include "strategies/offload_floor.h"
 #include "testing/chains.h"
 #include "testing/dp_cases.h"
 #include "testing/gpt_chain.h"
@@ -45,6 +48,37 @@ std::vector<Profile> Chains() {
     out.push_back(testing::JitterTimes(testing::TransformerChain(10 + 5 * seed, seed), 0.1, seed));
   }
   out.push_back(testing::JitterTimes(testing::GptChain(12, 2), 0.1, 7));
+  return out;
+}
+
+// Llama 3.1 8B's per-rank profiles at 2,048 tokens a sequence and 4
+// micro-batches a step: FSDP2 on 8 GPUs, tensor and sequence parallel by
+// 2 under FSDP2 on 16, and the first of 2 pipeline stages.
+std::vector<Profile> RealLayouts() {
+  Parallelism fsdp;
+  fsdp.data = DataParallel::kFsdp2;
+  fsdp.gpus = 8;
+  Parallelism tp = fsdp;
+  tp.gpus = 16;
+  tp.tensor = 2;
+  tp.sequence = true;
+  Parallelism pp = fsdp;
+  pp.pipeline = 2;
+  std::vector<Profile> out;
+  for (const auto& [name, layout] : {std::pair{"fsdp 8", fsdp}, {"tp 2 sp", tp}, {"pp 2", pp}}) {
+    JobOverrides o;
+    o.parallel = layout;
+    o.grad_accumulation = 4;
+    o.micro_batch = 1;
+    o.seq_len = 2048;
+    o.precision = Precision::kMixedBf16;
+    Result<Job> job =
+        LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/llama-3.1-8b.config.json", o);
+    EXPECT_TRUE(job.ok()) << job.status().message();
+    if (!job.ok()) continue;
+    out.push_back(job->profile);
+    out.back().model = std::string("llama-3.1-8b ") + name;
+  }
   return out;
 }
 
@@ -103,6 +137,44 @@ TEST(HeuristicSearch, StepIsTheSimulatedOneAndPeakBoundIsBelowThePeak) {
     }
   }
   EXPECT_GT(candidates, 300);
+}
+
+// The floors the search leaves candidates out by (with a budget): each
+// candidate's plan without a budget (what the search compares) is at least
+// SingleLevelStepMs less its rounding slack (1e-7, SingleLevelStepMs being
+// within 1e-12) and, where FloorHolds, at least its peak lower bound and
+// its SegmentFloorBytes in device total.
+TEST(HeuristicSearch, EveryCandidateIsAtOrAboveItsFloors) {
+  int candidates = 0, held = 0;
+  std::vector<Profile> profiles = Chains();
+  for (Profile& p : RealLayouts()) profiles.push_back(std::move(p));
+  for (const Profile& p : profiles) {
+    const bool holds = strategies::FloorHolds(p);
+    held += holds;
+    for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+      const HeuristicFamily family(p, s);
+      for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+        const HeuristicCandidate c = family.Candidate(k);
+        Result<Plan> plan = EvaluateDecisions(p, s, c.parameter, c.decisions, c.selective_option,
+                                              0, SimulationDetail::kTotals);
+        ASSERT_TRUE(plan.ok()) << plan.status().message();
+        const std::string where = p.model + " " + c.parameter;
+        EXPECT_LE(SingleLevelStepMs(p, c.decisions, c.selective_option) * (1 - 1e-7),
+                  plan->predicted.step_ms)
+            << where;
+        if (holds) {
+          EXPECT_LE(SingleLevelPeakLowerBound(p, c.decisions, c.selective_option),
+                    plan->memory.total_bytes)
+              << where;
+          EXPECT_LE(strategies::SegmentFloorBytes(p, c.decisions), plan->memory.total_bytes)
+              << where;
+        }
+        ++candidates;
+      }
+    }
+  }
+  EXPECT_GT(candidates, 400);
+  EXPECT_GE(held, 3);
 }
 
 TEST(HeuristicSearch, UnboundedIsEachStrategysExhaustiveSearch) {
@@ -252,6 +324,34 @@ TEST(HeuristicSearch, KeptCandidatesChooseAsSimulatingEachAtTheBudget) {
     }
   }
   EXPECT_GT(compared, 6000);
+}
+
+// On real layouts, at budgets where the families fit, where only some
+// candidates do and where none does: the search that leaves candidates
+// out by their floors picks what simulating every candidate picks, and
+// leaves some out (a search at one budget simulates fewer candidates
+// than the family has).
+TEST(HeuristicSearch, FlooredSearchIsPlainOnRealLayouts) {
+  int compared = 0, fewer = 0;
+  for (const Profile& p : RealLayouts()) {
+    std::vector<int64_t> budgets = Budgets(p);
+    budgets.push_back(1);
+    for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+      const HeuristicFamily family(p, s);
+      for (int64_t budget : budgets) {
+        const std::string where = p.model + " " + ToString(s) + " at " + std::to_string(budget);
+        const PlanMemo memo(p);
+        Result<std::optional<Plan>> searched = SearchFamily(p, family, budget);
+        ASSERT_TRUE(searched.ok()) << searched.status().message();
+        fewer += memo.stats().simulations_run <
+                 family.last_parameter() - family.first_parameter() + 1;
+        ExpectSameSearch(*searched, PlainSearch(p, family, budget, {}), where);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 80);
+  EXPECT_GT(fewer, compared / 5);
 }
 
 }  // namespace
