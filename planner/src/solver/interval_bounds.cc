@@ -3,7 +3,22 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "solver/cost_row.h"
+
 namespace remat::solver {
+namespace {
+
+// The least of max(xs + col[sp], row[sp]) over sp in [begin, end), and
+// `least` where that is less: the fewest slots a split at any of those sp
+// needs besides its sweep (on the widest vector unit).
+REMAT_VECTOR_CLONES
+int64_t LeastSplitNeed(const int64_t* __restrict col, const int64_t* __restrict row, int64_t xs,
+                       int begin, int end, int64_t least) {
+  for (int sp = begin; sp < end; ++sp) least = std::min(least, std::max(xs + col[sp], row[sp]));
+  return least;
+}
+
+}  // namespace
 
 std::vector<int64_t> KeepAllNeeds(const ChainTerms& terms) {
   const int L = terms.num_layers();
@@ -95,10 +110,7 @@ void IntervalBounds::Compute(const ChainTerms& terms, const IntervalClasses& cla
             }
           }
         } else {
-          int64_t inner = cap;
-          for (int sp = sweep[r].first_split; sp < end; ++sp) {
-            inner = std::min(inner, std::max(xs + col[sp], row[sp]));
-          }
+          const int64_t inner = LeastSplitNeed(col, row, xs, sweep[r].first_split, end, cap);
           best = std::min(best, std::max(sweep_need, inner));
         }
       }

@@ -82,6 +82,25 @@ TEST(JsonTopLevel, AgreesWithAFullParseOnInputsOfEveryKind) {
   for (const std::string& text : texts) ExpectSameAsParse(text);
 }
 
+// A text looked at again answers as at its first look, and another text
+// (of the same length, or the same buffer rewritten) answers for itself.
+TEST(JsonTopLevel, LooksAgainAtATextAsAtItsFirstLook) {
+  const std::string profile = R"({"layers": [], "name": "graph!"})";
+  const std::string graph = R"({"chains": [], "name": "chains"})";
+  ASSERT_EQ(profile.size(), graph.size());
+  for (const std::string* text : {&profile, &profile, &graph, &graph, &profile, &graph}) {
+    ExpectSameAsParse(*text);
+  }
+  std::string buffer = profile;
+  ExpectSameAsParse(buffer);
+  buffer.replace(buffer.find("layers"), 6, "chains");
+  ExpectSameAsParse(buffer);
+  EXPECT_TRUE(ScanJsonTopLevel(buffer).Has("chains"));
+  buffer.replace(buffer.find('}'), 1, "]");
+  ExpectSameAsParse(buffer);
+  EXPECT_FALSE(ScanJsonTopLevel(buffer).object);
+}
+
 TEST(JsonTopLevel, AgreesWithAFullParseOnRandomDocuments) {
   std::mt19937 rng(7);
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
