@@ -72,7 +72,11 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
                                                  : std::make_shared<const IntervalClasses>(
                                                        terms.profile(), options.gradients)),
       classes_(*classes_holder_),
-      bounds_(terms, classes_, /*track_choices=*/false) {
+      bounds_holder_(options.bounds != nullptr
+                         ? options.bounds
+                         : std::make_shared<const IntervalBounds>(terms, classes_,
+                                                                  /*track_choices=*/false)),
+      bounds_(*bounds_holder_) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
   rows_.assign(classes_.count(), RowRange{});

@@ -113,6 +113,11 @@ struct DpOptions {
   // rounding: `--strategy optimal` builds them once for its size check and
   // both fills); null: the DP builds them.
   std::shared_ptr<const IntervalClasses> classes;
+  // The interval bounds of the terms under `classes` (the same profile,
+  // units and rounding), when the caller has built them already
+  // (`--strategy optimal` builds the conservative fill's on another core
+  // while the relaxed DP builds its own); null: the DP builds them.
+  std::shared_ptr<const IntervalBounds> bounds;
   // Set by another thread when this solve's result is no longer wanted
   // (`--strategy optimal` fills its relaxed and conservative tables at
   // once): the fill stops at its next tile and Solve returns nullopt.
@@ -222,7 +227,8 @@ class MultiLevelDp {
   float cap_;  // options_.cost_cap_ms as a float (rounded up)
   std::shared_ptr<const IntervalClasses> classes_holder_;  // options_.classes or built
   const IntervalClasses& classes_;
-  IntervalBounds bounds_;
+  std::shared_ptr<const IntervalBounds> bounds_holder_;  // options_.bounds or built
+  const IntervalBounds& bounds_;
   struct RowRange {
     int lo = 1, hi = 0;   // slot range; lo > hi: does not fit
     int64_t offset = -1;  // first cell in table_

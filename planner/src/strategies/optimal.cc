@@ -116,8 +116,7 @@ class SlotPass {
 
   bool Solve(solver::Rounding rounding) {
     dp_.reset();
-    terms_ = std::make_unique<ChainTerms>(
-        profile_, MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_)));
+    terms_ = std::make_unique<ChainTerms>(profile_, Units(rounding));
     if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
       solver::DpOptions options;
       options.cost_cap_ms = cap_ms_;
@@ -125,6 +124,14 @@ class SlotPass {
       options.gradients = gradients;
       options.classes = classes;
       options.cancel = cancel_;
+      if (rounding == solver::Rounding::kDown && bounds_ahead_ && classes != nullptr) {
+        up_bounds_ = Concurrently([this] {
+          const ChainTerms up(profile_, Units(solver::Rounding::kUp));
+          return std::make_shared<const solver::IntervalBounds>(up, *classes,
+                                                                /*track_choices=*/false);
+        });
+      }
+      if (rounding == solver::Rounding::kUp && up_bounds_.valid()) options.bounds = up_bounds_.get();
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       solver::SingleLevelOffloadOptions options = offload_options;
@@ -159,6 +166,11 @@ class SlotPass {
   // fill, whose result is not used where the relaxed plans are final, only
   // takes their time (on 2 cores, `plan 70b fsdp64` 100 -> 93 CPU ms and
   // 69 -> 65 ms wall without it; bench/speed/README.md).
+  // MultiLevelDp: the next Solve rounding down also builds the interval
+  // bounds of the conservative terms, on another core while the relaxed DP
+  // builds its own (both O(L^3) on chains of distinct layers, before the
+  // relaxed fill), for a Solve rounding up after it.
+  void BuildBoundsAhead() { bounds_ahead_ = true; }
   std::unique_ptr<SlotPass> Concurrent(const std::atomic<bool>* cancel) const {
     if (!concurrent || SolverThreads() <= kSearchGroups + 1) return nullptr;
     auto copy = std::make_unique<SlotPass>(profile_, budget_, slots_, to_plan_, cap_ms_);
@@ -186,6 +198,13 @@ class SlotPass {
   std::unique_ptr<Dp> dp_;
   std::optional<double> relaxed_ms_;
   const std::atomic<bool>* cancel_ = nullptr;
+  bool bounds_ahead_ = false;
+  // (Last: waited for before the members its task reads are destroyed.)
+  std::future<std::shared_ptr<const solver::IntervalBounds>> up_bounds_;
+
+  MemoryUnits Units(solver::Rounding rounding) const {
+    return MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_));
+  }
 };
 
 // Slot rounding, relaxed first: the relaxed (round-down) optimum is a lower
@@ -253,6 +272,9 @@ Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
   const std::unique_ptr<SlotPass<Dp>> conservative = pass.Concurrent(&cancel);
   std::future<Result<std::optional<Plan>>> safe;
   if (conservative) safe = Concurrently([&] { return ConservativePlan(*conservative); });
+  if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
+    if (!conservative) pass.BuildBoundsAhead();
+  }
   Result<RelaxedPlans> relaxed = BestRelaxedPlans(pass);
   if (!relaxed.ok() || relaxed->final) {
     cancel = true;

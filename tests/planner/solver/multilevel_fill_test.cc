@@ -234,5 +234,35 @@ TEST(MultiLevelFill, ClassesGivenEqualClassesBuilt) {
   }
 }
 
+// Bounds the caller built (DpOptions::bounds, as `--strategy optimal`
+// builds the conservative fill's on another core) give the tables and the
+// schedule of bounds the DP builds itself; and they are the ones the DP
+// reads (bounds of other units give their floor).
+TEST(MultiLevelFill, BoundsGivenEqualBoundsBuilt) {
+  for (const Profile& p : {testing::TransformerChain(12, 3), testing::RandomChain(9, 7)}) {
+    const auto classes = std::make_shared<const IntervalClasses>(p);
+    const int64_t budget = Budgets(p, 4)[2];
+    for (Rounding rounding : {Rounding::kDown, Rounding::kUp}) {
+      const ChainTerms terms(p, MemoryUnits(budget, 300, rounding));
+      DpOptions given;
+      given.classes = classes;
+      given.bounds = std::make_shared<const IntervalBounds>(terms, *classes, false);
+      MultiLevelDp a(terms), b(terms, given);
+      const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
+      ASSERT_EQ(x.has_value(), y.has_value()) << p.model;
+      ASSERT_TRUE(x.has_value()) << p.model;
+      EXPECT_TRUE(SameOps(x->ops, y->ops)) << p.model;
+      EXPECT_EQ(CompareTables(a, b, terms, kInf, p.model), 0);
+    }
+    const ChainTerms fine(p, MemoryUnits(budget, 300)), coarse(p, MemoryUnits(budget, 30));
+    DpOptions other;
+    other.bounds = std::make_shared<const IntervalBounds>(coarse, *classes, false);
+    const MultiLevelDp dp(fine, other);
+    const int L = p.num_layers();
+    EXPECT_EQ(dp.floor(), other.bounds->floor(0, L)) << p.model;
+    EXPECT_NE(dp.floor(), IntervalBounds(fine, *classes, false).floor(0, L)) << p.model;
+  }
+}
+
 }  // namespace
 }  // namespace remat::solver
