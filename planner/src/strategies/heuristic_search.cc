@@ -179,64 +179,102 @@ Result<std::optional<Plan>> SearchFamily(const Profile& p, const HeuristicFamily
   const bool floored = budget_bytes > 0;
   const bool bytes_floored = floored && FloorHolds(p);
   const std::shared_ptr<KeptFamily> kept = KeptCandidates(p, family);
+  // Candidate k's kept entry, bounded where a limit or a floor needs it
+  // and simulated (its plan without a budget) unless `skip` says, given
+  // its floor (FamilyFloor), to leave it out; nullopt where left out.
+  auto visit = [&](int k, const auto& skip) -> Result<std::optional<KeptCandidate>> {
+    KeptCandidate e;
+    {
+      std::lock_guard<std::mutex> lock(kept->mu);
+      e = kept->candidates[k - family.first_parameter()];
+    }
+    const bool was_bounded = e.bounded, was_made = e.made;
+    std::optional<HeuristicCandidate> c;
+    if ((by_step || by_peak || floored) && !e.bounded) {
+      c = family.Candidate(k);
+      e.bound_step_ms = SingleLevelStepMs(p, c->decisions, c->selective_option);
+      e.least_bytes = SingleLevelPeakLowerBound(p, c->decisions, c->selective_option);
+      e.segment_floor_bytes = SegmentFloorBytes(p, c->decisions);
+      e.bounded = true;
+    }
+    const bool skipped = (by_step && e.bound_step_ms > limits.step_ms) ||
+                         (by_peak && e.least_bytes > budget_bytes) ||
+                         skip(FamilyFloor(e, bytes_floored));
+    if (!skipped && !e.made) {
+      if (!c) c = family.Candidate(k);
+      REMAT_ASSIGN_OR_RETURN(
+          const Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c->parameter),
+                                             c->decisions, c->selective_option, 0,
+                                             SimulationDetail::kTotals));
+      e.fits = plan.fits;
+      e.step_ms = plan.predicted.step_ms;
+      e.total_bytes = plan.memory.total_bytes;
+      e.made = true;
+    }
+    if (e.bounded != was_bounded || e.made != was_made) {
+      std::lock_guard<std::mutex> lock(kept->mu);
+      kept->candidates[k - family.first_parameter()] = e;
+    }
+    if (skipped) return std::optional<KeptCandidate>();
+    return std::optional<KeptCandidate>(e);
+  };
   // Each candidate's plan at this budget compared through a probe of what
   // BetterPlan reads (KeepBetter over the plans themselves picks the same).
   Plan probe, best_probe;
   int pick = -1;
-  // With a budget, two passes. Once a candidate fits, every later pick
-  // fits (BetterPlan prefers a fitting plan, and a fitting pick only to
-  // another fitting plan), so the pick is the one of the fitting
-  // candidates alone: the first pass picks among them, leaving out those
-  // whose floor is above the budget. Only when none fits does the second
-  // pass pick among all, as the search without floors does.
-  for (int pass = floored ? 0 : 1; pass < 2 && pick < 0; ++pass) {
-    const bool fitting_only = pass == 0;
-    for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
-      KeptCandidate e;
-      {
-        std::lock_guard<std::mutex> lock(kept->mu);
-        e = kept->candidates[k - family.first_parameter()];
+  auto fits = [&](const KeptCandidate& e) {
+    return e.fits && (budget_bytes <= 0 || e.total_bytes <= budget_bytes);
+  };
+  auto take = [&](int k, const KeptCandidate& e) {
+    pick = k;
+    best_probe.fits = fits(e);
+    best_probe.predicted.step_ms = e.step_ms;
+    best_probe.memory.total_bytes = e.total_bytes;
+  };
+  // Without a budget, every candidate in order, as KeepBetter keeps them.
+  // With one, first the fitting candidates alone: once a candidate fits,
+  // every later pick fits (BetterPlan prefers a fitting plan, and a
+  // fitting pick only to another fitting plan), so the pick is the one of
+  // the fitting candidates, and a candidate whose floor is above the
+  // budget, or cannot beat the pick so far, would not have become it.
+  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+    REMAT_ASSIGN_OR_RETURN(const std::optional<KeptCandidate> e,
+                           visit(k, [&](const OffloadFloor& floor) {
+                             return floored && (floor.total_bytes > budget_bytes ||
+                                                (pick >= 0 && CannotBeat(floor, best_probe,
+                                                                         budget_bytes)));
+                           }));
+    if (!e || (floored && !fits(*e))) continue;
+    probe.fits = fits(*e);
+    probe.predicted.step_ms = e->step_ms;
+    probe.memory.total_bytes = e->total_bytes;
+    if (pick < 0 || BetterPlan(probe, best_probe)) take(k, *e);
+  }
+  if (floored && pick < 0) {
+    // None fits: KeepBetter keeps the least device total, then the least
+    // step time, then the first (BetterPlan on plans that do not fit), an
+    // order of its own. So the candidates are weighed by their floors'
+    // totals (every candidate was bounded above), the least first, and
+    // one whose floor is above the pick's total is left out.
+    std::vector<std::pair<int64_t, int>> order;
+    {
+      std::lock_guard<std::mutex> lock(kept->mu);
+      for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+        const KeptCandidate& e = kept->candidates[k - family.first_parameter()];
+        order.emplace_back(FamilyFloor(e, bytes_floored).total_bytes, k);
       }
-      const bool was_bounded = e.bounded, was_made = e.made;
-      std::optional<HeuristicCandidate> c;
-      if ((by_step || by_peak || floored) && !e.bounded) {
-        c = family.Candidate(k);
-        e.bound_step_ms = SingleLevelStepMs(p, c->decisions, c->selective_option);
-        e.least_bytes = SingleLevelPeakLowerBound(p, c->decisions, c->selective_option);
-        e.segment_floor_bytes = SegmentFloorBytes(p, c->decisions);
-        e.bounded = true;
-      }
-      const OffloadFloor floor = FamilyFloor(e, bytes_floored);
-      const bool skipped =
-          (by_step && e.bound_step_ms > limits.step_ms) ||
-          (by_peak && e.least_bytes > budget_bytes) ||
-          (floored && pick >= 0 && CannotBeat(floor, best_probe, budget_bytes)) ||
-          (fitting_only && floor.total_bytes > budget_bytes);
-      if (!skipped && !e.made) {
-        if (!c) c = family.Candidate(k);
-        REMAT_ASSIGN_OR_RETURN(
-            const Plan plan, EvaluateDecisions(p, family.strategy(), std::move(c->parameter),
-                                               c->decisions, c->selective_option, 0,
-                                               SimulationDetail::kTotals));
-        e.fits = plan.fits;
-        e.step_ms = plan.predicted.step_ms;
-        e.total_bytes = plan.memory.total_bytes;
-        e.made = true;
-      }
-      if (e.bounded != was_bounded || e.made != was_made) {
-        std::lock_guard<std::mutex> lock(kept->mu);
-        kept->candidates[k - family.first_parameter()] = e;
-      }
-      if (skipped) continue;
-      probe.fits = e.fits && (budget_bytes <= 0 || e.total_bytes <= budget_bytes);
-      probe.predicted.step_ms = e.step_ms;
-      probe.memory.total_bytes = e.total_bytes;
-      if (fitting_only && !probe.fits) continue;
-      if (pick < 0 || BetterPlan(probe, best_probe)) {
-        pick = k;
-        best_probe.fits = probe.fits;
-        best_probe.predicted.step_ms = probe.predicted.step_ms;
-        best_probe.memory.total_bytes = probe.memory.total_bytes;
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [floor_bytes, k] : order) {
+      if (pick >= 0 && floor_bytes > best_probe.memory.total_bytes) break;
+      REMAT_ASSIGN_OR_RETURN(const std::optional<KeptCandidate> e,
+                             visit(k, [](const OffloadFloor&) { return false; }));
+      if (!e) continue;
+      const int64_t total = best_probe.memory.total_bytes;
+      const double step = best_probe.predicted.step_ms;
+      if (pick < 0 || e->total_bytes < total ||
+          (e->total_bytes == total && (e->step_ms < step || (e->step_ms == step && k < pick)))) {
+        take(k, *e);
       }
     }
   }

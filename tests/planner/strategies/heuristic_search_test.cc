@@ -354,5 +354,39 @@ TEST(HeuristicSearch, FlooredSearchIsPlainOnRealLayouts) {
   EXPECT_GT(fewer, compared / 5);
 }
 
+// Where no candidate fits, the search weighs them least floor first: on
+// chains of equal layers, where candidates tie in device total and step
+// time (then the first in the family's order is kept), and on the chains
+// above, it picks what simulating every candidate in order picks.
+TEST(HeuristicSearch, NoneFittingPicksAsInOrderWithTies) {
+  int compared = 0, ties = 0;
+  std::vector<Profile> profiles = Chains();
+  for (int n = 2; n <= 12; ++n) profiles.push_back(testing::UniformChain(n));
+  for (const Profile& p : profiles) {
+    for (Strategy s : {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective}) {
+      const HeuristicFamily family(p, s);
+      std::vector<std::pair<int64_t, double>> seen;
+      for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+        const HeuristicCandidate c = family.Candidate(k);
+        Result<Plan> plan = EvaluateDecisions(p, s, c.parameter, c.decisions, c.selective_option,
+                                              0, SimulationDetail::kTotals);
+        ASSERT_TRUE(plan.ok());
+        seen.emplace_back(plan->memory.total_bytes, plan->predicted.step_ms);
+      }
+      std::sort(seen.begin(), seen.end());
+      ties += std::adjacent_find(seen.begin(), seen.end()) != seen.end();
+      for (int64_t budget : {int64_t{1}, p.static_bytes() + BudgetAt(p, 0) - 1}) {
+        const std::string where = p.model + " " + ToString(s) + " at " + std::to_string(budget);
+        Result<std::optional<Plan>> searched = SearchFamily(p, family, budget);
+        ASSERT_TRUE(searched.ok()) << searched.status().message();
+        ExpectSameSearch(*searched, PlainSearch(p, family, budget, {}), where);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(ties, 5);
+}
+
 }  // namespace
 }  // namespace remat
