@@ -1,6 +1,8 @@
 #include "solver/chain_terms.h"
 
+#include <algorithm>
 #include <map>
+#include <utility>
 
 namespace remat::solver {
 
@@ -17,7 +19,41 @@ int64_t RecurringKeepBytes(const Profile& profile) {
   return bytes;
 }
 
-ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
+ChainSweeps::ChainSweeps(const Profile& profile) {
+  const int L = profile.num_layers();
+  const auto& layers = profile.layers;
+  // |x[i]|, i in [0, L] (as ChainTerms' x_bytes).
+  std::vector<int64_t> x(L + 1);
+  x[0] = layers[0].input_bytes;
+  for (int i = 0; i < L; ++i) x[i + 1] = layers[i].output_bytes;
+  // Sweep from s: forward j reads x[j] (held as x[s] when j == s) and writes
+  // x[j+1]; x[j] (j > s) is freed right after. Inside backward each forward
+  // also holds its layer's recompute gather (another recompute follows it).
+  for (const LayerProfile& l : layers) gathers = gathers || l.recompute_gather_bytes > 0;
+  for (const bool backward : {false, true}) {
+    if (backward && !gathers) break;
+    auto& sweeps = steps[backward];
+    auto& of = step_of[backward];
+    sweeps.resize(L);
+    of.resize(L);
+    for (int s = 0; s < L; ++s) {
+      of[s].reserve(std::max(0, L - s - 1));
+      int64_t peak = -1;
+      for (int j = s; j + 1 < L; ++j) {
+        const int64_t here = (j > s ? x[j] : 0) + x[j + 1] + layers[j].nograd_workspace_bytes() +
+                             (backward ? layers[j].recompute_gather_bytes : 0);
+        if (here > peak) {
+          peak = here;
+          sweeps[s].push_back({j + 1, peak});
+        }
+        of[s].push_back(static_cast<int>(sweeps[s].size()) - 1);
+      }
+    }
+  }
+}
+
+ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units,
+                       std::shared_ptr<const ChainSweeps> sweeps)
     : profile_(profile), units_(units), num_layers_(profile.num_layers()) {
   const int L = num_layers_;
   const auto& layers = profile.layers;
@@ -75,30 +111,7 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units)
     }
   }
 
-  // Sweep from s: forward j reads x[j] (held as x[s] when j == s) and writes
-  // x[j+1]; x[j] (j > s) is freed right after. Inside backward each forward
-  // also holds its layer's recompute gather (another recompute follows it).
-  for (const LayerProfile& l : layers) gathers_ = gathers_ || l.recompute_gather_bytes > 0;
-  for (const bool backward : {false, true}) {
-    if (backward && !gathers_) break;
-    auto& sweeps = backward ? sweeps_backward_ : sweeps_;
-    auto& steps = backward ? sweep_step_backward_ : sweep_step_;
-    sweeps.resize(L);
-    steps.resize(L);
-    for (int s = 0; s < L; ++s) {
-      int64_t peak = -1;
-      for (int j = s; j + 1 < L; ++j) {
-        const int64_t here = (j > s ? x_bytes_[j] : 0) + x_bytes_[j + 1] +
-                             layers[j].nograd_workspace_bytes() +
-                             (backward ? layers[j].recompute_gather_bytes : 0);
-        if (here > peak) {
-          peak = here;
-          sweeps[s].push_back({j + 1, peak});
-        }
-        steps[s].push_back(static_cast<int>(sweeps[s].size()) - 1);
-      }
-    }
-  }
+  sweeps_ = sweeps != nullptr ? std::move(sweeps) : std::make_shared<const ChainSweeps>(profile);
 
   forward_prefix_.assign(L + 1, 0);
   for (int i = 0; i < L; ++i) forward_prefix_[i + 1] = forward_prefix_[i] + layers[i].forward_ms;

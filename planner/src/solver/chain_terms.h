@@ -15,6 +15,7 @@
 #define REMAT_SRC_SOLVER_CHAIN_TERMS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "remat/profile/profile.h"
@@ -41,6 +42,19 @@ struct SweepStep {
   int64_t bytes = 0;
 };
 
+// The sweep steps of every interval start of a profile (ChainTerms::sweep):
+// bytes alone, the same whatever the memory units, so ChainTerms made for
+// many budgets of one profile may share them.
+struct ChainSweeps {
+  // `profile` must be valid (ValidateProfile).
+  explicit ChainSweeps(const Profile& profile);
+  // Whether a layer gathers on recompute (the backward sweeps differ).
+  bool gathers = false;
+  // [backward][s]: the steps from s, and the step of each split s' > s.
+  std::vector<std::vector<SweepStep>> steps[2];
+  std::vector<std::vector<int>> step_of[2];
+};
+
 // The bytes a kept layer holds (input plus what it saves) that recur most
 // often in the chain (a transformer's block), for MemoryUnits' align_bytes;
 // 0 if no two layers hold the same.
@@ -49,7 +63,9 @@ int64_t RecurringKeepBytes(const Profile& profile);
 class ChainTerms {
  public:
   // `profile` must be valid (ValidateProfile) and outlive this object.
-  ChainTerms(const Profile& profile, const MemoryUnits& units);
+  // `sweeps`: ChainSweeps(profile) made before (null: made here).
+  ChainTerms(const Profile& profile, const MemoryUnits& units,
+             std::shared_ptr<const ChainSweeps> sweeps = nullptr);
 
   const Profile& profile() const { return profile_; }
   int num_layers() const { return num_layers_; }
@@ -100,11 +116,11 @@ class ChainTerms {
   // recomputes, each followed by another: they hold their layers'
   // recompute_gather_bytes too.
   const std::vector<SweepStep>& sweep(int s, int t) const {
-    return t < num_layers_ && gathers_ ? sweeps_backward_[s] : sweeps_[s];
+    return sweeps_->steps[t < num_layers_ && sweeps_->gathers][s];
   }
   // Index in sweep(s, t) of the step that split s' (s < s' < L) falls in.
   int sweep_step(int s, int t, int split) const {
-    return (t < num_layers_ && gathers_ ? sweep_step_backward_ : sweep_step_)[s][split - s - 1];
+    return sweeps_->step_of[t < num_layers_ && sweeps_->gathers][s][split - s - 1];
   }
   // Peak of a sweep from s in interval (s, t) whose step has `sweep_bytes`.
   int64_t SweepNeed(int s, int t, int64_t sweep_bytes) const {
@@ -126,12 +142,7 @@ class ChainTerms {
   std::vector<KeepMode> modes_;
   std::vector<int64_t> keep_slots_, backward_slots_;
   std::vector<int64_t> keep_held_slots_, backward_held_slots_;
-  std::vector<std::vector<SweepStep>> sweeps_;
-  std::vector<std::vector<int>> sweep_step_;
-  // The same inside backward, where any layer gathers on recompute.
-  bool gathers_ = false;
-  std::vector<std::vector<SweepStep>> sweeps_backward_;
-  std::vector<std::vector<int>> sweep_step_backward_;
+  std::shared_ptr<const ChainSweeps> sweeps_;
   std::vector<double> forward_prefix_;
 };
 

@@ -97,6 +97,18 @@ auto Concurrently(F f) {
                     std::move(f));
 }
 
+// The profile's sweeps (solver::ChainSweeps), made once while a memo is
+// open for it: the same for the terms of every budget and rounding.
+std::shared_ptr<const solver::ChainSweeps> SweepsOf(const Profile& p) {
+  static const std::string kName = "chain sweeps";
+  if (std::shared_ptr<const void> kept = plan_memo::Kept(p, kName)) {
+    return std::static_pointer_cast<const solver::ChainSweeps>(kept);
+  }
+  auto made = std::make_shared<const solver::ChainSweeps>(p);
+  plan_memo::Keep(p, kName, made);
+  return made;
+}
+
 // One solver's DP over slots for a budget (multi-level or single-level):
 // Solve(rounding) fills it, PlanAt(m) reconstructs and simulates its plan in
 // m slots, for floor() <= m <= slots(). `cap_ms`: the recompute time of a
@@ -116,7 +128,9 @@ class SlotPass {
 
   bool Solve(solver::Rounding rounding) {
     dp_.reset();
-    terms_ = std::make_unique<ChainTerms>(profile_, Units(rounding));
+    // The profile's sweeps, shared with the terms of the bounds built ahead.
+    const std::shared_ptr<const solver::ChainSweeps> sweeps = SweepsOf(profile_);
+    terms_ = std::make_unique<ChainTerms>(profile_, Units(rounding), sweeps);
     if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
       solver::DpOptions options;
       options.cost_cap_ms = cap_ms_;
@@ -125,8 +139,8 @@ class SlotPass {
       options.classes = classes;
       options.cancel = cancel_;
       if (rounding == solver::Rounding::kDown && bounds_ahead_ && classes != nullptr) {
-        up_bounds_ = Concurrently([this] {
-          const ChainTerms up(profile_, Units(solver::Rounding::kUp));
+        up_bounds_ = Concurrently([this, sweeps] {
+          const ChainTerms up(profile_, Units(solver::Rounding::kUp), sweeps);
           return std::make_shared<const solver::IntervalBounds>(up, *classes,
                                                                 /*track_choices=*/false);
         });
@@ -589,7 +603,7 @@ class OptimalSolver : public StrategySolver {
                                                  int64_t activation_budget,
                                                  const solver::IntervalClasses& classes) {
     const int64_t slots = OptimalSlots(o);
-    const ChainTerms terms(p, MemoryUnits(activation_budget, slots));
+    const ChainTerms terms(p, MemoryUnits(activation_budget, slots), SweepsOf(p));
     const int64_t table = solver::MultiLevelDp::TableBytesBound(terms, classes);
     if (table <= kMaxTableBytes) return TableSize{slots, table};
     if (o.slots > 0) {
