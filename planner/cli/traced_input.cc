@@ -122,9 +122,11 @@ Result<std::optional<std::string>> TracedProfilePath(const std::string& path, co
     return std::optional<std::string>();  // the ordinary reader says why
   }
   // A look at the root's keys first: a measured profile is large, and only
-  // a config.json is parsed whole.
-  const JsonTopLevel top = ScanJsonTopLevel(*text);
-  if (!top.object || top.Has("layers") || top.String("model_type") == nullptr) {
+  // a config.json is parsed whole (a profile, with its "layers", is told
+  // apart without a scan; so is a document that is not JSON).
+  const bool profile = RootHasKeyIfValid(*text, "layers");
+  const JsonTopLevel top = profile ? JsonTopLevel{} : ScanJsonTopLevel(*text);
+  if (profile || !top.object || top.Has("layers") || top.String("model_type") == nullptr) {
     if (compile) {
       return Status::Invalid("option --compile: " + config +
                              " is not a Hugging Face config.json (an object with a model_type); "

@@ -131,4 +131,45 @@ JsonTopLevel ScanJsonTopLevel(std::string_view text) {
   return top;
 }
 
+bool RootHasKeyIfValid(std::string_view text, std::string_view key) {
+  auto scanned = [&] { return ScanJsonTopLevel(text).Has(key); };
+  constexpr size_t kNone = std::string_view::npos;
+  size_t i = text.find_first_not_of(" \t\n\r");
+  if (i == kNone || text[i] != '{') return scanned();
+  int depth = 0;
+  bool at_key = false;  // the next string at depth 1 is a key
+  for (; i < text.size(); ++i) {
+    switch (text[i]) {
+      case '"': {
+        const size_t first = i + 1;
+        bool escaped = false;
+        for (++i; i < text.size() && text[i] != '"'; ++i) {
+          if (text[i] == '\\') escaped = true, ++i;
+        }
+        if (i >= text.size()) return scanned();
+        if (depth == 1 && at_key) {
+          if (escaped) return scanned();
+          if (text.substr(first, i - first) == key) return true;
+          at_key = false;
+        }
+        break;
+      }
+      case '{':
+      case '[':
+        at_key = ++depth == 1;
+        break;
+      case '}':
+      case ']':
+        if (--depth == 0) return false;
+        break;
+      case ',':
+        at_key = depth == 1;
+        break;
+      default:
+        break;
+    }
+  }
+  return scanned();
+}
+
 }  // namespace remat

@@ -262,6 +262,8 @@ std::string GraphProfileToJson(const GraphProfile& g) {
 }
 
 bool IsGraphProfileText(std::string_view json_text) {
+  // (A measured chain profile of a few MB is told apart without a scan.)
+  if (!RootHasKeyIfValid(json_text, "chains")) return false;
   const JsonTopLevel top = ScanJsonTopLevel(json_text);
   return top.object && top.Has("chains");
 }

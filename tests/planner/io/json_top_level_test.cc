@@ -31,8 +31,20 @@ JsonTopLevel FromParse(const std::string& text) {
   return out;
 }
 
+// Keys looked for in every document: its own, ones it nests, and others.
+const std::vector<std::string> kKeysLookedFor = {"k0", "k1", "k2", "k3", "k4", "k5", "chains",
+                                                 "layers", "model_type", "a", "s", "deep", "n",
+                                                 "remat", "seq_len", "name", ""};
+
 void ExpectSameAsParse(const std::string& text) {
   const JsonTopLevel want = FromParse(text);
+  // A valid document's root keys, found without a scan.
+  if (want.object) {
+    for (const std::string& k : kKeysLookedFor) {
+      const bool has = std::find(want.keys.begin(), want.keys.end(), k) != want.keys.end();
+      EXPECT_EQ(RootHasKeyIfValid(text, k), has) << k << " in " << text;
+    }
+  }
   const JsonTopLevel got = ScanJsonTopLevel(text);
   ASSERT_EQ(got.object, want.object) << text;
   // A parsed object orders its keys; the scan keeps the document's order.
@@ -78,6 +90,11 @@ TEST(JsonTopLevel, AgreesWithAFullParseOnInputsOfEveryKind) {
            R"({"n": 1e999})",                 // out of range
            R"({"deep": )" + std::string(70, '[') + std::string(70, ']') + "}",  // deeper than 64
            R"({"deep": )" + std::string(60, '[') + std::string(60, ']') + "}",
+           R"({"ch\u0061ins": 1, "s": "chains"})",      // a key with an escape
+           R"({"a\"b": {"chains": [","]}, "s": "x\\", "layers": "{"})",
+           R"( {"s": ["chains", {"layers": 1}], "name": "layers"} )",
+           R"({"s": "a\"}", "n": 1})",                   // an escaped quote in a value
+           "\xEF\xBB\xBF{\"chains\": []}",             // a byte order mark first
   };
   for (const std::string& text : texts) ExpectSameAsParse(text);
 }

@@ -30,6 +30,15 @@ struct JsonTopLevel {
 
 JsonTopLevel ScanJsonTopLevel(std::string_view text);
 
+// Whether the root object of `text` has a member `key`, for a valid JSON
+// document exactly what ScanJsonTopLevel(text).Has(key) says; for other
+// text either answer. Read by skipping strings and brackets, without
+// building or checking values (ScanJsonTopLevel where that cannot tell:
+// a root key with escapes, a document cut short): for "is this input of
+// that kind?" where an invalid document and one without the key are
+// answered alike.
+bool RootHasKeyIfValid(std::string_view text, std::string_view key);
+
 }  // namespace remat
 
 #endif  // REMAT_IO_JSON_TOP_LEVEL_H_
