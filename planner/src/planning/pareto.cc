@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "planning/in_order.h"
 #include "remat/plan/plan_memo.h"
@@ -130,16 +132,37 @@ Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& opt
   const size_t swept = curve.budgets.size() * strategies.size();
   curve.points.assign(planned_points.begin(), planned_points.begin() + swept);
   curve.defaults.assign(planned_points.begin() + swept, planned_points.end());
-  // Each strategy at each default's peak.
-  at.clear();
+  // Each strategy at each default's peak, planned once per strategy and
+  // budget: defaults share peaks (the strategies that keep everything
+  // peak at the sweep's highest budget), and a point planned above is the
+  // same plan again (MakePlan of the same profile and options).
+  std::map<std::pair<Strategy, int64_t>, const ParetoPoint*> made;
+  for (size_t i = 0; i < at.size(); ++i) made.emplace(at[i], &planned_points[i]);
+  std::vector<std::pair<Strategy, int64_t>> wanted;
   for (const ParetoPoint& d : curve.defaults) {
-    for (Strategy s : strategies) at.emplace_back(s, d.peak_bytes);
+    for (Strategy s : strategies) wanted.emplace_back(s, d.peak_bytes);
   }
-  REMAT_ASSIGN_OR_RETURN(const std::vector<ParetoPoint> at_peaks, points(at));
+  at.clear();
+  for (const auto& w : wanted) {
+    if (made.count(w) == 0 && std::find(at.begin(), at.end(), w) == at.end()) at.push_back(w);
+  }
+  REMAT_ASSIGN_OR_RETURN(const std::vector<ParetoPoint> fresh, points(at));
+  for (size_t i = 0; i < at.size(); ++i) made.emplace(at[i], &fresh[i]);
+  // Progress counts one plan per strategy and default's peak: those
+  // reused too.
+  std::vector<std::pair<Strategy, int64_t>> told = at;
+  for (const auto& [s, b] : wanted) {
+    const auto it = std::find(told.begin(), told.end(), std::make_pair(s, b));
+    if (it != told.end()) {
+      told.erase(it);
+    } else {
+      planned(s, b > 0 ? " at " : ", no budget", b);
+    }
+  }
   for (size_t i = 0; i < curve.defaults.size(); ++i) {
     ParetoPoint best = curve.defaults[i];
     for (size_t j = 0; j < strategies.size(); ++j) {
-      const ParetoPoint& p = at_peaks[i * strategies.size() + j];
+      const ParetoPoint& p = *made.at(wanted[i * strategies.size() + j]);
       if (p.fits && p.step_ms < best.step_ms * (1 - 1e-12)) best = p;
     }
     best.budget_bytes = curve.defaults[i].peak_bytes;
