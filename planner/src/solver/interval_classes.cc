@@ -58,16 +58,19 @@ IntervalClasses::IntervalClasses(const Profile& profile, GradientKey key)
   // Sequences s..t-1 are interned as (sequence s..t-2, layer t-1); the
   // class adds the two end flags and the gradients after t.
   std::unordered_map<int64_t, int> sequences, classes;
+  // (At most one of each per interval: never rehashed.)
+  sequences.reserve(static_cast<size_t>(L) * (L + 1) / 2);
+  classes.reserve(static_cast<size_t>(L) * (L + 1) / 2);
   class_.assign(static_cast<size_t>(L + 1) * (L + 1), -1);
   class_by_t_.assign(class_.size(), -1);
   for (int s = 0; s < L; ++s) {
     int64_t seq = -1;
     for (int t = s + 1; t <= L; ++t) {
       const int64_t key = (seq + 1) * kinds + layer_class[t - 1];
-      seq = sequences.emplace(key, static_cast<int>(sequences.size())).first->second;
+      seq = sequences.try_emplace(key, static_cast<int>(sequences.size())).first->second;
       const int64_t flags = (s == 0 ? 1 : 0) + (t == L ? 2 : 0);
       const int64_t class_key = (seq * 4 + flags) * afters + after[t];
-      const int id = classes.emplace(class_key, static_cast<int>(classes.size())).first->second;
+      const int id = classes.try_emplace(class_key, static_cast<int>(classes.size())).first->second;
       if (id == static_cast<int>(canonical_s_.size())) {
         canonical_s_.push_back(s);
         canonical_t_.push_back(t);

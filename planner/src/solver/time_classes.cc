@@ -64,6 +64,7 @@ TimeClasses PoolTimesBySpread(const Profile& profile) {
   struct Class {
     int reference;
     std::vector<int> members;
+    std::vector<double> times;  // the reference layer's
   };
   std::vector<Class> classes;
   std::map<LayerSizes, std::vector<int>> by_sizes;  // sizes -> class indices
@@ -74,20 +75,20 @@ TimeClasses PoolTimesBySpread(const Profile& profile) {
     int joined = -1;
     for (int c : candidates) {
       const LayerProfile& ref = profile.layers[classes[c].reference];
-      if (Agree(times, TimesOf(ref), std::min(l.time_spread, ref.time_spread))) {
+      if (Agree(times, classes[c].times, std::min(l.time_spread, ref.time_spread))) {
         joined = c;
         break;
       }
     }
     if (joined < 0) {
       joined = static_cast<int>(classes.size());
-      classes.push_back({i, {}});
+      classes.push_back({i, {}, times});
       candidates.push_back(joined);
     }
     classes[joined].members.push_back(i);
   }
   for (const Class& c : classes) {
-    const std::vector<double> reference = TimesOf(profile.layers[c.reference]);
+    const std::vector<double>& reference = c.times;
     std::vector<double> mean(reference.size(), 0);
     bool equal = true;
     for (int i : c.members) {
