@@ -40,6 +40,28 @@ float RoundedUpCap(double cap) {
   return std::nextafter(static_cast<float>(std::max(raised, -kMax)), kNoFit);
 }
 
+// Whether keep mode j of layer s makes mode k of no use to the keeps of any
+// interval starting at s: k keeps at least j's slots, peaks at least as
+// high forward (ForwardNeed is monotone in the mode's kept and workspace
+// bytes, for every t) and backward, and costs at least j's extra time (as
+// the float the fill adds). Then at every m where k fits, j fits and
+// extra_j + sub(m - keep_j) <= extra_k + sub(m - keep_k) (rows are
+// non-increasing, float addition is monotone): k never lowers a cell.
+// Of two modes alike in all four, the first is kept.
+bool Dominates(const ChainTerms& T, int s, int j, int k) {
+  const KeepMode &a = T.mode(s, j), &b = T.mode(s, k);
+  const float extra_a = static_cast<float>(a.extra_ms), extra_b = static_cast<float>(b.extra_ms);
+  const int64_t forward_a = a.kept_bytes + a.forward_workspace_bytes;
+  const int64_t forward_b = b.kept_bytes + b.forward_workspace_bytes;
+  if (!(T.keep(s, j) <= T.keep(s, k) && forward_a <= forward_b &&
+        T.backward_need(s, j) <= T.backward_need(s, k) && extra_a <= extra_b)) {
+    return false;
+  }
+  const bool alike = T.keep(s, j) == T.keep(s, k) && forward_a == forward_b &&
+                     T.backward_need(s, j) == T.backward_need(s, k) && extra_a == extra_b;
+  return !alike || j < k;
+}
+
 }  // namespace
 
 // Interval (s, t) with t < L enters a schedule of the whole chain only as
@@ -79,6 +101,18 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
       bounds_(*bounds_holder_) {
   const int L = num_layers_;
   const int64_t M = terms.slots();
+  keep_modes_begin_.assign(L + 1, 0);
+  for (int s = 0; s < L; ++s) {
+    const int modes = terms.num_modes(s);
+    for (int k = 0; k < modes; ++k) {
+      bool dominated = false;
+      for (int j = 0; j < modes && options.skip_dominated_modes && !dominated; ++j) {
+        dominated = j != k && Dominates(terms, s, j, k);
+      }
+      if (!dominated) keep_modes_.push_back(k);
+    }
+    keep_modes_begin_[s + 1] = static_cast<int>(keep_modes_.size());
+  }
   rows_.assign(classes_.count(), RowRange{});
   for (int c = 0; c < classes_.count(); ++c) {
     const int s = classes_.canonical_s(c), t = classes_.canonical_t(c);
@@ -110,7 +144,8 @@ void MultiLevelDp::SolveKeeps(int s, int t, float* out) const {
   const ChainTerms& T = terms_;
   const RowRange& range = rows_[classes_.of(s, t)];
   const int lo = range.lo, hi = range.hi;
-  for (int k = 0; k < T.num_modes(s); ++k) {
+  for (int i = keep_modes_begin_[s]; i < keep_modes_begin_[s + 1]; ++i) {
+    const int k = keep_modes_[i];
     int64_t need = std::max(T.ForwardNeed(s, t, k), T.backward_need(s, k));
     const float extra = static_cast<float>(T.mode(s, k).extra_ms);
     if (t == s + 1) {
@@ -254,6 +289,7 @@ std::optional<DpSolution> MultiLevelDp::Solve(DpStats* stats) {
     stats->slot_bytes = terms_.units().slot_bytes();
     stats->table_cells = table_cells_;
     stats->rows = classes_.count();
+    stats->keep_modes = static_cast<int64_t>(keep_modes_.size());
     stats->memory_bytes = table_bytes() + bounds_.memory_bytes() +
                           static_cast<int64_t>(rows_.size() * sizeof(RowRange)) +
                           classes_.memory_bytes();

@@ -44,6 +44,7 @@ struct DpStats {
   int64_t memory_bytes = 0;           // cost tables + bounds, the solver's peak heap use
   int64_t split_cells = 0;            // (row, split, slot) triples where the split fits
   int64_t split_cells_evaluated = 0;  // of those, the ones evaluated one by one
+  int64_t keep_modes = 0;             // the layers' keep modes the keeps weigh
 };
 
 // The order in which Solve fills the cost tables. Both evaluate the same
@@ -92,6 +93,11 @@ struct DpOptions {
   // (multilevel_dp.cc, RowCap): exact, like chunk_bounds. false: every row
   // capped by cost_cap_ms alike (for the benchmark's comparison).
   bool row_caps = true;
+  // A layer's keep mode is left out of the keeps where another holds no
+  // more (kept slots, forward and backward peaks) and costs no more (see
+  // the .cc, DominatingModes): exact, like chunk_bounds. false: every mode
+  // (for the benchmark's comparison).
+  bool skip_dominated_modes = true;
   // What the interval classes key on of the gradients after an interval
   // (interval_classes.h). kShifted shares one row among equal intervals at
   // any position, read shifted by the slots of the gradients between them:
@@ -239,6 +245,9 @@ class MultiLevelDp {
   // schedule of the whole chain costing at most cap_ (see the .cc).
   float RowCap(int s, int t) const;
   std::vector<RowRange> rows_;  // [class], the canonical interval's range
+  // The keep modes SolveKeeps weighs: layer s's are
+  // keep_modes_[keep_modes_begin_[s] .. keep_modes_begin_[s + 1]).
+  std::vector<int> keep_modes_, keep_modes_begin_;
   std::vector<int> shift_;      // [s][t]: Shift(s, t); empty when all are 0
   int64_t table_cells_ = 0;
   CostTable table_;

@@ -234,6 +234,60 @@ TEST(MultiLevelFill, ClassesGivenEqualClassesBuilt) {
   }
 }
 
+// Keep modes another mode dominates (no more slots, peaks or time) left
+// out of the keeps give the same tables, cell for cell, and the same
+// schedule: on chains whose layers have many selective options, some of
+// them dominated, in slots rounded either way.
+TEST(MultiLevelFill, DominatedModesLeftOutGiveTheSameTables) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    Profile p = testing::RandomChain(10, seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> pick(0, 3);
+    for (LayerProfile& l : p.layers) {
+      const int64_t dropped = l.activation_bytes - l.output_bytes;
+      for (int i = 0; i < 5; ++i) {
+        SelectiveOption o;
+        o.name = "o" + std::to_string(i);
+        o.activation_bytes = l.output_bytes + dropped * pick(rng) / 3;
+        o.extra_recompute_ms = l.forward_ms * pick(rng) / 3;
+        o.recompute_workspace_bytes = dropped * pick(rng) / 3;
+        o.forward_workspace_bytes = pick(rng) == 0 ? -1 : l.forward_workspace_bytes + dropped * pick(rng) / 3;
+        l.selective.push_back(o);
+      }
+    }
+    const int L = p.num_layers();
+    for (const auto& [slots, rounding] :
+         {std::pair{500, Rounding::kDown}, std::pair{150, Rounding::kUp}}) {
+      for (int64_t budget : Budgets(p, 3)) {
+        const ChainTerms terms(p, MemoryUnits(budget, slots, rounding));
+        DpOptions every;
+        every.skip_dominated_modes = false;
+        MultiLevelDp all(terms, every), some(terms);
+        DpStats all_stats, some_stats;
+        const std::optional<DpSolution> x = all.Solve(&all_stats), y = some.Solve(&some_stats);
+        const std::string what = p.model + " budget " + std::to_string(budget);
+        EXPECT_LT(some_stats.keep_modes, all_stats.keep_modes) << what;
+        ASSERT_EQ(x.has_value(), y.has_value()) << what;
+        if (!x) continue;
+        EXPECT_TRUE(SameOps(x->ops, y->ops)) << what;
+        int differ = 0;
+        for (int s = 0; s < L; ++s) {
+          for (int t = s + 1; t <= L; ++t) {
+            for (int64_t m = 0; m <= terms.slots(); ++m) {
+              const float a = all.Cost(s, t, m), b = some.Cost(s, t, m);
+              if (!(a == b) && ++differ <= 3) {
+                ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": " << a
+                              << " vs " << b;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(differ, 0) << what;
+      }
+    }
+  }
+}
+
 // Bounds the caller built (DpOptions::bounds, as `--strategy optimal`
 // builds the conservative fill's on another core) give the tables and the
 // schedule of bounds the DP builds itself; and they are the ones the DP
