@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "planning/in_order.h"
+#include "planning/job_plans.h"
 #include "remat/analytic/analytic.h"
 #include "remat/planning/planning.h"
 #include "remat/model/precision.h"
@@ -71,8 +72,10 @@ bool RanksValid(const Job& job) {
 // one micro-batch (WeighChunkedLoss): those of the job with it where only
 // they fit, or where both fit and they recompute less. `chunks` (when
 // given) is set to the loss chunks the plans use beyond the job's (0: none).
+// With `chosen_only`, only the chosen plan is made (PlanRanksFastestFitting:
+// the sets' other plans are left empty).
 std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
-                                    int64_t* chunks = nullptr) {
+                                    int64_t* chunks = nullptr, bool chosen_only = false) {
   if (chunks != nullptr) *chunks = 0;
   PlanOptions auto_options = a.options;
   auto_options.strategy = Strategy::kAuto;
@@ -83,7 +86,9 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
     // weighing of this job, as its error would.
     if (!RanksValid(job)) return std::nullopt;
   } else {
-    Result<std::vector<RankPlan>> ranks = PlanRanks(job, auto_options);
+    Result<std::vector<RankPlan>> ranks =
+        chosen_only ? planning_internal::PlanRanksFastestFitting(job, auto_options)
+                    : PlanRanks(job, auto_options);
     if (!ranks.ok()) return std::nullopt;
     PlanSet plain = WorstRankPlans(*ranks);
     plain_fits = plain.chosen.fits;
@@ -94,7 +99,9 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
   }
   const std::optional<Job> chunked = WithChunkedLoss(job);
   if (!chunked || CannotFit(*chunked, auto_options)) return fitting;
-  Result<std::vector<RankPlan>> ranks = PlanRanks(*chunked, auto_options);
+  Result<std::vector<RankPlan>> ranks =
+      chosen_only ? planning_internal::PlanRanksFastestFitting(*chunked, auto_options)
+                  : PlanRanks(*chunked, auto_options);
   if (!ranks.ok()) return fitting;
   PlanSet s = WorstRankPlans(*ranks);
   if (!s.chosen.fits) return fitting;
@@ -452,7 +459,7 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
           Changed(job, levers, data, offload, options, model_profile);
       if (!changed) continue;
       int64_t chunks = 0;
-      std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks);
+      std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks, true);
       if (!plans) continue;
       if (chunks == 0) chunks = options.chosen_loss_chunks;
       FitAlternative a;

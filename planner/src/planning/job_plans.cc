@@ -6,9 +6,12 @@
 #include "planning/job_plans.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "planning/in_order.h"
@@ -171,6 +174,7 @@ struct TaskPlans {
   std::vector<Result<RankStrategyPlan>> plans;
 };
 
+
 }  // namespace
 
 Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
@@ -277,6 +281,149 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
     out.plans.candidates.push_back(out.plans.chosen);
   }
   out.plans.baseline = WorstRankPlans(none).chosen;
+  return out;
+}
+
+// Why that is exact. A plan that does not fit never replaces one that
+// fits, and the first that fits replaces any that does not, so the choice
+// is the fold of BetterPlan over the fitting plans alone. Let F be the
+// least floor of the strategies left out, M = 1e-6 |F| + 1e-6; "fast" a
+// step time at most F - M, "high" one at least F - M/2. A fast plan is
+// always BetterPlan than a high one and never the reverse (their times
+// differ by more than SameStepTime's tolerance), and every plan left out
+// that fits is high. Folding with and without them, the two choices are
+// at every point the same plan, or both high (or none): a left-out plan can
+// only replace a high choice (or none), a fast plan replaces any high one
+// in both folds, and a high one keeps both high. So where every fitting
+// plan planned is fast or high, and the choice without the left-out ones
+// is fast, it is the choice with them. Otherwise every strategy is planned.
+Result<std::optional<size_t>> FastestFitting(
+    const std::vector<double>& floors,
+    const std::function<Result<const Plan*>(size_t)>& plan_of) {
+  std::vector<bool> deferred(floors.size(), false);
+  double least_floor = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < floors.size(); ++i) {
+    if (std::isfinite(floors[i])) {
+      deferred[i] = true;
+      least_floor = std::min(least_floor, floors[i]);
+    }
+  }
+  // The fold over the fitting plans, with or without the deferred ones.
+  auto fold = [&](bool all, bool* separated) -> Result<std::optional<size_t>> {
+    const double margin = 1e-6 * std::fabs(least_floor) + 1e-6;
+    std::optional<size_t> best;
+    const Plan* best_plan = nullptr;
+    for (size_t i = 0; i < floors.size(); ++i) {
+      if (deferred[i] && !all) continue;
+      REMAT_ASSIGN_OR_RETURN(const Plan* p, plan_of(i));
+      if (!p->fits) continue;
+      const double t = p->predicted.step_ms;
+      if (!(t <= least_floor - margin || t >= least_floor - margin / 2)) *separated = false;
+      if (!best || BetterPlan(*p, *best_plan)) {
+        best = i;
+        best_plan = p;
+      }
+    }
+    if (best && !(best_plan->predicted.step_ms <= least_floor - margin)) *separated = false;
+    return best;
+  };
+  bool separated = true;
+  if (std::isfinite(least_floor)) {
+    REMAT_ASSIGN_OR_RETURN(const std::optional<size_t> without, fold(false, &separated));
+    if (without && separated) return without;
+  }
+  return fold(true, &separated);
+}
+
+namespace {
+
+// Each strategy's FittingStepFloor on `profile` (-infinity without
+// `floors`).
+std::vector<double> StepFloors(const std::vector<Strategy>& strategies, const Profile& profile,
+                               bool floors) {
+  std::vector<double> out;
+  for (Strategy s : strategies) {
+    out.push_back(floors ? FittingStepFloor(profile, s)
+                         : -std::numeric_limits<double>::infinity());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options) {
+  if (job.ranks.empty()) {
+    const Profile& profile = job.profile;
+    REMAT_RETURN_IF_ERROR(
+        ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
+    std::vector<Strategy> strategies;
+    for (Strategy s : SweepableStrategies()) {
+      if (AppliesTo(s, profile)) strategies.push_back(s);
+    }
+    FitSearch search(profile, options);
+    std::vector<std::optional<Plan>> plans(strategies.size());
+    auto plan_of = [&](size_t i) -> Result<const Plan*> {
+      if (!plans[i]) {
+        REMAT_ASSIGN_OR_RETURN(Plan p, search.Of(strategies[i]));
+        plans[i] = std::move(p);
+      }
+      return &*plans[i];
+    };
+    REMAT_ASSIGN_OR_RETURN(const std::optional<size_t> chosen,
+                           FastestFitting(StepFloors(strategies, profile, true), plan_of));
+    RankPlan r;
+    r.memory.profile = profile;
+    r.plans.auto_selected = true;
+    if (chosen) r.plans.chosen = *plans[*chosen];
+    r.plans.chosen.fits = chosen.has_value();
+    return std::vector<RankPlan>{std::move(r)};
+  }
+  std::vector<Strategy> strategies;
+  for (Strategy s : SweepableStrategies()) {
+    const bool applies = std::all_of(job.ranks.begin(), job.ranks.end(),
+                                     [&](const RankMemory& m) { return AppliesTo(s, m.profile); });
+    if (applies) strategies.push_back(s);
+  }
+  auto plan_rank = [&strategies, &options](const RankMemory& m) -> Result<RankPlan> {
+      const RankMemory planned = WithStateOnHost(m);
+      const PlanMemo memo(planned.profile);
+      RankSearches searches(m, planned, options);
+      std::vector<std::optional<RankStrategyPlan>> plans(strategies.size());
+      auto plan_of = [&](size_t i) -> Result<const Plan*> {
+        if (!plans[i]) {
+          REMAT_ASSIGN_OR_RETURN(RankStrategyPlan p, searches.Of(strategies[i]));
+          plans[i] = std::move(p);
+        }
+        return &plans[i]->plan;
+      };
+      // Units that follow segments plan a strategy on other profiles than
+      // the rank's (RankSearches::Follow): no floor is taken there.
+      const bool units_follow_segments =
+          m.parallel.fsdp_units == FsdpUnits::kSegment &&
+          (m.parallel.data == DataParallel::kFsdp2 || m.parallel.data == DataParallel::kHsdp);
+      REMAT_ASSIGN_OR_RETURN(
+          const std::optional<size_t> chosen,
+          FastestFitting(StepFloors(strategies, planned.profile, !units_follow_segments), plan_of));
+      RankPlan r;
+      r.plans.auto_selected = true;
+      if (chosen) {
+        r.memory = *plans[*chosen]->memory;
+        r.plans.chosen = plans[*chosen]->plan;
+      } else {
+        r.memory = m;
+        r.plans.chosen.fits = false;
+      }
+      return r;
+  };
+  std::vector<std::function<std::optional<Result<RankPlan>>()>> tasks;
+  for (const RankMemory& m : job.ranks) {
+    tasks.push_back([&m, &plan_rank] { return std::optional<Result<RankPlan>>(plan_rank(m)); });
+  }
+  std::vector<RankPlan> out;
+  for (std::optional<Result<RankPlan>>& r : RunInOrder(tasks, MachineThreads())) {
+    if (!r->ok()) return r->status();
+    out.push_back(**std::move(r));
+  }
   return out;
 }
 

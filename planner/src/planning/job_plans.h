@@ -3,7 +3,9 @@
 #ifndef REMAT_SRC_PLANNING_JOB_PLANS_H_
 #define REMAT_SRC_PLANNING_JOB_PLANS_H_
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "remat/planning/planning.h"
@@ -30,6 +32,28 @@ struct JobPlans {
 // candidates are the strategies' plans alone). Errors as MakePlan's, a
 // rank's prefixed with the rank.
 Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options);
+
+// The index of auto's plan among strategies 0..n-1 (n = floors.size())
+// where one fits: BetterPlan over the plans that fit, in their order, as
+// PlanJobStrategies and MakePlan choose; nullopt where none fits.
+// `plan_of(i)` gives strategy i's plan, planned when first asked (and asked
+// again for it, it must give the same). `floors[i]`: a floor under the step
+// time of strategy i's plan where it fits (FittingStepFloor), -infinity
+// where none is known. The strategies with a floor are planned last, and
+// not at all where the choice among the others is faster than every floor
+// by a margin no tie reaches (job_plans.cc says why that is exact).
+Result<std::optional<size_t>> FastestFitting(
+    const std::vector<double>& floors,
+    const std::function<Result<const Plan*>(size_t)>& plan_of);
+
+// Each rank's plan as PlanRanks gives it with auto (`options.strategy`
+// kAuto) where every rank's fits, the same plan (`plans.chosen`, with the
+// rank's memory); where a rank's does not, its `chosen` does not fit but
+// is no particular strategy's plan. The strategies that cannot be auto's
+// choice are not planned (FastestFitting in job_plans.cc), and the other
+// fields of the plan sets are left empty: for callers that read only a
+// fitting choice (the fit advice).
+Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options);
 
 // A micro-batch SearchBatch weighed: its job and the plans PlanJobStrategies
 // gave it.

@@ -8,9 +8,12 @@
 #include "remat/strategies/fit_search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "remat/device/device_memory.h"
+#include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
 namespace remat::strategies {
@@ -128,6 +131,21 @@ std::vector<Strategy> ContainedStrategies(Strategy s) {
     return {Strategy::kUniform, Strategy::kSegment, Strategy::kSelective};
   }
   return {};
+}
+
+double FittingStepFloor(const Profile& profile, Strategy s) {
+  constexpr double kNone = -std::numeric_limits<double>::infinity();
+  if (s != Strategy::kUniform && s != Strategy::kSegment && s != Strategy::kOffload) return kNone;
+  if (BlockLayers(profile).empty()) return kNone;
+  const strategies::HeuristicFamily family(
+      profile, s == Strategy::kOffload ? Strategy::kUniform : s);
+  double least = std::numeric_limits<double>::infinity();
+  for (int k = family.first_parameter(); k <= family.last_parameter(); ++k) {
+    const strategies::HeuristicCandidate c = family.Candidate(k);
+    least = std::min(least, strategies::SingleLevelStepMs(profile, c.decisions, c.selective_option));
+  }
+  if (!std::isfinite(least)) return kNone;
+  return least - 1e-9 * std::max(1.0, std::fabs(least));
 }
 
 Plan AsStrategyPlan(Plan plan, Strategy s) {

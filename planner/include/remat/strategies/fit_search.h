@@ -90,6 +90,17 @@ class FitSearch {
 // optimal's. Empty for the others.
 std::vector<Strategy> ContainedStrategies(Strategy s);
 
+// A floor under the step time of every plan of `s` that fits which
+// FitSearch::Of(s) can return for `profile`, whatever the budget and device
+// terms: for uniform and segment the least SingleLevelStepMs of their
+// families' layer lists (their plans, fitting or not, are those lists);
+// for offload the same of uniform's every-k lists, the lists it offloads
+// from (an offload runs the same compute ops and adds transfer time, never
+// negative). Lowered by a relative 1e-9 below that sum, far above its
+// rounding against Simulate's (relative 1e-12 on chains of 10^4 layers).
+// -infinity for the other strategies (none known).
+double FittingStepFloor(const Profile& profile, Strategy s);
+
 // `plan` (a plan of a strategy that `s` contains) as `s`'s: its parameter
 // says what it recomputes ("lowest peak, " first where it does not fit).
 Plan AsStrategyPlan(Plan plan, Strategy s);

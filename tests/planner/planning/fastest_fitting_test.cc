@@ -1,0 +1,243 @@
+// Auto's choice where only a plan that fits is read (the fit advice's
+// alternatives): FastestFitting leaves out the strategies whose step floor
+// (FittingStepFloor) proves they cannot be chosen, and its choice is the
+// one BetterPlan makes over every strategy. Checked on random plans made to
+// tie (within SameStepTime and around the floors' margins), and on real
+// configs and layouts against PlanRanks, with the floors checked under
+// every plan of their strategies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "planning/job_plans.h"
+#include "remat/device/device_memory.h"
+#include "remat/planning/planning.h"
+#include "remat/strategies/fit_search.h"
+
+namespace remat {
+namespace {
+
+using planning_internal::FastestFitting;
+using planning_internal::PlanRanksFastestFitting;
+
+constexpr int64_t kGB = 1000LL * 1000 * 1000;
+constexpr double kNoFloor = -std::numeric_limits<double>::infinity();
+
+// BetterPlan over every plan in order, as PlanJobStrategies and MakePlan
+// choose; nullopt where none fits.
+std::optional<size_t> ChoiceOfAll(const std::vector<Plan>& plans) {
+  size_t best = 0;
+  for (size_t i = 1; i < plans.size(); ++i) {
+    if (BetterPlan(plans[i], plans[best])) best = i;
+  }
+  if (plans.empty() || !plans[best].fits) return std::nullopt;
+  return best;
+}
+
+TEST(FastestFitting, ChoosesAsBetterPlanOverEveryStrategyOnRandomPlans) {
+  std::mt19937_64 rng(20261207);
+  int left_out = 0, all_planned = 0;
+  for (int trial = 0; trial < 50000; ++trial) {
+    const size_t n = 1 + rng() % 8;
+    // Times around a base, some within SameStepTime's tolerance of each
+    // other and some around the floor's margins (1e-6 relative).
+    const double base = std::ldexp(1.0, static_cast<int>(rng() % 40) - 10);
+    const double spreads[] = {0, 1e-10, 1e-9, 5e-7, 1e-6, 2e-6, 1e-3, 0.3};
+    auto near_base = [&] {
+      const double s = spreads[rng() % std::size(spreads)];
+      const double u = std::uniform_real_distribution<double>(-1, 1)(rng);
+      return base * (1 + s * u);
+    };
+    std::vector<Plan> plans(n);
+    std::vector<double> floors(n, kNoFloor);
+    for (size_t i = 0; i < n; ++i) {
+      plans[i].fits = rng() % 4 != 0;
+      plans[i].predicted.step_ms = near_base();
+      plans[i].memory.total_bytes = static_cast<int64_t>(rng() % 4);
+      if (rng() % 2 == 0) {
+        // A floor at or below the plan's time (the floor's promise).
+        const double f = near_base();
+        floors[i] = std::min(f, plans[i].predicted.step_ms);
+      }
+    }
+    std::vector<bool> asked(n, false);
+    Result<std::optional<size_t>> got =
+        FastestFitting(floors, [&](size_t i) -> Result<const Plan*> {
+          asked[i] = true;
+          return &plans[i];
+        });
+    ASSERT_TRUE(got.ok());
+    ASSERT_EQ(*got, ChoiceOfAll(plans)) << "trial " << trial;
+    bool skipped = false;
+    for (size_t i = 0; i < n; ++i) skipped = skipped || !asked[i];
+    (skipped ? left_out : all_planned)++;
+  }
+  // Both ways are taken, often.
+  EXPECT_GT(left_out, 2500);
+  EXPECT_GT(all_planned, 2500);
+}
+
+TEST(FastestFitting, PlansEveryStrategyWhereTheChoiceIsNearAFloor) {
+  // The choice (strategy 1) fits 1e-5 ms below the floor of strategy 0 at
+  // 100 ms, within the margin (1e-6 relative): strategy 0 is planned.
+  std::vector<Plan> plans(2);
+  plans[0].predicted.step_ms = 100.0;
+  plans[1].predicted.step_ms = 100.0 - 1e-5;
+  const std::vector<double> floors = {100.0, kNoFloor};
+  std::vector<bool> asked(2, false);
+  auto plan_of = [&](size_t i) -> Result<const Plan*> {
+    asked[i] = true;
+    return &plans[i];
+  };
+  Result<std::optional<size_t>> got = FastestFitting(floors, plan_of);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(asked[0]);
+  EXPECT_EQ(*got, ChoiceOfAll(plans));
+  // Far below the floor: strategy 0 is not planned.
+  plans[1].predicted.step_ms = 90.0;
+  asked.assign(2, false);
+  got = FastestFitting(floors, plan_of);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(asked[0]);
+  EXPECT_EQ(*got, std::optional<size_t>(1));
+}
+
+struct RealJob {
+  const char* config;  // examples/hf/<config>.config.json
+  int64_t gpus;
+  DataParallel data;
+  int64_t tensor;    // with sequence parallelism where > 1
+  int64_t pipeline;  // 1F1B
+  int64_t seq_len;
+  int64_t micro_batch;
+  const char* device;  // "": no device terms
+  int64_t grad_accumulation = 1;
+  bool fsdp_cpu_offload = false;
+};
+
+// One GPU, DDP, FSDP2 full and hybrid shard, ZeRO-3, tensor and pipeline
+// parallelism, the state offloaded, with and without a device's terms.
+const RealJob kJobs[] = {
+    {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 4096, 1, "h100"},
+    {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 8192, 2, ""},
+    {"llama-3.1-8b", 8, DataParallel::kDdp, 1, 1, 8192, 1, "h100"},
+    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", 4},
+    {"llama-3.1-8b", 16, DataParallel::kFsdp2, 2, 1, 8192, 2, "h100"},
+    {"llama-3.1-8b", 8, DataParallel::kNone, 1, 4, 4096, 1, "a100", 8},
+    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", 1, true},
+    {"llama-3.1-70b", 8, DataParallel::kFsdp2, 1, 1, 8192, 1, "h100"},
+    {"llama-3.1-70b", 64, DataParallel::kHsdp, 1, 1, 8192, 1, "h100"},
+    {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200"},
+};
+
+// Changes the advice weighs, as their flags set them.
+struct Change {
+  const char* name;
+  void (*apply)(JobOverrides*);
+};
+
+const Change kChanges[] = {
+    {"as given", [](JobOverrides*) {}},
+    {"optimizer adafactor", [](JobOverrides* o) { o->optimizer = Optimizer::kAdafactor; }},
+    {"LoRA", [](JobOverrides* o) { o->lora_rank = 16; }},
+    {"QLoRA + chunked loss",
+     [](JobOverrides* o) {
+       o->lora_rank = 16;
+       o->quantization = Quantization::kNf4;
+       o->loss_chunks = 16;
+     }},
+};
+
+TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
+  int compared = 0, fitting = 0, below_floors = 0, floors_checked = 0, tight = 0;
+  for (const RealJob& g : kJobs) {
+    for (const Change& c : kChanges) {
+      JobOverrides o;
+      o.precision = Precision::kMixedBf16;
+      o.seq_len = g.seq_len;
+      o.micro_batch = g.micro_batch;
+      o.grad_accumulation = g.grad_accumulation;
+      if (g.gpus > 1) {
+        Parallelism p;
+        p.gpus = g.gpus;
+        p.data = g.data;
+        p.tensor = g.tensor;
+        p.sequence = g.tensor > 1;
+        p.pipeline = g.pipeline;
+        if (g.fsdp_cpu_offload) p.offload = StateOffload::kFsdpCpu;
+        o.parallel = p;
+      }
+      c.apply(&o);
+      Result<Job> job =
+          LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/" + g.config + ".config.json", o);
+      // LoRA and the chunked loss under tensor parallelism are not modelled.
+      if (g.tensor > 1 && !job.ok()) continue;
+      ASSERT_TRUE(job.ok()) << job.status().message();
+      Result<DeviceMemoryTerms> terms = ResolveDeviceMemory(g.device, DeviceMemoryOverrides{}, "");
+      ASSERT_TRUE(terms.ok()) << terms.status().message();
+      for (int64_t budget_gb : {16, 40, 80}) {
+        SCOPED_TRACE(std::string(g.config) + " on " + std::to_string(g.gpus) + " GPUs (" +
+                     ToString(g.data) + ", tp " + std::to_string(g.tensor) + ", pp " +
+                     std::to_string(g.pipeline) + "), " + c.name + ", " +
+                     std::to_string(budget_gb) + " GB" + (*g.device ? ", " : "") + g.device);
+        PlanOptions options;
+        options.strategy = Strategy::kAuto;
+        options.budget_bytes = budget_gb * kGB;
+        options.device_memory = *terms;
+        Result<std::vector<RankPlan>> all = PlanRanks(*job, options);
+        ASSERT_TRUE(all.ok()) << all.status().message();
+        Result<std::vector<RankPlan>> fast = PlanRanksFastestFitting(*job, options);
+        ASSERT_TRUE(fast.ok()) << fast.status().message();
+        ASSERT_EQ(fast->size(), all->size());
+        ++compared;
+        const Plan want = WorstRankPlans(*all).chosen;
+        const Plan got = WorstRankPlans(*fast).chosen;
+        ASSERT_EQ(got.fits, want.fits);
+        if (want.fits) {
+          ++fitting;
+          EXPECT_EQ(ToString(got.strategy), ToString(want.strategy));
+          EXPECT_EQ(got.parameter, want.parameter);
+          EXPECT_EQ(got.predicted.step_ms, want.predicted.step_ms);
+          EXPECT_EQ(got.predicted.peak_bytes, want.predicted.peak_bytes);
+          EXPECT_EQ(got.memory.total_bytes, want.memory.total_bytes);
+          EXPECT_EQ(got.decisions, want.decisions);
+        }
+        // Every rank's plans of the strategies with a floor lie at or above
+        // it (those that fit: what the floor promises; the others too).
+        for (size_t r = 0; r < all->size(); ++r) {
+          const RankPlan& rank = (*all)[r];
+          double least = std::numeric_limits<double>::infinity();
+          for (const Plan& p : rank.plans.candidates) {
+            const double floor = FittingStepFloor(rank.memory.profile, p.strategy);
+            if (!std::isfinite(floor)) continue;
+            ++floors_checked;
+            least = std::min(least, floor);
+            EXPECT_GE(p.predicted.step_ms, floor) << ToString(p.strategy) << " " << p.parameter;
+            // Not vacuous: uniform recomputes every block at any k, its
+            // time is its floor's to rounding.
+            if (p.strategy == Strategy::kUniform &&
+                p.predicted.step_ms - floor <= 1e-8 * p.predicted.step_ms) {
+              ++tight;
+            }
+          }
+          if (want.fits && rank.plans.chosen.predicted.step_ms < least * (1 - 1e-5)) {
+            ++below_floors;  // where the floors leave strategies out
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(fitting, compared / 3);
+  EXPECT_GT(below_floors, fitting / 2);
+  EXPECT_GT(floors_checked, 2 * compared);
+  EXPECT_GT(tight, compared);
+}
+
+}  // namespace
+}  // namespace remat
