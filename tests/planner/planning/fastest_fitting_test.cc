@@ -3,8 +3,8 @@
 // (FittingStepFloor) proves they cannot be chosen, and its choice is the
 // one BetterPlan makes over every strategy. Checked on random plans made to
 // tie (within SameStepTime and around the floors' margins), and on real
-// configs and layouts against PlanRanks, with the floors checked under
-// every plan of their strategies.
+// configs and layouts (testing/advice_jobs.h) against PlanRanks, with the
+// floors checked under every plan of their strategies.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "remat/device/device_memory.h"
 #include "remat/planning/planning.h"
 #include "remat/strategies/fit_search.h"
+#include "testing/advice_jobs.h"
 
 namespace remat {
 namespace {
@@ -107,84 +108,24 @@ TEST(FastestFitting, PlansEveryStrategyWhereTheChoiceIsNearAFloor) {
   EXPECT_EQ(*got, std::optional<size_t>(1));
 }
 
-struct RealJob {
-  const char* config;  // examples/hf/<config>.config.json
-  int64_t gpus;
-  DataParallel data;
-  int64_t tensor;    // with sequence parallelism where > 1
-  int64_t pipeline;  // 1F1B
-  int64_t seq_len;
-  int64_t micro_batch;
-  const char* device;  // "": no device terms
-  int64_t grad_accumulation = 1;
-  bool fsdp_cpu_offload = false;
-};
-
-// One GPU, DDP, FSDP2 full and hybrid shard, ZeRO-3, tensor and pipeline
-// parallelism, the state offloaded, with and without a device's terms.
-const RealJob kJobs[] = {
-    {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 4096, 1, "h100"},
-    {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 8192, 2, ""},
-    {"llama-3.1-8b", 8, DataParallel::kDdp, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", 4},
-    {"llama-3.1-8b", 16, DataParallel::kFsdp2, 2, 1, 8192, 2, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kNone, 1, 4, 4096, 1, "a100", 8},
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", 1, true},
-    {"llama-3.1-70b", 8, DataParallel::kFsdp2, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-70b", 64, DataParallel::kHsdp, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200"},
-};
-
-// Changes the advice weighs, as their flags set them.
-struct Change {
-  const char* name;
-  void (*apply)(JobOverrides*);
-};
-
-const Change kChanges[] = {
-    {"as given", [](JobOverrides*) {}},
-    {"optimizer adafactor", [](JobOverrides* o) { o->optimizer = Optimizer::kAdafactor; }},
-    {"LoRA", [](JobOverrides* o) { o->lora_rank = 16; }},
-    {"QLoRA + chunked loss",
-     [](JobOverrides* o) {
-       o->lora_rank = 16;
-       o->quantization = Quantization::kNf4;
-       o->loss_chunks = 16;
-     }},
-};
-
 TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
   int compared = 0, fitting = 0, below_floors = 0, floors_checked = 0, tight = 0;
-  for (const RealJob& g : kJobs) {
-    for (const Change& c : kChanges) {
-      JobOverrides o;
-      o.precision = Precision::kMixedBf16;
-      o.seq_len = g.seq_len;
-      o.micro_batch = g.micro_batch;
-      o.grad_accumulation = g.grad_accumulation;
-      if (g.gpus > 1) {
-        Parallelism p;
-        p.gpus = g.gpus;
-        p.data = g.data;
-        p.tensor = g.tensor;
-        p.sequence = g.tensor > 1;
-        p.pipeline = g.pipeline;
-        if (g.fsdp_cpu_offload) p.offload = StateOffload::kFsdpCpu;
-        o.parallel = p;
+  for (const testing::AdviceJob& g : testing::kAdviceJobs) {
+    for (const testing::AdviceChange& c : testing::kAdviceChanges) {
+      // The job as given, a smaller optimizer state, LoRA and QLoRA.
+      const std::string name = c.name;
+      if (name != "as given" && name != "optimizer adafactor" && name != "LoRA" &&
+          name != "QLoRA") {
+        continue;
       }
-      c.apply(&o);
-      Result<Job> job =
-          LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/" + g.config + ".config.json", o);
-      // LoRA and the chunked loss under tensor parallelism are not modelled.
+      Result<Job> job = testing::LoadAdviceJob(g, c);
+      // LoRA and QLoRA under tensor parallelism are not modelled.
       if (g.tensor > 1 && !job.ok()) continue;
       ASSERT_TRUE(job.ok()) << job.status().message();
       Result<DeviceMemoryTerms> terms = ResolveDeviceMemory(g.device, DeviceMemoryOverrides{}, "");
       ASSERT_TRUE(terms.ok()) << terms.status().message();
-      for (int64_t budget_gb : {16, 40, 80}) {
-        SCOPED_TRACE(std::string(g.config) + " on " + std::to_string(g.gpus) + " GPUs (" +
-                     ToString(g.data) + ", tp " + std::to_string(g.tensor) + ", pp " +
-                     std::to_string(g.pipeline) + "), " + c.name + ", " +
-                     std::to_string(budget_gb) + " GB" + (*g.device ? ", " : "") + g.device);
+      for (int64_t budget_gb : {24, 80}) {
+        SCOPED_TRACE(testing::Describe(g, c) + ", " + std::to_string(budget_gb) + " GB");
         PlanOptions options;
         options.strategy = Strategy::kAuto;
         options.budget_bytes = budget_gb * kGB;

@@ -12,104 +12,25 @@
 #include "remat/device/device_memory.h"
 #include "remat/plan/peak_floor.h"
 #include "remat/planning/planning.h"
+#include "testing/advice_jobs.h"
 
 namespace remat {
 namespace {
 
 constexpr int64_t kGB = 1000LL * 1000 * 1000;
 
-struct FloorJob {
-  const char* config;  // examples/hf/<config>.config.json
-  int64_t gpus;
-  DataParallel data;
-  int64_t tensor;    // with sequence parallelism where > 1
-  int64_t pipeline;  // 1F1B
-  int64_t seq_len;
-  int64_t micro_batch;
-  const char* device;  // "": no device terms
-  StateOffload offload = StateOffload::kNone;
-  int64_t grad_accumulation = 1;
-};
-
-// The layouts of bench/speed/grid.py's no-fit commands and a few others:
-// one GPU, DDP, ZeRO-3, FSDP2 full and hybrid shard, tensor and pipeline
-// parallelism, with and without a device's terms, and the model state
-// offloaded to the host (FSDP2's CPUOffloadPolicy, ZeRO-Offload).
-const FloorJob kJobs[] = {
-    {"llama-3.1-8b", 1, DataParallel::kNone, 1, 1, 4096, 1, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kDdp, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, ""},
-    {"llama-3.1-8b", 16, DataParallel::kFsdp2, 2, 1, 8192, 2, "h100"},
-    {"llama-3.1-8b", 8, DataParallel::kNone, 1, 4, 4096, 1, "a100"},
-    {"llama-3.1-70b", 8, DataParallel::kFsdp2, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-70b", 64, DataParallel::kHsdp, 1, 1, 8192, 1, "h100"},
-    {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200"},
-    // The state offload the advice weighs on the job's own GPUs.
-    {"llama-3.1-8b", 1, DataParallel::kFsdp2, 1, 1, 2048, 1, "rtx4090", StateOffload::kFsdpCpu},
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 2, "h100", StateOffload::kFsdpCpu},
-    {"llama-3.1-8b", 8, DataParallel::kZero2, 1, 1, 8192, 1, "h100", StateOffload::kOptimizer},
-    {"llama-3.1-70b", 64, DataParallel::kZero3, 1, 1, 4096, 1, "h200", StateOffload::kOptimizer},
-    // Gradient accumulation: the later micro-steps back-propagate into
-    // existing gradients (the accumulating workspace), on the stages of a
-    // 1F1B pipeline with their micro-batches in flight too.
-    {"llama-3.1-8b", 8, DataParallel::kFsdp2, 1, 1, 8192, 1, "h100", StateOffload::kNone, 4},
-    {"llama-3.1-8b", 8, DataParallel::kDdp, 1, 1, 4096, 1, "h100", StateOffload::kNone, 4},
-    {"llama-3.1-8b", 8, DataParallel::kNone, 1, 4, 4096, 1, "a100", StateOffload::kNone, 8},
-};
-
-// One change the advice weighs, as its flags set it.
-struct Change {
-  const char* name;
-  void (*apply)(JobOverrides*);
-};
-
-const Change kChanges[] = {
-    {"as given", [](JobOverrides*) {}},
-    {"optimizer adafactor", [](JobOverrides* o) { o->optimizer = Optimizer::kAdafactor; }},
-    {"optimizer adamw8bit", [](JobOverrides* o) { o->optimizer = Optimizer::kAdamW8bit; }},
-    {"precision bf16", [](JobOverrides* o) { o->precision = Precision::kBf16; }},
-    {"gradients created_in_backward",
-     [](JobOverrides* o) { o->gradients = Gradients::kCreatedInBackward; }},
-    {"LoRA", [](JobOverrides* o) { o->lora_rank = 16; }},
-    {"QLoRA",
-     [](JobOverrides* o) {
-       o->lora_rank = 16;
-       o->quantization = Quantization::kNf4;
-     }},
-    {"chunked loss", [](JobOverrides* o) { o->loss_chunks = 16; }},
-};
-
-Parallelism LayoutOf(const FloorJob& g) {
-  Parallelism p;
-  p.gpus = g.gpus;
-  p.data = g.data;
-  p.tensor = g.tensor;
-  p.sequence = g.tensor > 1;
-  p.pipeline = g.pipeline;
-  p.offload = g.offload;
-  return p;
-}
+using testing::AdviceChange;
+using testing::AdviceJob;
+using testing::kAdviceChanges;
+using testing::kAdviceJobs;
 
 TEST(PeakFloor, NoPlanOfAnyRankIsBelowTheJobsFloor) {
   int planned = 0, left_out = 0;
   int backward_decides = 0;  // ranks whose floor a layer's backward sets
-  for (const FloorJob& g : kJobs) {
-    for (const Change& c : kChanges) {
-      SCOPED_TRACE(std::string(g.config) + " on " + std::to_string(g.gpus) + " GPUs (" +
-                   ToString(g.data) + ", tp " + std::to_string(g.tensor) + ", pp " +
-                   std::to_string(g.pipeline) + ", offload " + ToString(g.offload) + "), " +
-                   c.name +
-                   (*g.device ? std::string(", ") + g.device : ""));
-      JobOverrides o;
-      o.precision = Precision::kMixedBf16;
-      o.seq_len = g.seq_len;
-      o.micro_batch = g.micro_batch;
-      o.grad_accumulation = g.grad_accumulation;
-      if (g.gpus > 1 || g.offload != StateOffload::kNone) o.parallel = LayoutOf(g);
-      c.apply(&o);
-      Result<Job> job =
-          LoadJob(std::string(REMAT_SOURCE_DIR) + "/examples/hf/" + g.config + ".config.json", o);
+  for (const AdviceJob& g : kAdviceJobs) {
+    for (const AdviceChange& c : kAdviceChanges) {
+      SCOPED_TRACE(testing::Describe(g, c));
+      Result<Job> job = testing::LoadAdviceJob(g, c);
       // LoRA, QLoRA and the chunked loss under tensor parallelism are not
       // modelled: the advice does not weigh them either.
       if (g.tensor > 1 && !job.ok()) {
@@ -161,7 +82,7 @@ TEST(PeakFloor, NoPlanOfAnyRankIsBelowTheJobsFloor) {
   // jobs (the engines' gathers and unsharded gradients in their workspace,
   // a block's saved activations): not vacuous.
   EXPECT_GT(backward_decides, planned / 2);
-  EXPECT_EQ(planned + left_out, static_cast<int>(std::size(kJobs) * std::size(kChanges)));
+  EXPECT_EQ(planned + left_out, static_cast<int>(std::size(kAdviceJobs) * std::size(kAdviceChanges)));
 }
 
 // The floor is what decides: a budget just below it fits no plan, and the
