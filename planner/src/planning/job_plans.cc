@@ -298,7 +298,7 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
 // plan planned is fast or high, and the choice without the left-out ones
 // is fast, it is the choice with them. Otherwise every strategy is planned.
 Result<std::optional<size_t>> FastestFitting(
-    const std::vector<double>& floors,
+    const std::vector<double>& floors, const std::vector<bool>& cannot_fit,
     const std::function<Result<const Plan*>(size_t)>& plan_of) {
   std::vector<bool> deferred(floors.size(), false);
   double least_floor = std::numeric_limits<double>::infinity();
@@ -314,7 +314,7 @@ Result<std::optional<size_t>> FastestFitting(
     std::optional<size_t> best;
     const Plan* best_plan = nullptr;
     for (size_t i = 0; i < floors.size(); ++i) {
-      if (deferred[i] && !all) continue;
+      if ((deferred[i] && !all) || cannot_fit[i]) continue;
       REMAT_ASSIGN_OR_RETURN(const Plan* p, plan_of(i));
       if (!p->fits) continue;
       const double t = p->predicted.step_ms;
@@ -349,6 +349,18 @@ std::vector<double> StepFloors(const std::vector<Strategy>& strategies, const Pr
   return out;
 }
 
+// Whether each strategy's FittingBytesFloor on `profile` is above the
+// budget (none without `floors`).
+std::vector<bool> CannotFit(const std::vector<Strategy>& strategies, const Profile& profile,
+                            const PlanOptions& options, bool floors) {
+  std::vector<bool> out;
+  for (Strategy s : strategies) {
+    out.push_back(floors && options.budget_bytes > 0 &&
+                  FittingBytesFloor(profile, s, options) > options.budget_bytes);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options) {
@@ -370,7 +382,8 @@ Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const Plan
       return &*plans[i];
     };
     REMAT_ASSIGN_OR_RETURN(const std::optional<size_t> chosen,
-                           FastestFitting(StepFloors(strategies, profile, true), plan_of));
+                           FastestFitting(StepFloors(strategies, profile, true),
+                                          CannotFit(strategies, profile, options, true), plan_of));
     RankPlan r;
     r.memory.profile = profile;
     r.plans.auto_selected = true;
@@ -403,7 +416,9 @@ Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const Plan
           (m.parallel.data == DataParallel::kFsdp2 || m.parallel.data == DataParallel::kHsdp);
       REMAT_ASSIGN_OR_RETURN(
           const std::optional<size_t> chosen,
-          FastestFitting(StepFloors(strategies, planned.profile, !units_follow_segments), plan_of));
+          FastestFitting(StepFloors(strategies, planned.profile, !units_follow_segments),
+                         CannotFit(strategies, planned.profile, options, !units_follow_segments),
+                         plan_of));
       RankPlan r;
       r.plans.auto_selected = true;
       if (chosen) {

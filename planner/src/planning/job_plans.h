@@ -42,8 +42,10 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options);
 // where none is known. The strategies with a floor are planned last, and
 // not at all where the choice among the others is faster than every floor
 // by a margin no tie reaches (job_plans.cc says why that is exact).
+// `cannot_fit[i]`: strategy i has no plan that fits (FittingBytesFloor
+// above the budget); it is never planned.
 Result<std::optional<size_t>> FastestFitting(
-    const std::vector<double>& floors,
+    const std::vector<double>& floors, const std::vector<bool>& cannot_fit,
     const std::function<Result<const Plan*>(size_t)>& plan_of);
 
 // Each rank's plan as PlanRanks gives it with auto (`options.strategy`

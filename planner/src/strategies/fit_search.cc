@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "remat/device/device_memory.h"
+#include "remat/plan/peak_floor.h"
 #include "strategies/heuristic_search.h"
 #include "strategies/solvers.h"
 
@@ -146,6 +147,22 @@ double FittingStepFloor(const Profile& profile, Strategy s) {
   }
   if (!std::isfinite(least)) return kNone;
   return least - 1e-9 * std::max(1.0, std::fabs(least));
+}
+
+int64_t FittingBytesFloor(const Profile& profile, Strategy s, const PlanOptions& options) {
+  if (s != Strategy::kNone && s != Strategy::kSelective) return 0;
+  if (s == Strategy::kSelective && !options.selective_layers.empty()) return 0;
+  int64_t least = strategies::SingleLevelPeakLowerBound(
+      profile, std::vector<LayerDecision>(profile.num_layers(), LayerDecision::kKeep), {});
+  if (s == Strategy::kSelective) {
+    const strategies::HeuristicFamily family(profile, Strategy::kSelective);
+    for (int m = family.first_parameter(); m <= family.last_parameter(); ++m) {
+      const strategies::HeuristicCandidate c = family.Candidate(m);
+      least = std::min(least, strategies::SingleLevelPeakLowerBound(profile, c.decisions,
+                                                                    c.selective_option));
+    }
+  }
+  return DeviceTotalFloor(profile, least, options.device_memory);
 }
 
 Plan AsStrategyPlan(Plan plan, Strategy s) {

@@ -1,6 +1,7 @@
 // Auto's choice where only a plan that fits is read (the fit advice's
 // alternatives): FastestFitting leaves out the strategies whose step floor
-// (FittingStepFloor) proves they cannot be chosen, and its choice is the
+// (FittingStepFloor) proves they cannot be chosen, and never plans those
+// whose bytes floor (FittingBytesFloor) is above the budget; its choice is the
 // one BetterPlan makes over every strategy. Checked on random plans made to
 // tie (within SameStepTime and around the floors' margins), and on real
 // configs and layouts (testing/advice_jobs.h) against PlanRanks, with the
@@ -56,6 +57,7 @@ TEST(FastestFitting, ChoosesAsBetterPlanOverEveryStrategyOnRandomPlans) {
     };
     std::vector<Plan> plans(n);
     std::vector<double> floors(n, kNoFloor);
+    std::vector<bool> cannot_fit(n, false);
     for (size_t i = 0; i < n; ++i) {
       plans[i].fits = rng() % 4 != 0;
       plans[i].predicted.step_ms = near_base();
@@ -65,17 +67,22 @@ TEST(FastestFitting, ChoosesAsBetterPlanOverEveryStrategyOnRandomPlans) {
         const double f = near_base();
         floors[i] = std::min(f, plans[i].predicted.step_ms);
       }
+      // Known not to fit (the bytes floor's promise): never planned.
+      cannot_fit[i] = !plans[i].fits && rng() % 2 == 0;
     }
     std::vector<bool> asked(n, false);
     Result<std::optional<size_t>> got =
-        FastestFitting(floors, [&](size_t i) -> Result<const Plan*> {
+        FastestFitting(floors, cannot_fit, [&](size_t i) -> Result<const Plan*> {
           asked[i] = true;
           return &plans[i];
         });
     ASSERT_TRUE(got.ok());
     ASSERT_EQ(*got, ChoiceOfAll(plans)) << "trial " << trial;
     bool skipped = false;
-    for (size_t i = 0; i < n; ++i) skipped = skipped || !asked[i];
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_FALSE(cannot_fit[i] && asked[i]);
+      skipped = skipped || (!asked[i] && !cannot_fit[i]);
+    }
     (skipped ? left_out : all_planned)++;
   }
   // Both ways are taken, often.
@@ -90,19 +97,20 @@ TEST(FastestFitting, PlansEveryStrategyWhereTheChoiceIsNearAFloor) {
   plans[0].predicted.step_ms = 100.0;
   plans[1].predicted.step_ms = 100.0 - 1e-5;
   const std::vector<double> floors = {100.0, kNoFloor};
+  const std::vector<bool> cannot_fit(2, false);
   std::vector<bool> asked(2, false);
   auto plan_of = [&](size_t i) -> Result<const Plan*> {
     asked[i] = true;
     return &plans[i];
   };
-  Result<std::optional<size_t>> got = FastestFitting(floors, plan_of);
+  Result<std::optional<size_t>> got = FastestFitting(floors, cannot_fit, plan_of);
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(asked[0]);
   EXPECT_EQ(*got, ChoiceOfAll(plans));
   // Far below the floor: strategy 0 is not planned.
   plans[1].predicted.step_ms = 90.0;
   asked.assign(2, false);
-  got = FastestFitting(floors, plan_of);
+  got = FastestFitting(floors, cannot_fit, plan_of);
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE(asked[0]);
   EXPECT_EQ(*got, std::optional<size_t>(1));
@@ -110,6 +118,7 @@ TEST(FastestFitting, PlansEveryStrategyWhereTheChoiceIsNearAFloor) {
 
 TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
   int compared = 0, fitting = 0, below_floors = 0, floors_checked = 0, tight = 0;
+  int cannot_fit = 0;  // plans of none and selective whose bytes floor is above the budget
   for (const testing::AdviceJob& g : testing::kAdviceJobs) {
     for (const testing::AdviceChange& c : testing::kAdviceChanges) {
       // The job as given, a smaller optimizer state, LoRA and QLoRA.
@@ -154,6 +163,9 @@ TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
           const RankPlan& rank = (*all)[r];
           double least = std::numeric_limits<double>::infinity();
           for (const Plan& p : rank.plans.candidates) {
+            const int64_t bytes_floor = FittingBytesFloor(rank.memory.profile, p.strategy, options);
+            EXPECT_LE(bytes_floor, p.memory.total_bytes) << ToString(p.strategy) << " " << p.parameter;
+            if (bytes_floor > options.budget_bytes) ++cannot_fit;
             const double floor = FittingStepFloor(rank.memory.profile, p.strategy);
             if (!std::isfinite(floor)) continue;
             ++floors_checked;
@@ -178,6 +190,7 @@ TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
   EXPECT_GT(below_floors, fitting / 2);
   EXPECT_GT(floors_checked, 2 * compared);
   EXPECT_GT(tight, compared);
+  EXPECT_GT(cannot_fit, compared);
 }
 
 }  // namespace

@@ -101,6 +101,15 @@ std::vector<Strategy> ContainedStrategies(Strategy s);
 // -infinity for the other strategies (none known).
 double FittingStepFloor(const Profile& profile, Strategy s);
 
+// A floor under the device total (Plan::memory.total_bytes) of every plan
+// FitSearch::Of(s) can return for `profile` with `options`: for none and
+// selective (without options.selective_layers) DeviceTotalFloor of the
+// least SingleLevelPeakLowerBound of their layer lists (none's keeps every
+// layer; selective's family, from none selective to all), as every plan of
+// theirs is one of those lists; 0 for the other strategies. A strategy
+// whose floor is above the budget has no plan that fits.
+int64_t FittingBytesFloor(const Profile& profile, Strategy s, const PlanOptions& options);
+
 // `plan` (a plan of a strategy that `s` contains) as `s`'s: its parameter
 // says what it recomputes ("lowest peak, " first where it does not fit).
 Plan AsStrategyPlan(Plan plan, Strategy s);
