@@ -23,13 +23,11 @@ constexpr int kReferenceTileRows = 16;
 // Rows and columns per tile of the tiled order (see FillTiled).
 constexpr int kTileRows = 8;
 constexpr int kTileCols = 32;
-// Slot counts evaluated between two checks of a split's bound, each chunk
-// then cut to the halves the bound leaves (fewer check more often than they
-// save: a check reads both parts' rows where the evaluation may not, and a
-// short chunk is mostly loop overhead; on the 256-layer measured chain at
-// 1000 slots, 128 took 5% more instructions, 512 4% more, quarters instead
-// of halves 11% more).
-constexpr int kBoundChunk = 256;
+// Slot counts evaluated between two checks of a split's bound (fewer
+// check more often than they save: a check reads both parts' rows where
+// the evaluation may not, and a short chunk is mostly loop overhead; on the
+// 256-layer measured chain at 1000 slots, 64 took 11% more instructions).
+constexpr int kBoundChunk = 128;
 
 // The cap as a float no smaller than the double (and a relative 1e-6 above
 // it, so that float sums of a schedule costing the cap stay under it).
@@ -244,20 +242,8 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
       const float at_end = options_.chunk_bounds ? (fwd + right.At(e - 1 - xs)) + left.At(e - 1)
                                                  : -kNoFit;
       if (out[m - lo] > at_end && !(at_end > range.cap)) {
-        int from = m, to = e;
-        if (options_.chunk_bounds && e - m == kBoundChunk) {
-          // The same bound for each half: the second half cannot improve
-          // where out is no more than at_end at its start, the first where
-          // the split costs at least out[m] at its end.
-          const int half = m + kBoundChunk / 2;
-          if (!(out[half - lo] > at_end)) to = half;
-          const float at_half = (fwd + right.At(half - 1 - xs)) + left.At(half - 1);
-          if (!(out[m - lo] > at_half)) from = half;
-        }
-        if (from < to) {
-          MinShifted2(out, lo, from, to, right, static_cast<int>(xs), left, fwd);
-          evaluated += to - from;
-        }
+        MinShifted2(out, lo, m, e, right, static_cast<int>(xs), left, fwd);
+        evaluated += e - m;
       }
       m = e;
     }
