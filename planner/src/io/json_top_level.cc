@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
-#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -82,9 +81,7 @@ const std::string* JsonTopLevel::String(std::string_view key) const {
   return nullptr;
 }
 
-namespace {
-
-JsonTopLevel Scan(std::string_view text) {
+JsonTopLevel ScanJsonTopLevel(std::string_view text) {
   JsonTopLevel out;
   if (internal::JsonTooDeepAt(text) != std::string_view::npos) return out;
   TopLevelHandler handler(&out);
@@ -97,38 +94,6 @@ JsonTopLevel Scan(std::string_view text) {
   if (!ok || !handler.root_object()) return JsonTopLevel{};
   out.object = true;
   return out;
-}
-
-// The last text scanned and what the scan found: an input is looked at
-// more than once before its parse (plan asks whether it is a graph profile,
-// then whether it is a config.json to trace), and comparing a few MB costs
-// a small part of scanning them again.
-struct LastScan {
-  std::mutex mutex;
-  std::string text;
-  JsonTopLevel top;
-  bool set = false;
-};
-
-LastScan& Last() {
-  static LastScan* last = new LastScan;
-  return *last;
-}
-
-}  // namespace
-
-JsonTopLevel ScanJsonTopLevel(std::string_view text) {
-  LastScan& last = Last();
-  {
-    const std::lock_guard<std::mutex> lock(last.mutex);
-    if (last.set && last.text == text) return last.top;
-  }
-  JsonTopLevel top = Scan(text);
-  const std::lock_guard<std::mutex> lock(last.mutex);
-  last.text.assign(text);
-  last.top = top;
-  last.set = true;
-  return top;
 }
 
 bool RootHasKeyIfValid(std::string_view text, std::string_view key) {
