@@ -10,14 +10,16 @@
 #include <cstdint>
 #include <limits>
 
-// Marks the function that fills one row: it is compiled twice (AVX2 and
-// baseline x86-64) and dispatched once per call, so the kernels inlined into
-// it use the widest vector unit the machine has. Not under ThreadSanitizer:
+// Marks the function that fills one row: it is compiled three times
+// (AVX-512F, AVX2 and baseline x86-64) and dispatched once per call, so the
+// kernels inlined into it use the widest vector unit the machine has. None
+// of these targets has FMA, so no product and sum is fused: each clone
+// rounds as the baseline does, and the same rows come out. Not under ThreadSanitizer:
 // it would instrument the clones' resolver, which the loader runs before
 // the sanitizer starts.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     !defined(__SANITIZE_THREAD__)
-#define REMAT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#define REMAT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define REMAT_VECTOR_CLONES
 #endif
