@@ -1,6 +1,8 @@
 // SearchBatch: the micro-batch, the accumulation and the plan chosen together
 // for a global batch.
 #include <algorithm>
+#include <memory>
+#include <utility>
 
 #include "planning/job_plans.h"
 #include "remat/planning/planning.h"
@@ -42,13 +44,22 @@ Result<BatchSearch> SearchBatchKeeping(const Job& job, int64_t global_batch,
     if (b != per_rank / b) divisors.push_back(per_rank / b);
   }
   std::sort(divisors.begin(), divisors.end());
+  // The ranks of every micro-batch from one rank layout: the model's graph
+  // as RankMemories reads it does not change with the micro-batch
+  // (rank_memory.h). Where it cannot be made, each micro-batch makes its
+  // own (and fails as it does).
+  std::shared_ptr<const RankLayout> layout;
+  if (job.parallel().distributed()) {
+    Result<std::shared_ptr<const RankLayout>> made = BuildRankLayout(job.model);
+    if (made.ok()) layout = std::move(*made);
+  }
   for (size_t i = 0; i < divisors.size(); ++i) {
     const int64_t b = divisors[i];
     const int64_t k = per_rank / b;
     // The interleaved schedule runs the micro-batches in groups of p.
     const Parallelism& p = job.parallel();
     if (p.schedule == PipelineSchedule::kInterleaved && k % p.pipeline != 0) continue;
-    REMAT_ASSIGN_OR_RETURN(Job at, WithMicroBatch(job, b, k));
+    REMAT_ASSIGN_OR_RETURN(Job at, WithMicroBatch(job, b, k, layout.get()));
     // Each rank as PlanRanks plans it (FSDP2 units); one GPU, MakePlan's
     // plans: the job's plans as PlanJobStrategies gives them.
     REMAT_ASSIGN_OR_RETURN(JobPlans planned, PlanJobStrategies(at, options));

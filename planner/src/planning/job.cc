@@ -209,7 +209,8 @@ Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& mo
   return other;
 }
 
-Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation) {
+Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation,
+                           const RankLayout* layout) {
   if (!job.has_config()) {
     return Status::Invalid(job.path + " is a profile: its micro-batch is measured");
   }
@@ -218,7 +219,7 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
   if (grad_accumulation > 0) other.model.grad_accumulation = grad_accumulation;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.model, job.path));
   REMAT_ASSIGN_OR_RETURN(other.profile, AnalyticProfile(other.model, other.analytic));
-  REMAT_RETURN_IF_ERROR(ApplyParallel(&other));
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&other, layout));
   other.profile.host_link = job.profile.host_link;  // --host-link, not the model's
   for (RankMemory& r : other.ranks) r.profile.host_link = job.profile.host_link;
   return other;

@@ -1,9 +1,10 @@
 // One rank layout (BuildRankLayout) shared by configs that differ in their
-// optimizer, gradient dtype and gradient clipping alone: the ranks made
-// from it are the ranks made afresh, field for field, over a dense and a
-// mixture-of-experts decoder, LoRA and QLoRA, several precisions and
-// gradient conventions, under FSDP2, ZeRO-3 with the optimizer state
-// offloaded, and tensor and pipeline parallelism.
+// optimizer, gradient dtype and gradient clipping alone, or in their
+// micro-batch and accumulation alone: the ranks made from it are the ranks
+// made afresh, field for field, over a dense and a mixture-of-experts
+// decoder, LoRA and QLoRA, several precisions and gradient conventions,
+// under FSDP2, ZeRO-3 with the optimizer state offloaded, and tensor and
+// pipeline parallelism.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,7 +68,31 @@ void ExpectSameRanks(const std::vector<RankMemory>& a, const std::vector<RankMem
   }
 }
 
-TEST(RankLayout, RanksFromASharedLayoutAreTheRanksMadeAfresh) {
+// Expects `v`'s ranks under `p` from `layout` to be those made afresh (or
+// both to fail alike); whether both were made and compared. A config
+// without an analytic profile under `p` (the tensor split of a mixture of
+// experts) is not compared.
+bool SameRanksFromLayout(const ModelConfig& v, const Parallelism& p, const RankLayout& layout) {
+  AnalyticOptions options;
+  options.parallel = p;
+  Result<Profile> whole = AnalyticProfile(v, options);
+  if (!whole.ok()) return false;
+  Result<std::vector<RankMemory>> fresh = RankMemories(v, *whole, p);
+  Result<std::vector<RankMemory>> shared = RankMemories(v, *whole, p, layout);
+  EXPECT_EQ(fresh.ok(), shared.ok());
+  if (!fresh.ok() || !shared.ok()) {
+    if (!fresh.ok() && !shared.ok()) {
+      EXPECT_EQ(fresh.status().message(), shared.status().message());
+    }
+    return false;
+  }
+  ExpectSameRanks(*fresh, *shared);
+  return true;
+}
+
+// Dense and mixture-of-experts decoders at several precisions and
+// gradient conventions, LoRA and QLoRA.
+std::vector<ModelConfig> Bases() {
   std::vector<ModelConfig> bases;
   for (const char* json : {kLlama, kMixtral}) {
     for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kMixedBf16}) {
@@ -88,7 +113,11 @@ TEST(RankLayout, RanksFromASharedLayoutAreTheRanksMadeAfresh) {
   bases.push_back(lora);
   lora.quantization = Quantization::kNf4;
   bases.push_back(lora);
+  return bases;
+}
 
+TEST(RankLayout, RanksFromASharedLayoutAreTheRanksMadeAfresh) {
+  const std::vector<ModelConfig> bases = Bases();
   int compared = 0;
   for (const ModelConfig& base : bases) {
     std::vector<ModelConfig> variants;
@@ -107,29 +136,46 @@ TEST(RankLayout, RanksFromASharedLayoutAreTheRanksMadeAfresh) {
     ASSERT_TRUE(layout.ok()) << layout.status().message();
     for (const Parallelism& p : Layouts()) {
       if (p.tensor > 1 && base.lora_rank > 0) continue;  // the split is not modeled for LoRA
-      AnalyticOptions options;
-      options.parallel = p;
       for (const ModelConfig& v : variants) {
         SCOPED_TRACE(base.name + " precision " + std::to_string(static_cast<int>(v.precision)) +
                      " optimizer " + std::to_string(static_cast<int>(v.optimizer)) +
                      " grad_dtype " + std::to_string(static_cast<int>(v.grad_dtype)) +
                      " lora " + std::to_string(v.lora_rank) + " gpus " + std::to_string(p.gpus));
-        Result<Profile> whole = AnalyticProfile(v, options);
-        if (!whole.ok()) continue;
-        Result<std::vector<RankMemory>> fresh = RankMemories(v, *whole, p);
-        Result<std::vector<RankMemory>> shared = RankMemories(v, *whole, p, **layout);
-        ASSERT_EQ(fresh.ok(), shared.ok());
-        if (!fresh.ok()) {
-          EXPECT_EQ(fresh.status().message(), shared.status().message());
-          continue;
-        }
-        ExpectSameRanks(*fresh, *shared);
-        ++compared;
+        if (SameRanksFromLayout(v, p, **layout)) ++compared;
       }
     }
   }
   // Most variants are valid jobs: the comparison is not vacuous.
   EXPECT_GT(compared, 250);
+}
+
+// A global batch's search makes every micro-batch's ranks from the layout
+// of the job's model at its own micro-batch (SearchBatch).
+TEST(RankLayout, OneLayoutServesEveryMicroBatchAndAccumulation) {
+  int compared = 0;
+  for (const ModelConfig& base : Bases()) {
+    ModelConfig from = base;
+    from.micro_batch = 1;
+    from.grad_accumulation = 1;
+    Result<std::shared_ptr<const RankLayout>> layout = BuildRankLayout(from);
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    for (const Parallelism& p : Layouts()) {
+      if (p.tensor > 1 && base.lora_rank > 0) continue;  // the split is not modeled for LoRA
+      for (int64_t micro_batch : {1, 2, 3, 8}) {
+        for (int64_t accumulation : {1, 4, 6}) {
+          ModelConfig v = base;
+          v.micro_batch = micro_batch;
+          v.grad_accumulation = accumulation;
+          SCOPED_TRACE(base.name + " precision " + std::to_string(static_cast<int>(v.precision)) +
+                       " lora " + std::to_string(v.lora_rank) + " gpus " + std::to_string(p.gpus) +
+                       " micro_batch " + std::to_string(micro_batch) + " grad_accumulation " +
+                       std::to_string(accumulation));
+          if (SameRanksFromLayout(v, p, **layout)) ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 300);
 }
 
 }  // namespace

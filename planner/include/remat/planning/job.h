@@ -98,8 +98,12 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides);
 Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides);
 
 // The job's model with another micro-batch (and, when `grad_accumulation`
-// > 0, another accumulation): its analytic profile. Fails for profile inputs.
-Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation = 0);
+// > 0, another accumulation): its analytic profile, and a distributed job's
+// ranks from `layout` where given (BuildRankLayout of the job's model at
+// any micro-batch and accumulation: the ranks are those made afresh). Fails
+// for profile inputs.
+Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_accumulation = 0,
+                           const RankLayout* layout = nullptr);
 
 // The job on the ranks `p` describes: its model's profile and ranks made
 // again under `p`, or, for a profile input planned on one GPU, its profile

@@ -306,10 +306,12 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
                                              const Parallelism& p);
 
 // What RankMemories reads of the model: its op graph. The graph reads
-// neither the optimizer, the gradient dtype nor max_grad_norm, so one built
-// for a config serves every config that differs from it there alone:
-// RankMemories(config, whole, p, layout) is then RankMemories(config,
-// whole, p), field for field.
+// neither the optimizer, the gradient dtype nor max_grad_norm, and what
+// RankMemories reads of it (each op's parameters and layer, the layers'
+// kinds, the trained tensors' elements) not the micro-batch nor the
+// accumulation, so one built for a config serves every config that differs
+// from it there alone: RankMemories(config, whole, p, layout) is then
+// RankMemories(config, whole, p), field for field.
 struct RankLayout;
 Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config);
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
