@@ -243,6 +243,30 @@ REMAT_VECTOR_CLONES void MinConstant(double* __restrict best, double add, int64_
   for (int64_t m = lo; m <= hi; ++m) best[m] = v < best[m] ? v : best[m];
 }
 
+// The slot counts MinWhileAbove relaxes between two looks at the row.
+constexpr int64_t kRelaxRun = 32;
+
+// MinShifted over [lo, last], `last` the last slot count from lo on where
+// the non-increasing `row` is above `least`, the least cost of the
+// relaxation (add + sub[n - 1 - shift] of a non-increasing `sub`), found on
+// the way: a run of kRelaxRun slot counts is relaxed while the row is still
+// above `least` at its first, so up to kRelaxRun - 1 cells past `last` are
+// relaxed too, which leaves them as they are: there add + sub[m - shift] >=
+// least >= row[m] (a sum is monotone in its terms), and a cell takes only
+// a strictly lower cost. The row as a binary search for `last` then
+// MinShifted leave it, without the search.
+REMAT_VECTOR_CLONES void MinWhileAbove(double* __restrict row, const double* __restrict sub,
+                                       int64_t shift, double add, int64_t lo, int64_t n,
+                                       double least) {
+  for (int64_t a = lo; a < n && row[a] > least; a += kRelaxRun) {
+    const int64_t b = std::min(n, a + kRelaxRun);
+    for (int64_t m = a; m < b; ++m) {
+      const double v = add + sub[m - shift];
+      row[m] = v < row[m] ? v : row[m];
+    }
+  }
+}
+
 // RelaxRow, or where no choices are kept (null) MinShifted: the same costs.
 void Relax(double* row, int* choices, const double* sub, int64_t shift, double add, int choice,
            int64_t lo, int64_t hi) {
@@ -465,6 +489,17 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   auto improvable = [&](const double* row, int64_t lo, double least) {
     return bounded ? FirstAtMost(row, lo, M_ + 1, least) - 1 : M_;
   };
+  // Relax from `lo` by a non-increasing `sub` whose least cost (at M) is
+  // `least`: up to improvable(row, lo, least), found as it goes where
+  // bounded (MinWhileAbove; no choices are kept then).
+  auto relax_to_least = [&](double* row, int* choices, const double* sub, int64_t shift,
+                            double add, int choice, int64_t lo, double least) {
+    if (bounded) {
+      MinWhileAbove(row, sub, shift, add, lo, M_ + 1, least);
+    } else {
+      Relax(row, choices, sub, shift, add, choice, lo, M_);
+    }
+  };
   // The first slot count where a relaxation reading `finite_from` (the
   // first finite cell of its sub row) shifted by `shift` can be finite.
   auto finite = [&](int64_t finite_from, int64_t shift) {
@@ -478,8 +513,8 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const int64_t lo = std::max(std::max<int64_t>(std::max<int64_t>(need, shift), 0),
                                   finite(finite_k_[s + 1], shift));
       if (lo > M_) return;
-      Relax(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
-               improvable(row, lo, extra + next_k[M_ - shift]));
+      relax_to_least(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
+                     extra + next_k[M_ - shift]);
       return;
     }
     for (int64_t m = std::max<int64_t>(need, 0); m <= M_; ++m) {
@@ -544,10 +579,10 @@ void SingleLevelOffloadDp::SolveRow(int s) {
         std::max(std::max(std::max(sweep_need, keep_all), xs), finite(finite_n_[sp], xs));
     if (lo <= M_) {
       const double least = fwd + sub[M_ - xs];
-      Relax(k_row, kc, sub, xs, fwd, sp, lo, improvable(k_row, lo, least));
+      relax_to_least(k_row, kc, sub, xs, fwd, sp, lo, least);
       const int64_t plain_lo = std::max(lo, plain_need);
       if (plain_lo <= M_ && !n_is_k) {
-        Relax(a_row, ac, sub, xs, fwd, sp, plain_lo, improvable(a_row, plain_lo, least));
+        relax_to_least(a_row, ac, sub, xs, fwd, sp, plain_lo, least);
       }
     }
     if (!can_offload) continue;
@@ -591,8 +626,7 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       }
       const int64_t off_lo = std::max(off_need, key.from);
       if (off_lo > M_) continue;
-      const int64_t off_hi = improvable(a_row, off_lo, add + kept[M_]);
-      if (off_hi >= off_lo) Relax(a_row, ac, kept, 0, add, sp + L + 1, off_lo, off_hi);
+      relax_to_least(a_row, ac, kept, 0, add, sp + L + 1, off_lo, add + kept[M_]);
       continue;
     }
     // Once: each term is non-increasing in m, and taken only where fwd +
