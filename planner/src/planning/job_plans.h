@@ -64,12 +64,13 @@ struct WeighedJob {
   JobPlans plans;
 };
 
-// SearchBatch, keeping in `*weighed` (when not null) each weighed
-// candidate's job and plans, in the order of BatchSearch::weighed: the
-// plans a caller would get by planning that job again with `options`.
+// SearchBatch, keeping in `*kept` (when not null) the job and plans of the
+// candidate chosen (the first weighed where none fits): the plans a caller
+// would get by planning that job again with `options`. Left empty where no
+// micro-batch was weighed.
 Result<BatchSearch> SearchBatchKeeping(const Job& job, int64_t global_batch,
                                        const PlanOptions& options,
-                                       std::vector<WeighedJob>* weighed);
+                                       std::optional<WeighedJob>* kept);
 
 }  // namespace remat::planning_internal
 

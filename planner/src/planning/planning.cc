@@ -92,21 +92,20 @@ Result<PlanningResult> PlanJob(const Job& job, const PlanningRequest& request) {
   const Job* planned = &job;
   std::optional<planning_internal::JobPlans> searched;
   if (request.global_batch > 0) {
-    std::vector<planning_internal::WeighedJob> weighed;
+    std::optional<planning_internal::WeighedJob> weighed;
     REMAT_ASSIGN_OR_RETURN(result.batch, planning_internal::SearchBatchKeeping(
                                              job, request.global_batch, request.options, &weighed));
     // None fits: micro-batch 1, the lowest peak there is, to report. The
     // search planned that job already (the same job and options).
-    if (weighed.empty()) {
+    if (!weighed) {
       return Status::Invalid("global batch " + std::to_string(request.global_batch) +
                              ": no micro-batch leaves a grad_accumulation that is a multiple of "
                              "the " +
                              std::to_string(job.parallel().pipeline) +
                              " pipeline stages, as the interleaved schedule needs");
     }
-    const size_t pick = result.batch->chosen >= 0 ? static_cast<size_t>(result.batch->chosen) : 0;
-    result.batch_job = std::move(weighed.at(pick).job);
-    searched = std::move(weighed.at(pick).plans);
+    result.batch_job = std::move(weighed->job);
+    searched = std::move(weighed->plans);
     planned = &*result.batch_job;
   }
   if (!searched) {

@@ -1,11 +1,16 @@
-// SearchBatch against exhaustive enumeration of (micro-batch, plan) pairs.
+// SearchBatch against exhaustive enumeration of (micro-batch, plan) pairs,
+// and its rows against each micro-batch planned alone, one after another.
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "remat/planning/planning.h"
 #include "remat/model/precision.h"
 #include "remat/strategies/strategies.h"
+#include "testing/same_plan.h"
 #include "testing/small_gpt_job.h"
 
 namespace remat {
@@ -141,6 +146,62 @@ TEST(BatchSearch, WarnsAboveOneHundredTwentyEightMicroBatches) {
   ASSERT_TRUE(w.ok());
   ASSERT_EQ(w->warnings.size(), 1u);
   EXPECT_NE(w->warnings[0].find("200"), std::string::npos);
+}
+
+// SearchBatch plans its micro-batches ahead on the machine's cores, and one
+// whose peak floor is above the budget only when the weighing reaches it:
+// each row is the plan PlanRanks gives that micro-batch alone, the rows
+// stop at the first that does not fit, and the rows after it are skipped,
+// on one GPU, under FSDP2 and over pipeline stages.
+TEST(BatchSearch, EveryRowIsItsMicroBatchPlannedAlone) {
+  Parallelism fsdp;
+  fsdp.gpus = 2;
+  fsdp.data = DataParallel::kFsdp2;
+  Parallelism stages;
+  stages.gpus = 2;
+  stages.pipeline = 2;
+  int rows = 0, stopped = 0, stopped_by_floor = 0;
+  for (const std::optional<Parallelism>& p :
+       {std::optional<Parallelism>{}, std::optional<Parallelism>{fsdp},
+        std::optional<Parallelism>{stages}}) {
+    const Job job = testing::SmallGptJob(p);
+    const int64_t global = 32 * job.parallel().data_ranks();
+    for (int64_t budget : {30'000'000, 45'000'000, 60'000'000, 120'000'000}) {
+      SCOPED_TRACE("gpus " + std::to_string(job.parallel().gpus) + ", pipeline " +
+                   std::to_string(job.parallel().pipeline) + ", budget " +
+                   std::to_string(budget));
+      Result<BatchSearch> s = SearchBatch(job, global, Budget(budget));
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      size_t row = 0;
+      for (int64_t b : {1, 2, 4, 8, 16, 32}) {
+        Result<Job> at = WithMicroBatch(job, b, 32 / b);
+        ASSERT_TRUE(at.ok()) << at.status().message();
+        Result<std::vector<RankPlan>> ranks = PlanRanks(*at, Budget(budget));
+        ASSERT_TRUE(ranks.ok()) << ranks.status().message();
+        const Plan alone = WorstRankPlans(*ranks).chosen;
+        ASSERT_LT(row, s->weighed.size());
+        const BatchCandidate& c = s->weighed[row++];
+        EXPECT_EQ(c.micro_batch, b);
+        EXPECT_EQ(c.grad_accumulation, 32 / b);
+        testing::ExpectSamePlan(c.plan, alone);
+        EXPECT_EQ(c.update.update_ms,
+                  PredictUpdate(at->profile, alone.predicted, 32 / b).update_ms);
+        ++rows;
+        if (!alone.fits) {
+          ++stopped;
+          if (JobPeakFloor(*at, Budget(budget)) > budget) ++stopped_by_floor;
+          break;
+        }
+      }
+      EXPECT_EQ(s->weighed.size(), row);
+      EXPECT_EQ(s->weighed.size() + s->skipped, 6u);  // the divisors of 32
+    }
+  }
+  // Searches that stop early, some at a micro-batch no plan can fit by
+  // its floor: the deferred path is weighed, not only the plain one.
+  EXPECT_GT(rows, 20);
+  EXPECT_GT(stopped, 3);
+  EXPECT_GT(stopped_by_floor, 0);
 }
 
 }  // namespace
