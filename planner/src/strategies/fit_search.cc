@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "remat/device/device_memory.h"
@@ -264,6 +265,28 @@ Result<Plan> FitSearch::FasterThanLeast(const StrategySolver& solver, const Plan
   return plan;
 }
 
+struct FitSearch::ReservedStage {
+  explicit ReservedStage(Profile p) : profile(std::move(p)), memo(profile) {}
+  Profile profile;
+  PlanMemo memo;  // (closed before the profile is destroyed)
+};
+
+FitSearch::FitSearch(const Profile& profile, const PlanOptions& options)
+    : profile_(profile), options_(options), memo_(profile, PlanMemo::Open::kJoin) {}
+
+FitSearch::~FitSearch() = default;
+
+const Profile& FitSearch::Reserved(int64_t reserve) const {
+  std::unique_ptr<ReservedStage>& kept = reserved_[reserve];
+  if (kept == nullptr) {
+    Profile stage = profile_;
+    for (LayerProfile& l : stage.layers) l.in_flight_microbatches = 1;
+    stage.static_memory.parameter_bytes += reserve;
+    kept = std::make_unique<ReservedStage>(std::move(stage));
+  }
+  return kept->profile;
+}
+
 Result<Plan> FitSearch::Search(const StrategySolver& solver, const PlanOptions& options) const {
   const Strategy s = solver.strategy();
   const Profile& profile = profile_;
@@ -272,15 +295,12 @@ Result<Plan> FitSearch::Search(const StrategySolver& solver, const PlanOptions& 
   if (!dp || options.budget_bytes <= 0 || !Pipelined(profile)) {
     return SolveOnDevice(solver, profile, options);
   }
-  Profile one = profile;
-  for (LayerProfile& l : one.layers) l.in_flight_microbatches = 1;
   const DeviceMemoryTerms& terms = options.device_memory;
   const int64_t tensor_budget =
       terms.any() ? TensorBudget(options.budget_bytes, terms) : options.budget_bytes;
   // The plan solved with `reserve` bytes set aside, on the stage.
   auto at = [&](int64_t reserve) -> Result<Plan> {
-    Profile reserved = one;
-    reserved.static_memory.parameter_bytes += reserve;
+    const Profile& reserved = Reserved(reserve);
     REMAT_ASSIGN_OR_RETURN(Plan solved, SolveOnDevice(solver, reserved, options));
     REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(profile, s, solved.parameter,
                                                            solved.schedule, tensor_budget));

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/simulate/simulator.h"
 #include "remat/strategies/strategies.h"
 #include "testing/gpt_chain.h"
+#include "testing/same_plan.h"
 
 namespace remat {
 namespace {
@@ -222,6 +224,45 @@ TEST(PipelineStage, TheDpsOwnSearchStandsWhereTheReserveFails) {
     EXPECT_TRUE(plan.fits) << ToString(s);
     EXPECT_LE(plan.predicted.peak_bytes, budget) << ToString(s);
   }
+}
+
+// The reserve search solves each reserve's profile (one micro-batch in
+// flight, the reserve added to the parameters) with a memo open on it that
+// the strategies searched together share: optimal-single's plans, then
+// optimal's (which asks optimal-single's at its budgets), then both again
+// (answered from the memo) are the plans solved without one.
+TEST(PipelineStage, AReservesProfileSolvesTheSameWithItsMemoOpen) {
+  const FirstStage first(4);
+  Profile reserved = first.stage;
+  for (LayerProfile& l : reserved.layers) l.in_flight_microbatches = 1;
+  reserved.static_memory.parameter_bytes += (first.keep - first.low) / 8;
+  const std::vector<int64_t> budgets = {first.low + (first.keep - first.low) / 20,
+                                        first.low + (first.keep - first.low) / 2};
+  const std::vector<Strategy> strategies = {Strategy::kOptimalSingle, Strategy::kOptimal};
+  std::vector<Plan> alone;
+  for (int64_t budget : budgets) {
+    for (Strategy s : strategies) {
+      PlanOptions o;
+      o.strategy = s;
+      o.budget_bytes = budget;
+      alone.push_back(FindSolver(s)->Solve(reserved, o).value());
+    }
+  }
+  const PlanMemo memo(reserved);
+  for (int pass = 0; pass < 2; ++pass) {
+    size_t i = 0;
+    for (int64_t budget : budgets) {
+      for (Strategy s : strategies) {
+        SCOPED_TRACE(std::string(ToString(s)) + " at " + std::to_string(budget) + ", pass " +
+                     std::to_string(pass));
+        PlanOptions o;
+        o.strategy = s;
+        o.budget_bytes = budget;
+        testing::ExpectSamePlan(FindSolver(s)->Solve(reserved, o).value(), alone[i++]);
+      }
+    }
+  }
+  EXPECT_GT(memo.stats().simulations_reused, 0);
 }
 
 TEST(PipelineStage, ProfileJsonCarriesTheMicrobatchesInFlight) {

@@ -3,7 +3,9 @@
 #ifndef REMAT_STRATEGIES_FIT_SEARCH_H_
 #define REMAT_STRATEGIES_FIT_SEARCH_H_
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "remat/plan/plan_memo.h"
@@ -47,8 +49,8 @@ class FitSearch {
  public:
   // `profile` and `options` must outlive the search and not change while it
   // lives (its plans and simulations are kept).
-  FitSearch(const Profile& profile, const PlanOptions& options)
-      : profile_(profile), options_(options), memo_(profile, PlanMemo::Open::kJoin) {}
+  FitSearch(const Profile& profile, const PlanOptions& options);
+  ~FitSearch();
   FitSearch(const FitSearch&) = delete;
   FitSearch& operator=(const FitSearch&) = delete;
 
@@ -75,8 +77,17 @@ class FitSearch {
   Result<Plan> FasterThanLeast(const StrategySolver& solver, const PlanOptions& options,
                                Plan least) const;
 
+  // The stage search's profile at `reserve`: profile_ with one micro-batch
+  // in flight and `reserve` bytes added to its parameters, made once and
+  // kept with a memo open on it, so the strategies searched here share its
+  // simulations and kept plans (optimal asks optimal-single's plan at its
+  // budgets, and both searches try the same reserves).
+  const Profile& Reserved(int64_t reserve) const;
+  struct ReservedStage;
+
   const Profile& profile_;
   const PlanOptions& options_;
+  mutable std::map<int64_t, std::unique_ptr<ReservedStage>> reserved_;
   std::map<Strategy, Plan> plans_;
   std::map<Strategy, Plan> least_;
   // The simulations of profile_'s schedules, shared by every search here
