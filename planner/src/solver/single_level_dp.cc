@@ -243,6 +243,12 @@ REMAT_VECTOR_CLONES void MinConstant(double* __restrict best, double add, int64_
   for (int64_t m = lo; m <= hi; ++m) best[m] = v < best[m] ? v : best[m];
 }
 
+// row[m] = add + sub[m - shift] for m in [lo, hi].
+REMAT_VECTOR_CLONES void AssignShifted(double* __restrict row, const double* __restrict sub,
+                                       int64_t shift, double add, int64_t lo, int64_t hi) {
+  for (int64_t m = lo; m <= hi; ++m) row[m] = add + sub[m - shift];
+}
+
 // The slot counts MinWhileAbove relaxes between two looks at the row.
 constexpr int64_t kRelaxRun = 32;
 
@@ -505,7 +511,11 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   auto finite = [&](int64_t finite_from, int64_t shift) {
     return bounded ? finite_from + shift : 0;
   };
-  auto keep_into = [&](int k, bool held, double* row, int* choice) {
+  // `unfilled`: the row is not filled yet (bounded, s + 1 < L): the first
+  // keep that reaches it writes it whole, kInf below its `lo` and its cost
+  // from there on, the cells a fill with kInf then its relaxation leave
+  // (kInf is above every cost but kInf, which stays).
+  auto keep_into = [&](int k, bool held, double* row, int* choice, bool* unfilled) {
     const int64_t need = std::max(T.ForwardNeed(s, L, k), T.BackwardNeedExact(s, k, held));
     const int64_t shift = held ? T.keep_holding_input(s, k) : T.keep(s, k);
     const double extra = T.mode(s, k).extra_ms;
@@ -513,6 +523,12 @@ void SingleLevelOffloadDp::SolveRow(int s) {
       const int64_t lo = std::max(std::max<int64_t>(std::max<int64_t>(need, shift), 0),
                                   finite(finite_k_[s + 1], shift));
       if (lo > M_) return;
+      if (*unfilled) {
+        FillRow(row, nullptr, lo);
+        AssignShifted(row, next_k, shift, extra, lo, M_);
+        *unfilled = false;
+        return;
+      }
       relax_to_least(row, choice, next_k, shift, extra, EncodeKeep(k), lo,
                      extra + next_k[M_ - shift]);
       return;
@@ -534,13 +550,19 @@ void SingleLevelOffloadDp::SolveRow(int s) {
   const bool same_keeps = s == 0 || T.profile().layers[s].keeps_input;
   const bool n_is_k = fold && same_keeps;
   const bool copy_keeps = !fold && bounded && same_keeps;
-  FillRow(k_row, kc, M_ + 1);
-  if (!n_is_k && !copy_keeps) FillRow(n_row, nc, M_ + 1);
+  const bool own_n = !n_is_k && !copy_keeps;  // N(s)'s keeps relaxed on their own
+  bool k_unfilled = bounded && next_k != nullptr;
+  bool n_unfilled = k_unfilled && own_n;
+  if (!k_unfilled) FillRow(k_row, kc, M_ + 1);
+  if (own_n && !n_unfilled) FillRow(n_row, nc, M_ + 1);
   if (!fold) FillRow(a_row, ac, M_ + 1);
   for (int k = 0; k < T.num_modes(s); ++k) {
-    keep_into(k, s == 0, k_row, kc);
-    if (!n_is_k && !copy_keeps) keep_into(k, true, n_row, nc);
+    keep_into(k, s == 0, k_row, kc, &k_unfilled);
+    if (own_n) keep_into(k, true, n_row, nc, &n_unfilled);
   }
+  // (No keep reached them.)
+  if (k_unfilled) FillRow(k_row, kc, M_ + 1);
+  if (n_unfilled) FillRow(n_row, nc, M_ + 1);
   if (copy_keeps) std::copy(k_row, k_row + M_ + 1, n_row);
   const bool can_offload = s >= 1 && link;
   const int64_t xs = T.x(s);
