@@ -7,6 +7,7 @@
 
 #include "remat/plan/best_plan.h"
 #include "remat/plan/plan_memo.h"
+#include "remat/strategies/fit_search.h"
 #include "remat/strategies/strategies.h"
 
 namespace remat {
@@ -140,8 +141,12 @@ Result<Plan> PlanEveryBlockOffloaded(const Profile& profile, const PlanOptions& 
 
 // `shape` at `n` planned with the budget and device memory of `options`:
 // RunPlanner's plan for that strategy (MakePlan), without the fit advice
-// RunPlanner adds when it does not fit (the note reports the fit).
-Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, int blocks) {
+// RunPlanner adds when it does not fit (the note reports the fit). The
+// job's profile must be valid (ValidShapeProfile). `*none_planned`: whether
+// none's plan was made on this profile at the budget and device terms of
+// `options` (set once it is).
+Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, int blocks,
+                       bool* none_planned) {
   PlanOptions o;
   o.budget_bytes = options.budget_bytes;
   o.device_memory = options.device_memory;
@@ -174,8 +179,24 @@ Result<Plan> PlanShape(const Job& job, const PlanOptions& options, ShapeAt s, in
     case EngineShape::kEveryBlockOffloaded:
       return PlanEveryBlockOffloaded(job.profile, options);
   }
-  REMAT_ASSIGN_OR_RETURN(PlanSet plans, MakePlan(job.profile, o));
-  return std::move(plans.chosen);
+  // MakePlan(job.profile, o).chosen, the profile validated once by the
+  // caller (ValidShapeProfile): none's plan (MakePlan fails where it
+  // fails), then the strategy's, which its search makes alone (a shape's
+  // strategy contains no other). None's plan reads of `o` the budget and
+  // the device terms alone, so where it was made at them on this profile
+  // (`*none_planned`) it is made again as it was, and not made.
+  FitSearch search(job.profile, o);
+  if (!*none_planned) {
+    REMAT_RETURN_IF_ERROR(search.Of(Strategy::kNone).status());
+    *none_planned = true;
+  }
+  return search.Of(o.strategy);
+}
+
+// What MakePlan checks of `profile` before it plans (ValidateProfile), for
+// PlanShape's plans of it.
+Status ValidShapeProfile(const Profile& profile) {
+  return ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model);
 }
 
 // Whether `s`'s decisions follow from its n alone, whatever the budget and
@@ -318,13 +339,17 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   // each starts with the plan without checkpointing, and the closest
   // shapes' layer lists repeat across them.
   const PlanMemo memo(runs.profile);
-  // A fixed shape's decisions are its tensors-only plan's.
+  // A fixed shape's decisions are its tensors-only plan's. Whether none's
+  // plan was made on a profile, tensors-only and with the device terms.
+  bool none_planned[2][2] = {{false, false}, {false, false}};  // [runs is not job][fixed]
+  if (!engine_job) REMAT_RETURN_IF_ERROR(ValidShapeProfile(job.profile));
   for (ShapeAt s : engine_job ? std::vector<ShapeAt>{}
                               : ExactCandidates(engine, blocks, attention_core,
                                                 link && !profile.host_link.overlapped)) {
     if (s.shape != EngineShape::kNone && (s.n < 0 || s.n > count)) continue;
-    REMAT_ASSIGN_OR_RETURN(
-        Plan candidate, PlanShape(job, FixedShape(s) ? TensorsOnly(options) : options, s, count));
+    REMAT_ASSIGN_OR_RETURN(Plan candidate,
+                           PlanShape(job, FixedShape(s) ? TensorsOnly(options) : options, s,
+                                     count, &none_planned[0][FixedShape(s)]));
     if (SameDecisions(candidate, plan)) {
       out.shape = s.shape;
       out.n = s.n;
@@ -337,16 +362,19 @@ Result<EnginePlan> PlanForEngine(const Job& job, const PlanOptions& options, con
   // can change the best (BestPlanIndex); the searches are planned in full.
   const DeviceMemoryTerms& terms = options.device_memory;
   const bool on_demand = terms.replays_allocator();
+  REMAT_RETURN_IF_ERROR(ValidShapeProfile(runs.profile));
   std::vector<ShapeAt> shapes = ClosestCandidates(engine, count, attention_core, link);
   std::vector<PendingPlan> candidates;
   for (ShapeAt& s : shapes) {
     if (on_demand && FixedShape(s)) {
-      REMAT_ASSIGN_OR_RETURN(Plan tensors, PlanShape(runs, TensorsOnly(options), s, count));
+      REMAT_ASSIGN_OR_RETURN(Plan tensors, PlanShape(runs, TensorsOnly(options), s, count,
+                                                     &none_planned[engine_job ? 1 : 0][1]));
       candidates.push_back(
           UnaccountedPlan(runs.profile, std::move(tensors), terms, options.budget_bytes));
       continue;
     }
-    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(runs, options, s, count));
+    REMAT_ASSIGN_OR_RETURN(Plan candidate, PlanShape(runs, options, s, count,
+                                                     &none_planned[engine_job ? 1 : 0][0]));
     if (s.shape == EngineShape::kChunks && s.n == 0) s.n = ChunkOf(runs.profile, candidate);
     candidates.push_back(AccountedPlan(std::move(candidate)));
   }

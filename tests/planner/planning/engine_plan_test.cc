@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "remat/input/input.h"
 #include "remat/plan/plan_memo.h"
 #include "remat/planning/planning.h"
+#include "remat/strategies/fit_search.h"
 #include "remat/strategies/strategies.h"
 #include "testing/same_plan.h"
 
@@ -248,6 +250,58 @@ TEST(EnginePlan, AFixedShapesPlanIsItsTensorsPlanAccounted) {
   }
   EXPECT_GT(fitting, 20);
   EXPECT_GT(not_fitting, 20);
+}
+
+// PlanForEngine plans a shape as MakePlan does, none's plan made once per
+// budget and device terms: a shape's plan is its strategy's search alone
+// (none's plan made first or not), and none's plan is the same whatever
+// the shape's strategy, every, listed layers and selective layers.
+TEST(EnginePlan, AShapesPlanIsItsSearchAloneAndNonesIsEveryShapes) {
+  int compared = 0;
+  for (const DeviceJob& d : DeviceJobs()) {
+    if (std::string(d.name).find("70b") != std::string::npos) continue;  // 80 blocks: slow
+    const PlanMemo memo(d.job.profile);
+    const int blocks = static_cast<int>(BlockLayers(d.job.profile).size());
+    std::vector<int> every_2nd, all;
+    for (int i = 1; i < blocks; i += 2) every_2nd.push_back(i);
+    for (int i = 0; i < blocks; ++i) all.push_back(i);
+    PlanOptions none;
+    none.strategy = Strategy::kNone;
+    PlanOptions selective;
+    selective.strategy = Strategy::kSelective;
+    selective.selective_layers = all;
+    const std::vector<PlanOptions> shapes = {
+        none, Uniform(0, 1), Uniform(0, 0), Manual(0, {0}), Manual(0, every_2nd), selective};
+    std::vector<int64_t> budgets = BudgetsAround(d);
+    budgets.push_back(0);
+    for (int64_t budget : budgets) {
+      for (bool with_terms : {false, true}) {
+        std::optional<Plan> first_none;
+        for (const PlanOptions& shape : shapes) {
+          SCOPED_TRACE(std::string(d.name) + " at " + std::to_string(budget) +
+                       (with_terms ? " with terms: " : ": ") + ToString(shape.strategy) +
+                       " every " + std::to_string(shape.every) + ", " +
+                       std::to_string(shape.checkpoint_layers.size()) + " listed");
+          const PlanOptions o =
+              With(shape, with_terms ? d.terms : DeviceMemoryTerms{}, budget);
+          FitSearch alone(d.job.profile, o);
+          Result<Plan> own = alone.Of(o.strategy);
+          ASSERT_TRUE(own.ok()) << own.status().message();
+          testing::ExpectSamePlan(*own, PlanWith(d.job, o));
+          FitSearch for_none(d.job.profile, o);
+          Result<Plan> none_plan = for_none.Of(Strategy::kNone);
+          ASSERT_TRUE(none_plan.ok()) << none_plan.status().message();
+          if (!first_none) {
+            first_none = *none_plan;
+          } else {
+            testing::ExpectSamePlan(*none_plan, *first_none);
+          }
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
 }
 
 // On device terms that replay the allocator the closest shape is the one
