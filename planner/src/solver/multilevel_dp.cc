@@ -121,9 +121,14 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
     r.cap = RowCap(s, t);
     // (A row whose cap is below 0 is of no use: left empty, like one that
     // does not fit.)
-    if (bounds_.floor(s, t) > M || r.cap < 0) continue;
-    r.lo = static_cast<int>(bounds_.floor(s, t));
-    r.hi = static_cast<int>(std::min(M, bounds_.keep_all(s, t)));
+    const int64_t start = std::max(bounds_.floor(s, t),
+                                   options.row_starts != nullptr
+                                       ? int64_t{(*options.row_starts)[static_cast<size_t>(c)]}
+                                       : int64_t{0});
+    const int64_t end = std::min(M, bounds_.keep_all(s, t));
+    if (start > end || r.cap < 0) continue;
+    r.lo = static_cast<int>(start);
+    r.hi = static_cast<int>(end);
     table_cells_ += r.hi - r.lo + 1;
   }
   if (options.gradients == GradientKey::kShifted) {
@@ -541,6 +546,15 @@ void MultiLevelDp::FinishRow(int c) {
   const int first = FirstAtMost(cost, 0, n, r.cap);
   r.lo += first;
   r.offset += first;
+}
+
+std::vector<int> MultiLevelDp::RowStarts() const {
+  std::vector<int> starts(rows_.size());
+  for (size_t c = 0; c < rows_.size(); ++c) {
+    const RowRange& r = rows_[c];
+    starts[c] = r.lo <= r.hi ? r.lo : static_cast<int>(terms_.slots() + 1);
+  }
+  return starts;
 }
 
 int64_t MultiLevelDp::floor() const {

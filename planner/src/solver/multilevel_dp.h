@@ -124,6 +124,16 @@ struct DpOptions {
   // (`--strategy optimal` builds the conservative fill's on another core
   // while the relaxed DP builds its own); null: the DP builds them.
   std::shared_ptr<const IntervalBounds> bounds;
+  // Where each class's row starts in a fill rounding up (RowStarts of a
+  // fill of the same classes rounding down, in the same slots of the same
+  // size, under the same cost cap), when the caller has filled that
+  // relaxation: every cell of the rounding-up tables costs at least the
+  // rounding-down one (each choice needs at least as many slots, rows are
+  // non-increasing in m and float addition is monotone), so below where
+  // the relaxed row falls within its cap the conservative row costs more
+  // than the same cap and would be dropped after its fill (FinishRow).
+  // Exact: the cells kept are the same. Null: each row starts at its floor.
+  std::shared_ptr<const std::vector<int>> row_starts;
   // Set by another thread when this solve's result is no longer wanted
   // (`--strategy optimal` fills its relaxed and conservative tables at
   // once): the fill stops at its next tile and Solve returns nullopt.
@@ -165,6 +175,10 @@ class MultiLevelDp {
   // The fewest slots any schedule of the chain needs; after a Solve with a
   // cost cap, the fewest in which one costs at most the cap.
   int64_t floor() const;
+  // After a Solve that filled the tables: by class, the fewest slots at
+  // which its row costs at most its cap (terms.slots() + 1 where none),
+  // for DpOptions::row_starts of a fill rounding up.
+  std::vector<int> RowStarts() const;
   // Whether the last Solve stopped because options.cancel was set.
   bool cancelled() const { return cancelled_; }
   // After Solve: the least recompute time of interval (s, t) in m slots

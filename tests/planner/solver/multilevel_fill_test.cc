@@ -318,5 +318,88 @@ TEST(MultiLevelFill, BoundsGivenEqualBoundsBuilt) {
   }
 }
 
+// A fill rounding up, its rows started where the relaxation's (rounding
+// down, the same classes, slots and cap) fall within their caps
+// (DpOptions::row_starts), gives the tables of the same fill started at its
+// floors, cell for cell, and the same schedule, in fewer cells. That rests
+// on every rounding-up cell costing at least the rounding-down one, checked
+// here without caps.
+TEST(MultiLevelFill, RelaxedRowStartsGiveTheConservativeTables) {
+  Profile same = testing::TransformerChain(10, 4);
+  for (LayerProfile& l : same.layers) {
+    if (l.kind == "block") l = same.layers[1], l.name = "block";
+  }
+  int64_t cells_saved = 0;
+  for (const Profile& p :
+       {testing::WithCreatedGradients(same, 2), testing::TransformerChain(14, 3),
+        testing::RandomChain(12, 5), testing::RandomChain(9, 8)}) {
+    const int L = p.num_layers();
+    for (GradientKey key : {GradientKey::kExact, GradientKey::kShifted}) {
+      const auto classes = std::make_shared<const IntervalClasses>(p, key);
+      for (int64_t budget : Budgets(p, 4)) {
+        for (int64_t slots : {int64_t{60}, int64_t{400}}) {
+          const std::string what = p.model + " budget " + std::to_string(budget) + " slots " +
+                                   std::to_string(slots) + " key " +
+                                   std::to_string(static_cast<int>(key));
+          const ChainTerms down(p, MemoryUnits(budget, slots, Rounding::kDown));
+          const ChainTerms up(p, MemoryUnits(budget, slots, Rounding::kUp));
+          DpOptions uncapped;
+          uncapped.gradients = key;
+          uncapped.classes = classes;
+          MultiLevelDp low(down, uncapped), high(up, uncapped);
+          const std::optional<DpSolution> low_root = low.Solve(nullptr);
+          const std::optional<DpSolution> high_root = high.Solve(nullptr);
+          // (Tables are read only after a Solve that found a schedule.)
+          if (!low_root || !high_root) continue;
+          int below = 0;
+          for (int s = 0; s < L; ++s) {
+            for (int t = s + 1; t <= L; ++t) {
+              for (int64_t m = 0; m <= up.slots(); ++m) {
+                if (!(high.Cost(s, t, m) >= low.Cost(s, t, m)) && ++below <= 3) {
+                  ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": "
+                                << high.Cost(s, t, m) << " below " << low.Cost(s, t, m);
+                }
+              }
+            }
+          }
+          EXPECT_EQ(below, 0) << what;
+          const double high_ms = high_root->recompute_ms, low_ms = low_root->recompute_ms;
+          for (double cap : {high_ms, high_ms * 0.97, (high_ms + low_ms) / 2}) {
+            DpOptions capped = uncapped;
+            capped.cost_cap_ms = cap;
+            MultiLevelDp relaxed(down, capped);
+            relaxed.Solve(nullptr);
+            DpOptions started = capped;
+            started.row_starts = std::make_shared<const std::vector<int>>(relaxed.RowStarts());
+            MultiLevelDp a(up, capped), b(up, started);
+            const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
+            const std::string label = what + " cap " + std::to_string(cap);
+            ASSERT_EQ(x.has_value(), y.has_value()) << label;
+            EXPECT_EQ(a.floor(), b.floor()) << label;
+            EXPECT_LE(b.table_bytes(), a.table_bytes()) << label;
+            cells_saved += (a.table_bytes() - b.table_bytes()) / 4;
+            if (!x) continue;
+            EXPECT_TRUE(SameOps(x->ops, y->ops)) << label;
+            int differ = 0;
+            for (int s = 0; s < L; ++s) {
+              for (int t = s + 1; t <= L; ++t) {
+                for (int64_t m = 0; m <= up.slots(); ++m) {
+                  const float u = a.Cost(s, t, m), v = b.Cost(s, t, m);
+                  if (!(u == v) && ++differ <= 3) {
+                    ADD_FAILURE() << label << " (" << s << ", " << t << ") m " << m << ": " << u
+                                  << " vs " << v;
+                  }
+                }
+              }
+            }
+            EXPECT_EQ(differ, 0) << label;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cells_saved, 0);
+}
+
 }  // namespace
 }  // namespace remat::solver
