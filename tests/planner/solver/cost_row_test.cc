@@ -20,7 +20,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 enum class Kernel { kAdd1, kAdd2, kAddThen, kConst };
 
-void Apply(Kernel k, float* out, const float* a, const float* b, float add, float then, int n) {
+REMAT_LANES_INLINE void ApplyInline(Kernel k, float* out, const float* a, const float* b,
+                                    float add, float then, int n) {
   switch (k) {
     case Kernel::kAdd1: MinAdd1(out, a, add, n); break;
     case Kernel::kAdd2: MinAdd2(out, a, b, add, n); break;
@@ -29,16 +30,14 @@ void Apply(Kernel k, float* out, const float* a, const float* b, float add, floa
   }
 }
 
-// The same kernels inlined into a function compiled for the widest vector
-// unit where the row fillers are.
+// The kernels compiled for the baseline, and for the widest vector unit
+// where the row fillers are.
+void Apply(Kernel k, float* out, const float* a, const float* b, float add, float then, int n) {
+  ApplyInline(k, out, a, b, add, then, n);
+}
 REMAT_VECTOR_CLONES
 void ApplyWide(Kernel k, float* out, const float* a, const float* b, float add, float then, int n) {
-  switch (k) {
-    case Kernel::kAdd1: MinAdd1(out, a, add, n); break;
-    case Kernel::kAdd2: MinAdd2(out, a, b, add, n); break;
-    case Kernel::kAddThen: MinAddThen(out, a, add, then, n); break;
-    case Kernel::kConst: MinConst(out, add, n); break;
-  }
+  ApplyInline(k, out, a, b, add, then, n);
 }
 
 float Candidate(Kernel k, const float* a, const float* b, float add, float then, int i) {

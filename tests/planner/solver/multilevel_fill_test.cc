@@ -50,6 +50,25 @@ int CompareTables(const MultiLevelDp& reference, const MultiLevelDp& dp, const C
   return bad;
 }
 
+// The cells of two solved DPs of an L-layer chain in `slots` slots that
+// are not the same float (the first few reported).
+int DifferentCells(const MultiLevelDp& a, const MultiLevelDp& b, int L, int64_t slots,
+                   const std::string& what) {
+  int differ = 0;
+  for (int s = 0; s < L; ++s) {
+    for (int t = s + 1; t <= L; ++t) {
+      for (int64_t m = 0; m <= slots; ++m) {
+        const float x = a.Cost(s, t, m), y = b.Cost(s, t, m);
+        if (!(x == y) && ++differ <= 3) {
+          ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": " << x << " vs "
+                        << y;
+        }
+      }
+    }
+  }
+  return differ;
+}
+
 bool SameOps(const std::vector<Op>& a, const std::vector<Op>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -270,19 +289,7 @@ TEST(MultiLevelFill, DominatedModesLeftOutGiveTheSameTables) {
         ASSERT_EQ(x.has_value(), y.has_value()) << what;
         if (!x) continue;
         EXPECT_TRUE(SameOps(x->ops, y->ops)) << what;
-        int differ = 0;
-        for (int s = 0; s < L; ++s) {
-          for (int t = s + 1; t <= L; ++t) {
-            for (int64_t m = 0; m <= terms.slots(); ++m) {
-              const float a = all.Cost(s, t, m), b = some.Cost(s, t, m);
-              if (!(a == b) && ++differ <= 3) {
-                ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": " << a
-                              << " vs " << b;
-              }
-            }
-          }
-        }
-        EXPECT_EQ(differ, 0) << what;
+        EXPECT_EQ(DifferentCells(all, some, L, terms.slots(), what), 0) << what;
       }
     }
   }
@@ -380,19 +387,7 @@ TEST(MultiLevelFill, RelaxedRowStartsGiveTheConservativeTables) {
             cells_saved += (a.table_bytes() - b.table_bytes()) / 4;
             if (!x) continue;
             EXPECT_TRUE(SameOps(x->ops, y->ops)) << label;
-            int differ = 0;
-            for (int s = 0; s < L; ++s) {
-              for (int t = s + 1; t <= L; ++t) {
-                for (int64_t m = 0; m <= up.slots(); ++m) {
-                  const float u = a.Cost(s, t, m), v = b.Cost(s, t, m);
-                  if (!(u == v) && ++differ <= 3) {
-                    ADD_FAILURE() << label << " (" << s << ", " << t << ") m " << m << ": " << u
-                                  << " vs " << v;
-                  }
-                }
-              }
-            }
-            EXPECT_EQ(differ, 0) << label;
+            EXPECT_EQ(DifferentCells(a, b, L, up.slots(), label), 0) << label;
           }
         }
       }
