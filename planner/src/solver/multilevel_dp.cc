@@ -236,6 +236,11 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     // split whose least cost exceeds it is skipped, and so is every chunk
     // where the split costs more than it throughout.
     if (options_.chunk_bounds && bound > range.cap) m = hi + 1;
+    // Chunks kept one after another are evaluated as one run once the
+    // next is decided: a chunk's checks read out at and after its own
+    // first cell, which the evaluation of the chunks before leaves as it
+    // is.
+    int run_begin = m, run_end = m;
     while (m <= hi && out[m - lo] > bound) {
       const int e = std::min(hi + 1, m + kBoundChunk);
       // The same bound per chunk: at every m' in [m, e) the split costs at
@@ -247,10 +252,19 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
       const float at_end = options_.chunk_bounds ? (fwd + right.At(e - 1 - xs)) + left.At(e - 1)
                                                  : -kNoFit;
       if (out[m - lo] > at_end && !(at_end > range.cap)) {
-        MinShifted2(out, lo, m, e, right, static_cast<int>(xs), left, fwd);
+        if (run_end < m) {
+          if (run_begin < run_end) {
+            MinShifted2(out, lo, run_begin, run_end, right, static_cast<int>(xs), left, fwd);
+          }
+          run_begin = m;
+        }
+        run_end = e;
         evaluated += e - m;
       }
       m = e;
+    }
+    if (run_begin < run_end) {
+      MinShifted2(out, lo, run_begin, run_end, right, static_cast<int>(xs), left, fwd);
     }
     if (stats != nullptr) {
       stats->split_cells += hi + 1 - begin;
