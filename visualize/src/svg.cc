@@ -1,14 +1,40 @@
 #include "svg.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace remat::viz {
 
 std::string Num(double v) {
   if (!std::isfinite(v)) return "0";
-  const double rounded = std::round(v * 100.0) / 100.0;
+  const double hundredths = std::round(v * 100.0);
+  const double rounded = hundredths / 100.0;
   if (rounded == 0) return "0";
+  // "%.2f" of `rounded`, the double nearest hundredths / 100, writes
+  // hundredths / 100 itself where the double is within 0.005 of it (half
+  // its ulp is below that under 2^52 / 100): the integer's digits with a
+  // point before the last two, written here without printf.
+  if (std::fabs(hundredths) < 1e15) {
+    const auto k = static_cast<int64_t>(hundredths);
+    uint64_t whole = static_cast<uint64_t>(k < 0 ? -k : k);
+    const auto fraction = static_cast<int>(whole % 100);
+    whole /= 100;
+    char buf[32];
+    char* end = buf + sizeof buf;
+    char* p = end;
+    if (fraction != 0) {
+      if (fraction % 10 != 0) *--p = static_cast<char>('0' + fraction % 10);
+      *--p = static_cast<char>('0' + fraction / 10);
+      *--p = '.';
+    }
+    do {
+      *--p = static_cast<char>('0' + whole % 10);
+      whole /= 10;
+    } while (whole != 0);
+    if (k < 0) *--p = '-';
+    return std::string(p, end);
+  }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", rounded);
   std::string s = buf;
