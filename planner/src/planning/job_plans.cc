@@ -234,10 +234,10 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
     }
   }
   const std::vector<TaskPlans> done = RunInOrder(tasks, MachineThreads());
-  // Each strategy's ranks, planned alone; none's for the baseline. Errors
-  // in the order a rank's strategies are listed, ranks in order.
-  std::vector<std::vector<RankPlan>> alone(strategies.size());
-  std::vector<RankPlan> none;
+  // Each strategy's plan of each rank, planned alone; none's for the
+  // baseline. Errors in the order a rank's strategies are listed, ranks in
+  // order.
+  std::vector<std::vector<const Plan*>> alone(planned.size());  // [strategy][rank]
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     const RankMemory& m = job.ranks[r];
     std::vector<const Result<RankStrategyPlan>*> of(planned.size());
@@ -251,36 +251,38 @@ Result<JobPlans> PlanJobStrategies(const Job& job, const PlanOptions& options) {
                                       std::to_string(m.stage) + ")");
       }
     }
+    for (size_t i = 0; i < planned.size(); ++i) alone[i].push_back(&(*of[i])->plan);
     const Plan& base = (*of[0])->plan;
-    none.push_back(RankPlanOf(**of[0], base));
-    RankPlan best;
-    best.plans.auto_selected = true;
-    best.plans.baseline = base;
+    if (!is_auto) {
+      out.ranks.push_back(RankPlanOf(**of[1], base));
+      continue;
+    }
+    const RankStrategyPlan* best = nullptr;
+    RankPlan rank;
+    rank.plans.auto_selected = true;
+    rank.plans.baseline = base;
     for (size_t i = 0; i < strategies.size(); ++i) {
       const RankStrategyPlan& p = **of[i + 1];
-      alone[i].push_back(RankPlanOf(p, base));
-      if (!is_auto) continue;
-      if (i == 0 || BetterPlan(p.plan, best.plans.chosen)) {
-        best.memory = *p.memory;
-        best.plans.chosen = p.plan;
-      }
-      best.plans.candidates.push_back(p.plan);
+      if (i == 0 || BetterPlan(p.plan, best->plan)) best = &p;
+      rank.plans.candidates.push_back(p.plan);
     }
-    if (is_auto) out.ranks.push_back(std::move(best));
+    rank.memory = *best->memory;
+    rank.plans.chosen = best->plan;
+    out.ranks.push_back(std::move(rank));
   }
-  if (!is_auto) out.ranks = std::move(alone.front());
   out.worst_rank = WorstRank(out.ranks);
   out.plans = WorstRankPlans(out.ranks);
-  // The table: each strategy's plan as the job planned with it alone gives it.
+  // The table: each strategy's plan as the job planned with it alone gives
+  // it (WorstRankPlans of its ranks' plans, WorstPlanOf).
   out.plans.candidates.clear();
   if (is_auto) {
-    for (const std::vector<RankPlan>& ranks : alone) {
-      out.plans.candidates.push_back(WorstRankPlans(ranks).chosen);
+    for (size_t i = 1; i < planned.size(); ++i) {
+      out.plans.candidates.push_back(WorstPlanOf(alone[i]));
     }
   } else {
     out.plans.candidates.push_back(out.plans.chosen);
   }
-  out.plans.baseline = WorstRankPlans(none).chosen;
+  out.plans.baseline = WorstPlanOf(alone[0]);
   return out;
 }
 

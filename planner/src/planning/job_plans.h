@@ -26,6 +26,15 @@ struct JobPlans {
   int worst_rank = -1;
 };
 
+// The index of the worst of ranks' chosen plans (`plans`, one per rank, in
+// order), as WorstRank chooses: the first that does not fit, else the
+// first with the largest device total.
+size_t WorstPlanIndex(const std::vector<const Plan*>& plans);
+
+// WorstRankPlans(ranks).chosen of ranks whose chosen plans are `plans`: the
+// worst one, fitting when every one fits.
+Plan WorstPlanOf(const std::vector<const Plan*>& plans);
+
 // Plans `job` with `options`: one strategy, or (auto) every sweepable one
 // that applies, each planned alone on every rank, auto's plan per rank the
 // fastest that fits (else the lowest peak). On one GPU, MakePlan's (whose

@@ -32,14 +32,30 @@ int64_t JobPeakFloor(const Job& job, const PlanOptions& options) {
   return floor;
 }
 
-int WorstRank(const std::vector<RankPlan>& ranks) {
-  int worst = 0;
-  for (int i = 1; i < static_cast<int>(ranks.size()); ++i) {
-    const Plan& a = ranks[i].plans.chosen;
-    const Plan& w = ranks[worst].plans.chosen;
+namespace planning_internal {
+
+size_t WorstPlanIndex(const std::vector<const Plan*>& plans) {
+  size_t worst = 0;
+  for (size_t i = 1; i < plans.size(); ++i) {
+    const Plan& a = *plans[i];
+    const Plan& w = *plans[worst];
     if (a.fits != w.fits ? !a.fits : a.memory.total_bytes > w.memory.total_bytes) worst = i;
   }
   return worst;
+}
+
+Plan WorstPlanOf(const std::vector<const Plan*>& plans) {
+  Plan worst = *plans[WorstPlanIndex(plans)];
+  for (const Plan* p : plans) worst.fits = worst.fits && p->fits;
+  return worst;
+}
+
+}  // namespace planning_internal
+
+int WorstRank(const std::vector<RankPlan>& ranks) {
+  std::vector<const Plan*> plans;
+  for (const RankPlan& r : ranks) plans.push_back(&r.plans.chosen);
+  return static_cast<int>(planning_internal::WorstPlanIndex(plans));
 }
 
 PlanSet WorstRankPlans(const std::vector<RankPlan>& ranks) {

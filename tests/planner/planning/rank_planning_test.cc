@@ -2,8 +2,13 @@
 // does, and the report describes the worst.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "planning/job_plans.h"
 #include "remat/planning/planning.h"
 #include "remat/strategies/strategies.h"
+#include "testing/same_plan.h"
 #include "testing/small_gpt_job.h"
 
 namespace remat {
@@ -123,6 +128,81 @@ TEST(RankPlanning, Fsdp2GathersThePlansLargestSegmentAsOneUnit) {
   Result<std::vector<RankPlan>> d = PlanRanks(SmallJob(ddp), uniform);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[0].memory.state.gather_blocks, 1);
+}
+
+// Auto's table of a distributed job: each strategy's plan as the job
+// planned with that strategy alone gives it, and the baseline none's, over
+// 2 pipeline stages (ranks that differ) and FSDP2, at budgets where the
+// ranks fit, where one rank fits and where none does.
+TEST(RankPlanning, AutosTableIsEachStrategyPlannedAlone) {
+  Parallelism fsdp;
+  fsdp.gpus = 2;
+  fsdp.data = DataParallel::kFsdp2;
+  int compared = 0;
+  for (const Parallelism& p : {Pipeline(2), fsdp}) {
+    const Job job = SmallJob(p);
+    for (int64_t budget : {int64_t{20'000'000}, int64_t{40'000'000}, int64_t{1} << 40}) {
+      SCOPED_TRACE("pipeline " + std::to_string(p.pipeline) + ", budget " +
+                   std::to_string(budget));
+      PlanOptions options;
+      options.budget_bytes = budget;
+      Result<planning_internal::JobPlans> all = planning_internal::PlanJobStrategies(job, options);
+      ASSERT_TRUE(all.ok()) << all.status().message();
+      std::vector<Strategy> strategies;
+      for (const Plan& c : all->plans.candidates) strategies.push_back(c.strategy);
+      ASSERT_EQ(strategies.size(), all->ranks.front().plans.candidates.size());
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        PlanOptions one = options;
+        one.strategy = strategies[i];
+        Result<planning_internal::JobPlans> alone =
+            planning_internal::PlanJobStrategies(job, one);
+        ASSERT_TRUE(alone.ok()) << alone.status().message();
+        testing::ExpectSamePlan(all->plans.candidates[i], alone->plans.chosen);
+        ++compared;
+      }
+      PlanOptions none = options;
+      none.strategy = Strategy::kNone;
+      Result<planning_internal::JobPlans> base = planning_internal::PlanJobStrategies(job, none);
+      ASSERT_TRUE(base.ok()) << base.status().message();
+      testing::ExpectSamePlan(all->plans.baseline, base->plans.chosen);
+      // Auto's plan: the worst rank's, fitting when every rank's fits.
+      testing::ExpectSamePlan(all->plans.chosen, WorstRankPlans(all->ranks).chosen);
+    }
+  }
+  EXPECT_GT(compared, 20);
+}
+
+// WorstPlanOf is WorstRankPlans' chosen plan: the first rank that does not
+// fit, else the first with the largest total, fitting when all fit.
+TEST(RankPlanning, WorstPlanOfIsWorstRankPlansChoice) {
+  struct Case {
+    bool fits;
+    int64_t total;
+  };
+  const std::vector<std::vector<Case>> cases = {
+      {{true, 5}},
+      {{true, 5}, {true, 7}, {true, 7}},
+      {{true, 9}, {false, 3}, {false, 4}},
+      {{false, 2}, {true, 9}, {false, 2}},
+      {{true, 4}, {true, 4}}};
+  for (const std::vector<Case>& c : cases) {
+    std::vector<RankPlan> ranks;
+    for (size_t i = 0; i < c.size(); ++i) {
+      RankPlan r;
+      r.plans.chosen.fits = c[i].fits;
+      r.plans.chosen.memory.total_bytes = c[i].total;
+      r.plans.chosen.parameter = "rank " + std::to_string(i);
+      ranks.push_back(r);
+    }
+    std::vector<const Plan*> plans;
+    for (const RankPlan& r : ranks) plans.push_back(&r.plans.chosen);
+    const Plan want = WorstRankPlans(ranks).chosen;
+    const Plan got = planning_internal::WorstPlanOf(plans);
+    EXPECT_EQ(got.parameter, want.parameter);
+    EXPECT_EQ(got.fits, want.fits);
+    EXPECT_EQ(got.memory.total_bytes, want.memory.total_bytes);
+    EXPECT_EQ(static_cast<int>(planning_internal::WorstPlanIndex(plans)), WorstRank(ranks));
+  }
 }
 
 }  // namespace
