@@ -40,6 +40,7 @@ struct Block {
   Block* next = nullptr;
   int64_t requested = 0;      // the request it serves (allocated blocks)
   int64_t gc_count_base = 0;  // pool's free-block lookups when it was cached
+  uint32_t bucket = 0;        // its FreeBlocks bucket while cached
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   bool expandable() const { return expandable_segment >= 0; }
@@ -108,6 +109,7 @@ class FreeBlocks {
     bool operator!=(const iterator& o) const { return !(*this == o); }
 
    private:
+    friend class FreeBlocks;
     const FreeBlocks* f_ = nullptr;
     size_t i_ = 0;  // position in the sorted list
     size_t j_ = 0;
@@ -128,30 +130,33 @@ class FreeBlocks {
       }
       order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(pos), index);
     }
-    auto& slots = arena_[order_[pos]].slots;
+    const uint32_t index = order_[pos];
+    auto& slots = arena_[index].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
                                [](const Slot& s, int64_t addr) { return s.addr < addr; });
     if (at != slots.end() && at->addr == b->addr) return;
     slots.insert(at, Slot{b->addr, b});
     b->cached = true;
+    b->bucket = index;
     ++count_;
   }
-  // Removes `b` if it is cached here.
+  // Removes `b` if it is cached here: its bucket is the one it was inserted
+  // in (a cached block's size does not change), so only an emptied bucket
+  // is searched for in the sorted list.
   void erase(Block* b) {
     if (!b->cached) return;
-    const size_t pos = FindBucket(b->size);
-    auto& slots = arena_[order_[pos]].slots;
+    auto& slots = arena_[b->bucket].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
                                [](const Slot& s, int64_t addr) { return s.addr < addr; });
-    slots.erase(at);
-    if (slots.empty()) {
-      spare_.push_back(order_[pos]);
-      order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(pos));
-    }
-    b->cached = false;
-    --count_;
+    const size_t pos = slots.size() == 1 ? FindBucket(b->size) : 0;  // read when emptied
+    Remove(pos, b->bucket, at);
   }
-  void erase(iterator it) { erase(*it); }
+  // Removes the block at `it`, found where it stands.
+  void erase(iterator it) {
+    const uint32_t index = order_[it.i_];
+    auto& slots = arena_[index].slots;
+    Remove(it.i_, index, slots.begin() + static_cast<std::ptrdiff_t>(it.j_));
+  }
   // The first block of at least `size` bytes (the lowest address among equals).
   iterator lower_bound(int64_t size) const { return iterator(this, FindBucket(size), 0); }
   iterator begin() const { return iterator(this, 0, 0); }
@@ -161,6 +166,18 @@ class FreeBlocks {
   size_t size() const { return count_; }
 
  private:
+  // Removes the slot `at` of bucket `index`, which stands at position `pos`
+  // of the sorted list when `at` is its only slot.
+  void Remove(size_t pos, uint32_t index, std::vector<Slot>::iterator at) {
+    auto& slots = arena_[index].slots;
+    at->block->cached = false;
+    slots.erase(at);
+    if (slots.empty()) {
+      spare_.push_back(index);
+      order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(pos));
+    }
+    --count_;
+  }
   // The bucket at position `i` of the sorted list.
   const Bucket& At(size_t i) const { return arena_[order_[i]]; }
   // The position of the first bucket of at least `size` bytes.

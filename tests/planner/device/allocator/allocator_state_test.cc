@@ -1,12 +1,14 @@
 // FreeBlocks (device/allocator/allocator_state.h) against a std::set in
-// PyTorch's order (by size, then address) over random inserts and erases:
-// the same blocks in the same order both ways, the same best fit for every
+// PyTorch's order (by size, then address) over random inserts and erases
+// (by block, through the bucket it was inserted in, and by position): the
+// same blocks in the same order both ways, the same best fit for every
 // size, with sizes coming and going (emptied buckets reused).
 #include "device/allocator/allocator_state.h"
 
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <iterator>
 #include <random>
 #include <set>
 #include <vector>
@@ -44,7 +46,19 @@ TEST(FreeBlocks, OrderAndBestFitMatchASortedSet) {
   std::set<Block*, BySizeThenAddr> ref;
   for (int step = 0; step < 4000; ++step) {
     Block* b = all[pick(rng)];
-    if (b->cached) {
+    if (step % 7 == 0 && !ref.empty()) {
+      // Erase by position: the k-th block in order, any bucket, any slot.
+      const size_t k = static_cast<size_t>(pick(rng)) % ref.size();
+      auto it = blocks.begin();
+      auto want = ref.begin();
+      std::advance(it, k);
+      std::advance(want, k);
+      ASSERT_EQ(*it, *want);
+      Block* erased = *want;
+      blocks.erase(it);
+      ref.erase(want);
+      EXPECT_FALSE(erased->cached);
+    } else if (b->cached) {
       blocks.erase(b);
       ref.erase(b);
     } else {
