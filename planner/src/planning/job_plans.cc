@@ -112,7 +112,9 @@ class RankSearches {
       REMAT_ASSIGN_OR_RETURN(Plan plan, level->search.Of(s));
       const RankMemory& m = level->memory;
       const int64_t blocks = LargestSegmentBlocks(m.profile, plan);
-      if (blocks <= m.state.gather_blocks) return RankStrategyPlan{&m, std::move(plan)};
+      if (blocks <= m.state.gather_blocks || !RegathersBlocks(m, blocks)) {
+        return RankStrategyPlan{&m, std::move(plan)};
+      }
       RankMemory grown = WithGatherBlocks(m, blocks);
       if (grown.state.gather_blocks == m.state.gather_blocks) {
         return RankStrategyPlan{&m, std::move(plan)};

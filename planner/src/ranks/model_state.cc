@@ -431,15 +431,25 @@ Profile RankProfile(const Profile& whole, const RankModelState& state) {
   return p;
 }
 
+bool RegathersBlocks(const RankMemory& m, int64_t blocks) {
+  return m.state.gather_blocks != blocks && m.parallel.fsdp_units == FsdpUnits::kSegment &&
+         (m.parallel.data == DataParallel::kFsdp2 || m.parallel.data == DataParallel::kHsdp);
+}
+
 RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks) {
-  if (m.state.gather_blocks == blocks || m.parallel.fsdp_units != FsdpUnits::kSegment ||
-      (m.parallel.data != DataParallel::kFsdp2 && m.parallel.data != DataParallel::kHsdp)) {
-    return m;
-  }
-  RankMemory out = m;
+  if (!RegathersBlocks(m, blocks)) return m;
+  // Each field but the profile, which is made again.
+  RankMemory out;
+  out.rank = m.rank;
+  out.ranks = m.ranks;
+  out.stage = m.stage;
+  out.in_flight = m.in_flight;
+  out.replica = m.replica;
   out.replica.gather_blocks = blocks;
+  out.stage_profile = m.stage_profile;
+  out.parallel = m.parallel;
   out.state = ShardModelState(out.replica, m.parallel);
-  out.profile = RankProfile(m.stage_profile, out.state);
+  out.profile = RankProfile(*m.stage_profile, out.state);
   return out;
 }
 

@@ -203,7 +203,7 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     }
     m.profile = RankProfile(stage, m.state);
     m.replica = r;
-    m.stage_profile = std::move(stage);
+    m.stage_profile = std::make_shared<const Profile>(std::move(stage));
     m.parallel = p;
     out.push_back(std::move(m));
   }
@@ -217,7 +217,7 @@ RankMemory ProfileRankMemory(const Profile& whole, const Parallelism& p) {
   m.replica.micro_batches = std::max<int64_t>(whole.grad_accumulation, 1);
   m.state = ShardModelState(m.replica, p);
   m.profile = RankProfile(whole, m.state);
-  m.stage_profile = whole;
+  m.stage_profile = std::make_shared<const Profile>(whole);
   m.parallel = p;
   return m;
 }

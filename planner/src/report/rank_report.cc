@@ -60,7 +60,7 @@ std::vector<MemoryTerm> RankTermsAtPeak(const RankPlan& rank) {
   if (r.peak_op >= 0 && r.peak_op < static_cast<int>(plan.schedule.ops.size())) {
     const Op& op = plan.schedule.ops[r.peak_op];
     const std::vector<RankLayerBuffers> buffers =
-        RankLayerBuffersOf(rank.memory.stage_profile, s);
+        RankLayerBuffersOf(*rank.memory.stage_profile, s);
     if (op.layer >= 0 && op.layer < static_cast<int>(buffers.size())) {
       const RankLayerBuffers& b = buffers[op.layer];
       if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) {

@@ -30,7 +30,7 @@ std::string Described(const Job& job) {
   for (const RankMemory& r : job.ranks) {
     out += "\nrank " + std::to_string(r.rank) + " x" + std::to_string(r.ranks) + " stage " +
            std::to_string(r.stage) + " host " + std::to_string(r.state.host_bytes()) + "\n" +
-           ProfileToJson(r.profile) + "\n" + ProfileToJson(r.stage_profile);
+           ProfileToJson(r.profile) + "\n" + ProfileToJson(*r.stage_profile);
   }
   return out;
 }

@@ -51,18 +51,27 @@ TEST(FsdpUnits, OneBlockPerUnitWhateverTheSegments) {
   m.parallel = Fsdp(8);
   m.replica = Replica();
   m.state = ShardModelState(m.replica, m.parallel);
-  m.stage_profile = SixLayers(800);
-  m.profile = RankProfile(m.stage_profile, m.state);
+  m.stage_profile = std::make_shared<const Profile>(SixLayers(800));
+  m.profile = RankProfile(*m.stage_profile, m.state);
   // The default: each block its own unit, so a plan's 3-block segment
   // changes nothing.
+  EXPECT_FALSE(RegathersBlocks(m, 3));
   const RankMemory per_block = WithGatherBlocks(m, 3);
   EXPECT_EQ(per_block.state.gather_blocks, 1);
   EXPECT_EQ(per_block.state.unsharded_bytes, 1000 + 400);
   // Asked for (--fsdp-units segment): the segment is one unit.
   m.parallel.fsdp_units = FsdpUnits::kSegment;
+  EXPECT_TRUE(RegathersBlocks(m, 3));
+  EXPECT_FALSE(RegathersBlocks(m, m.state.gather_blocks));
   const RankMemory per_segment = WithGatherBlocks(m, 3);
   EXPECT_EQ(per_segment.state.gather_blocks, 3);
   EXPECT_EQ(per_segment.state.unsharded_bytes, 1000 + 3 * 400);
+  // Remade from the stage's profile it shares, its own profile made again.
+  EXPECT_EQ(per_segment.stage_profile, m.stage_profile);
+  EXPECT_EQ(ProfileToJson(per_segment.profile),
+            ProfileToJson(RankProfile(*m.stage_profile, per_segment.state)));
+  EXPECT_EQ(per_segment.rank, m.rank);
+  EXPECT_EQ(per_segment.in_flight, m.in_flight);
   EXPECT_STREQ(ToString(FsdpUnits::kBlock), "block");
   EXPECT_EQ(ParseFsdpUnits("segment").value(), FsdpUnits::kSegment);
   EXPECT_FALSE(ParseFsdpUnits("module").ok());

@@ -58,7 +58,7 @@ void ExpectSameRanks(const std::vector<RankMemory>& a, const std::vector<RankMem
     EXPECT_EQ(a[i].stage, b[i].stage);
     EXPECT_EQ(a[i].in_flight, b[i].in_flight);
     EXPECT_EQ(ProfileToJson(a[i].profile), ProfileToJson(b[i].profile));
-    EXPECT_EQ(ProfileToJson(a[i].stage_profile), ProfileToJson(b[i].stage_profile));
+    EXPECT_EQ(ProfileToJson(*a[i].stage_profile), ProfileToJson(*b[i].stage_profile));
     EXPECT_EQ(a[i].profile.model_state_bytes(), b[i].profile.model_state_bytes());
     EXPECT_EQ(Figures(a[i].replica), Figures(b[i].replica));
     EXPECT_EQ(a[i].state.parameter_bytes, b[i].state.parameter_bytes);

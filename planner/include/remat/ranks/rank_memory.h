@@ -253,8 +253,9 @@ struct RankMemory {
   RankModelState state;
   // What state and profile were made from: the replica's model state and
   // the stage's profile before RankProfile (WithGatherBlocks remakes them).
+  // The stage's profile is only read: copies of the rank share it.
   ReplicaState replica;
-  Profile stage_profile;
+  std::shared_ptr<const Profile> stage_profile;
   Parallelism parallel;
 };
 
@@ -263,6 +264,9 @@ struct RankMemory {
 // state and profile made again with ReplicaState::gather_blocks = blocks.
 // Other data parallelism: `m` as it is.
 RankMemory WithGatherBlocks(const RankMemory& m, int64_t blocks);
+// Whether WithGatherBlocks(m, blocks) remakes `m` (its units follow the
+// plan's segments and `blocks` differs from its units); else it is `m`.
+bool RegathersBlocks(const RankMemory& m, int64_t blocks);
 
 // The rank's profile from `whole` (one replica's profile of the stage's
 // layers, activations per GPU) and its model state: the static memory
