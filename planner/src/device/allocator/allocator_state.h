@@ -54,7 +54,9 @@ struct ByAddr {
 // by size, then address), iterated as Block*: the sizes in a sorted list,
 // each with its blocks' addresses in a sorted vector. A pool holds few
 // distinct sizes (a training step's tensors repeat), so an insert, erase or
-// best-fit search reads a few cache lines and moves a few entries. The
+// best-fit search reads a few cache lines and moves a few entries. A
+// bucket keeps its addresses from the highest to the lowest, so the best
+// fit (its lowest address) is taken from the back, moving none. The
 // buckets stay in place in an arena (an emptied one is reused for the next
 // new size); the sorted list holds their indices, so a size that comes or
 // goes moves 4-byte indices, not buckets.
@@ -65,7 +67,7 @@ class FreeBlocks {
   };
   struct Bucket {
     int64_t size;
-    std::vector<Slot> slots;  // by address
+    std::vector<Slot> slots;  // by address, highest first
   };
 
  public:
@@ -78,7 +80,10 @@ class FreeBlocks {
     using reference = Block*;
     iterator() = default;
     iterator(const FreeBlocks* f, size_t i, size_t j) : f_(f), i_(i), j_(j) {}
-    Block* operator*() const { return f_->At(i_).slots[j_].block; }
+    Block* operator*() const {
+      const auto& slots = f_->At(i_).slots;
+      return slots[slots.size() - 1 - j_].block;
+    }
     iterator& operator++() {
       if (++j_ == f_->At(i_).slots.size()) {
         ++i_;
@@ -133,7 +138,7 @@ class FreeBlocks {
     const uint32_t index = order_[pos];
     auto& slots = arena_[index].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
-                               [](const Slot& s, int64_t addr) { return s.addr < addr; });
+                               [](const Slot& s, int64_t addr) { return s.addr > addr; });
     if (at != slots.end() && at->addr == b->addr) return;
     slots.insert(at, Slot{b->addr, b});
     b->cached = true;
@@ -147,7 +152,7 @@ class FreeBlocks {
     if (!b->cached) return;
     auto& slots = arena_[b->bucket].slots;
     auto at = std::lower_bound(slots.begin(), slots.end(), b->addr,
-                               [](const Slot& s, int64_t addr) { return s.addr < addr; });
+                               [](const Slot& s, int64_t addr) { return s.addr > addr; });
     const size_t pos = slots.size() == 1 ? FindBucket(b->size) : 0;  // read when emptied
     Remove(pos, b->bucket, at);
   }
@@ -155,7 +160,7 @@ class FreeBlocks {
   void erase(iterator it) {
     const uint32_t index = order_[it.i_];
     auto& slots = arena_[index].slots;
-    Remove(it.i_, index, slots.begin() + static_cast<std::ptrdiff_t>(it.j_));
+    Remove(it.i_, index, slots.end() - 1 - static_cast<std::ptrdiff_t>(it.j_));
   }
   // The first block of at least `size` bytes (the lowest address among equals).
   iterator lower_bound(int64_t size) const { return iterator(this, FindBucket(size), 0); }
