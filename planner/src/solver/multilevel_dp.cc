@@ -76,10 +76,23 @@ bool Dominates(const ChainTerms& T, int s, int j, int k) {
 // right parts of its splits) are capped by the cap itself. The members of
 // a class share their layers and their end flags, so the canonical
 // interval's cap is every member's.
+// With suffix costs (SuffixCosts), the cap is lowered by what the rest of
+// such a schedule costs after t: going up from (s, t), each interval
+// ending before L is the left part of a split at its end b_i of an interval
+// (a, b_{i+1}), a <= s, whose right part (b_i, b_{i+1}) costs at least its
+// row's least cost and, where b_{i+1} < L, is itself reached by a split at
+// b_{i+1} recomputing at least ForwardMs(b_i, b_{i+1}): SuffixCosts(t) is
+// the least sum of those along any such chain t = b_0 < b_1 < ... = L.
+// Rounding up never costs less than rounding down cell by cell, so the
+// least costs of a relaxation's rows bound the conservative rows' too. The
+// sums rounded along the sibling paths take a second margin.
 float MultiLevelDp::RowCap(int s, int t) const {
   if (!(cap_ < kNoFit) || t == num_layers_ || !options_.row_caps) return cap_;
   const double margin = (4.0 * num_layers_ + 16) * std::ldexp(double{cap_}, -24);
-  const double cap = double{cap_} + margin - terms_.ForwardMs(s, t);
+  double cap = double{cap_} + margin - terms_.ForwardMs(s, t);
+  if (options_.suffix_costs != nullptr) {
+    cap -= (*options_.suffix_costs)[static_cast<size_t>(t)] - margin;
+  }
   if (cap < 0) return -1;
   if (!(cap < std::numeric_limits<float>::max())) return kNoFit;
   return std::nextafter(static_cast<float>(cap), kNoFit);
@@ -569,6 +582,23 @@ std::vector<int> MultiLevelDp::RowStarts() const {
     starts[c] = r.lo <= r.hi ? r.lo : static_cast<int>(terms_.slots() + 1);
   }
   return starts;
+}
+
+std::vector<double> MultiLevelDp::SuffixCosts() const {
+  const int L = num_layers_;
+  std::vector<double> suffix(L + 1, 0);
+  for (int b = L - 1; b >= 0; --b) {
+    double least = std::numeric_limits<double>::infinity();
+    for (int c = b + 1; c <= L; ++c) {
+      // (An empty row: no cell within its cap, in no schedule within it.)
+      const CostRow row = Row(b, c);
+      if (row.empty()) continue;
+      const double forward = c < L ? terms_.ForwardMs(b, c) : 0.0;
+      least = std::min(least, (double{row.last()} + forward) + suffix[c]);
+    }
+    suffix[b] = least;
+  }
+  return suffix;
 }
 
 int64_t MultiLevelDp::floor() const {

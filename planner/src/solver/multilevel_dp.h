@@ -134,6 +134,16 @@ struct DpOptions {
   // than the same cap and would be dropped after its fill (FinishRow).
   // Exact: the cells kept are the same. Null: each row starts at its floor.
   std::shared_ptr<const std::vector<int>> row_starts;
+  // By t (L + 1 values): a lower bound on what a schedule of the whole
+  // chain costs besides an interval (s, t) and the forward of the split at
+  // t that reaches it (SuffixCosts of a fill of the same classes rounding
+  // down, in the same slots under the same cost cap, or rounding the same
+  // way): RowCap lowers the cap of rows ending at t by it, so that their
+  // cells no schedule within the cap can use are dropped, and splits that
+  // only reach such cells skipped. Exact: the root's row and every
+  // schedule Reconstruct gives are the same. Null: caps less the forward
+  // only.
+  std::shared_ptr<const std::vector<double>> suffix_costs;
   // Set by another thread when this solve's result is no longer wanted
   // (`--strategy optimal` fills its relaxed and conservative tables at
   // once): the fill stops at its next tile and Solve returns nullopt.
@@ -179,6 +189,10 @@ class MultiLevelDp {
   // which its row costs at most its cap (terms.slots() + 1 where none),
   // for DpOptions::row_starts of a fill rounding up.
   std::vector<int> RowStarts() const;
+  // After a Solve that filled the tables: by b (0..L), the least that the
+  // parts of a schedule after layer b cost (see the .cc), for
+  // DpOptions::suffix_costs of another fill.
+  std::vector<double> SuffixCosts() const;
   // Whether the last Solve stopped because options.cancel was set.
   bool cancelled() const { return cancelled_; }
   // After Solve: the least recompute time of interval (s, t) in m slots

@@ -148,8 +148,12 @@ class SlotPass {
       if (rounding == solver::Rounding::kUp && up_bounds_.valid()) options.bounds = up_bounds_.get();
       // After the relaxation in the same slots under the same cap: its rows
       // show where each conservative row can fall within its cap.
-      if (rounding == solver::Rounding::kUp) options.row_starts = relaxed_starts_;
+      if (rounding == solver::Rounding::kUp) {
+        options.row_starts = relaxed_starts_;
+        options.suffix_costs = relaxed_suffix_;
+      }
       relaxed_starts_.reset();
+      relaxed_suffix_.reset();
       dp_ = std::make_unique<Dp>(*terms_, options);
     } else if constexpr (std::is_same_v<Dp, solver::SingleLevelOffloadDp>) {
       solver::SingleLevelOffloadOptions options = offload_options;
@@ -163,7 +167,10 @@ class SlotPass {
       if (rounding == solver::Rounding::kDown) {
         relaxed_ms_ = solved ? std::optional<double>(dp_->Cost(0, profile_.num_layers(), slots()))
                              : std::nullopt;
-        if (solved) relaxed_starts_ = std::make_shared<const std::vector<int>>(dp_->RowStarts());
+        if (solved) {
+          relaxed_starts_ = std::make_shared<const std::vector<int>>(dp_->RowStarts());
+          relaxed_suffix_ = std::make_shared<const std::vector<double>>(dp_->SuffixCosts());
+        }
       }
     }
     return solved;
@@ -219,6 +226,8 @@ class SlotPass {
   // MultiLevelDp: the row starts of the last fill rounding down, for the
   // next rounding up (DpOptions::row_starts); null when there is none.
   std::shared_ptr<const std::vector<int>> relaxed_starts_;
+  // MultiLevelDp: the suffix costs of that fill (DpOptions::suffix_costs).
+  std::shared_ptr<const std::vector<double>> relaxed_suffix_;
   const std::atomic<bool>* cancel_ = nullptr;
   bool bounds_ahead_ = false;
   // (Last: waited for before the members its task reads are destroyed.)

@@ -325,6 +325,47 @@ TEST(MultiLevelFill, BoundsGivenEqualBoundsBuilt) {
   }
 }
 
+// One case of the rounding tests: a chain's terms rounding down and up in
+// the same slots, and the options of an uncapped fill of its classes.
+struct RoundingCase {
+  std::string what;
+  int L;
+  const ChainTerms& down;
+  const ChainTerms& up;
+  const DpOptions& uncapped;
+};
+
+// Calls f on each rounding case: four chains (one whose gradients are
+// created in backward, with layers alike), both gradient keys, four budgets,
+// 60 and 400 slots.
+template <typename F>
+void ForEachRoundingCase(F f) {
+  Profile same = testing::TransformerChain(10, 4);
+  for (LayerProfile& l : same.layers) {
+    if (l.kind == "block") l = same.layers[1], l.name = "block";
+  }
+  for (const Profile& p :
+       {testing::WithCreatedGradients(same, 2), testing::TransformerChain(14, 3),
+        testing::RandomChain(12, 5), testing::RandomChain(9, 8)}) {
+    for (GradientKey key : {GradientKey::kExact, GradientKey::kShifted}) {
+      const auto classes = std::make_shared<const IntervalClasses>(p, key);
+      for (int64_t budget : Budgets(p, 4)) {
+        for (int64_t slots : {int64_t{60}, int64_t{400}}) {
+          const ChainTerms down(p, MemoryUnits(budget, slots, Rounding::kDown));
+          const ChainTerms up(p, MemoryUnits(budget, slots, Rounding::kUp));
+          DpOptions uncapped;
+          uncapped.gradients = key;
+          uncapped.classes = classes;
+          f(RoundingCase{p.model + " budget " + std::to_string(budget) + " slots " +
+                             std::to_string(slots) + " key " +
+                             std::to_string(static_cast<int>(key)),
+                         p.num_layers(), down, up, uncapped});
+        }
+      }
+    }
+  }
+}
+
 // A fill rounding up, its rows started where the relaxation's (rounding
 // down, the same classes, slots and cap) fall within their caps
 // (DpOptions::row_starts), gives the tables of the same fill started at its
@@ -332,68 +373,107 @@ TEST(MultiLevelFill, BoundsGivenEqualBoundsBuilt) {
 // on every rounding-up cell costing at least the rounding-down one, checked
 // here without caps.
 TEST(MultiLevelFill, RelaxedRowStartsGiveTheConservativeTables) {
-  Profile same = testing::TransformerChain(10, 4);
-  for (LayerProfile& l : same.layers) {
-    if (l.kind == "block") l = same.layers[1], l.name = "block";
-  }
   int64_t cells_saved = 0;
-  for (const Profile& p :
-       {testing::WithCreatedGradients(same, 2), testing::TransformerChain(14, 3),
-        testing::RandomChain(12, 5), testing::RandomChain(9, 8)}) {
-    const int L = p.num_layers();
-    for (GradientKey key : {GradientKey::kExact, GradientKey::kShifted}) {
-      const auto classes = std::make_shared<const IntervalClasses>(p, key);
-      for (int64_t budget : Budgets(p, 4)) {
-        for (int64_t slots : {int64_t{60}, int64_t{400}}) {
-          const std::string what = p.model + " budget " + std::to_string(budget) + " slots " +
-                                   std::to_string(slots) + " key " +
-                                   std::to_string(static_cast<int>(key));
-          const ChainTerms down(p, MemoryUnits(budget, slots, Rounding::kDown));
-          const ChainTerms up(p, MemoryUnits(budget, slots, Rounding::kUp));
-          DpOptions uncapped;
-          uncapped.gradients = key;
-          uncapped.classes = classes;
-          MultiLevelDp low(down, uncapped), high(up, uncapped);
-          const std::optional<DpSolution> low_root = low.Solve(nullptr);
-          const std::optional<DpSolution> high_root = high.Solve(nullptr);
-          // (Tables are read only after a Solve that found a schedule.)
-          if (!low_root || !high_root) continue;
-          int below = 0;
-          for (int s = 0; s < L; ++s) {
-            for (int t = s + 1; t <= L; ++t) {
-              for (int64_t m = 0; m <= up.slots(); ++m) {
-                if (!(high.Cost(s, t, m) >= low.Cost(s, t, m)) && ++below <= 3) {
-                  ADD_FAILURE() << what << " (" << s << ", " << t << ") m " << m << ": "
-                                << high.Cost(s, t, m) << " below " << low.Cost(s, t, m);
-                }
-              }
-            }
-          }
-          EXPECT_EQ(below, 0) << what;
-          const double high_ms = high_root->recompute_ms, low_ms = low_root->recompute_ms;
-          for (double cap : {high_ms, high_ms * 0.97, (high_ms + low_ms) / 2}) {
-            DpOptions capped = uncapped;
-            capped.cost_cap_ms = cap;
-            MultiLevelDp relaxed(down, capped);
-            relaxed.Solve(nullptr);
-            DpOptions started = capped;
-            started.row_starts = std::make_shared<const std::vector<int>>(relaxed.RowStarts());
-            MultiLevelDp a(up, capped), b(up, started);
-            const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
-            const std::string label = what + " cap " + std::to_string(cap);
-            ASSERT_EQ(x.has_value(), y.has_value()) << label;
-            EXPECT_EQ(a.floor(), b.floor()) << label;
-            EXPECT_LE(b.table_bytes(), a.table_bytes()) << label;
-            cells_saved += (a.table_bytes() - b.table_bytes()) / 4;
-            if (!x) continue;
-            EXPECT_TRUE(SameOps(x->ops, y->ops)) << label;
-            EXPECT_EQ(DifferentCells(a, b, L, up.slots(), label), 0) << label;
+  ForEachRoundingCase([&](const RoundingCase& c) {
+    const int L = c.L;
+    const DpOptions& uncapped = c.uncapped;
+    MultiLevelDp low(c.down, uncapped), high(c.up, uncapped);
+    const std::optional<DpSolution> low_root = low.Solve(nullptr);
+    const std::optional<DpSolution> high_root = high.Solve(nullptr);
+    // (Tables are read only after a Solve that found a schedule.)
+    if (!low_root || !high_root) return;
+    int below = 0;
+    for (int s = 0; s < L; ++s) {
+      for (int t = s + 1; t <= L; ++t) {
+        for (int64_t m = 0; m <= c.up.slots(); ++m) {
+          if (!(high.Cost(s, t, m) >= low.Cost(s, t, m)) && ++below <= 3) {
+            ADD_FAILURE() << c.what << " (" << s << ", " << t << ") m " << m << ": "
+                          << high.Cost(s, t, m) << " below " << low.Cost(s, t, m);
           }
         }
       }
     }
-  }
+    EXPECT_EQ(below, 0) << c.what;
+    const double high_ms = high_root->recompute_ms, low_ms = low_root->recompute_ms;
+    for (double cap : {high_ms, high_ms * 0.97, (high_ms + low_ms) / 2}) {
+      DpOptions capped = uncapped;
+      capped.cost_cap_ms = cap;
+      MultiLevelDp relaxed(c.down, capped);
+      relaxed.Solve(nullptr);
+      DpOptions started = capped;
+      started.row_starts = std::make_shared<const std::vector<int>>(relaxed.RowStarts());
+      MultiLevelDp a(c.up, capped), b(c.up, started);
+      const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
+      const std::string label = c.what + " cap " + std::to_string(cap);
+      ASSERT_EQ(x.has_value(), y.has_value()) << label;
+      EXPECT_EQ(a.floor(), b.floor()) << label;
+      EXPECT_LE(b.table_bytes(), a.table_bytes()) << label;
+      cells_saved += (a.table_bytes() - b.table_bytes()) / 4;
+      if (!x) continue;
+      EXPECT_TRUE(SameOps(x->ops, y->ops)) << label;
+      EXPECT_EQ(DifferentCells(a, b, c.L, c.up.slots(), label), 0) << label;
+    }
+  });
   EXPECT_GT(cells_saved, 0);
+}
+
+// Suffix costs (a relaxation's, or the same rounding's) drop cells no
+// schedule within the cap uses: the kept cells are the fill's without them,
+// the root's row is the same at every slot count, and so is every schedule
+// Reconstruct gives from it. The caps include the conservative optimum
+// itself, where the schedule's rows are at their limit.
+TEST(MultiLevelFill, SuffixCostsKeepTheRootAndItsSchedules) {
+  int64_t cells_dropped = 0;
+  ForEachRoundingCase([&](const RoundingCase& c) {
+    const int L = c.L;
+    const DpOptions& uncapped = c.uncapped;
+    MultiLevelDp optimum(c.up, uncapped);
+    const std::optional<DpSolution> best = optimum.Solve(nullptr);
+    if (!best) return;
+    const double ms = best->recompute_ms;
+    for (double cap : {ms, ms * 1.02, ms * 0.99}) {
+      DpOptions capped = uncapped;
+      capped.cost_cap_ms = cap;
+      MultiLevelDp relaxed(c.down, capped), same_rounding(c.up, capped);
+      if (!relaxed.Solve(nullptr)) continue;
+      const bool conservative = same_rounding.Solve(nullptr).has_value();
+      for (const MultiLevelDp* source : {&relaxed, &same_rounding}) {
+        if (source == &same_rounding && !conservative) continue;
+        DpOptions bounded = capped;
+        bounded.suffix_costs =
+            std::make_shared<const std::vector<double>>(source->SuffixCosts());
+        MultiLevelDp a(c.up, capped), b(c.up, bounded);
+        const std::optional<DpSolution> x = a.Solve(nullptr), y = b.Solve(nullptr);
+        const std::string label = c.what + " cap " + std::to_string(cap) +
+                                  (source == &relaxed ? " relaxed" : " same rounding");
+        ASSERT_EQ(x.has_value(), y.has_value()) << label;
+        if (!x) continue;
+        EXPECT_EQ(a.floor(), b.floor()) << label;
+        int differ = 0;
+        for (int s = 0; s < L; ++s) {
+          for (int t = s + 1; t <= L; ++t) {
+            for (int64_t m = 0; m <= c.up.slots(); ++m) {
+              const float kept = a.Cost(s, t, m), bounded_cost = b.Cost(s, t, m);
+              if (bounded_cost == kept) continue;
+              // Dropped (the rest is over the cap) or not the same: a failure.
+              if (std::isinf(bounded_cost) && t < L) {
+                ++cells_dropped;
+              } else if (++differ <= 3) {
+                ADD_FAILURE() << label << " (" << s << ", " << t << ") m " << m << ": "
+                              << kept << " vs " << bounded_cost;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(differ, 0) << label;
+        for (int64_t m = a.floor(); m <= c.up.slots(); ++m) {
+          EXPECT_TRUE(SameOps(a.Reconstruct(m).ops, b.Reconstruct(m).ops))
+              << label << " m " << m;
+        }
+      }
+    }
+  });
+  EXPECT_GT(cells_dropped, 0);
 }
 
 }  // namespace
