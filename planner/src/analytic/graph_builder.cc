@@ -82,6 +82,8 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
   const bool params_train = trainable && params > 0 && WeightsTrain();
   bool backward = params_train;
   double bytes = static_cast<double>(params) * dt_.param;
+  op.inputs.reserve(in.size());
+  op.outputs.reserve(outs.size());
   for (const T& t : in) {
     op.inputs.push_back(t.id);
     bytes += t.bytes();
@@ -94,6 +96,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
     if (!backward) out_->graph.ClearRequiresGrad(t.id);
   }
   if (backward) {
+    op.saved.reserve(saved.size());
     for (const T& t : saved) op.saved.push_back(t.id);
   }
   op.forward_flops = flops;
@@ -148,6 +151,7 @@ void Builder::Op(const std::string& name, const std::vector<T>& in, const std::v
 
 void Builder::HoldInLastOp(const std::vector<T>& held, int64_t forward_workspace) {
   std::vector<int> ids;
+  ids.reserve(held.size());
   for (const T& t : held) ids.push_back(t.id);
   Count(forward_workspace);
   out_->graph.AddForwardLiveness(static_cast<int>(out_->graph.ops().size()) - 1, ids,

@@ -258,7 +258,7 @@ int ChunkOf(const Profile& profile, const Plan& plan) {
 // `job` with its chunked loss set to `chunks` (0: the whole loss), its
 // profile (and a distributed job's ranks) made again.
 Result<Job> WithLossChunks(const Job& job, int64_t chunks) {
-  Job changed = job;
+  Job changed = job.has_config() ? WithoutProfile(job) : job;
   changed.model.loss_chunks = chunks;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(changed.model, job.path));
   return WithParallel(changed, job.parallel());

@@ -39,7 +39,7 @@ std::optional<Job> WithChunkedLoss(const Job& job) {
   }
   ModelConfig auto_chunks = c;
   auto_chunks.loss_chunks = kLossChunksAuto;
-  Job changed = job;
+  Job changed = WithoutProfile(job);
   changed.model.loss_chunks = WithDefaults(auto_chunks).loss_chunks;
   if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
   Result<Job> chunked = WithParallel(changed, job.parallel());
@@ -161,7 +161,7 @@ std::string Describe(const FitSuggestion& s, int64_t global) {
 // fits.
 template <typename Change>
 std::optional<PlanSet> FittingPlansWith(const Job& job, const Alternatives& options, Change change) {
-  Job changed = job;
+  Job changed = job.has_config() ? WithoutProfile(job) : job;
   change(&changed.model);
   if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
   // The profile (and a distributed job's ranks) made again; --host-link kept.
@@ -276,20 +276,6 @@ std::vector<std::pair<std::vector<Lever>, bool>> TrainingLevers(const ModelConfi
 bool DeepSpeedJob(const Parallelism& p) {
   return p.data == DataParallel::kZero1 || p.data == DataParallel::kZero2 ||
          p.data == DataParallel::kZero3;
-}
-
-// `job` without its profile and ranks but the profile's host link: what
-// ModelProfile and WithParallel read of a model's job (its model, analytic
-// options, path and --host-link), without copying what they make again.
-Job WithoutProfile(const Job& job) {
-  Job out;
-  out.path = job.path;
-  out.kind = job.kind;
-  out.model = job.model;
-  out.analytic = job.analytic;
-  out.default_seq_len = job.default_seq_len;
-  out.profile.host_link = job.profile.host_link;
-  return out;
 }
 
 // The analytic chain (BuildAnalyticChain) of the combinations whose models

@@ -167,6 +167,17 @@ Result<Job> LoadJob(const std::string& path, const JobOverrides& overrides) {
   return MakeJob(std::move(input), overrides);
 }
 
+Job WithoutProfile(const Job& job) {
+  Job out;
+  out.path = job.path;
+  out.kind = job.kind;
+  out.model = job.model;
+  out.analytic = job.analytic;
+  out.default_seq_len = job.default_seq_len;
+  out.profile.host_link = job.profile.host_link;
+  return out;
+}
+
 Result<Job> WithParallel(const Job& job, const Parallelism& p) {
   if (!job.has_config()) {
     Job other = job;
@@ -198,9 +209,8 @@ Result<Job> WithParallel(const Job& job, const Parallelism& p, const Profile& mo
   if (!job.has_config()) {
     return Status::Invalid(job.path + " is a profile: it has no model to profile");
   }
-  Job other = job;
+  Job other = WithoutProfile(job);
   other.analytic.parallel = p;
-  other.ranks.clear();
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, other.model, job.path));
   other.profile = model_profile;
   other.profile.host_link = job.profile.host_link;
@@ -214,7 +224,7 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
   if (!job.has_config()) {
     return Status::Invalid(job.path + " is a profile: its micro-batch is measured");
   }
-  Job other = job;
+  Job other = WithoutProfile(job);
   other.model.micro_batch = micro_batch;
   if (grad_accumulation > 0) other.model.grad_accumulation = grad_accumulation;
   REMAT_RETURN_IF_ERROR(ValidateModelConfig(other.model, job.path));

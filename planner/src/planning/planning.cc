@@ -50,7 +50,7 @@ Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, Planning
   if (plain_fits && request.global_batch > 0) return Status::Ok();
   ModelConfig auto_chunks = c;
   auto_chunks.loss_chunks = kLossChunksAuto;
-  Job changed = job;
+  Job changed = WithoutProfile(job);
   changed.model.loss_chunks = WithDefaults(auto_chunks).loss_chunks;
   if (!ValidateModelConfig(changed.model, job.path).ok()) return Status::Ok();
   // The profile (and a distributed job's ranks) made again.

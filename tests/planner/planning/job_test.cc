@@ -62,6 +62,30 @@ TEST(ModelProfile, SharedByTheDataLayoutsOfOneTensorDegree) {
   }
 }
 
+TEST(WithoutProfile, KeepsWhatWithParallelAndWithMicroBatchRead) {
+  Job job = SmallGptJob();
+  job.profile.host_link.name = "pcie5";
+  job.profile.host_link.gb_per_s = 50;
+  job.default_seq_len = true;
+  const Job bare = WithoutProfile(job);
+  EXPECT_TRUE(bare.profile.layers.empty());
+  EXPECT_TRUE(bare.ranks.empty());
+  EXPECT_EQ(bare.path, job.path);
+  EXPECT_EQ(bare.default_seq_len, job.default_seq_len);
+  EXPECT_EQ(bare.profile.host_link.name, "pcie5");
+  for (const Parallelism& p :
+       {Layout(DataParallel::kNone, 1, 1, false), Layout(DataParallel::kFsdp2, 8, 2, true)}) {
+    const Result<Job> whole = WithParallel(job, p);
+    const Result<Job> from_bare = WithParallel(bare, p);
+    ASSERT_TRUE(whole.ok() && from_bare.ok());
+    EXPECT_EQ(Described(*from_bare), Described(*whole));
+    const Result<Job> batch = WithMicroBatch(*whole, 3);
+    const Result<Job> batch_bare = WithMicroBatch(WithoutProfile(*whole), 3);
+    ASSERT_TRUE(batch.ok() && batch_bare.ok());
+    EXPECT_EQ(Described(*batch_bare), Described(*batch));
+  }
+}
+
 TEST(ModelProfile, DependsOnTheTensorDegree) {
   const Job job = SmallGptJob();
   const Result<Profile> one = ModelProfile(job, Layout(DataParallel::kDdp, 2, 1, false));

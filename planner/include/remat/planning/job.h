@@ -84,6 +84,7 @@ struct Job {
   // A config.json that sets no sequence length, and no --seq-len: the job
   // plans at the default (PlannerInput::default_seq_len, kDefaultSeqLen).
   bool default_seq_len = false;
+  // (A field added here is one WithoutProfile copies.)
   const Parallelism& parallel() const { return analytic.parallel; }
   bool has_config() const { return kind != PlannerInput::Kind::kProfile; }
   const ModelConfig& config() const { return model; }
@@ -110,6 +111,11 @@ Result<Job> WithMicroBatch(const Job& job, int64_t micro_batch, int64_t grad_acc
 // divided as data parallelism divides it. Fails as MakeJob does for `p`,
 // and for a profile input whose ranks are set already.
 Result<Job> WithParallel(const Job& job, const Parallelism& p);
+
+// `job` without its profile and ranks but the profile's host link: what
+// ModelProfile and WithParallel read of a model's job (its model, analytic
+// options, path and --host-link), without copying what they make again.
+Job WithoutProfile(const Job& job);
 
 // The analytic profile WithParallel(job, p) starts from: the job's model on
 // one rank of `p`'s tensor- and sequence-parallel degrees, before the model
