@@ -73,10 +73,14 @@ Status ApplyParallel(Job* job, const RankLayout* layout = nullptr) {
   // CPU ranks reduce over Gloo (python -m remat train's backend there).
   p.gloo = job->analytic.device.name == "cpu";
   if (job->has_config()) {
-    Result<std::vector<RankMemory>> ranks =
-        layout != nullptr ? RankMemories(job->model, job->profile, p, *layout)
-                          : RankMemories(job->model, job->profile, p);
-    if (!ranks.ok()) return ranks.status().WithPrefix(job->path);
+    // The job's profile, replaced below, shared by the ranks that hold it
+    // whole.
+    auto whole = std::make_shared<const Profile>(std::move(job->profile));
+    Result<std::vector<RankMemory>> ranks = RankMemories(job->model, whole, p, layout);
+    if (!ranks.ok()) {
+      job->profile = *whole;
+      return ranks.status().WithPrefix(job->path);
+    }
     job->ranks = std::move(*ranks);
   } else {
     job->ranks = {ProfileRankMemory(job->profile, p)};

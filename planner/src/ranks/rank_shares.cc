@@ -130,8 +130,13 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
   return RankMemories(config, whole, p, *layout);
 }
 
-Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
-                                             const Parallelism& p, const RankLayout& layout) {
+namespace {
+
+// RankMemories of `whole`; `shared`, where given, is `whole`, and the ranks
+// that hold every layer as it is share it as their stage profile.
+Result<std::vector<RankMemory>> RankMemoriesOf(const ModelConfig& config, const Profile& whole,
+                                               const std::shared_ptr<const Profile>& shared,
+                                               const Parallelism& p, const RankLayout& layout) {
   // One graph of the model for the shares and both parameter counts
   // (ParameterCount and TrainableParameterCount build the same one).
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
@@ -176,6 +181,14 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     m.rank = share.stage * per_rank;
     m.ranks = per_rank;
     m.state = ShardModelState(r, p);
+    if (shared != nullptr && p.pipeline == 1 && p.tensor == 1) {
+      m.profile = RankProfile(whole, m.state);
+      m.replica = r;
+      m.stage_profile = shared;
+      m.parallel = p;
+      out.push_back(std::move(m));
+      continue;
+    }
     Profile stage = whole;
     if (p.pipeline > 1) {
       // The micro-batches each of the rank's chunks holds in flight.
@@ -208,6 +221,22 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
     out.push_back(std::move(m));
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
+                                             const Parallelism& p, const RankLayout& layout) {
+  return RankMemoriesOf(config, whole, nullptr, p, layout);
+}
+
+Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config,
+                                             const std::shared_ptr<const Profile>& whole,
+                                             const Parallelism& p, const RankLayout* layout) {
+  if (layout != nullptr) return RankMemoriesOf(config, *whole, whole, p, *layout);
+  REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
+  REMAT_ASSIGN_OR_RETURN(std::shared_ptr<const RankLayout> built, BuildRankLayout(config));
+  return RankMemoriesOf(config, *whole, whole, p, *built);
 }
 
 RankMemory ProfileRankMemory(const Profile& whole, const Parallelism& p) {

@@ -7,6 +7,7 @@
 // pipeline parallelism.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,18 @@ bool SameRanksFromLayout(const ModelConfig& v, const Parallelism& p, const RankL
     return false;
   }
   ExpectSameRanks(*fresh, *shared);
+  // `whole` shared, with the layout given or built: the same ranks, those
+  // that hold every layer as it is keeping `whole` itself.
+  const auto whole_shared = std::make_shared<const Profile>(*whole);
+  for (const RankLayout* given : {&layout, static_cast<const RankLayout*>(nullptr)}) {
+    Result<std::vector<RankMemory>> sharing = RankMemories(v, whole_shared, p, given);
+    EXPECT_TRUE(sharing.ok());
+    if (!sharing.ok()) return false;
+    ExpectSameRanks(*fresh, *sharing);
+    for (const RankMemory& r : *sharing) {
+      EXPECT_EQ(r.stage_profile == whole_shared, p.pipeline == 1 && p.tensor == 1);
+    }
+  }
   return true;
 }
 

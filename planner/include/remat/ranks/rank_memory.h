@@ -320,6 +320,12 @@ struct RankLayout;
 Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config);
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p, const RankLayout& layout);
+// The same with `layout` built where null, and `whole` shared: the ranks
+// that hold every layer as it is (no pipeline or tensor parallelism) keep
+// `whole` itself as their stage profile, not a copy.
+Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config,
+                                             const std::shared_ptr<const Profile>& whole,
+                                             const Parallelism& p, const RankLayout* layout);
 
 // The same for a measured profile (one rank already): one kind of rank,
 // data parallelism only.
