@@ -76,12 +76,21 @@ Status ApplyParallel(Job* job, const RankLayout* layout = nullptr) {
     // The job's profile, replaced below, shared by the ranks that hold it
     // whole.
     auto whole = std::make_shared<const Profile>(std::move(job->profile));
-    Result<std::vector<RankMemory>> ranks = RankMemories(job->model, whole, p, layout);
+    // The layout kept with the job where it makes it (where it cannot,
+    // RankMemories fails as it would have).
+    std::shared_ptr<const RankLayout> built;
+    if (layout == nullptr && ValidateParallelism(p, job->model, job->model.name).ok()) {
+      Result<std::shared_ptr<const RankLayout>> made = BuildRankLayout(job->model);
+      if (made.ok()) built = *std::move(made);
+    }
+    Result<std::vector<RankMemory>> ranks =
+        RankMemories(job->model, whole, p, built != nullptr ? built.get() : layout);
     if (!ranks.ok()) {
       job->profile = *whole;
       return ranks.status().WithPrefix(job->path);
     }
     job->ranks = std::move(*ranks);
+    job->layout = std::move(built);
   } else {
     job->ranks = {ProfileRankMemory(job->profile, p)};
   }

@@ -123,6 +123,8 @@ Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& con
   return std::shared_ptr<const RankLayout>(std::move(layout));
 }
 
+int64_t TrainableParameters(const RankLayout& layout) { return layout.tg.trainable_parameters; }
+
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p) {
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));

@@ -264,7 +264,7 @@ std::string PlanToJson(const PlanSet& plans, const Profile& profile, const Repor
   j["model"] = {{"name", profile.model},
                 {"parameters", profile.parameters},
                 {"trainable_parameters",
-                 ctx.has_config ? TrainableParameterCount(ctx.config) : profile.parameters},
+                 ctx.has_config ? TrainableParametersOf(ctx) : profile.parameters},
                 {"input", ctx.input_path},
                 {"profile_source", profile.source},
                 {"micro_batch", profile.micro_batch},

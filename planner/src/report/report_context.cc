@@ -13,7 +13,14 @@ ReportContext ReportContextOf(const Job& job) {
   ctx.default_seq_len = job.default_seq_len;
   ctx.grad_accumulation = job.grad_accumulation();
   ctx.parallel = job.parallel();
+  if (ctx.has_config) ctx.layout = job.layout;
   return ctx;
+}
+
+int64_t TrainableParametersOf(const ReportContext& ctx) {
+  if (!ctx.has_config) return -1;
+  return ctx.layout != nullptr ? TrainableParameters(*ctx.layout)
+                               : TrainableParameterCount(ctx.config);
 }
 
 ReportContext ReportContextOf(const Job& job, const PlanningResult& result) {

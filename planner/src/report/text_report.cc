@@ -137,7 +137,7 @@ void Header(std::ostringstream& o, const Plan& plan, const Profile& p, const Rep
   }
   if (p.parameters > 0) {
     o << "  parameters       " << FormatCount(p.parameters);
-    const int64_t trained = ctx.has_config ? TrainableParameterCount(ctx.config) : -1;
+    const int64_t trained = TrainableParametersOf(ctx);
     if (trained >= 0 && trained != p.parameters) {
       o << " (" << FormatCount(trained) << " trainable, "
         << Percent(static_cast<double>(trained), static_cast<double>(p.parameters)) << ")";

@@ -86,6 +86,24 @@ TEST(WithoutProfile, KeepsWhatWithParallelAndWithMicroBatchRead) {
   }
 }
 
+TEST(JobLayout, KeptWhereTheJobMadeItsRanks) {
+  EXPECT_EQ(SmallGptJob().layout, nullptr);  // one GPU: no ranks
+  const Job job = SmallGptJob(Layout(DataParallel::kFsdp2, 4, 1, false));
+  ASSERT_NE(job.layout, nullptr);
+  EXPECT_EQ(TrainableParameters(*job.layout), TrainableParameterCount(job.model));
+  // A job made again with a changed model makes its own.
+  const Result<Job> batch = WithMicroBatch(job, 3);
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  ASSERT_NE(batch->layout, nullptr);
+  EXPECT_NE(batch->layout, job.layout);
+  EXPECT_EQ(TrainableParameters(*batch->layout), TrainableParameterCount(batch->model));
+  // Ranks made from a lent layout: none kept.
+  const Result<Job> lent = WithMicroBatch(job, 2, 0, job.layout.get());
+  ASSERT_TRUE(lent.ok()) << lent.status().message();
+  EXPECT_EQ(lent->layout, nullptr);
+  EXPECT_EQ(Described(*lent), Described(*WithMicroBatch(job, 2)));
+}
+
 TEST(ModelProfile, DependsOnTheTensorDegree) {
   const Job job = SmallGptJob();
   const Result<Profile> one = ModelProfile(job, Layout(DataParallel::kDdp, 2, 1, false));

@@ -7,6 +7,7 @@
 #define REMAT_JOB_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,10 @@ struct Job {
   // with its profile and model state, one per pipeline stage. Empty on one
   // GPU.
   std::vector<RankMemory> ranks;
+  // The layout of `model` the ranks were made from (BuildRankLayout), where
+  // the job built it; null on one GPU, for profile inputs and where the
+  // caller lent the layout.
+  std::shared_ptr<const RankLayout> layout;
   // A config.json that sets no sequence length, and no --seq-len: the job
   // plans at the default (PlannerInput::default_seq_len, kDefaultSeqLen).
   bool default_seq_len = false;

@@ -318,6 +318,8 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
 // RankMemories(config, whole, p), field for field.
 struct RankLayout;
 Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config);
+// The layout's model's TrainableParameterCount.
+int64_t TrainableParameters(const RankLayout& layout);
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p, const RankLayout& layout);
 // The same with `layout` built where null, and `whole` shared: the ranks

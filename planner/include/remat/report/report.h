@@ -5,6 +5,7 @@
 #ifndef REMAT_REPORT_H_
 #define REMAT_REPORT_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,7 +48,14 @@ struct ReportContext {
   // the plan describes; null on one GPU.
   const std::vector<RankPlan>* ranks = nullptr;
   int worst_rank = -1;
+  // The job's rank layout, where it made one (Job::layout): config's
+  // trainable parameters counted already.
+  std::shared_ptr<const RankLayout> layout;
 };
+
+// TrainableParameterCount(ctx.config), from ctx.layout where set; -1
+// without a config.
+int64_t TrainableParametersOf(const ReportContext& ctx);
 
 // The parallel settings in words: "8 GPUs: 8 data ranks (FSDP2 full_shard),
 // tensor 1, pipeline 1".
