@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace remat {
 namespace {
 
@@ -21,6 +24,20 @@ TEST(Status, MessagesAreOneLine) {
   EXPECT_EQ(Status::Invalid("a\tb\x1b[31m\x7f").message(), "a\\tb\\x1b[31m\\x7f");
   EXPECT_EQ(Status::Invalid("ok").WithPrefix("p\nq").message(), "p\\nq: ok");
   EXPECT_EQ(Status::Invalid("naïve ✓").message(), "naïve ✓");  // UTF-8 is not touched
+}
+
+// A value taken from a Result it no longer needs is moved out, not
+// copied; one still named is read in place.
+TEST(Result, ValueOfAnExpiringResultIsMoved) {
+  Result<std::vector<int>> r(std::vector<int>(1000, 7));
+  const int* held = r->data();
+  const std::vector<int>& read = *r;
+  EXPECT_EQ(read.data(), held);
+  const std::vector<int> taken = *std::move(r);
+  EXPECT_EQ(taken.data(), held);
+  EXPECT_EQ(taken.size(), 1000u);
+  auto make = [] { return Result<std::vector<int>>(std::vector<int>{1, 2, 3}); };
+  EXPECT_EQ(*make(), (std::vector<int>{1, 2, 3}));
 }
 
 }  // namespace

@@ -100,6 +100,7 @@ class Result {
   T&& value() && { return std::move(*value_); }
   const T& operator*() const& { return *value_; }
   T& operator*() & { return *value_; }
+  T&& operator*() && { return std::move(*value_); }  // *std::move(r), *F(): moves the value
   const T* operator->() const { return &*value_; }
   T* operator->() { return &*value_; }
 
