@@ -257,6 +257,7 @@ struct RankMemory {
   ReplicaState replica;
   std::shared_ptr<const Profile> stage_profile;
   Parallelism parallel;
+  // (A field added here is one WithGatherBlocks copies.)
 };
 
 // `m` with FSDP2's fully_shard units of `blocks` blocks (a recompute
