@@ -29,9 +29,76 @@ struct Alternatives {
   int64_t chosen_loss_chunks = 0;  // the job's chunked loss auto chose (AdviseFit)
 };
 
+// A model's analytic chain (BuildAnalyticChain) and rank layout
+// (BuildRankLayout), each made once by whichever user (on any thread)
+// needs it first.
+struct SharedModel {
+  std::once_flag made;
+  std::optional<Result<std::shared_ptr<const AnalyticChain>>> chain;
+  std::once_flag layout_made;
+  std::optional<Result<std::shared_ptr<const RankLayout>>> layout;
+};
+
+// The chain and layout of the combinations whose models differ in their
+// optimizer and gradient dtype alone (what neither reads), and of those
+// models with the chunked loss auto weighs (WithChunkedLoss), its chunks
+// `loss_chunks` (the same for all of them: AutoLossChunks reads the
+// micro-batch, sequence, vocabulary and hidden size alone).
+struct SharedChain {
+  SharedModel plain;
+  std::once_flag chunked_made;
+  int64_t loss_chunks = 0;
+  SharedModel chunked;
+};
+
+// `shared`'s rank layout of `model` (valid), or null where it cannot be
+// built (WithParallel then builds it again and fails as it does).
+const RankLayout* SharedLayout(const ModelConfig& model, SharedModel* shared) {
+  std::call_once(shared->layout_made, [&] { shared->layout = BuildRankLayout(model); });
+  return shared->layout->ok() ? shared->layout->value().get() : nullptr;
+}
+
+// The model profile of `model` (valid: ValidateModelConfig) with `job`'s
+// analytic options on the tensor and sequence degrees of `p`:
+// ModelProfile's, from `shared`'s chain.
+Result<Profile> SharedProfile(const Job& job, const ModelConfig& model, const Parallelism& p,
+                              SharedModel* shared) {
+  AnalyticOptions options = job.analytic;
+  options.parallel = p;
+  std::call_once(shared->made, [&] { shared->chain = BuildAnalyticChain(model, options); });
+  const Result<std::shared_ptr<const AnalyticChain>>& chain = *shared->chain;
+  if (!chain.ok()) return chain.status();
+  return AnalyticProfile(model, options, **chain);
+}
+
+// The analytic profile of a combination's model (ModelProfile), made once
+// for every parallelism it is tried on, by whichever of the combinations
+// sharing it (on any thread) needs it first, from its shared chain; the
+// same for that model with the chunked loss.
+struct SharedModelProfile {
+  std::once_flag made;
+  std::optional<Result<Profile>> profile;
+  std::once_flag chunked_made;
+  std::optional<Result<Profile>> chunked;
+  SharedChain* chain = nullptr;
+};
+
+// `job` (a config's, its model `model`, valid) on `p` with `made`, the
+// profile of `model` on p (SharedProfile): WithParallel(job, p)'s job,
+// the rank layout from `layout`.
+Result<Job> WithSharedProfile(const Job& job, const Parallelism& p, const Result<Profile>& made,
+                              SharedModel* layout) {
+  if (!made.ok()) return made.status();
+  const RankLayout* l = p.distributed() ? SharedLayout(job.model, layout) : nullptr;
+  return WithParallel(job, p, *made, l);
+}
+
 // `job` with the chunked loss auto weighs (PlanningRequest::
 // weigh_chunked_loss), where it applies.
-std::optional<Job> WithChunkedLoss(const Job& job) {
+// With `shared` (`job`'s model's profile, when made by Changed), the
+// chunked model's profile comes from it, made once for the combinations
+// that share it.
+std::optional<Job> WithChunkedLoss(const Job& job, SharedModelProfile* shared = nullptr) {
   if (!job.has_config()) return std::nullopt;
   const ModelConfig c = WithDefaults(job.config());
   if (c.head != Head::kLm || c.loss_chunks != 0 || job.parallel().tensor > 1) {
@@ -42,7 +109,23 @@ std::optional<Job> WithChunkedLoss(const Job& job) {
   Job changed = WithoutProfile(job);
   changed.model.loss_chunks = WithDefaults(auto_chunks).loss_chunks;
   if (!ValidateModelConfig(changed.model, job.path).ok()) return std::nullopt;
-  Result<Job> chunked = WithParallel(changed, job.parallel());
+  const Parallelism& p = job.parallel();
+  SharedChain* chain = shared != nullptr ? shared->chain : nullptr;
+  if (chain != nullptr) {
+    std::call_once(chain->chunked_made, [&] { chain->loss_chunks = changed.model.loss_chunks; });
+    if (chain->loss_chunks != changed.model.loss_chunks) chain = nullptr;
+  }
+  Result<Job> chunked = Status::Invalid("no profile");
+  if (chain != nullptr) {
+    // WithParallel(changed, p), its profile and layout shared.
+    if (!ValidateParallelism(p, changed.model, job.path).ok()) return std::nullopt;
+    std::call_once(shared->chunked_made, [&] {
+      shared->chunked = SharedProfile(changed, changed.model, p, &chain->chunked);
+    });
+    chunked = WithSharedProfile(changed, p, *shared->chunked, &chain->chunked);
+  } else {
+    chunked = WithParallel(changed, p);
+  }
   if (!chunked.ok()) return std::nullopt;
   return *std::move(chunked);
 }
@@ -74,8 +157,10 @@ bool RanksValid(const Job& job) {
 // given) is set to the loss chunks the plans use beyond the job's (0: none).
 // With `chosen_only`, only the chosen plan is made (PlanRanksFastestFitting:
 // the sets' other plans are left empty).
+// `shared`: the job's model profile where Changed made it (WithChunkedLoss).
 std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
-                                    int64_t* chunks = nullptr, bool chosen_only = false) {
+                                    int64_t* chunks = nullptr, bool chosen_only = false,
+                                    SharedModelProfile* shared = nullptr) {
   if (chunks != nullptr) *chunks = 0;
   PlanOptions auto_options = a.options;
   auto_options.strategy = Strategy::kAuto;
@@ -97,7 +182,7 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
   if (!a.chunked_loss || (plain_fits && fitting->chosen.predicted.recompute_ms <= 0)) {
     return fitting;
   }
-  const std::optional<Job> chunked = WithChunkedLoss(job);
+  const std::optional<Job> chunked = WithChunkedLoss(job, shared);
   if (!chunked || CannotFit(*chunked, auto_options)) return fitting;
   Result<std::vector<RankPlan>> ranks =
       chosen_only ? planning_internal::PlanRanksFastestFitting(*chunked, auto_options)
@@ -120,22 +205,34 @@ std::optional<Plan> FittingPlan(const Job& job, const Alternatives& a) {
   return std::move(s->chosen);
 }
 
-std::optional<Plan> FittingPlanAt(const Job& job, int64_t mb, const Alternatives& options) {
-  Result<Job> other = WithMicroBatch(job, mb);
-  if (!other.ok()) return std::nullopt;
-  return FittingPlan(*other, options);
-}
+// Auto's plan of `job` at each micro-batch (FittingPlan), each made once.
+class PlansAt {
+ public:
+  PlansAt(const Job& job, const Alternatives& options) : job_(job), options_(options) {}
+  const std::optional<Plan>& Of(int64_t mb) {
+    auto it = plans_.find(mb);
+    if (it == plans_.end()) {
+      Result<Job> other = WithMicroBatch(job_, mb);
+      it = plans_.emplace(mb, other.ok() ? FittingPlan(*other, options_) : std::nullopt).first;
+    }
+    return it->second;
+  }
+
+ private:
+  const Job& job_;
+  const Alternatives& options_;
+  std::map<int64_t, std::optional<Plan>> plans_;
+};
 
 // Every tensor grows with the micro-batch, so whether a plan fits is
 // monotone in it: bisect for the largest micro-batch below `above` that fits
 // (walking down one by one from a micro-batch of 100,000 would plan 100,000
 // times). 0 when even 1 does not.
-int64_t LargestFittingMicroBatch(const Job& job, int64_t above, const Alternatives& options,
-                                 std::optional<Plan>* plan) {
+int64_t LargestFittingMicroBatch(PlansAt* plans_at, int64_t above, std::optional<Plan>* plan) {
   int64_t lo = 0, hi = above;  // lo fits (0: none does), hi does not
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
-    std::optional<Plan> p = FittingPlanAt(job, mid, options);
+    std::optional<Plan> p = plans_at->Of(mid);
     if (p) {
       lo = mid;
       *plan = std::move(p);
@@ -278,43 +375,6 @@ bool DeepSpeedJob(const Parallelism& p) {
          p.data == DataParallel::kZero3;
 }
 
-// The analytic chain (BuildAnalyticChain) of the combinations whose models
-// differ in their optimizer and gradient dtype alone, made once by
-// whichever of them (on any thread) needs it first.
-struct SharedChain {
-  std::once_flag made;
-  std::optional<Result<std::shared_ptr<const AnalyticChain>>> chain;
-  std::once_flag layout_made;  // the same for the model's RankLayout
-  std::optional<Result<std::shared_ptr<const RankLayout>>> layout;
-};
-
-// `shared`'s rank layout of `model` (valid), or null where it cannot be
-// built (WithParallel then builds it again and fails as it does).
-const RankLayout* SharedLayout(const ModelConfig& model, SharedChain* shared) {
-  std::call_once(shared->layout_made, [&] { shared->layout = BuildRankLayout(model); });
-  return shared->layout->ok() ? shared->layout->value().get() : nullptr;
-}
-
-// The analytic profile of a combination's model (ModelProfile), made once
-// for every parallelism it is tried on, by whichever of the combinations
-// sharing it (on any thread) needs it first, from its shared chain.
-struct SharedModelProfile {
-  std::once_flag made;
-  std::optional<Result<Profile>> profile;
-  SharedChain* chain = nullptr;
-};
-
-// The model profile of `job`'s model (valid: ValidateModelConfig) on the
-// tensor and sequence degrees of `p`: ModelProfile's, from `shared`'s chain.
-Result<Profile> SharedProfile(const Job& job, const Parallelism& p, SharedChain* shared) {
-  AnalyticOptions options = job.analytic;
-  options.parallel = p;
-  std::call_once(shared->made, [&] { shared->chain = BuildAnalyticChain(job.model, options); });
-  const Result<std::shared_ptr<const AnalyticChain>>& chain = *shared->chain;
-  if (!chain.ok()) return chain.status();
-  return AnalyticProfile(job.model, options, **chain);
-}
-
 // `job` with its model changed by `levers` and its model state sharded by
 // FSDP2's full_shard over `data` data ranks (1: the job's parallelism), or
 // nullopt where that job is not valid or its model state alone exceeds the
@@ -346,12 +406,10 @@ std::optional<Job> Changed(const Job& job, const std::vector<const Lever*>& leve
   Result<Job> other = Status::Invalid("no profile");
   if (job.has_config()) {
     std::call_once(model_profile->made, [&] {
-      model_profile->profile = SharedProfile(changed, p, model_profile->chain);
+      model_profile->profile =
+          SharedProfile(changed, changed.model, p, &model_profile->chain->plain);
     });
-    const Result<Profile>& made = *model_profile->profile;
-    const RankLayout* layout =
-        made.ok() && p.distributed() ? SharedLayout(changed.model, model_profile->chain) : nullptr;
-    other = made.ok() ? WithParallel(changed, p, *made, layout) : Result<Job>(made.status());
+    other = WithSharedProfile(changed, p, *model_profile->profile, &model_profile->chain->plain);
   } else {
     other = WithParallel(changed, p);
   }
@@ -445,7 +503,7 @@ std::vector<FitAlternative> FittingAlternatives(const Job& job, const Alternativ
           Changed(job, levers, data, offload, options, model_profile);
       if (!changed) continue;
       int64_t chunks = 0;
-      std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks, true);
+      std::optional<PlanSet> plans = FittingPlans(*changed, options, &chunks, true, model_profile);
       if (!plans) continue;
       if (chunks == 0) chunks = options.chosen_loss_chunks;
       FitAlternative a;
@@ -618,7 +676,8 @@ std::string ChunkedLossAdvice(const Job& job, const Alternatives& options, int64
 std::string MicroBatchAdvice(const Job& job, const ModelConfig& c, const Alternatives& options,
                              bool levers_fit, std::vector<FitSuggestion>* suggestions) {
   std::optional<Plan> largest_plan;
-  const int64_t largest = LargestFittingMicroBatch(job, c.micro_batch, options, &largest_plan);
+  PlansAt plans_at(job, options);
+  const int64_t largest = LargestFittingMicroBatch(&plans_at, c.micro_batch, &largest_plan);
   if (largest == 0) {
     std::string text = "; even micro_batch 1 does not fit";
     if (levers_fit) return text + " without other levers";
@@ -633,7 +692,7 @@ std::string MicroBatchAdvice(const Job& job, const ModelConfig& c, const Alterna
   while (global % divisor != 0) --divisor;
   if (divisor != largest) suggestions->push_back({largest, 0, *largest_plan});
   std::optional<Plan> divisor_plan =
-      divisor == largest ? largest_plan : FittingPlanAt(job, divisor, options);
+      divisor == largest ? largest_plan : plans_at.Of(divisor);
   if (divisor_plan) suggestions->push_back({divisor, global / divisor, *divisor_plan});
   // The global batch over every data rank, as --global-batch counts it.
   const int64_t all_ranks = global * job.parallel().data_ranks();
