@@ -113,18 +113,18 @@ ChainTerms::ChainTerms(const Profile& profile, const MemoryUnits& units,
 
   sweeps_ = sweeps != nullptr ? std::move(sweeps) : std::make_shared<const ChainSweeps>(profile);
 
+  for (int s = 0; s < L; ++s) {
+    for (int k = 0; k < num_modes(s); ++k) {
+      forward_bytes_.push_back(x_bytes_[s] + x_bytes_[s + 1] + mode(s, k).kept_bytes +
+                               mode(s, k).forward_workspace_bytes);
+    }
+    recompute_gather_bytes_.push_back(layers[s].recompute_gather_bytes);
+  }
+  after_bytes_.resize(L + 1);
+  for (int t = 0; t <= L; ++t) after_bytes_[t] = g_bytes_[t] + grads_from_[t];
+
   forward_prefix_.assign(L + 1, 0);
   for (int i = 0; i < L; ++i) forward_prefix_[i + 1] = forward_prefix_[i] + layers[i].forward_ms;
-}
-
-int64_t ChainTerms::ForwardNeed(int s, int t, int k) const {
-  // Inside backward (t < L) the forward is a recompute, which gathers a
-  // sharded block's weights again (LayerProfile::recompute_gather_bytes)
-  // unless its backward runs next (s = t - 1: gathered for that backward).
-  const int64_t gather =
-      t < num_layers_ && s + 1 < t ? profile_.layers[s].recompute_gather_bytes : 0;
-  return units_.Slots(x_bytes_[s] + g_bytes_[t] + grads_from_[t] + x_bytes_[s + 1] +
-                      mode(s, k).kept_bytes + mode(s, k).forward_workspace_bytes + gather);
 }
 
 }  // namespace remat::solver

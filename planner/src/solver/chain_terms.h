@@ -105,7 +105,13 @@ class ChainTerms {
   // Peak of forward s with grad (mode k) in interval (s, t): with the
   // parameter gradients of layers t..L-1 (created in their backwards, live
   // until the optimizer step), as during every op of the interval.
-  int64_t ForwardNeed(int s, int t, int k) const;
+  int64_t ForwardNeed(int s, int t, int k) const {
+    // Inside backward (t < L) the forward is a recompute, which gathers a
+    // sharded block's weights again (LayerProfile::recompute_gather_bytes)
+    // unless its backward runs next (s = t - 1: gathered for that backward).
+    const int64_t gather = t < num_layers_ && s + 1 < t ? recompute_gather_bytes_[s] : 0;
+    return units_.Slots(forward_bytes_[mode_begin_[s] + k] + after_bytes_[t] + gather);
+  }
   // Bytes of the parameter gradients created in the backwards of layers
   // t..L-1 (LayerProfile::gradient_bytes), t in [0, L]: live while any
   // interval (s, t) runs.
@@ -144,6 +150,10 @@ class ChainTerms {
   std::vector<int64_t> keep_held_slots_, backward_held_slots_;
   std::shared_ptr<const ChainSweeps> sweeps_;
   std::vector<double> forward_prefix_;
+  // ForwardNeed's bytes: by mode, x[s] + x[s+1] + its kept and forward
+  // workspace bytes; by t, g[t] and the gradients after t; by layer, its
+  // recompute gather.
+  std::vector<int64_t> forward_bytes_, after_bytes_, recompute_gather_bytes_;
 };
 
 }  // namespace remat::solver

@@ -27,18 +27,7 @@ int64_t MemoryUnits::SlotsWithin(int64_t bytes) const {
   return static_cast<int64_t>(std::min<__int128>(k, slots_));
 }
 
-int64_t MemoryUnits::Slots(int64_t bytes) const {
-  if (bytes <= 0) return 0;
-  if (bytes > budget_) return slots_ + 1;
-  if (num_ == den_) return bytes;
-  // In 64 bits where the product fits (every realistic size: bytes * slots
-  // below 2^63), else in 128: the same quotient, without the slow 128-bit
-  // division (a few percent of a 256-layer plan).
-  int64_t product;
-  if (!__builtin_mul_overflow(bytes, den_, &product)) {
-    const int64_t k = product / num_ + (rounding_ == Rounding::kUp && product % num_ != 0 ? 1 : 0);
-    return std::min(k, slots_ + 1);
-  }
+int64_t MemoryUnits::SlotsWide(int64_t bytes) const {
   const __int128 scaled = static_cast<__int128>(bytes) * den_;
   const __int128 k = rounding_ == Rounding::kUp ? (scaled + num_ - 1) / num_ : scaled / num_;
   return static_cast<int64_t>(std::min<__int128>(k, slots_ + 1));

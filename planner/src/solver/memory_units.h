@@ -48,10 +48,25 @@ class MemoryUnits {
   int64_t SlotsWithin(int64_t bytes) const;
 
   // Slots that `bytes` (>= 0) occupy under the rounding, saturated at
-  // slots() + 1 (does not fit in the whole budget).
-  int64_t Slots(int64_t bytes) const;
+  // slots() + 1 (does not fit in the whole budget). Inline: the solvers'
+  // terms call it for every interval and keep mode.
+  int64_t Slots(int64_t bytes) const {
+    if (bytes <= 0) return 0;
+    if (bytes > budget_) return slots_ + 1;
+    if (num_ == den_) return bytes;
+    // In 64 bits where the product fits (every realistic size: bytes * slots
+    // below 2^63), else in 128 (SlotsWide): the same quotient, without the
+    // slow 128-bit division.
+    int64_t product;
+    if (__builtin_mul_overflow(bytes, den_, &product)) return SlotsWide(bytes);
+    const int64_t k = product / num_ + (rounding_ == Rounding::kUp && product % num_ != 0 ? 1 : 0);
+    return k < slots_ + 1 ? k : slots_ + 1;
+  }
 
  private:
+  // Slots(bytes) where bytes * den_ overflows 64 bits.
+  int64_t SlotsWide(int64_t bytes) const;
+
   int64_t budget_;
   int64_t num_, den_;  // bytes per slot = num_ / den_
   int64_t slots_;

@@ -406,6 +406,20 @@ Result<std::optional<Plan>> LeastOffloadPlan(
   return std::optional<Plan>(std::move(plan));
 }
 
+// The single-level DP's least-memory layer list in exact bytes: the same at
+// every budget, so made once while a memo is open for `p`.
+std::shared_ptr<const solver::SingleLevelSolution> LowestPeakLayerList(const Profile& p) {
+  static const std::string kName = "optimal-single lowest-peak layer list";
+  if (std::shared_ptr<const void> kept = plan_memo::Kept(p, kName)) {
+    return std::static_pointer_cast<const solver::SingleLevelSolution>(kept);
+  }
+  const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit), SweepsOf(p));
+  auto made = std::make_shared<const solver::SingleLevelSolution>(
+      solver::SingleLevelDp(exact).LowestPeak());
+  plan_memo::Keep(p, kName, made);
+  return made;
+}
+
 // The name optimal-single's plan for `o` is kept under (plan_memo::Keep):
 // every option a solver reads (none reads the device memory terms, which
 // only the fit search weighs; of the strategy, only whether it is auto,
@@ -509,8 +523,7 @@ class OptimalSingleSolver : public StrategySolver {
     // Nothing fits: the least-memory plan of the DP's terms, of the
     // offload DP where a link makes that hold less, and of the heuristics'
     // layer lists (each simulated: the DP's terms can rank them otherwise).
-    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
-    REMAT_ASSIGN_OR_RETURN(Plan lowest, evaluate(solver::SingleLevelDp(exact).LowestPeak()));
+    REMAT_ASSIGN_OR_RETURN(Plan lowest, evaluate(*LowestPeakLayerList(p)));
     if (p.host_link.present() && p.num_layers() <= kMaxOffloadLayers) {
       REMAT_ASSIGN_OR_RETURN(std::optional<Plan> offloaded,
                              LeastOffloadPlan(p, o, lowest, evaluate));
@@ -546,20 +559,18 @@ class OptimalSolver : public StrategySolver {
       // positions where that shares more (gradients created in backward).
       // The classes, built once for the size check and both fills, on
       // another core while the layer list is solved.
-      std::future<std::pair<solver::TimeClasses, Classes>> pooling = Concurrently([&] {
-        std::shared_ptr<const solver::IntervalClasses> shifted;
-        solver::TimeClasses pooled = PoolWhereItShares(p, o, &shifted);
-        Classes classes = SharedRowClasses(pooled.profile, pooled.pooled(), std::move(shifted));
-        return std::make_pair(std::move(pooled), std::move(classes));
-      });
+      std::future<std::shared_ptr<const Pooling>> pooling =
+          Concurrently([&] { return PoolingOf(p, o.exact_times); });
       // The best layer list is a multi-level schedule too: when it fits, no
       // multi-level plan costing more is of any use, which caps the DP.
       REMAT_ASSIGN_OR_RETURN(layer_list, OptimalSingleStrategySolver()->Solve(p, o));
       const Plan& single = *layer_list;
-      const std::pair<solver::TimeClasses, Classes> pooled_classes = pooling.get();
-      const solver::TimeClasses& pooled = pooled_classes.first;
-      const Classes& classes = pooled_classes.second;
-      const Profile& solved = pooled.profile;
+      const std::shared_ptr<const Pooling> pooled_classes = pooling.get();
+      const solver::TimeClasses& pooled = pooled_classes->times;
+      const Classes& classes = pooled_classes->classes;
+      // Unpooled, the pooled profile is a copy of `p`: `p` is solved, whose
+      // sweeps are kept while its memo is open (SweepsOf).
+      const Profile& solved = pooled.pooled() ? pooled.profile : p;
       REMAT_ASSIGN_OR_RETURN(const double cap, CostCap(single, pooled));
       const bool shifted = classes.key == solver::GradientKey::kShifted;
       REMAT_ASSIGN_OR_RETURN(const TableSize size,
@@ -642,9 +653,8 @@ class OptimalSolver : public StrategySolver {
   // `shifted`: the pooled chain's classes keyed by GradientKey::kShifted
   // when they were built here (else left null).
   static solver::TimeClasses PoolWhereItShares(
-      const Profile& p, const PlanOptions& o,
-      std::shared_ptr<const solver::IntervalClasses>* shifted) {
-    if (o.exact_times) return solver::TimeClasses{p};
+      const Profile& p, bool exact_times, std::shared_ptr<const solver::IntervalClasses>* shifted) {
+    if (exact_times) return solver::TimeClasses{p};
     solver::TimeClasses pooled = solver::PoolTimesBySpread(p);
     // (Counted with rows shared across gradient positions, as the DP will
     // solve the pooled chain.)
@@ -664,6 +674,27 @@ class OptimalSolver : public StrategySolver {
     std::shared_ptr<const solver::IntervalClasses> classes;
     solver::GradientKey key;
   };
+  // The times the multi-level DP solves and their interval classes.
+  struct Pooling {
+    solver::TimeClasses times;
+    Classes classes;
+  };
+  // PoolWhereItShares and SharedRowClasses of `p`, made once while a memo
+  // is open for it: they read neither the budget nor any option but
+  // exact_times, and the fit search solves one profile at many budgets.
+  static std::shared_ptr<const Pooling> PoolingOf(const Profile& p, bool exact_times) {
+    const std::string name = std::string("optimal pooling, exact times ") +
+                             (exact_times ? "1" : "0");
+    if (std::shared_ptr<const void> kept = plan_memo::Kept(p, name)) {
+      return std::static_pointer_cast<const Pooling>(kept);
+    }
+    std::shared_ptr<const solver::IntervalClasses> shifted;
+    solver::TimeClasses times = PoolWhereItShares(p, exact_times, &shifted);
+    Classes classes = SharedRowClasses(times.profile, times.pooled(), std::move(shifted));
+    auto made = std::make_shared<const Pooling>(Pooling{std::move(times), std::move(classes)});
+    plan_memo::Keep(p, name, made);
+    return made;
+  }
   // On pooled times, rows read shifted by the gradients between equal
   // intervals (GradientKey::kShifted) where that shares rows the exact
   // classes do not; else the exact classes.
@@ -748,16 +779,27 @@ class OptimalSolver : public StrategySolver {
            ")";
   }
 
-  Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
-    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit));
+  // The lowest-peak schedule of the multi-level terms in exact bytes: the
+  // same at every budget, so made once while a memo is open for `p`.
+  static std::shared_ptr<const Schedule> LowestPeakSchedule(const Profile& p) {
+    static const std::string kName = "optimal lowest-peak schedule";
+    if (std::shared_ptr<const void> kept = plan_memo::Kept(p, kName)) {
+      return std::static_pointer_cast<const Schedule>(kept);
+    }
+    const ChainTerms exact(p, MemoryUnits::Bytes(kByteLimit), SweepsOf(p));
     const solver::IntervalBounds bounds(exact, solver::IntervalClasses(p), /*track_choices=*/true);
     solver::OpEmitter emitter(p.num_layers());
     solver::EmitInterval(
         exact, 0, p.num_layers(), bounds.floor(0, p.num_layers()),
         [&](int s, int t, int64_t) { return bounds.LowestPeakChoice(s, t); }, &emitter);
-    REMAT_ASSIGN_OR_RETURN(
-        Plan plan, MakePlanFromSchedule(p, strategy(), "",
-                                        AddFrees(emitter.Finish(), p.num_layers()), budget));
+    auto made = std::make_shared<const Schedule>(AddFrees(emitter.Finish(), p.num_layers()));
+    plan_memo::Keep(p, kName, made);
+    return made;
+  }
+
+  Result<Plan> LowestPeak(const Profile& p, int64_t budget) const {
+    REMAT_ASSIGN_OR_RETURN(Plan plan, MakePlanFromSchedule(p, strategy(), "",
+                                                           *LowestPeakSchedule(p), budget));
     plan.parameter = "lowest peak, " + DescribeRecompute(plan);
     return plan;
   }

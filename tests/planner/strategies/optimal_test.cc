@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include "remat/plan/plan_memo.h"
 #include "remat/strategies/strategies.h"
+#include "strategies/solvers.h"
 #include "testing/brute_force.h"
 #include "testing/chains.h"
+#include "testing/gpt_chain.h"
 
 namespace remat {
 namespace {
@@ -149,6 +154,62 @@ TEST(Optimal, LowestPeakWhenNothingFits) {
   const Plan at = testing::SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes, 0);
   EXPECT_TRUE(at.fits);  // with default slots too: the exact lowest-peak plan fits
   EXPECT_FALSE(testing::SolveAt(p, Strategy::kOptimal, lowest.predicted.peak_bytes - 1).fits);
+}
+
+// With a memo open for the profile, optimal keeps what it derives from the
+// profile alone (its pooled times and interval classes, per exact_times;
+// the lowest-peak schedule of its terms and of optimal-single's) for every
+// budget: each plan, asked in any order, is the one solved with no memo
+// open. Budgets: none for activations, one byte for them (nothing fits),
+// the lowest peak, and halfway to keeping everything.
+TEST(Optimal, WhatAMemoKeepsForOneProfileLeavesEveryBudgetsPlanAsSolvedAlone) {
+  Profile p = testing::JitterTimes(testing::GptChain(6, 4), 0.1, 3);
+  for (LayerProfile& l : p.layers) l.time_spread = 0.25;
+  const StrategySolver& solver = *strategies::OptimalStrategySolver();
+  const int64_t lowest = testing::SolveAt(p, Strategy::kOptimal, 1).predicted.peak_bytes;
+  const int64_t none = testing::SolveAt(p, Strategy::kNone, 0).predicted.peak_bytes;
+  ASSERT_LT(lowest, none);
+  std::vector<PlanOptions> options;
+  for (int64_t budget : {int64_t{1}, p.static_bytes() + 1, lowest, lowest + (none - lowest) / 2}) {
+    for (bool exact_times : {false, true}) {
+      PlanOptions o;
+      o.strategy = Strategy::kOptimal;
+      o.budget_bytes = budget;
+      o.exact_times = exact_times;
+      options.push_back(o);
+    }
+  }
+  std::vector<Plan> alone;
+  for (const PlanOptions& o : options) {
+    Result<Plan> plan = solver.Solve(p, o);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    alone.push_back(*std::move(plan));
+  }
+  // The chain pools (at the fitting budgets) unless asked for exact times,
+  // so pooled classes kept for the wrong exact_times show in the plans.
+  const auto pooled = [](const Plan& plan) {
+    return plan.parameter.find("times pooled") != std::string::npos;
+  };
+  EXPECT_TRUE(pooled(alone[6]));
+  for (size_t i = 1; i < alone.size(); i += 2) EXPECT_FALSE(pooled(alone[i])) << i;
+  EXPECT_FALSE(alone[0].fits);
+  EXPECT_FALSE(alone[2].fits);
+  EXPECT_TRUE(alone[6].fits);
+  PlanMemo memo(p);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t k = 0; k < options.size(); ++k) {
+      // Forward, then backward: each kept value is asked for by the others.
+      const size_t i = round == 0 ? k : options.size() - 1 - k;
+      Result<Plan> kept = solver.Solve(p, options[i]);
+      ASSERT_TRUE(kept.ok()) << kept.status().message();
+      EXPECT_EQ(kept->parameter, alone[i].parameter) << "options " << i << ", round " << round;
+      EXPECT_EQ(kept->decisions, alone[i].decisions) << "options " << i << ", round " << round;
+      EXPECT_EQ(kept->fits, alone[i].fits);
+      EXPECT_EQ(kept->predicted.step_ms, alone[i].predicted.step_ms);
+      EXPECT_EQ(kept->predicted.peak_bytes, alone[i].predicted.peak_bytes);
+      EXPECT_EQ(kept->schedule.ops.size(), alone[i].schedule.ops.size());
+    }
+  }
 }
 
 TEST(Optimal, TooLongChainsAreAnErrorByNameAndSkippedByAuto) {
