@@ -186,6 +186,34 @@ TEST(FitAdvice, ActivationsThatDoNotFitGetEveryLeverToo) {
   EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), first["step_ms"].get<double>());
 }
 
+// Llama-3.2-1B at micro-batch 16 x 8192 on a 40 GB H100 budget: the
+// largest micro-batch that fits (12) does not divide 16, so the one that
+// keeps the global batch (8, planned by the bisection too) is suggested
+// as well. Each is auto's plan of the job at that micro-batch, as planning
+// it alone gives it.
+TEST(FitAdvice, EachSuggestedMicroBatchIsAutosPlanAlone) {
+  auto job = [](const std::string& micro_batch) {
+    return std::vector<std::string>{"--budget",      "40GB",      "--device", "h100",
+                                    "--micro-batch", micro_batch, "--seq-len", "8192",
+                                    "--json",        kLlama1b};
+  };
+  const Captured c = RunCli(job("16"));
+  ASSERT_EQ(c.code, 3) << c.err;
+  const nlohmann::json suggested = nlohmann::json::parse(c.out)["fit_advice"]["micro_batches"];
+  ASSERT_EQ(suggested.size(), 2u) << c.err;
+  EXPECT_EQ(suggested[0]["micro_batch"], 12);
+  EXPECT_EQ(suggested[1]["micro_batch"], 8);
+  for (const nlohmann::json& s : suggested) {
+    const std::string mb = std::to_string(s["micro_batch"].get<int64_t>());
+    const Captured alone = RunCli(job(mb));
+    ASSERT_EQ(alone.code, 0) << mb << ": " << alone.err;
+    const nlohmann::json p = nlohmann::json::parse(alone.out);
+    EXPECT_EQ(p["strategy"], s["strategy"]) << mb;
+    EXPECT_EQ(p["predicted"]["peak_bytes"], s["peak_bytes"]) << mb;
+    EXPECT_DOUBLE_EQ(p["predicted"]["step_ms"].get<double>(), s["step_ms"].get<double>()) << mb;
+  }
+}
+
 TEST(FitAdvice, AJobThatFitsGetsNone) {
   const Captured c = RunCli(Job8bOn4090("--precision bf16 --lora-rank 16 --quantization nf4"));
   ASSERT_EQ(c.code, 0) << c.err;

@@ -198,9 +198,11 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
   return s;
 }
 
-// Auto's plan of `job`, if one fits (FittingPlans).
+// Auto's plan of `job`, if one fits (FittingPlans): only the chosen plan
+// is made, the strategies that cannot be auto's choice left out
+// (PlanRanksFastestFitting), as for the combinations.
 std::optional<Plan> FittingPlan(const Job& job, const Alternatives& a) {
-  std::optional<PlanSet> s = FittingPlans(job, a);
+  std::optional<PlanSet> s = FittingPlans(job, a, nullptr, true);
   if (!s) return std::nullopt;
   return std::move(s->chosen);
 }
