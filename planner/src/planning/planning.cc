@@ -36,13 +36,17 @@ std::string Ms(double ms) {
 // counts its matmuls, not its chunks' memory traffic, so it would win by
 // what the model leaves out; the recompute a plan adds is the difference
 // the chunked loss makes.
-Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
-  if (!job.has_config()) return Status::Ok();
+// Whether WeighChunkedLoss may weigh the chunked loss for `job`: a
+// language model's head without a chunked loss, and no tensor parallelism.
+bool ChunkedLossWeighable(const Job& job) {
+  if (!job.has_config()) return false;
   const ModelConfig c = WithDefaults(job.config());
-  if (c.head != Head::kLm || c.loss_chunks != 0 ||
-      job.parallel().tensor > 1) {
-    return Status::Ok();
-  }
+  return c.head == Head::kLm && c.loss_chunks == 0 && job.parallel().tensor <= 1;
+}
+
+Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
+  if (!ChunkedLossWeighable(job)) return Status::Ok();
+  const ModelConfig c = WithDefaults(job.config());
   const bool plain_fits = plain->plans.chosen.fits;
   if (plain_fits && plain->plans.chosen.predicted.recompute_ms <= 0) return Status::Ok();
   // A global batch's search weighs the micro-batches without it: a plain
@@ -152,18 +156,31 @@ Result<PlanningResult> RunPlanner(const Job& job, const PlanningRequest& request
   // The solvers' cost tables are kept between the run's solves (the fit
   // advice's alternatives solve many) and freed when it returns.
   const solver::TablePoolScope keep_tables;
-  REMAT_ASSIGN_OR_RETURN(PlanningResult result, PlanJob(job, request));
+  ParetoOptions sweep;
+  sweep.points = request.sweep_points;
+  sweep.slots = request.options.slots;
+  sweep.progress = request.progress;
   const bool weigh_chunked_loss =
       request.weigh_chunked_loss && request.options.strategy == Strategy::kAuto;
+  // The sweep is of the job planned: where that is the job itself (no
+  // global batch searched, no chunked loss to weigh), started ahead on
+  // its profile, beside the planning.
+  std::optional<ParetoSweepAhead> ahead;
+  if (request.sweep_points >= 2 && request.global_batch <= 0 &&
+      !(weigh_chunked_loss && ChunkedLossWeighable(job))) {
+    ahead.emplace(job.profile, sweep);
+  }
+  REMAT_ASSIGN_OR_RETURN(PlanningResult result, PlanJob(job, request));
   if (weigh_chunked_loss) REMAT_RETURN_IF_ERROR(WeighChunkedLoss(job, request, &result));
   AddFitAdvice(job, request, weigh_chunked_loss, &result);
   const Job* planned = &result.planned(job);
   if (request.sweep_points >= 2) {
-    ParetoOptions sweep;
-    sweep.points = request.sweep_points;
-    sweep.slots = request.options.slots;
-    sweep.progress = request.progress;
-    REMAT_ASSIGN_OR_RETURN(result.sweep, ParetoSweep(planned->profile, sweep));
+    if (ahead && planned == &job) {
+      REMAT_ASSIGN_OR_RETURN(result.sweep, ahead->Get());
+    } else {
+      ahead.reset();
+      REMAT_ASSIGN_OR_RETURN(result.sweep, ParetoSweep(planned->profile, sweep));
+    }
   }
   return result;
 }

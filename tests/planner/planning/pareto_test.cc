@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <map>
 #include <string>
 #include <vector>
@@ -112,6 +114,106 @@ TEST(ParetoSweep, BestAtADefaultsPeakIsEachStrategyPlannedAloneThere) {
     EXPECT_EQ(got.step_ms, best.step_ms) << where;
     EXPECT_EQ(got.parameter, best.parameter) << where;
   }
+}
+
+// The points are planned as their budgets become known, optimal after
+// optimal-single at the same budget: each is still the strategy's plan
+// made alone there, and the sweep starts at the lowest peak any strategy
+// reaches alone.
+TEST(ParetoSweep, EveryPointIsTheStrategyPlannedAloneAtItsBudget) {
+  const Profile profile = testing::GptChain(10, 2);
+  ParetoOptions options;
+  options.points = 4;
+  options.strategies = {Strategy::kOptimal, Strategy::kUniform, Strategy::kOptimalSingle,
+                        Strategy::kSelective};
+  const Result<ParetoCurve> curve = ParetoSweep(profile, options);
+  ASSERT_TRUE(curve.ok()) << curve.status().message();
+  ASSERT_EQ(curve->points.size(), 4u * options.strategies.size());
+  int64_t lowest = curve->none_peak_bytes;
+  for (Strategy s : options.strategies) {
+    PlanOptions o;
+    o.strategy = s;
+    o.budget_bytes = 1;
+    const Result<PlanSet> set = MakePlan(profile, o);
+    ASSERT_TRUE(set.ok()) << set.status().message();
+    lowest = std::min(lowest, set->chosen.predicted.peak_bytes);
+  }
+  EXPECT_EQ(curve->budgets.front(), lowest);
+  EXPECT_EQ(curve->budgets.back(), curve->none_peak_bytes);
+  for (size_t i = 0; i < curve->points.size(); ++i) {
+    const ParetoPoint& got = curve->points[i];
+    EXPECT_EQ(got.strategy, options.strategies[i % options.strategies.size()]);
+    EXPECT_EQ(got.budget_bytes, curve->budgets[i / options.strategies.size()]);
+    PlanOptions o;
+    o.strategy = got.strategy;
+    o.budget_bytes = got.budget_bytes;
+    const Result<PlanSet> set = MakePlan(profile, o);
+    ASSERT_TRUE(set.ok()) << set.status().message();
+    const Plan& p = set->chosen;
+    const std::string where =
+        std::string(ToString(got.strategy)) + " at " + std::to_string(got.budget_bytes);
+    EXPECT_EQ(got.fits, p.fits) << where;
+    EXPECT_EQ(got.peak_bytes, p.predicted.peak_bytes) << where;
+    EXPECT_EQ(got.step_ms, p.predicted.step_ms) << where;
+    EXPECT_EQ(got.recompute_ms, p.predicted.recompute_ms) << where;
+    EXPECT_EQ(got.parameter, p.parameter) << where;
+  }
+}
+
+// Started ahead, the sweep's curve is ParetoSweep's, point for point,
+// with its progress counted as ParetoSweep counts it; destroyed before its
+// curve is asked for, it stops.
+TEST(ParetoSweepAhead, GetsTheCurveParetoSweepGets) {
+  const Profile profile = testing::GptChain(10, 2);
+  ParetoOptions options;
+  options.points = 4;
+  const Result<ParetoCurve> alone = ParetoSweep(profile, options);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  std::vector<ProgressUpdate> seen;
+  options.progress = [&](const ProgressUpdate& u) { seen.push_back(u); };
+  ParetoSweepAhead ahead(profile, options);
+  const Result<ParetoCurve> curve = ahead.Get();
+  ASSERT_TRUE(curve.ok()) << curve.status().message();
+  EXPECT_EQ(curve->budgets, alone->budgets);
+  EXPECT_EQ(curve->strategies, alone->strategies);
+  EXPECT_EQ(curve->none_peak_bytes, alone->none_peak_bytes);
+  auto same = [](const std::vector<ParetoPoint>& a, const std::vector<ParetoPoint>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].strategy, b[i].strategy) << i;
+      EXPECT_EQ(a[i].budget_bytes, b[i].budget_bytes) << i;
+      EXPECT_EQ(a[i].fits, b[i].fits) << i;
+      EXPECT_EQ(a[i].peak_bytes, b[i].peak_bytes) << i;
+      EXPECT_EQ(a[i].step_ms, b[i].step_ms) << i;
+      EXPECT_EQ(a[i].parameter, b[i].parameter) << i;
+    }
+  };
+  same(curve->points, alone->points);
+  same(curve->defaults, alone->defaults);
+  same(curve->best_at_default_peaks, alone->best_at_default_peaks);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().done, seen.back().total);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(seen.back().total + 1));
+}
+
+TEST(ParetoSweepAhead, DestroyedWithoutGetItStops) {
+  const Profile profile = testing::GptChain(10, 2);
+  ParetoOptions options;
+  options.points = 50;
+  std::atomic<int64_t> done{0}, total{0};
+  options.progress = [&](const ProgressUpdate& u) {
+    total = u.total;
+    done = u.done;
+  };
+  {
+    ParetoSweepAhead ahead(profile, options);
+    // Once it has planned something (no-checkpointing's plan first).
+    while (done.load() < 1) std::this_thread::yield();
+  }
+  // It stopped before the end: of 1 + n + 50 n + n + n^2 plans (n
+  // strategies, 6 without a host link), those running then finished.
+  EXPECT_GE(total.load(), 349);
+  EXPECT_LT(done.load(), total.load());
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #define REMAT_PARETO_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "remat/plan/plan.h"
@@ -56,6 +58,29 @@ struct ParetoCurve {
 
 // Plans every strategy at every budget (figures from the simulator).
 Result<ParetoCurve> ParetoSweep(const Profile& profile, const ParetoOptions& options);
+
+// ParetoSweep(profile, options) started ahead, on one thread of its own
+// (with the threads its solvers start), beside the caller's other work;
+// the caller joins in when it asks for the curve. Not copyable.
+class ParetoSweepAhead {
+ public:
+  // `profile` must outlive this object and not change while it lives.
+  ParetoSweepAhead(const Profile& profile, ParetoOptions options);
+  // Cancels the sweep where Get was not called, and waits for its thread.
+  ~ParetoSweepAhead();
+  ParetoSweepAhead(const ParetoSweepAhead&) = delete;
+  ParetoSweepAhead& operator=(const ParetoSweepAhead&) = delete;
+
+  // The curve ParetoSweep(profile, options) returns (the same), this
+  // thread planning points too until it is done. Call once.
+  Result<ParetoCurve> Get();
+
+  struct Control;  // how the sweep and its caller meet (pareto.cc)
+
+ private:
+  std::shared_ptr<Control> control_;
+  std::thread thread_;
+};
 
 // Points of `strategy` that fit, in budget order, dropping points that are no
 // faster than a point at a smaller budget: the strategy's frontier.
