@@ -260,12 +260,17 @@ constexpr int64_t kRelaxRun = 32;
 // relaxed too, which leaves them as they are: there add + sub[m - shift] >=
 // least >= row[m] (a sum is monotone in its terms), and a cell takes only
 // a strictly lower cost. The row as a binary search for `last` then
-// MinShifted leave it, without the search.
+// MinShifted leave it, without the search. A run whose last relaxation,
+// add + sub[b - 1 - shift], is no lower than the row at its first cell
+// is left out: every cell m of the run has row[m] <= row[a] and a
+// relaxation of at least that (row and sub are non-increasing), so none
+// changes.
 REMAT_VECTOR_CLONES void MinWhileAbove(double* __restrict row, const double* __restrict sub,
                                        int64_t shift, double add, int64_t lo, int64_t n,
                                        double least) {
   for (int64_t a = lo; a < n && row[a] > least; a += kRelaxRun) {
     const int64_t b = std::min(n, a + kRelaxRun);
+    if (!(add + sub[b - 1 - shift] < row[a])) continue;
     for (int64_t m = a; m < b; ++m) {
       const double v = add + sub[m - shift];
       row[m] = v < row[m] ? v : row[m];
