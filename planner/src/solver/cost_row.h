@@ -132,6 +132,18 @@ REMAT_LANES_INLINE void MinShifted(float* out, int out_lo, int begin, int end, c
   if (end > split) MinConst(out + (split - out_lo), add + a.last(), end - split);
 }
 
+// MinShifted into cells holding kNoFit, without reading them: out[m -
+// out_lo] = min(kNoFit, add + a.At(m - shift)), the same floats.
+REMAT_LANES_INLINE void AssignShifted(float* __restrict out, int out_lo, int begin, int end,
+                                      const CostRow& a, int shift, float add) {
+  const int split = std::clamp(a.hi + shift + 1, begin, end);
+  float* o = out + (begin - out_lo);
+  const float* in = a.cost + (begin - shift - a.lo);
+  for (int i = 0; i < split - begin; ++i) o[i] = std::min(kNoFit, add + in[i]);
+  const float rest = std::min(kNoFit, add + a.last());
+  for (int m = split; m < end; ++m) out[m - out_lo] = rest;
+}
+
 // For m in [begin, end): out[m - out_lo] = min(.., add + a.At(m - shift) + b.At(m)).
 // Requires begin - shift >= a.lo and begin >= b.lo.
 REMAT_LANES_INLINE void MinShifted2(float* out, int out_lo, int begin, int end, const CostRow& a, int shift,

@@ -158,17 +158,30 @@ MultiLevelDp::MultiLevelDp(const ChainTerms& terms, const DpOptions& options)
 }
 
 REMAT_VECTOR_CLONES
-void MultiLevelDp::SolveKeeps(int s, int t, float* out) const {
+void MultiLevelDp::SolveKeeps(int s, int t, float* out, bool unfilled) const {
   const ChainTerms& T = terms_;
   const RowRange& range = rows_[classes_.of(s, t)];
   const int lo = range.lo, hi = range.hi;
+  // The first keep to reach an unfilled row: kNoFit below its first cell,
+  // its costs from there (the cells a fill with kNoFit and then its
+  // relaxation leave).
+  auto first_fill = [&](int begin) {
+    std::fill(out, out + (begin - lo), kNoFit);
+    unfilled = false;
+  };
   for (int i = keep_modes_begin_[s]; i < keep_modes_begin_[s + 1]; ++i) {
     const int k = keep_modes_[i];
     int64_t need = std::max(T.ForwardNeed(s, t, k), T.backward_need(s, k));
     const float extra = static_cast<float>(T.mode(s, k).extra_ms);
     if (t == s + 1) {
       const int64_t begin = std::max<int64_t>(need, lo);
-      if (begin <= hi) MinConst(out + (begin - lo), extra, static_cast<int>(hi - begin + 1));
+      if (begin > hi) continue;
+      if (unfilled) {
+        first_fill(static_cast<int>(begin));
+        std::fill(out + (begin - lo), out + (hi - lo + 1), std::min(kNoFit, extra));
+        continue;
+      }
+      MinConst(out + (begin - lo), extra, static_cast<int>(hi - begin + 1));
       continue;
     }
     const CostRow sub = Row(s + 1, t);
@@ -177,8 +190,15 @@ void MultiLevelDp::SolveKeeps(int s, int t, float* out) const {
     need = std::max(need, keep + sub.lo);
     if (need > hi) continue;
     const int begin = static_cast<int>(std::max<int64_t>(need, lo));
+    if (unfilled) {
+      first_fill(begin);
+      AssignShifted(out, lo, begin, hi + 1, sub, static_cast<int>(keep), extra);
+      continue;
+    }
     MinShifted(out, lo, begin, hi + 1, sub, static_cast<int>(keep), extra);
   }
+  // (No keep reached it.)
+  if (unfilled) std::fill(out, out + (hi - lo + 1), kNoFit);
 }
 
 void MultiLevelDp::SweepNeeds(int s, int t, int64_t* out) const {
@@ -289,9 +309,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
 
 void MultiLevelDp::SolveInterval(int s, int t, float* out, int64_t* sweep_need,
                                  DpStats* stats) const {
-  const RowRange& range = rows_[classes_.of(s, t)];
-  std::fill(out, out + (range.hi - range.lo + 1), kNoFit);
-  SolveKeeps(s, t, out);
+  SolveKeeps(s, t, out, /*unfilled=*/true);
   SweepNeeds(s, t, sweep_need);
   SolveSplits(s, t, out, s + 1, t, sweep_need, stats);
 }

@@ -236,8 +236,9 @@ class MultiLevelDp {
   // Tile (i, j) of FillTiled; `solves` marks the intervals that solve their
   // class.
   void SolveTile(int i, int j, const std::vector<char>& solves, DpStats* stats);
-  // Row (s, t)'s keeps into `out` (filled with +inf first).
-  void SolveKeeps(int s, int t, float* out) const;
+  // Row (s, t)'s keeps into `out` (filled with +inf first; with `unfilled`,
+  // out is not written yet: the first keep to reach it writes it whole).
+  void SolveKeeps(int s, int t, float* out, bool unfilled = false) const;
   // Row (s, t)'s splits p in [p_begin, p_end), by increasing p, given the
   // sweep peaks of (s, t) by sweep step. Returns false once a split's
   // forward time alone reaches the row's maximum (no later split can help).
