@@ -36,9 +36,27 @@ std::vector<std::vector<size_t>> SearchGroups(const std::vector<Strategy>& strat
   return groups;
 }
 
-Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, const RunTasks& run) {
+namespace {
+
+// ValidateProfile(profile) as MakePlan reports it, checked once per memo
+// open for the profile: the check reads the profile alone, which does not
+// change while a memo is open for it, so a sweep planning one profile many
+// times checks it once (a profile that fails is checked, and fails, each
+// time).
+Status ValidOnce(const Profile& profile) {
+  static const std::string kName = "make_plan: profile valid";
+  if (plan_memo::Kept(profile, kName) != nullptr) return Status::Ok();
   REMAT_RETURN_IF_ERROR(
       ValidateProfile(profile, profile.model.empty() ? "profile" : profile.model));
+  plan_memo::Keep(profile, kName, std::make_shared<const bool>(true));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, const RunTasks& run) {
+  const PlanMemo memo(profile, PlanMemo::Open::kJoin);
+  REMAT_RETURN_IF_ERROR(ValidOnce(profile));
   if (options.strategy != Strategy::kAuto && FindSolver(options.strategy) == nullptr) {
     return Status::Invalid(std::string("strategy '") + ToString(options.strategy) +
                            "' is not available in this build");
@@ -54,7 +72,6 @@ Result<PlanSet> MakePlan(const Profile& profile, const PlanOptions& options, con
   }
   // Without a runner, one search for all, in line.
   const std::vector<std::vector<size_t>> groups = SearchGroups(planned, static_cast<bool>(run));
-  const PlanMemo memo(profile, PlanMemo::Open::kJoin);
   std::vector<std::optional<Result<Plan>>> plans(planned.size());
   std::vector<std::function<void()>> tasks;
   for (const std::vector<size_t>& group : groups) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "remat/plan/plan_memo.h"
 #include "testing/chains.h"
 #include "testing/same_plan.h"
 
@@ -245,6 +246,33 @@ TEST(MakePlanTasks, AnErrorIsTheOneOneSearchGives) {
   ASSERT_FALSE(one.ok());
   ASSERT_FALSE(at_once.ok());
   EXPECT_EQ(at_once.status().message(), one.status().message());
+}
+
+TEST(MakePlanMemo, AProfileIsCheckedAsWithoutAMemo) {
+  // Under a memo open for the profile, a sweep planning it many times: a
+  // bad profile fails with ValidateProfile's message every time, a good
+  // one plans as without the memo.
+  Profile bad = testing::TransformerChain(4);
+  bad.grad_accumulation = 0;
+  const Result<PlanSet> alone = MakePlan(bad, With(Strategy::kUniform));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("'grad_accumulation'"), std::string::npos)
+      << alone.status().message();
+  {
+    const PlanMemo memo(bad);
+    for (Strategy s : {Strategy::kUniform, Strategy::kAuto, Strategy::kUniform}) {
+      const Result<PlanSet> again = MakePlan(bad, With(s));
+      ASSERT_FALSE(again.ok()) << ToString(s);
+      EXPECT_EQ(again.status().message(), alone.status().message()) << ToString(s);
+    }
+  }
+  const Profile good = testing::TransformerChain(4);
+  const Plan plain = Solve(good, With(Strategy::kAuto, 1 << 20));
+  const PlanMemo memo(good);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    testing::ExpectSamePlan(Solve(good, With(Strategy::kAuto, 1 << 20)), plain);
+  }
 }
 
 }  // namespace
