@@ -98,12 +98,18 @@ Result<Job> WithSharedProfile(const Job& job, const Parallelism& p, const Result
 // With `shared` (`job`'s model's profile, when made by Changed), the
 // chunked model's profile comes from it, made once for the combinations
 // that share it.
-std::optional<Job> WithChunkedLoss(const Job& job, SharedModelProfile* shared = nullptr) {
-  if (!job.has_config()) return std::nullopt;
+// Whether auto weighs the chunked loss for `job` at all (its config's lm
+// head without chunks, no tensor parallelism): else WithChunkedLoss gives
+// none.
+bool ChunkedLossApplies(const Job& job) {
+  if (!job.has_config()) return false;
   const ModelConfig c = WithDefaults(job.config());
-  if (c.head != Head::kLm || c.loss_chunks != 0 || job.parallel().tensor > 1) {
-    return std::nullopt;
-  }
+  return c.head == Head::kLm && c.loss_chunks == 0 && job.parallel().tensor == 1;
+}
+
+std::optional<Job> WithChunkedLoss(const Job& job, SharedModelProfile* shared = nullptr) {
+  if (!ChunkedLossApplies(job)) return std::nullopt;
+  const ModelConfig c = WithDefaults(job.config());
   ModelConfig auto_chunks = c;
   auto_chunks.loss_chunks = kLossChunksAuto;
   Job changed = WithoutProfile(job);
@@ -171,8 +177,12 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
     // weighing of this job, as its error would.
     if (!RanksValid(job)) return std::nullopt;
   } else {
+    // A rank's error and a rank that does not fit end the same where the
+    // chunked loss is not weighed next (its job's below end the same in
+    // any case): the ranks after the first that does not fit are left out.
+    const bool stop = !a.chunked_loss || !ChunkedLossApplies(job);
     Result<std::vector<RankPlan>> ranks =
-        chosen_only ? planning_internal::PlanRanksFastestFitting(job, auto_options)
+        chosen_only ? planning_internal::PlanRanksFastestFitting(job, auto_options, stop)
                     : PlanRanks(job, auto_options);
     if (!ranks.ok()) return std::nullopt;
     PlanSet plain = WorstRankPlans(*ranks);
@@ -185,7 +195,7 @@ std::optional<PlanSet> FittingPlans(const Job& job, const Alternatives& a,
   const std::optional<Job> chunked = WithChunkedLoss(job, shared);
   if (!chunked || CannotFit(*chunked, auto_options)) return fitting;
   Result<std::vector<RankPlan>> ranks =
-      chosen_only ? planning_internal::PlanRanksFastestFitting(*chunked, auto_options)
+      chosen_only ? planning_internal::PlanRanksFastestFitting(*chunked, auto_options, true)
                   : PlanRanks(*chunked, auto_options);
   if (!ranks.ok()) return fitting;
   PlanSet s = WorstRankPlans(*ranks);

@@ -6,6 +6,7 @@
 #include "planning/job_plans.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -367,7 +368,8 @@ std::vector<bool> CannotFit(const std::vector<Strategy>& strategies, const Profi
 
 }  // namespace
 
-Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options) {
+Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options,
+                                                      bool stop_at_no_fit) {
   if (job.ranks.empty()) {
     const Profile& profile = job.profile;
     REMAT_RETURN_IF_ERROR(
@@ -434,14 +436,28 @@ Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const Plan
       }
       return r;
   };
+  // With stop_at_no_fit, a rank after one found not to fit is not planned
+  // (nullopt): the ranks are read in order below, and each skipped one lies
+  // after a rank that does not fit (or fails), where the reading stops.
+  std::atomic<size_t> first_no_fit{job.ranks.size()};
   std::vector<std::function<std::optional<Result<RankPlan>>()>> tasks;
-  for (const RankMemory& m : job.ranks) {
-    tasks.push_back([&m, &plan_rank] { return std::optional<Result<RankPlan>>(plan_rank(m)); });
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    tasks.push_back([&, i]() -> std::optional<Result<RankPlan>> {
+      if (stop_at_no_fit && i > first_no_fit.load()) return std::nullopt;
+      Result<RankPlan> r = plan_rank(job.ranks[i]);
+      if (stop_at_no_fit && r.ok() && !r->plans.chosen.fits) {
+        size_t now = first_no_fit.load();
+        while (i < now && !first_no_fit.compare_exchange_weak(now, i)) {
+        }
+      }
+      return r;
+    });
   }
   std::vector<RankPlan> out;
   for (std::optional<Result<RankPlan>>& r : RunInOrder(tasks, MachineThreads())) {
     if (!r->ok()) return r->status();
     out.push_back(**std::move(r));
+    if (stop_at_no_fit && !out.back().plans.chosen.fits) break;
   }
   return out;
 }

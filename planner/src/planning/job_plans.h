@@ -63,8 +63,14 @@ Result<std::optional<size_t>> FastestFitting(
 // is no particular strategy's plan. The strategies that cannot be auto's
 // choice are not planned (FastestFitting in job_plans.cc), and the other
 // fields of the plan sets are left empty: for callers that read only a
-// fitting choice (the fit advice).
-Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options);
+// fitting choice (the fit advice). With `stop_at_no_fit`, the ranks after
+// the first (in order) whose plan does not fit are left out: not planned
+// (or, planned at the same time on another core, dropped) and not in the
+// result, so neither are their errors. The plans of the ranks given, and
+// whether every rank's fits (WorstRankPlans), are the same as without it;
+// an error of a rank after one that does not fit is not told.
+Result<std::vector<RankPlan>> PlanRanksFastestFitting(const Job& job, const PlanOptions& options,
+                                                      bool stop_at_no_fit = false);
 
 // A micro-batch SearchBatch weighed: its job and the plans PlanJobStrategies
 // gave it.

@@ -5,7 +5,9 @@
 // one BetterPlan makes over every strategy. Checked on random plans made to
 // tie (within SameStepTime and around the floors' margins), and on real
 // configs and layouts (testing/advice_jobs.h) against PlanRanks, with the
-// floors checked under every plan of their strategies.
+// floors checked under every plan of their strategies; stopping at the
+// first rank that does not fit leaves the ranks before it and whether the
+// job fits as they are.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,6 +121,7 @@ TEST(FastestFitting, PlansEveryStrategyWhereTheChoiceIsNearAFloor) {
 TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
   int compared = 0, fitting = 0, below_floors = 0, floors_checked = 0, tight = 0;
   int cannot_fit = 0;  // plans of none and selective whose bytes floor is above the budget
+  int stopped_early = 0;  // jobs whose ranks after one that does not fit were left out
   for (const testing::AdviceJob& g : testing::kAdviceJobs) {
     for (const testing::AdviceChange& c : testing::kAdviceChanges) {
       // The job as given, a smaller optimizer state, LoRA and QLoRA.
@@ -157,6 +160,28 @@ TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
           EXPECT_EQ(got.memory.total_bytes, want.memory.total_bytes);
           EXPECT_EQ(got.decisions, want.decisions);
         }
+        // Stopping at the first rank that does not fit: the ranks before it
+        // as planned in full, it the first that does not fit, none after.
+        Result<std::vector<RankPlan>> stopped = PlanRanksFastestFitting(*job, options, true);
+        ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+        ASSERT_FALSE(stopped->empty());
+        ASSERT_LE(stopped->size(), fast->size());
+        for (size_t r = 0; r < stopped->size(); ++r) {
+          const Plan& s = (*stopped)[r].plans.chosen;
+          const Plan& f = (*fast)[r].plans.chosen;
+          ASSERT_EQ(s.fits, f.fits) << "rank " << r;
+          if (r + 1 < stopped->size()) EXPECT_TRUE(s.fits) << "rank " << r;
+          if (!s.fits) continue;
+          EXPECT_EQ(ToString(s.strategy), ToString(f.strategy));
+          EXPECT_EQ(s.predicted.step_ms, f.predicted.step_ms);
+          EXPECT_EQ(s.memory.total_bytes, f.memory.total_bytes);
+        }
+        EXPECT_EQ(WorstRankPlans(*stopped).chosen.fits, want.fits);
+        if (want.fits) EXPECT_EQ(stopped->size(), fast->size());
+        if (stopped->size() < fast->size()) {
+          EXPECT_FALSE(stopped->back().plans.chosen.fits);
+          ++stopped_early;
+        }
         // Every rank's plans of the strategies with a floor lie at or above
         // it (those that fit: what the floor promises; the others too).
         for (size_t r = 0; r < all->size(); ++r) {
@@ -191,6 +216,7 @@ TEST(FastestFitting, ChoosesAsPlanRanksOnRealJobsAndTheFloorsHold) {
   EXPECT_GT(floors_checked, 2 * compared);
   EXPECT_GT(tight, compared);
   EXPECT_GT(cannot_fit, compared);
+  EXPECT_GT(stopped_early, 0);
 }
 
 }  // namespace
