@@ -66,6 +66,57 @@ TEST(EscapeXml, EscapesMarkup) {
   EXPECT_EQ(EscapeXml("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
 }
 
+// EscapeXml character by character: each of the five special characters
+// replaced by its entity, every other byte kept.
+std::string EscapedByCharacter(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+TEST(EscapeXml, EscapesEachByteAsByCharacter) {
+  for (int b = 0; b < 256; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    EXPECT_EQ(EscapeXml(one), EscapedByCharacter(one)) << b;
+  }
+  // Runs of plain bytes between, before and after special ones, special
+  // ones side by side, bytes above 127.
+  const std::string pool = "&<>\"'ab?=\xc3\xa9 ";
+  std::mt19937 rng(7);
+  for (int n = 0; n < 2000; ++n) {
+    std::string text(rng() % 24, ' ');
+    for (char& c : text) c = pool[rng() % pool.size()];
+    EXPECT_EQ(EscapeXml(text), EscapedByCharacter(text)) << text;
+  }
+}
+
+TEST(SvgWriter, WritesEachElementWhole) {
+  SvgWriter svg(10, 20, "", "");
+  svg.Open("g", {{"class", "a&b"}, {"data-n", 3}});
+  svg.Text(1.25, -2, "x'<y>\"", {{"fill", "red"}, {"note", "<&>"}});
+  svg.Empty("path", {{"d", PathData().MoveTo(0, 0.5).LineTo(-1.25, 2).Close().str()}});
+  svg.Open("rect", {});
+  svg.Title("a & b\n<c>");
+  EXPECT_EQ(svg.Finish(),
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 10 20\" width=\"10\" "
+            "role=\"img\" font-family=\"system-ui, -apple-system, &#39;Segoe UI&#39;, Roboto, "
+            "&#39;DejaVu Sans&#39;, sans-serif\" font-size=\"12\">"
+            "<g class=\"a&amp;b\" data-n=\"3\">"
+            "<text x=\"1.25\" y=\"-2\" fill=\"red\" note=\"&lt;&amp;&gt;\">"
+            "x&#39;&lt;y&gt;&quot;</text>\n"
+            "<path d=\"M0 0.5L-1.25 2Z\"/>\n"
+            "<rect><title>a &amp; b\n&lt;c&gt;</title></rect>\n</g>\n</svg>\n");
+}
+
 TEST(SvgWriter, NestsAndClosesElements) {
   SvgWriter svg(100, 50, "chart", "a <chart>");
   svg.Open("g", {{"class", "x"}});

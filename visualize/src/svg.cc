@@ -43,45 +43,79 @@ std::string Num(double v) {
   return s;
 }
 
+namespace {
+
+// Appends `text` to `out` with XML's five special characters escaped, the
+// runs between them appended whole.
+void AppendEscaped(std::string* out, std::string_view text) {
+  size_t from = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // The five characters are all below '?' (63): one compare passes most.
+    if (c > '>') continue;
+    const char* entity = nullptr;
+    switch (c) {
+      case '&':
+        entity = "&amp;";
+        break;
+      case '<':
+        entity = "&lt;";
+        break;
+      case '>':
+        entity = "&gt;";
+        break;
+      case '"':
+        entity = "&quot;";
+        break;
+      case '\'':
+        entity = "&#39;";
+        break;
+      default:
+        continue;
+    }
+    out->append(text.substr(from, i - from));
+    out->append(entity);
+    from = i + 1;
+  }
+  out->append(text.substr(from));
+}
+
+// Appends ` name="value"` (the value escaped) to `out`.
+void AppendAttr(std::string* out, std::string_view name, std::string_view value) {
+  *out += ' ';
+  out->append(name);
+  out->append("=\"");
+  AppendEscaped(out, value);
+  *out += '"';
+}
+
+}  // namespace
+
 std::string EscapeXml(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  AppendEscaped(&out, text);
   return out;
 }
 
 PathData& PathData::MoveTo(double x, double y) {
-  d_ += "M" + Num(x) + " " + Num(y);
+  d_ += 'M';
+  d_ += Num(x);
+  d_ += ' ';
+  d_ += Num(y);
   return *this;
 }
 
 PathData& PathData::LineTo(double x, double y) {
-  d_ += "L" + Num(x) + " " + Num(y);
+  d_ += 'L';
+  d_ += Num(x);
+  d_ += ' ';
+  d_ += Num(y);
   return *this;
 }
 
 PathData& PathData::Close() {
-  d_ += "Z";
+  d_ += 'Z';
   return *this;
 }
 
@@ -99,21 +133,23 @@ SvgWriter::SvgWriter(double width, double height, const std::string& id, const s
 }
 
 void SvgWriter::StartTag(const std::string& tag, const Attrs& attrs) {
-  out_ += "<" + tag;
-  for (const Attr& a : attrs) out_ += " " + a.name + "=\"" + EscapeXml(a.value) + "\"";
+  out_ += '<';
+  out_ += tag;
+  for (const Attr& a : attrs) AppendAttr(&out_, a.name, a.value);
 }
 
 void SvgWriter::Open(const std::string& tag, const Attrs& attrs) {
   StartTag(tag, attrs);
-  out_ += ">";
+  out_ += '>';
   open_.push_back(tag);
 }
 
 void SvgWriter::Close() {
   if (open_.empty()) return;
-  out_ += "</" + open_.back() + ">";
+  out_ += "</";
+  out_ += open_.back();
+  out_ += ">\n";
   open_.pop_back();
-  out_ += "\n";
 }
 
 void SvgWriter::Empty(const std::string& tag, const Attrs& attrs) {
@@ -122,13 +158,20 @@ void SvgWriter::Empty(const std::string& tag, const Attrs& attrs) {
 }
 
 void SvgWriter::Text(double x, double y, std::string_view text, const Attrs& attrs) {
-  Attrs all = {{"x", x}, {"y", y}};
-  all.insert(all.end(), attrs.begin(), attrs.end());
-  StartTag("text", all);
-  out_ += ">" + EscapeXml(text) + "</text>\n";
+  out_ += "<text";
+  AppendAttr(&out_, "x", Num(x));
+  AppendAttr(&out_, "y", Num(y));
+  for (const Attr& a : attrs) AppendAttr(&out_, a.name, a.value);
+  out_ += '>';
+  AppendEscaped(&out_, text);
+  out_ += "</text>\n";
 }
 
-void SvgWriter::Title(std::string_view text) { out_ += "<title>" + EscapeXml(text) + "</title>"; }
+void SvgWriter::Title(std::string_view text) {
+  out_ += "<title>";
+  AppendEscaped(&out_, text);
+  out_ += "</title>";
+}
 
 std::string SvgWriter::Finish() {
   while (!open_.empty()) Close();
