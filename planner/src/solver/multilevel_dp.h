@@ -120,9 +120,8 @@ struct DpOptions {
   // both fills); null: the DP builds them.
   std::shared_ptr<const IntervalClasses> classes;
   // The interval bounds of the terms under `classes` (the same profile,
-  // units and rounding), when the caller has built them already
-  // (`--strategy optimal` builds the conservative fill's on another core
-  // while the relaxed DP builds its own); null: the DP builds them.
+  // units and rounding), when the caller has built them already; null: the
+  // DP builds them.
   std::shared_ptr<const IntervalBounds> bounds;
   // Where each class's row starts in a fill rounding up (RowStarts of a
   // fill of the same classes rounding down, in the same slots of the same

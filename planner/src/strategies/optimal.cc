@@ -128,9 +128,7 @@ class SlotPass {
 
   bool Solve(solver::Rounding rounding) {
     dp_.reset();
-    // The profile's sweeps, shared with the terms of the bounds built ahead.
-    const std::shared_ptr<const solver::ChainSweeps> sweeps = SweepsOf(profile_);
-    terms_ = std::make_unique<ChainTerms>(profile_, Units(rounding), sweeps);
+    terms_ = std::make_unique<ChainTerms>(profile_, Units(rounding), SweepsOf(profile_));
     if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
       solver::DpOptions options;
       options.cost_cap_ms = cap_ms_;
@@ -138,14 +136,6 @@ class SlotPass {
       options.gradients = gradients;
       options.classes = classes;
       options.cancel = cancel_;
-      if (rounding == solver::Rounding::kDown && bounds_ahead_ && classes != nullptr) {
-        up_bounds_ = Concurrently([this, sweeps] {
-          const ChainTerms up(profile_, Units(solver::Rounding::kUp), sweeps);
-          return std::make_shared<const solver::IntervalBounds>(up, *classes,
-                                                                /*track_choices=*/false);
-        });
-      }
-      if (rounding == solver::Rounding::kUp && up_bounds_.valid()) options.bounds = up_bounds_.get();
       // After the relaxation in the same slots under the same cap: its rows
       // show where each conservative row can fall within its cap.
       if (rounding == solver::Rounding::kUp) {
@@ -191,12 +181,11 @@ class SlotPass {
   // fill takes its threads, so on a machine of few cores the conservative
   // fill, whose result is not used where the relaxed plans are final, only
   // takes their time (on 2 cores, `plan 70b fsdp64` 100 -> 93 CPU ms and
-  // 69 -> 65 ms wall without it; bench/speed/README.md).
-  // MultiLevelDp: the next Solve rounding down also builds the interval
-  // bounds of the conservative terms, on another core while the relaxed DP
-  // builds its own (both O(L^3) on chains of distinct layers, before the
-  // relaxed fill), for a Solve rounding up after it.
-  void BuildBoundsAhead() { bounds_ahead_ = true; }
+  // 69 -> 65 ms wall without it; bench/speed/README.md). (Nor are the
+  // conservative terms' interval bounds built ahead beside the relaxed
+  // ones: the relaxed plan is final in most solves, every one of the 180
+  // optimal solves of `plan 405b fsdp128` in bench/speed/grid.py, which
+  // then took 3% more instructions.)
   std::unique_ptr<SlotPass> Concurrent(const std::atomic<bool>* cancel) const {
     if (!concurrent || SolverThreads() <= kSearchGroups + 1) return nullptr;
     auto copy = std::make_unique<SlotPass>(profile_, budget_, slots_, to_plan_, cap_ms_);
@@ -229,9 +218,6 @@ class SlotPass {
   // MultiLevelDp: the suffix costs of that fill (DpOptions::suffix_costs).
   std::shared_ptr<const std::vector<double>> relaxed_suffix_;
   const std::atomic<bool>* cancel_ = nullptr;
-  bool bounds_ahead_ = false;
-  // (Last: waited for before the members its task reads are destroyed.)
-  std::future<std::shared_ptr<const solver::IntervalBounds>> up_bounds_;
 
   MemoryUnits Units(solver::Rounding rounding) const {
     return MemoryUnits(budget_, slots_, rounding, solver::RecurringKeepBytes(profile_));
@@ -303,9 +289,6 @@ Result<std::optional<Plan>> BestFittingPlan(SlotPass<Dp>& pass) {
   const std::unique_ptr<SlotPass<Dp>> conservative = pass.Concurrent(&cancel);
   std::future<Result<std::optional<Plan>>> safe;
   if (conservative) safe = Concurrently([&] { return ConservativePlan(*conservative); });
-  if constexpr (std::is_same_v<Dp, solver::MultiLevelDp>) {
-    if (!conservative) pass.BuildBoundsAhead();
-  }
   Result<RelaxedPlans> relaxed = BestRelaxedPlans(pass);
   if (!relaxed.ok() || relaxed->final) {
     cancel = true;
