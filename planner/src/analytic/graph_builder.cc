@@ -67,17 +67,26 @@ int64_t Builder::Mul(std::initializer_list<int64_t> factors) {
   return r.value();
 }
 
+std::string Builder::Qualified(const std::string& name) const {
+  std::string out;
+  out.reserve(layer_.size() + 1 + name.size());
+  out += layer_;
+  out += '.';
+  out += name;
+  return out;
+}
+
 T Builder::Tensor(const std::string& name, int64_t elems, int elem_bytes, bool requires_grad) {
   const int64_t bytes = Mul({elems, elem_bytes});
   Count(bytes);
-  return T{out_->graph.AddTensor(layer_ + "." + name, bytes, requires_grad), elems, elem_bytes};
+  return T{out_->graph.AddTensor(Qualified(name), bytes, requires_grad), elems, elem_bytes};
 }
 
 void Builder::Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
                  const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params,
                  int64_t bwd_workspace, bool core, bool trainable, int64_t shared_params) {
   OpInfo op;
-  op.name = layer_ + "." + name;
+  op.name = Qualified(name);
   op.layer = layer_;
   const bool params_train = trainable && params > 0 && WeightsTrain();
   bool backward = params_train;

@@ -232,6 +232,8 @@ class Builder {
 
  private:
   void Count(int64_t bytes);
+  // "<layer>.<name>": the name of a tensor or op of the current layer.
+  std::string Qualified(const std::string& name) const;
 
   const ModelConfig& c_;
   KernelDevice device_;

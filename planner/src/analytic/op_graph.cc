@@ -16,6 +16,12 @@ int OpGraph::AddOp(OpInfo op) {
   return id;
 }
 
+void OpGraph::Reserve(size_t tensors, size_t ops) {
+  tensors_.reserve(tensors);
+  consumers_.reserve(tensors);
+  ops_.reserve(ops);
+}
+
 void OpGraph::AddForwardLiveness(int op, const std::vector<int>& held, int64_t forward_workspace) {
   ops_[op].held.insert(ops_[op].held.end(), held.begin(), held.end());
   ops_[op].forward_workspace += forward_workspace;

@@ -82,6 +82,9 @@ class OpGraph {
   // Adds the op; sets the producer of its outputs and the consumers of its
   // inputs.
   int AddOp(OpInfo op);
+  // Room for this many tensors and ops in all (a capacity: what the graph
+  // holds is unchanged).
+  void Reserve(size_t tensors, size_t ops);
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::vector<OpInfo>& ops() const { return ops_; }

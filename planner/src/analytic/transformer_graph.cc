@@ -79,6 +79,13 @@ Result<TransformerGraph> BuildTransformerGraph(const ModelConfig& config,
           x = variant ? VariantBlock(B, x, i) : LlamaBlock(B, x);
           break;
       }
+      // Room for the rest of the blocks as large as the first, and as much
+      // again for the head and loss (a capacity only).
+      if (i == 0 && pass == 0) {
+        const size_t tensors = out.graph.tensors().size(), ops = out.graph.ops().size();
+        const size_t blocks = static_cast<size_t>(c.layers) * static_cast<size_t>(passes);
+        out.graph.Reserve(tensors * (blocks + 1), ops * (blocks + 1));
+      }
     }
 
     if (c.architecture != Architecture::kBert) {
