@@ -246,6 +246,9 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
   const ChainTerms& T = terms_;
   const RowRange& range = rows_[classes_.of(s, t)];
   const int lo = range.lo, hi = range.hi;
+  // (A local copy: the row's stores into `out` are floats, as RowRange's
+  // cap is, so the compiler would read it again after each.)
+  const float cap = range.cap;
   const int64_t xs = T.x(s);
   const int* right_class = classes_.column(t);
   const int* left_class = classes_.row(s);
@@ -253,7 +256,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     const int64_t swept = sweep_need[T.sweep_step(s, t, sp)];
     if (swept > hi) return true;  // later splits sweep at least as high
     const float fwd = static_cast<float>(T.ForwardMs(s, sp));
-    if (fwd >= out[0] || fwd > range.cap) return false;  // out[0] is the row's maximum
+    if (fwd >= out[0] || fwd > cap) return false;  // out[0] is the row's maximum
     const CostRow right = RowOf(right_class[sp]), left = RowOf(left_class[sp]);
     if (right.empty() || left.empty()) continue;
     const int64_t need = std::max(swept, std::max(xs + right.lo, int64_t{left.lo}));
@@ -268,7 +271,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
     // Above the row's cap a cell is of no use (FinishRow drops it), so a
     // split whose least cost exceeds it is skipped, and so is every chunk
     // where the split costs more than it throughout.
-    if (options_.chunk_bounds && bound > range.cap) m = hi + 1;
+    if (options_.chunk_bounds && bound > cap) m = hi + 1;
     // Chunks kept one after another are evaluated as one run once the
     // next is decided: a chunk's checks read out at and after its own
     // first cell, which the evaluation of the chunks before leaves as it
@@ -284,7 +287,7 @@ bool MultiLevelDp::SolveSplits(int s, int t, float* out, int p_begin, int p_end,
       // evaluation would give.
       const float at_end = options_.chunk_bounds ? (fwd + right.At(e - 1 - xs)) + left.At(e - 1)
                                                  : -kNoFit;
-      if (out[m - lo] > at_end && !(at_end > range.cap)) {
+      if (out[m - lo] > at_end && !(at_end > cap)) {
         if (run_end < m) {
           if (run_begin < run_end) {
             MinShifted2(out, lo, run_begin, run_end, right, static_cast<int>(xs), left, fwd);
