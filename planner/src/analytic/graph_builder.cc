@@ -82,9 +82,9 @@ T Builder::Tensor(const std::string& name, int64_t elems, int elem_bytes, bool r
   return T{out_->graph.AddTensor(Qualified(name), bytes, requires_grad), elems, elem_bytes};
 }
 
-void Builder::Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
-                 const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params,
-                 int64_t bwd_workspace, bool core, bool trainable, int64_t shared_params) {
+void Builder::Op(const std::string& name, Ts in, Ts outs, Ts saved, double flops,
+                 double bwd_flops_factor, int64_t params, int64_t bwd_workspace, bool core,
+                 bool trainable, int64_t shared_params) {
   OpInfo op;
   op.name = Qualified(name);
   op.layer = layer_;

@@ -20,6 +20,7 @@
 #define REMAT_SRC_ANALYTIC_GRAPH_BUILDER_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +48,24 @@ struct T {
   int64_t elems = 0;
   int elem_bytes = 0;
   double bytes() const { return static_cast<double>(elems) * elem_bytes; }
+};
+
+// The tensors an op reads, makes or keeps, as the caller lists them (a
+// braced list or a vector), not copied: a view for the length of the call.
+class Ts {
+ public:
+  Ts(std::initializer_list<T> list)  // NOLINT(runtime/explicit)
+      : begin_(list.begin()), size_(list.size()) {}
+  Ts(const std::vector<T>& v) : begin_(v.data()), size_(v.size()) {}  // NOLINT(runtime/explicit)
+  const T* begin() const { return begin_; }
+  const T* end() const { return begin_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& front() const { return *begin_; }
+
+ private:
+  const T* begin_;
+  size_t size_;
 };
 
 // How an attention core is built (see Attention).
@@ -117,9 +136,8 @@ class Builder {
   // transients of its backward besides the parameter gradients, which the
   // op computes for its trained `params` and the `shared_params` of a tied
   // weight it uses (OpInfo::gradient_bytes).
-  void Op(const std::string& name, const std::vector<T>& in, const std::vector<T>& outs,
-          const std::vector<T>& saved, double flops, double bwd_flops_factor, int64_t params = 0,
-          int64_t bwd_workspace = 0, bool core = false, bool trainable = true,
+  void Op(const std::string& name, Ts in, Ts outs, Ts saved, double flops, double bwd_flops_factor,
+          int64_t params = 0, int64_t bwd_workspace = 0, bool core = false, bool trainable = true,
           int64_t shared_params = 0);
 
   // Marks the ops added while `on` as the MLP activation (OpInfo::
