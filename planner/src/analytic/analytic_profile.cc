@@ -247,6 +247,8 @@ Result<std::shared_ptr<const AnalyticChain>> BuildAnalyticChain(const ModelConfi
   return std::shared_ptr<const AnalyticChain>(std::move(chain));
 }
 
+const TransformerGraph& GraphOfChain(const AnalyticChain& chain) { return chain.tg; }
+
 Result<Profile> AnalyticProfile(const ModelConfig& config, const AnalyticOptions& options) {
   REMAT_ASSIGN_OR_RETURN(std::shared_ptr<const AnalyticChain> chain,
                          BuildAnalyticChain(config, options));

@@ -98,4 +98,11 @@ std::string TensorSplitError(const ModelConfig& config, const TensorSplit& split
 
 }  // namespace remat::analytic
 
+namespace remat {
+struct AnalyticChain;
+// The op graph an analytic chain (BuildAnalyticChain) was derived from: the
+// graph of one tensor-parallel rank under the chain's split.
+const analytic::TransformerGraph& GraphOfChain(const AnalyticChain& chain);
+}  // namespace remat
+
 #endif  // REMAT_SRC_ANALYTIC_TRANSFORMER_GRAPH_H_

@@ -66,8 +66,10 @@ Status ApplyOverrides(const JobOverrides& o, PlannerInput::Kind kind, ModelConfi
 }
 
 // The ranks of a distributed job from its profile, and the profile of the
-// rank with the most model state as the job's.
-Status ApplyParallel(Job* job, const RankLayout* layout = nullptr) {
+// rank with the most model state as the job's; from `made`, the layout of
+// the job's model, where given (kept with the job), else from `layout`.
+Status ApplyParallel(Job* job, const RankLayout* layout = nullptr,
+                     std::shared_ptr<const RankLayout> made = nullptr) {
   Parallelism p = job->analytic.parallel;
   if (!p.distributed()) return Status::Ok();
   // CPU ranks reduce over Gloo (python -m remat train's backend there).
@@ -78,8 +80,8 @@ Status ApplyParallel(Job* job, const RankLayout* layout = nullptr) {
     auto whole = std::make_shared<const Profile>(std::move(job->profile));
     // The layout kept with the job where it makes it (where it cannot,
     // RankMemories fails as it would have).
-    std::shared_ptr<const RankLayout> built;
-    if (layout == nullptr && ValidateParallelism(p, job->model, job->model.name).ok()) {
+    std::shared_ptr<const RankLayout> built = std::move(made);
+    if (built == nullptr && layout == nullptr && ValidateParallelism(p, job->model, job->model.name).ok()) {
       Result<std::shared_ptr<const RankLayout>> made = BuildRankLayout(job->model);
       if (made.ok()) built = *std::move(made);
     }
@@ -170,8 +172,15 @@ Result<Job> MakeJob(PlannerInput input, const JobOverrides& overrides) {
     REMAT_RETURN_IF_ERROR(ValidateParallelism(*overrides.parallel, job.model, path));
     job.analytic.parallel = *overrides.parallel;
   }
-  REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(job.model, job.analytic));
-  REMAT_RETURN_IF_ERROR(ApplyParallel(&job));
+  // A distributed job's ranks read the model's graph: the profile's
+  // (RankLayoutOfChain), not built again.
+  REMAT_ASSIGN_OR_RETURN(std::shared_ptr<const AnalyticChain> chain,
+                         BuildAnalyticChain(job.model, job.analytic));
+  REMAT_ASSIGN_OR_RETURN(job.profile, AnalyticProfile(job.model, job.analytic, *chain));
+  std::shared_ptr<const RankLayout> layout;
+  if (job.analytic.parallel.distributed()) layout = RankLayoutOfChain(*chain);
+  chain.reset();
+  REMAT_RETURN_IF_ERROR(ApplyParallel(&job, nullptr, std::move(layout)));
   return job;
 }
 

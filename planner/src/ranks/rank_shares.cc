@@ -11,7 +11,39 @@
 #include "remat/ranks/rank_memory.h"
 
 namespace remat {
+
+// What the ranks read of the model's op graph (BuildTransformerGraph of the
+// model, unsplit).
+struct RankLayout {
+  struct Op {  // an op holding parameters
+    std::string layer;
+    int64_t parameters = 0;
+    bool trainable = false;
+    bool operator==(const Op& o) const {
+      return layer == o.layer && parameters == o.parameters && trainable == o.trainable;
+    }
+  };
+  std::vector<Op> ops;  // in the graph's order
+  std::vector<std::pair<std::string, std::string>> kinds;  // layer tag -> kind, in chain order
+  int64_t largest_trained = 0;  // the elements of the largest trained tensor
+  int64_t parameters = 0, trainable_parameters = 0;
+};
+
 namespace {
+
+std::shared_ptr<const RankLayout> LayoutOf(const analytic::TransformerGraph& tg) {
+  auto layout = std::make_shared<RankLayout>();
+  for (const analytic::OpInfo& op : tg.graph.ops()) {
+    if (op.parameters != 0) layout->ops.push_back({op.layer, op.parameters, op.trainable});
+  }
+  layout->kinds = tg.kinds;
+  for (const analytic::TrainedTensor& t : tg.trained_tensors) {
+    layout->largest_trained = std::max(layout->largest_trained, t.elements);
+  }
+  layout->parameters = tg.parameters;
+  layout->trainable_parameters = tg.trainable_parameters;
+  return layout;
+}
 
 // The pipeline stage (rank) running chain chunk `chunk` of `chunks`: chunks
 // are dealt round robin over the stages (interleaved: rank s runs chunks s,
@@ -34,9 +66,9 @@ int64_t Scaled(int64_t bytes, double ratio) {
   return static_cast<int64_t>(static_cast<double>(bytes) * ratio + 0.5);
 }
 
-// RankShares of the model graph `tg` (BuildTransformerGraph(config)).
+// RankShares of the model whose layout (its graph's summary) is `tg`.
 std::vector<RankShare> SharesOf(const ModelConfig& config, const Parallelism& p,
-                                const analytic::TransformerGraph& tg) {
+                                const RankLayout& tg) {
   const ModelConfig c = WithDefaults(config);
   const int64_t chunks = p.pipeline * p.virtual_stages;
   std::vector<RankShare> shares(p.pipeline);
@@ -60,8 +92,7 @@ std::vector<RankShare> SharesOf(const ModelConfig& config, const Parallelism& p,
   }
   // Parameters per layer as the tensor-parallel rank holds them.
   std::map<std::string, int64_t> held, trained, persistent;
-  for (const analytic::OpInfo& op : tg.graph.ops()) {
-    if (op.parameters == 0) continue;
+  for (const RankLayout::Op& op : tg.ops) {
     const bool replicated = op.parameters <= 2 * c.hidden;
     const int64_t n = replicated ? op.parameters : (op.parameters + p.tensor - 1) / p.tensor;
     held[op.layer] += n;
@@ -110,20 +141,25 @@ Result<std::vector<RankShare>> RankShares(const ModelConfig& config, const Paral
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
   REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
                          analytic::BuildTransformerGraph(config));
-  return SharesOf(config, p, tg);
+  return SharesOf(config, p, *LayoutOf(tg));
 }
-
-struct RankLayout {
-  analytic::TransformerGraph tg;
-};
 
 Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config) {
-  auto layout = std::make_shared<RankLayout>();
-  REMAT_ASSIGN_OR_RETURN(layout->tg, analytic::BuildTransformerGraph(config));
-  return std::shared_ptr<const RankLayout>(std::move(layout));
+  REMAT_ASSIGN_OR_RETURN(const analytic::TransformerGraph tg,
+                         analytic::BuildTransformerGraph(config));
+  return LayoutOf(tg);
 }
 
-int64_t TrainableParameters(const RankLayout& layout) { return layout.tg.trainable_parameters; }
+std::shared_ptr<const RankLayout> RankLayoutOfChain(const AnalyticChain& chain) {
+  return LayoutOf(GraphOfChain(chain));
+}
+
+bool SameLayout(const RankLayout& a, const RankLayout& b) {
+  return a.ops == b.ops && a.kinds == b.kinds && a.largest_trained == b.largest_trained &&
+         a.parameters == b.parameters && a.trainable_parameters == b.trainable_parameters;
+}
+
+int64_t TrainableParameters(const RankLayout& layout) { return layout.trainable_parameters; }
 
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
                                              const Parallelism& p) {
@@ -142,7 +178,7 @@ Result<std::vector<RankMemory>> RankMemoriesOf(const ModelConfig& config, const 
   // One graph of the model for the shares and both parameter counts
   // (ParameterCount and TrainableParameterCount build the same one).
   REMAT_RETURN_IF_ERROR(ValidateParallelism(p, config, config.name));
-  const analytic::TransformerGraph& tg = layout.tg;
+  const RankLayout& tg = layout;
   const std::vector<RankShare> shares = SharesOf(config, p, tg);
   const int64_t all = tg.parameters, all_trained = tg.trainable_parameters;
   // Bytes per parameter of the job's model state (buffers ride with the
@@ -153,10 +189,7 @@ Result<std::vector<RankMemory>> RankMemoriesOf(const ModelConfig& config, const 
   // tensor-parallel rank holds it.
   int64_t largest = 0;
   if (p.offload == StateOffload::kOptimizer) {
-    for (const analytic::TrainedTensor& t : tg.trained_tensors) {
-      largest = std::max(largest, t.elements);
-    }
-    largest = (largest + p.tensor - 1) / p.tensor;
+    largest = (tg.largest_trained + p.tensor - 1) / p.tensor;
   }
   const int64_t per_rank = p.data_ranks() * p.tensor;
   std::vector<RankMemory> out;

@@ -7,11 +7,13 @@
 // pipeline parallelism.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "remat/analytic/analytic.h"
+#include "remat/input/input.h"
 #include "remat/ranks/rank_memory.h"
 #include "testing/hf_config.h"
 
@@ -189,6 +191,81 @@ TEST(RankLayout, OneLayoutServesEveryMicroBatchAndAccumulation) {
     }
   }
   EXPECT_GT(compared, 300);
+}
+
+// The layout taken from the graph of a job's analytic chain is the layout
+// built afresh, over every config.json of examples/hf at several precisions
+// and gradient conventions, LoRA and QLoRA, on a GPU and on the CPU, under
+// tensor parallelism with and without sequence parallelism (the split
+// graph keeps the model's parameter counts).
+TEST(RankLayout, TheLayoutOfAChainIsTheLayoutBuiltAfresh) {
+  std::vector<std::string> paths;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(REMAT_SOURCE_DIR) + "/examples/hf")) {
+    const std::string path = e.path().string();
+    if (path.size() > 12 && path.compare(path.size() - 12, 12, ".config.json") == 0) {
+      paths.push_back(path);
+    }
+  }
+  ASSERT_GT(paths.size(), 20u);
+  int compared = 0, split = 0;
+  for (const std::string& path : paths) {
+    Result<PlannerInput> input = LoadPlannerInput(path);
+    ASSERT_TRUE(input.ok()) << input.status().message();
+    std::vector<ModelConfig> variants;
+    for (Precision precision : {Precision::kMixedBf16, Precision::kFp32}) {
+      for (Gradients g : {Gradients::kDefault, Gradients::kCreatedInBackward}) {
+        ModelConfig v = input->config;
+        v.seq_len = 256;
+        v.precision = precision;
+        v.gradients = g;
+        variants.push_back(v);
+      }
+    }
+    for (Quantization q : {Quantization::kNone, Quantization::kNf4}) {
+      ModelConfig v = input->config;
+      v.seq_len = 256;
+      v.precision = Precision::kBf16;
+      v.lora_rank = 8;
+      v.quantization = q;
+      variants.push_back(v);
+    }
+    for (const ModelConfig& v : variants) {
+      Result<std::shared_ptr<const RankLayout>> fresh = BuildRankLayout(v);
+      for (const char* device : {"a100", "cpu"}) {
+        for (const auto& [tensor, sequence] :
+             std::vector<std::pair<int64_t, bool>>{{1, false}, {2, false}, {8, true}}) {
+          SCOPED_TRACE(path + " precision " + std::to_string(static_cast<int>(v.precision)) +
+                       " gradients " + std::to_string(static_cast<int>(v.gradients)) +
+                       " lora " + std::to_string(v.lora_rank) + " device " + device +
+                       " tensor " + std::to_string(tensor) + " sequence " +
+                       std::to_string(sequence));
+          AnalyticOptions options;
+          Result<DeviceSpec> spec = LookupDevice(device);
+          ASSERT_TRUE(spec.ok());
+          options.device = *spec;
+          options.parallel.data = DataParallel::kFsdp2;
+          options.parallel.tensor = tensor;
+          options.parallel.sequence = sequence;
+          options.parallel.gpus = 8 * tensor;
+          Result<std::shared_ptr<const AnalyticChain>> chain = BuildAnalyticChain(v, options);
+          if (!chain.ok()) continue;  // a split the model does not allow
+          ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+          const std::shared_ptr<const RankLayout> from_chain = RankLayoutOfChain(**chain);
+          EXPECT_TRUE(SameLayout(*from_chain, **fresh));
+          EXPECT_EQ(TrainableParameters(*from_chain), TrainableParameters(**fresh));
+          if (tensor > 1) ++split;
+          // The ranks made from it, for one variant on the GPU.
+          if (tensor == 1 && &v == &variants.front() && options.device.name == "a100" &&
+              SameRanksFromLayout(v, options.parallel, *from_chain)) {
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int>(paths.size()));
+  EXPECT_GT(split, 100);  // the split graphs compared are not vacuous
 }
 
 }  // namespace

@@ -319,6 +319,14 @@ Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Pr
 // RankMemories(config, whole, p), field for field.
 struct RankLayout;
 Result<std::shared_ptr<const RankLayout>> BuildRankLayout(const ModelConfig& config);
+// The same from the graph `chain` was derived from (BuildAnalyticChain of
+// the same model, any device, tensor and sequence degrees: the graph's ops
+// keep the model's parameter counts under a split), so the graph is not
+// built twice.
+struct AnalyticChain;
+std::shared_ptr<const RankLayout> RankLayoutOfChain(const AnalyticChain& chain);
+// Whether two layouts hold the same figures.
+bool SameLayout(const RankLayout& a, const RankLayout& b);
 // The layout's model's TrainableParameterCount.
 int64_t TrainableParameters(const RankLayout& layout);
 Result<std::vector<RankMemory>> RankMemories(const ModelConfig& config, const Profile& whole,
