@@ -52,9 +52,19 @@ struct SharedChain {
 };
 
 // `shared`'s rank layout of `model` (valid), or null where it cannot be
-// built (WithParallel then builds it again and fails as it does).
+// built (WithParallel then builds it again and fails as it does). Taken
+// from `shared`'s chain (RankLayoutOfChain: the chain's graph, on any
+// tensor and sequence degrees, is the model's for the layout) where a
+// SharedProfile of this thread made or found it, so the graph is not built
+// again.
 const RankLayout* SharedLayout(const ModelConfig& model, SharedModel* shared) {
-  std::call_once(shared->layout_made, [&] { shared->layout = BuildRankLayout(model); });
+  std::call_once(shared->layout_made, [&] {
+    if (shared->chain.has_value() && shared->chain->ok()) {
+      shared->layout = RankLayoutOfChain(***shared->chain);
+    } else {
+      shared->layout = BuildRankLayout(model);
+    }
+  });
   return shared->layout->ok() ? shared->layout->value().get() : nullptr;
 }
 
