@@ -1,8 +1,8 @@
 #include "remat/io/units.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -25,6 +25,20 @@ constexpr Unit kUnits[] = {
 const char kAccepted[] =
     "expected a positive number with a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, "
     "MiB, GiB, TiB (powers of 1024), e.g. 24GB or 80GiB";
+
+// Appends `value` with `decimals` digits after the point, as printf's
+// "%.<decimals>f" writes it in the C locale: std::to_chars in fixed
+// notation with a precision is specified to give printf's characters
+// (the exact value rounded to the nearest, ties to even; "inf", "nan",
+// a "-" for negative values, -0 and negative NaN included).
+void AppendFixed(double value, int decimals, std::string* out) {
+  // 309 integer digits at most for a finite double, a sign, a point and
+  // the decimals.
+  char buf[330];
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+  out->append(buf, r.ptr);
+}
 
 }  // namespace
 
@@ -82,13 +96,16 @@ std::string FormatBytes(int64_t bytes) {
     v /= 1024.0;
     ++unit;
   }
-  char buf[64];
+  std::string out = negative ? "-" : "";
   if (unit == 0) {
-    std::snprintf(buf, sizeof buf, "%s%lld B", negative ? "-" : "", static_cast<long long>(v));
+    out += std::to_string(static_cast<long long>(v));
+    out += " B";
   } else {
-    std::snprintf(buf, sizeof buf, "%s%.2f %s", negative ? "-" : "", v, names[unit]);
+    AppendFixed(v, 2, &out);
+    out += ' ';
+    out += names[unit];
   }
-  return buf;
+  return out;
 }
 
 std::string FormatCount(int64_t value) {
@@ -107,15 +124,18 @@ std::string FormatCount(int64_t value) {
 }
 
 std::string FormatMillis(double ms) {
-  char buf[64];
+  std::string out;
   if (std::fabs(ms) >= 1000.0) {
-    std::snprintf(buf, sizeof buf, "%.2f s", ms / 1000.0);
+    AppendFixed(ms / 1000.0, 2, &out);
+    out += " s";
   } else if (std::fabs(ms) >= 10.0) {
-    std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+    AppendFixed(ms, 1, &out);
+    out += " ms";
   } else {
-    std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+    AppendFixed(ms, 3, &out);
+    out += " ms";
   }
-  return buf;
+  return out;
 }
 
 }  // namespace remat
