@@ -28,14 +28,6 @@ std::string Ms(double ms) {
   return text;
 }
 
-// PlanningRequest::weigh_chunked_loss: `plain` (the plain job's result)
-// replaced by the chunked job's where only it fits, where neither fits and
-// the chunked job's lowest peak is the lower, or (one micro-batch size, no
-// --global-batch search) where `plain` recomputes and the chunked plan
-// recomputes less. Whole steps are not compared: the chunked op's time
-// counts its matmuls, not its chunks' memory traffic, so it would win by
-// what the model leaves out; the recompute a plan adds is the difference
-// the chunked loss makes.
 // Whether WeighChunkedLoss may weigh the chunked loss for `job`: a
 // language model's head without a chunked loss, and no tensor parallelism.
 bool ChunkedLossWeighable(const Job& job) {
@@ -44,6 +36,14 @@ bool ChunkedLossWeighable(const Job& job) {
   return c.head == Head::kLm && c.loss_chunks == 0 && job.parallel().tensor <= 1;
 }
 
+// PlanningRequest::weigh_chunked_loss: `plain` (the plain job's result)
+// replaced by the chunked job's where only it fits, where neither fits and
+// the chunked job's lowest peak is the lower, or (one micro-batch size, no
+// --global-batch search) where `plain` recomputes and the chunked plan
+// recomputes less. Whole steps are not compared: the chunked op's time
+// counts its matmuls, not its chunks' memory traffic, so it would win by
+// what the model leaves out; the recompute a plan adds is the difference
+// the chunked loss makes.
 Status WeighChunkedLoss(const Job& job, const PlanningRequest& request, PlanningResult* plain) {
   if (!ChunkedLossWeighable(job)) return Status::Ok();
   const ModelConfig c = WithDefaults(job.config());
